@@ -1,0 +1,112 @@
+/**
+ * Every error mcpx raises on purpose is an McpxError with a stable string `code`.
+ * Scripts match on `code`, never on the message. Codes are grouped by area.
+ *
+ * instanceof works across duplicate copies of this module (tests load src/ and dist/)
+ * because the check uses a global Symbol brand, as undici and the MCP SDK do.
+ */
+const BRAND = Symbol.for('mcpx.error');
+
+export type ErrorCode =
+  // configuration and settings
+  | 'MCPX_BAD_PROTOCOL_VALUE'
+  | 'MCPX_BAD_CONFIG'
+  | 'MCPX_BAD_SETTING'
+  // transports
+  | 'MCPX_SPAWN_FAILED'
+  | 'MCPX_TRANSPORT_CLOSED'
+  | 'MCPX_MESSAGE_TOO_LARGE'
+  | 'MCPX_REQUEST_TIMEOUT'
+  | 'MCPX_REQUEST_CANCELLED'
+  | 'MCPX_HTTP_STATUS'
+  | 'MCPX_UNAUTHORIZED'
+  | 'MCPX_LEGACY_HTTP_REFUSED'
+  // the era probe
+  | 'MCPX_ERA_MISMATCH'
+  | 'MCPX_NO_COMMON_VERSION'
+  | 'MCPX_MODERN_PROTOCOL_ERROR'
+  | 'MCPX_UNSUPPORTED_LEGACY_VERSION'
+  | 'MCPX_PROBE_REFUSED'
+  | 'MCPX_START_TIMEOUT'
+  | 'MCPX_SESSION_CLOSED'
+  // upstream answers after connecting
+  | 'MCPX_UPSTREAM_ERROR'
+  | 'MCPX_BAD_RESULT'
+  // the era cache
+  | 'MCPX_CACHE_IO';
+
+export class McpxError extends Error {
+  readonly code: ErrorCode;
+  readonly data: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; data?: Record<string, unknown> }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.data = options?.data;
+    this.name = new.target.name;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true
+      && (this === McpxError || Function.prototype[Symbol.hasInstance].call(this, value));
+  }
+
+  toJSON(): { code: ErrorCode; message: string; data?: Record<string, unknown> } {
+    return this.data === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, data: this.data };
+  }
+}
+
+/** A JSON-RPC error object as it travels on the wire. */
+export interface RpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+/** The upstream answered a request with a JSON-RPC error (after the session was established). */
+export class UpstreamRpcError extends McpxError {
+  readonly rpc: RpcErrorObject;
+  constructor(method: string, rpc: RpcErrorObject) {
+    super('MCPX_UPSTREAM_ERROR', `upstream answered ${method} with error ${rpc.code}: ${rpc.message}`, {
+      data: { rpcCode: rpc.code, rpcMessage: rpc.message, ...(rpc.data === undefined ? {} : { rpcData: rpc.data }) },
+    });
+    this.rpc = rpc;
+  }
+}
+
+/** The transport (process or connection) closed while something was waiting on it. */
+export class TransportClosedError extends McpxError {
+  constructor(message: string, data?: Record<string, unknown>) {
+    super('MCPX_TRANSPORT_CLOSED', message, data === undefined ? undefined : { data });
+  }
+}
+
+export class RequestTimeoutError extends McpxError {
+  constructor(method: string, ms: number) {
+    super('MCPX_REQUEST_TIMEOUT', `${method} got no answer within ${ms} ms`, { data: { method, timeoutMs: ms } });
+  }
+}
+
+export class SpawnError extends McpxError {
+  constructor(command: string, cause: unknown) {
+    const why = cause instanceof Error ? cause.message : String(cause);
+    super('MCPX_SPAWN_FAILED', `could not start ${JSON.stringify(command)}: ${why}`, { cause, data: { command } });
+  }
+}
+
+export class MessageTooLargeError extends McpxError {
+  constructor(limit: number) {
+    super('MCPX_MESSAGE_TOO_LARGE', `upstream sent a message larger than ${limit} bytes`, { data: { limitBytes: limit } });
+  }
+}
+
+export class ProtocolValueError extends McpxError {
+  constructor(value: unknown, canonical: readonly string[], where?: string) {
+    super(
+      'MCPX_BAD_PROTOCOL_VALUE',
+      `${where ? `${where}: ` : ''}${JSON.stringify(value)} is not a protocol preference; use one of: ${canonical.join(', ')}`,
+      { data: { value, allowed: [...canonical] } },
+    );
+  }
+}

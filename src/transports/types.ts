@@ -1,0 +1,68 @@
+/**
+ * The shapes every transport adapter shares. A Channel moves whole JSON-RPC messages to and from
+ * one upstream (a child process, an HTTP endpoint); an RpcPeer adds request/response correlation.
+ * Neither knows anything about eras: the session machine decides those.
+ */
+import type { RpcErrorObject } from '../errors.js';
+
+export type JsonRpcId = string | number;
+
+export interface JsonRpcRequest {
+  jsonrpc: '2.0';
+  id: JsonRpcId;
+  method: string;
+  params?: Record<string, unknown>;
+}
+
+export interface JsonRpcNotification {
+  jsonrpc: '2.0';
+  method: string;
+  params?: Record<string, unknown>;
+}
+
+export interface JsonRpcSuccess {
+  jsonrpc: '2.0';
+  id: JsonRpcId;
+  result: unknown;
+}
+
+export interface JsonRpcFailure {
+  jsonrpc: '2.0';
+  id: JsonRpcId | null;
+  error: RpcErrorObject;
+}
+
+export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure;
+export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse;
+
+/** Why a channel closed. `error` is set when mcpx closed it because of a fault (e.g. a huge message). */
+export interface CloseInfo {
+  reason: 'exit' | 'stopped' | 'error' | 'spawn-failed' | 'connection-lost';
+  code?: number | null;
+  signal?: string | null;
+  error?: Error;
+  /** The last lines the process wrote to stderr, for error messages (never contains config secrets). */
+  stderrTail?: string[];
+}
+
+/** What a request carries besides its method and params: who asked, and how long they will wait. */
+export interface RequestOptions {
+  /** Use this id on the wire instead of the peer's own counter (the probe chooses its ids). */
+  id?: JsonRpcId;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Opaque caller context; handed back to the server-request handler for requests this one provoked. */
+  context?: unknown;
+}
+
+export interface Channel {
+  /** Open the channel (spawn the process / nothing for HTTP). Rejects with a typed McpxError. */
+  start(): Promise<void>;
+  send(message: JsonRpcMessage, context?: unknown): void;
+  /** Orderly stop. Resolves when nothing is left running. Safe to call twice or after a crash. */
+  close(): Promise<void>;
+  onMessage(listener: (message: JsonRpcMessage, context?: unknown) => void): void;
+  onClose(listener: (info: CloseInfo) => void): void;
+  readonly pid: number | undefined;
+  readonly closed: boolean;
+}
