@@ -47,7 +47,7 @@ export class McpxError extends Error {
     Object.defineProperty(this, BRAND, { value: true });
   }
 
-  static [Symbol.hasInstance](value: unknown): boolean {
+  static override [Symbol.hasInstance](value: unknown): boolean {
     return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true
       && (this === McpxError || Function.prototype[Symbol.hasInstance].call(this, value));
   }
@@ -108,5 +108,14 @@ export class ProtocolValueError extends McpxError {
       `${where ? `${where}: ` : ''}${JSON.stringify(value)} is not a protocol preference; use one of: ${canonical.join(', ')}`,
       { data: { value, allowed: [...canonical] } },
     );
+  }
+}
+
+/** The era cache file could not be written (or its lock taken). Reading problems never raise: a bad file reads as empty. */
+export class CacheIoError extends McpxError {
+  readonly file: string;
+  constructor(file: string, message: string, cause?: unknown) {
+    super('MCPX_CACHE_IO', `${file}: ${message}`, { data: { file }, ...(cause === undefined ? {} : { cause }) });
+    this.file = file;
   }
 }

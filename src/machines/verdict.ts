@@ -1,0 +1,131 @@
+/**
+ * The verdict table: what one answer from an upstream means for its era (era-probe.md §3, §4).
+ * Pure functions, no I/O and no state: the session machine's guards call them, and
+ * test/machines/verdict.test.ts checks them row by row. Nothing else in mcpx decides eras.
+ */
+import type { RpcErrorObject } from '../errors.js';
+import { eraOfRevision, isLegacyVersion, LEGACY_VERSIONS, META, RPC } from './versions.js';
+
+/** One answer to a request: a JSON-RPC result or a JSON-RPC error. */
+export type Answer = { result: unknown } | { error: RpcErrorObject };
+
+export interface ServerIdentity {
+  serverInfo?: { name?: string; version?: string; [k: string]: unknown };
+  capabilities?: Record<string, unknown>;
+  instructions?: string;
+}
+
+export type DiscoverVerdict =
+  /** A DiscoverResult naming a version mcpx offers: speak modern at `version`. */
+  | ({ kind: 'modern'; version: string; supported: string[]; why: string } & ServerIdentity)
+  /** -32022 naming a mutual version not tried yet: ask again with `version`. */
+  | { kind: 'retry'; version: string; supported: string[]; why: string }
+  /** Not a modern server (or one whose modern side offers nothing usable): fall back to initialize. */
+  | { kind: 'legacy'; why: string; legacyVersions: string[] }
+  /** A modern server that refused us with a modern error: never fall back. */
+  | { kind: 'modern-error'; code: number; why: string }
+  /** A modern server with no version in common with mcpx. */
+  | { kind: 'no-common'; supported: string[]; why: string };
+
+export type InitializeVerdict =
+  | ({ kind: 'legacy'; version: string; why: string } & ServerIdentity)
+  /** The server answered with a revision mcpx does not speak. */
+  | { kind: 'bad-version'; version: string; why: string }
+  /** A success that is not an InitializeResult. */
+  | { kind: 'malformed'; why: string }
+  /** initialize was refused. `modernHint` when the refusal names modern revisions (a modern-only server). */
+  | { kind: 'refused'; code: number; modernHint: boolean; why: string };
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+
+function describeError(e: RpcErrorObject): string {
+  return `error ${e.code} (${JSON.stringify(String(e.message ?? '').slice(0, 120))})`;
+}
+
+/** Pick the newest of `offered` (newest first) that `supported` names and `skip` does not. */
+function newestMutual(offered: readonly string[], supported: readonly string[], skip: readonly string[] = []): string | undefined {
+  return offered.find((v) => supported.includes(v) && !skip.includes(v));
+}
+
+/** Legacy revisions a list names, newest first, restricted to the ones mcpx speaks. */
+function legacyOf(list: readonly string[]): string[] {
+  return LEGACY_VERSIONS.filter((v) => list.includes(v));
+}
+
+function identityFromDiscover(result: Record<string, unknown>): ServerIdentity {
+  const meta = isObject(result._meta) ? result._meta : {};
+  // The final spec puts serverInfo in _meta; early servers put it top-level (mcp-wire-facts.md §1.3). Accept both.
+  const serverInfo = isObject(meta[META.serverInfo]) ? meta[META.serverInfo] : isObject(result.serverInfo) ? result.serverInfo : undefined;
+  const out: ServerIdentity = {};
+  if (serverInfo) out.serverInfo = serverInfo as ServerIdentity['serverInfo'];
+  if (isObject(result.capabilities)) out.capabilities = result.capabilities;
+  if (typeof result.instructions === 'string') out.instructions = result.instructions;
+  return out;
+}
+
+/**
+ * What an answer to `server/discover` means.
+ * @param offered modern versions mcpx speaks, newest first
+ * @param tried versions already sent in a discover (each version is tried once)
+ */
+export function discoverVerdict(answer: Answer, offered: readonly string[], tried: readonly string[]): DiscoverVerdict {
+  if ('error' in answer) {
+    const e = answer.error;
+    if (e.code === RPC.unsupportedProtocolVersion) {
+      const data = isObject(e.data) ? e.data : {};
+      if (!Array.isArray(data.supported)) {
+        return { kind: 'modern-error', code: e.code, why: `server/discover got ${describeError(e)} without a supported list` };
+      }
+      const supported = strings(data.supported);
+      const next = newestMutual(offered, supported, tried);
+      if (next) return { kind: 'retry', version: next, supported, why: `server/discover got -32022; retrying with ${next} (server supports ${supported.join(', ')})` };
+      const legacy = legacyOf(supported);
+      if (legacy.length > 0) {
+        return { kind: 'legacy', legacyVersions: legacy, why: `server/discover got -32022 naming only legacy revisions (${supported.join(', ')})` };
+      }
+      return { kind: 'no-common', supported, why: `server supports ${supported.join(', ') || 'no listed revision'}; mcpx speaks ${[...offered, ...LEGACY_VERSIONS].join(', ')}` };
+    }
+    if (e.code === RPC.headerMismatch || e.code === RPC.missingClientCapability) {
+      return { kind: 'modern-error', code: e.code, why: `server/discover got modern ${describeError(e)}` };
+    }
+    return { kind: 'legacy', legacyVersions: [], why: `server/discover got ${describeError(e)}` };
+  }
+
+  const result = answer.result;
+  if (!isObject(result) || !Array.isArray(result.supportedVersions)) {
+    return { kind: 'legacy', legacyVersions: [], why: 'server/discover got a success that is not a DiscoverResult (no supportedVersions array)' };
+  }
+  const supported = strings(result.supportedVersions);
+  const version = newestMutual(offered, supported);
+  if (version) return { kind: 'modern', version, supported, why: `server/discover answered; supported ${supported.join(', ')}`, ...identityFromDiscover(result) };
+  const legacy = legacyOf(supported);
+  if (legacy.length > 0) {
+    return { kind: 'legacy', legacyVersions: legacy, why: `server/discover listed only legacy revisions (${supported.join(', ')})` };
+  }
+  return { kind: 'no-common', supported, why: `server supports ${supported.join(', ') || 'nothing'}; mcpx speaks ${[...offered, ...LEGACY_VERSIONS].join(', ')}` };
+}
+
+/** What an answer to `initialize` means. */
+export function initializeVerdict(answer: Answer): InitializeVerdict {
+  if ('error' in answer) {
+    const e = answer.error;
+    const data = isObject(e.data) ? e.data : {};
+    const supported = strings(data.supported);
+    const modernHint = e.code === RPC.unsupportedProtocolVersion && supported.some((v) => eraOfRevision(v) === 'modern');
+    return { kind: 'refused', code: e.code, modernHint, why: `initialize got ${describeError(e)}` };
+  }
+  const result = answer.result;
+  if (!isObject(result) || typeof result.protocolVersion !== 'string') {
+    return { kind: 'malformed', why: 'initialize got a success without a protocolVersion' };
+  }
+  const version = result.protocolVersion;
+  if (!isLegacyVersion(version)) {
+    return { kind: 'bad-version', version, why: `initialize answered protocolVersion ${JSON.stringify(version)}, which mcpx does not speak (it speaks ${LEGACY_VERSIONS.join(', ')})` };
+  }
+  const out: InitializeVerdict = { kind: 'legacy', version, why: `initialize answered ${version}` };
+  if (isObject(result.serverInfo)) out.serverInfo = result.serverInfo as ServerIdentity['serverInfo'];
+  if (isObject(result.capabilities)) out.capabilities = result.capabilities;
+  if (typeof result.instructions === 'string') out.instructions = result.instructions;
+  return out;
+}

@@ -1,0 +1,60 @@
+/**
+ * Builders for the MCP messages mcpx sends, in each era. Shapes follow
+ * ../shared/reference/mcp-wire-facts.md §1.2 (2026-07-28 `_meta`) and §5 (2025-11-25 initialize).
+ * Pure functions: no I/O, no era decisions (the caller says which era to build for).
+ */
+import { createRequire } from 'node:module';
+import { META } from '../machines/versions.js';
+
+const require = createRequire(import.meta.url);
+function packageVersion(): string {
+  for (const rel of ['../../package.json', '../../../package.json']) {
+    try {
+      const pkg = require(rel) as { name?: string; version?: string };
+      if (pkg.name === 'mcpx' && typeof pkg.version === 'string') return pkg.version;
+    } catch {
+      // try the next location (src/ and dist/src/ sit at different depths)
+    }
+  }
+  return '0.0.0';
+}
+
+export const MCPX_VERSION = packageVersion();
+export const CLIENT_INFO = { name: 'mcpx', version: MCPX_VERSION } as const;
+
+export type ClientCapabilities = Record<string, unknown>;
+
+/** The per-request `_meta` envelope of a 2026-07-28 request. */
+export function modernMeta(version: string, capabilities: ClientCapabilities = {}, extra?: Record<string, unknown>): Record<string, unknown> {
+  return {
+    ...extra,
+    [META.protocolVersion]: version,
+    [META.clientCapabilities]: capabilities,
+    [META.clientInfo]: CLIENT_INFO,
+  };
+}
+
+/** `server/discover` params: nothing but the full `_meta`. */
+export function discoverParams(version: string, capabilities: ClientCapabilities = {}): Record<string, unknown> {
+  return { _meta: modernMeta(version, capabilities) };
+}
+
+/** `initialize` params (2025-11-25 shape; older revisions accept the same fields). */
+export function initializeParams(version: string, capabilities: ClientCapabilities = {}): Record<string, unknown> {
+  return { protocolVersion: version, capabilities, clientInfo: CLIENT_INFO };
+}
+
+/**
+ * Params of an ordinary request in an era. Modern requests carry the `_meta` envelope (merged with any
+ * `_meta` the caller gave, e.g. a progressToken); legacy requests carry no envelope.
+ */
+export function requestParams(
+  era: 'modern' | 'legacy',
+  version: string,
+  params: Record<string, unknown> | undefined,
+  capabilities: ClientCapabilities = {},
+): Record<string, unknown> | undefined {
+  if (era === 'legacy') return params;
+  const callerMeta = params && typeof params._meta === 'object' && params._meta !== null ? (params._meta as Record<string, unknown>) : undefined;
+  return { ...params, _meta: modernMeta(version, capabilities, callerMeta) };
+}

@@ -1,0 +1,381 @@
+/**
+ * UpstreamSession: one upstream connection, driven by the session statechart.
+ *
+ * This is the transport adapter of era-probe.md §8: it creates the machine's actor, carries out what
+ * the machine emits (spawn, kill, request, notify, cache.write) on a Channel, and feeds back what the
+ * upstream did. It decides nothing about eras; once the machine reaches `ready` it shapes ordinary
+ * requests for the era the machine chose (with or without the `_meta` envelope).
+ */
+import { EventEmitter } from 'node:events';
+import { createActor, type Actor, type ActorOptions, type AnyActorLogic, type InspectionEvent, type SnapshotFrom } from 'xstate';
+import { McpxError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
+import { silentLogger, type Logger } from '../log.js';
+import { sessionMachine, type EraSource, type SessionEmitted, type SessionFailure } from '../machines/session.machine.js';
+import type { SessionPreference } from '../machines/preference.js';
+import type { Era } from '../machines/versions.js';
+import { requestParams, type ClientCapabilities } from '../transports/mcp-messages.js';
+import { RpcPeer } from '../transports/rpc-peer.js';
+import { StdioChannel } from '../transports/stdio.js';
+import type { Channel, CloseInfo, JsonRpcRequest } from '../transports/types.js';
+import { isStdioDefinition, type ServerDefinition } from './definition.js';
+import type { EraCache, EraRecord } from './era-cache.js';
+import { eraCacheKey } from './process-key.js';
+
+export type SessionSnapshot = SnapshotFrom<typeof sessionMachine>;
+type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']>;
+
+/** What the session learned, for reports (`GET /v1/protocol`) and logs. */
+export interface SessionInfo {
+  server: string;
+  state: string;
+  era: Era | null;
+  negotiated: string | null;
+  eraSource: EraSource | null;
+  supportsModern: boolean;
+  serverInfo: unknown;
+  capabilities: unknown;
+  instructions: string | undefined;
+  pid: number | undefined;
+  spawns: number;
+  error: SessionFailure | null;
+}
+
+/** Answers a server-to-client request (legacy elicitation, sampling, roots) for the call that provoked it. */
+export type ServerRequestHandler = (request: JsonRpcRequest, context: unknown) => Promise<unknown>;
+
+/** Fulfils a modern `input_required` result: given the server's inputRequests, returns the inputResponses. */
+export type InputRequiredHandler = (inputRequests: Record<string, { method: string; params?: unknown }>, context: unknown) => Promise<Record<string, unknown>>;
+
+export interface UpstreamSessionOptions {
+  name: string;
+  definition: ServerDefinition;
+  preference: SessionPreference;
+  /** Consulted and updated unless the preference is force-*. */
+  cache?: EraCache | null;
+  probeTimeoutMs?: number;
+  startTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  stopGraceMs?: number;
+  maxMessageBytes?: number;
+  modernVersions?: readonly string[];
+  clientCapabilities?: ClientCapabilities;
+  logger?: Logger;
+  /** Replaces the real transport (model-based tests run the machine against simulated upstreams). */
+  channelFactory?: (attempt: number) => Channel;
+  onServerRequest?: ServerRequestHandler;
+  /** xstate inspection hook, for live statecharts. */
+  inspect?: (event: InspectionEvent) => void;
+  /** xstate clock; model-based tests pass a SimulatedClock to fire probe timeouts on cue. */
+  clock?: Clock;
+}
+
+export interface CallOptions {
+  /** The caller's context; reaches the server-request handler for questions this call provokes. */
+  context?: unknown;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  /** Capabilities to declare in this modern request's `_meta` (a relay declares its caller's). */
+  capabilities?: ClientCapabilities;
+  onInputRequired?: InputRequiredHandler;
+  maxInputRounds?: number;
+}
+
+export interface Tool {
+  name: string;
+  description?: string;
+  inputSchema?: unknown;
+  [key: string]: unknown;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export class UpstreamSession extends EventEmitter {
+  readonly name: string;
+  readonly definition: ServerDefinition;
+  readonly cacheKey: string;
+  private readonly actor: Actor<typeof sessionMachine>;
+  private readonly log: Logger;
+  private channel: Channel | undefined;
+  private peer: RpcPeer | undefined;
+  private readonly closing = new Set<Promise<void>>();
+  private readonly opts: UpstreamSessionOptions;
+  private startPromise: Promise<SessionInfo> | undefined;
+  private lastClose: CloseInfo | undefined;
+
+  constructor(opts: UpstreamSessionOptions) {
+    super();
+    this.opts = opts;
+    this.name = opts.name;
+    this.definition = opts.definition;
+    this.cacheKey = eraCacheKey(opts.definition);
+    this.log = (opts.logger ?? silentLogger).child({ server: opts.name });
+    const forced = opts.preference === 'force-discover' || opts.preference === 'force-initialize';
+    const cached = forced ? null : opts.cache?.get(this.cacheKey) ?? null;
+    this.actor = createActor(sessionMachine, {
+      id: `session:${opts.name}`,
+      input: {
+        server: opts.name,
+        transport: isStdioDefinition(opts.definition) ? 'stdio' : 'http',
+        preference: opts.preference,
+        cached,
+        ...(opts.probeTimeoutMs === undefined ? {} : { probeTimeoutMs: opts.probeTimeoutMs }),
+        ...(opts.startTimeoutMs === undefined ? {} : { startTimeoutMs: opts.startTimeoutMs }),
+        ...(opts.modernVersions === undefined ? {} : { modernVersions: opts.modernVersions }),
+        ...(opts.clientCapabilities === undefined ? {} : { clientCapabilities: opts.clientCapabilities }),
+      },
+      ...(opts.inspect ? { inspect: opts.inspect } : {}),
+      ...(opts.clock ? { clock: opts.clock } : {}),
+    });
+    this.actor.on('spawn', (e) => this.onSpawn(e.attempt));
+    this.actor.on('kill', () => this.onKill());
+    this.actor.on('request', (e) => this.onProbeRequest(e));
+    this.actor.on('notify', (e) => this.peer?.notify(e.method, e.params));
+    this.actor.on('cache.write', (e) => void this.onCacheWrite(e.record));
+    this.actor.on('era.stale', (e) => {
+      this.log.info({ cached: e.cached.era, found: e.found }, 'cached era was wrong; probed again');
+      this.emit('era.stale', { server: this.name, cached: e.cached, found: e.found });
+    });
+    this.actor.subscribe({
+      next: (snapshot) => this.emit('state', snapshot),
+      error: (err) => this.log.error({ err }, 'session actor failed'),
+    });
+  }
+
+  /** Start the upstream and run the probe. Resolves when the session is ready; rejects with an McpxError. */
+  start(): Promise<SessionInfo> {
+    this.startPromise ??= new Promise<SessionInfo>((resolve, reject) => {
+      const check = (snapshot: SessionSnapshot) => {
+        if (snapshot.matches('ready')) {
+          sub.unsubscribe();
+          const info = this.info();
+          this.log.info({ era: info.era, negotiated: info.negotiated, eraSource: info.eraSource, pid: info.pid }, 'upstream ready');
+          resolve(info);
+        } else if (snapshot.status === 'done') {
+          sub.unsubscribe();
+          reject(this.failure(snapshot));
+        }
+      };
+      const sub = this.actor.subscribe(check);
+      this.actor.start();
+      this.actor.send({ type: 'start' });
+      check(this.actor.getSnapshot());
+    });
+    return this.startPromise;
+  }
+
+  get snapshot(): SessionSnapshot {
+    return this.actor.getSnapshot();
+  }
+
+  get isReady(): boolean {
+    return this.actor.getSnapshot().matches('ready');
+  }
+
+  info(): SessionInfo {
+    const s = this.actor.getSnapshot();
+    const c = s.context;
+    return {
+      server: this.name,
+      state: stateName(s),
+      era: c.era,
+      negotiated: c.negotiated,
+      eraSource: c.eraSource,
+      supportsModern: c.supportsModern,
+      serverInfo: c.serverInfo,
+      capabilities: c.capabilities,
+      instructions: c.instructions,
+      pid: this.channel?.pid,
+      spawns: c.spawns,
+      error: c.error,
+    };
+  }
+
+  /**
+   * Send a request in the session's era. Modern requests get the `_meta` envelope; results are
+   * checked for `resultType` (absent = complete, as legacy servers send). An `input_required` result is
+   * fulfilled through `onInputRequired` and retried, up to `maxInputRounds` (default 8).
+   */
+  async request(method: string, params?: Record<string, unknown>, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+    if (!this.isReady) await this.start();
+    const { era, negotiated } = this.actor.getSnapshot().context;
+    if (!this.peer || !era || !negotiated || !this.isReady) {
+      throw new McpxError('MCPX_SESSION_CLOSED', `${this.name}: the session is not open (${stateName(this.actor.getSnapshot())})`);
+    }
+    const peer = this.peer;
+    const maxRounds = opts.maxInputRounds ?? 8;
+    let current = params;
+    for (let round = 0; ; round++) {
+      const raw = await peer.request(method, requestParams(era, negotiated, current, opts.capabilities ?? this.opts.clientCapabilities), {
+        timeoutMs: opts.timeoutMs ?? this.opts.requestTimeoutMs ?? 300_000,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+        context: opts.context,
+      });
+      if (!isObject(raw)) throw new McpxError('MCPX_BAD_RESULT', `${this.name}: ${method} returned a result that is not an object`);
+      const resultType = raw.resultType ?? 'complete';
+      if (resultType === 'complete') return raw;
+      if (resultType !== 'input_required') {
+        // The spec: a resultType the client does not recognise MUST be considered invalid.
+        throw new McpxError('MCPX_BAD_RESULT', `${this.name}: ${method} returned unknown resultType ${JSON.stringify(resultType)}`);
+      }
+      if (!opts.onInputRequired) {
+        throw new McpxError('MCPX_UPSTREAM_ERROR', `${this.name}: ${method} needs input from the caller (input_required), and this caller cannot answer questions`, {
+          data: { resultType, inputRequests: raw.inputRequests },
+        });
+      }
+      if (round >= maxRounds) throw new McpxError('MCPX_UPSTREAM_ERROR', `${this.name}: ${method} still required input after ${maxRounds} rounds`);
+      const inputRequests = isObject(raw.inputRequests) ? (raw.inputRequests as Record<string, { method: string; params?: unknown }>) : {};
+      const inputResponses = Object.keys(inputRequests).length > 0 ? await opts.onInputRequired(inputRequests, opts.context) : {};
+      current = { ...params, inputResponses };
+      // requestState is echoed byte-exact when given, and never invented when not.
+      if (typeof raw.requestState === 'string') current.requestState = raw.requestState;
+    }
+  }
+
+  async listTools(opts: CallOptions = {}): Promise<Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 1000; page++) {
+      const result = await this.request('tools/list', cursor ? { cursor } : undefined, opts);
+      if (Array.isArray(result.tools)) tools.push(...(result.tools.filter(isObject) as Tool[]));
+      cursor = typeof result.nextCursor === 'string' && result.nextCursor ? result.nextCursor : undefined;
+      if (!cursor) break;
+    }
+    return tools;
+  }
+
+  callTool(name: string, args: Record<string, unknown> = {}, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+    return this.request('tools/call', { name, arguments: args }, opts);
+  }
+
+  /** Stop the session and its process. Resolves when nothing is left running. */
+  async stop(): Promise<void> {
+    const s = this.actor.getSnapshot();
+    if (!this.startPromise) {
+      // Never started: record the stop in the chart (idle → stopped) without starting anything.
+      this.actor.start();
+      this.actor.send({ type: 'stop' });
+      this.actor.stop();
+      return;
+    }
+    if (s.status === 'active') this.actor.send({ type: 'stop' });
+    else if (this.channel && !this.channel.closed) this.onKill();
+    await Promise.all([...this.closing]);
+    this.actor.stop();
+  }
+
+  // ---- carrying out what the machine emits ----
+
+  private onSpawn(attempt: number): void {
+    const channel = this.opts.channelFactory
+      ? this.opts.channelFactory(attempt)
+      : createChannel(this.definition, this.opts, this.log);
+    const peer = new RpcPeer(channel, { logger: this.log });
+    this.channel = channel;
+    this.peer = peer;
+    peer.onRequest((req, ctx) => this.answerServerRequest(req, ctx.context));
+    channel.onClose((info) => {
+      this.lastClose = info;
+      if (channel !== this.channel) return; // a replaced process: the machine already moved on
+      const detail = closeDetail(info);
+      this.log.info({ reason: info.reason, code: info.code, signal: info.signal }, 'upstream closed');
+      this.actor.send({ type: 'transport.closed', reason: info.reason, ...(detail ? { detail } : {}) });
+      this.emit('closed', info);
+    });
+    channel.start().then(
+      () => {
+        if (channel !== this.channel) return;
+        this.log.debug({ pid: channel.pid, attempt }, 'upstream started');
+        this.actor.send({ type: 'transport.ready', ...(channel.pid === undefined ? {} : { pid: channel.pid }) });
+      },
+      (err: unknown) => {
+        if (channel !== this.channel) return;
+        const message = err instanceof Error ? err.message : String(err);
+        this.actor.send({ type: 'transport.closed', reason: 'spawn-failed', detail: message });
+      },
+    );
+  }
+
+  private onKill(): void {
+    const channel = this.channel;
+    if (!channel) return;
+    this.channel = undefined;
+    this.peer = undefined;
+    const done = channel.close().catch((err: unknown) => this.log.warn({ err }, 'error while stopping upstream'));
+    this.closing.add(done);
+    void done.finally(() => this.closing.delete(done));
+  }
+
+  private onProbeRequest(e: Extract<SessionEmitted, { type: 'request' }>): void {
+    const peer = this.peer;
+    if (!peer) return;
+    this.log.debug({ id: e.id, method: e.method }, 'probe request');
+    // No timeout here: the machine owns probe timing (probeTimeout, startTimeout).
+    peer.request(e.method, e.params, { id: e.id }).then(
+      (result) => {
+        if (peer === this.peer) this.actor.send({ type: 'rpc.result', id: e.id, result });
+      },
+      (err: unknown) => {
+        if (peer !== this.peer) return;
+        if (err instanceof UpstreamRpcError) this.actor.send({ type: 'rpc.error', id: e.id, error: err.rpc });
+        // Anything else is the channel closing; its close event reaches the machine on its own.
+      },
+    );
+  }
+
+  private async onCacheWrite(record: Omit<EraRecord, 'at'>): Promise<void> {
+    const cache = this.opts.cache;
+    if (!cache) return;
+    try {
+      await cache.set(this.cacheKey, { ...record, at: new Date().toISOString() });
+      this.emit('cache.write', record);
+    } catch (err) {
+      // A cache that cannot be written costs a probe next time; it never breaks the session.
+      this.log.warn({ err }, 'could not write the era cache');
+    }
+  }
+
+  private async answerServerRequest(req: JsonRpcRequest, context: unknown): Promise<unknown> {
+    if (req.method === 'ping') return {};
+    if (this.opts.onServerRequest) return this.opts.onServerRequest(req, context);
+    const error: RpcErrorObject = { code: -32601, message: `mcpx has no caller to ask (${req.method})` };
+    throw error;
+  }
+
+  private failure(snapshot: SessionSnapshot): McpxError {
+    const e = snapshot.context.error;
+    if (e) return new McpxError(e.code, e.message, e.data ? { data: e.data } : undefined);
+    if (snapshot.matches('stopped')) return new McpxError('MCPX_SESSION_CLOSED', `${this.name}: stopped before it was ready`);
+    return new McpxError('MCPX_SESSION_CLOSED', `${this.name}: closed (${closeDetail(this.lastClose) ?? 'no detail'})`);
+  }
+}
+
+function createChannel(def: ServerDefinition, opts: UpstreamSessionOptions, log: Logger): Channel {
+  if (!isStdioDefinition(def)) {
+    throw new McpxError('MCPX_BAD_CONFIG', `${opts.name}: HTTP upstreams are not supported by this build yet`);
+  }
+  return new StdioChannel({
+    command: def.command,
+    ...(def.args ? { args: def.args } : {}),
+    ...(def.env ? { env: def.env } : {}),
+    ...(def.cwd ? { cwd: def.cwd } : {}),
+    ...(opts.stopGraceMs === undefined ? {} : { stopGraceMs: opts.stopGraceMs }),
+    ...(opts.maxMessageBytes === undefined ? {} : { maxMessageBytes: opts.maxMessageBytes }),
+    logger: log,
+  });
+}
+
+function closeDetail(info: CloseInfo | undefined): string | undefined {
+  if (!info) return undefined;
+  const parts: string[] = [];
+  if (info.error) parts.push(info.error.message);
+  if (info.code !== undefined && info.code !== null) parts.push(`exit code ${info.code}`);
+  if (info.signal) parts.push(`signal ${info.signal}`);
+  if (info.stderrTail && info.stderrTail.length > 0) parts.push(`stderr: ${info.stderrTail.slice(-3).join(' | ')}`);
+  return parts.length ? parts.join(', ') : undefined;
+}
+
+/** A dotted name of the deepest active state, e.g. `connecting.racing`. */
+export function stateName(snapshot: SessionSnapshot): string {
+  const walk = (v: unknown): string => (typeof v === 'string' ? v : Object.entries(v as Record<string, unknown>).map(([k, sub]) => `${k}.${walk(sub)}`).join(','));
+  return walk(snapshot.value);
+}

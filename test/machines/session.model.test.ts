@@ -1,0 +1,282 @@
+/**
+ * Model-based test of the session statechart.
+ *
+ * For every simulated upstream (test/support/profiles.ts) × preference × cached era, xstate/graph
+ * enumerates every simple path through the real machine, where the events a path may take are what
+ * that upstream can do next: answer its oldest answerable request, exit, stay silent until a probe
+ * timeout fires. Each complete path must end in the outcome era-probe.md §2/§3 predicts, and is
+ * then replayed step by step on a real UpstreamSession (adapter, RpcPeer, era-cache hooks) over a
+ * simulated channel, with a SimulatedClock firing the timeouts. Every transition of the chart
+ * must be taken by some replay.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { SimulatedClock, __unsafe_getAllOwnEventDescriptors, type AnyStateNode, type InspectionEvent } from 'xstate';
+import { getSimplePaths, type StatePath } from 'xstate/graph';
+import { sessionMachine, type SessionEvent, type SessionInput } from '../../src/machines/session.machine.js';
+import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
+import { UpstreamSession, type SessionSnapshot } from '../../src/upstream/session.js';
+import { expected, MACHINE_PREFERENCES, PROFILES, type CacheState, type MachinePreference, type Outcome, type Profile } from '../support/profiles.js';
+import { SimulatedUpstream } from '../support/simulated-channel.js';
+
+const PROBE_TIMEOUT = 2_000;
+const START_TIMEOUT = 60_000;
+
+// ---- the model: what a simulated upstream can do next, given the machine's state ----
+
+const order = (id: string) => Number(id.slice(id.lastIndexOf('-') + 1));
+
+function modelEvents(p: Profile) {
+  return (s: SessionSnapshot): SessionEvent[] => {
+    if (s.status !== 'active') return [];
+    if (s.matches('idle')) return [{ type: 'start' }];
+    if (s.matches({ connecting: 'spawning' })) {
+      return [p.spawnFails ? { type: 'transport.closed', reason: 'spawn-failed', detail: 'spawn ENOENT' } : { type: 'transport.ready' }];
+    }
+    const c = s.context;
+    const events: SessionEvent[] = [];
+    // A stdio server answers in order; a request it never answers does not hold up later ones.
+    const pending = [c.discoverId, c.initializeId].filter((id): id is string => id !== null).sort((a, b) => order(a) - order(b));
+    let timersAllowed = true;
+    let answered = false;
+    let exits = false;
+    for (const id of pending) {
+      const method = id.startsWith('mcpx-discover') ? 'server/discover' : 'initialize';
+      const r = p.react(method, method === 'server/discover' ? c.triedVersions[c.triedVersions.length - 1]! : '2025-11-25');
+      if (r.kind === 'silent') continue;
+      // A server that exits on a request does so when it reads it, whatever else is pending.
+      if (r.kind === 'exit') {
+        exits = true;
+        continue;
+      }
+      if (answered && !p.outOfOrder) continue;
+      answered = true;
+      events.push('result' in r.answer ? { type: 'rpc.result', id, result: r.answer.result } : { type: 'rpc.error', id, error: r.answer.error });
+      timersAllowed &&= r.late === true;
+    }
+    if (exits) {
+      events.push({ type: 'transport.closed', reason: 'exit', detail: 'exit code 1' });
+      timersAllowed = false;
+    }
+    if (p.mayExitIn?.some((state) => s.matches({ connecting: state } as never))) {
+      events.push({ type: 'transport.closed', reason: 'exit', detail: 'crashed' });
+    }
+    if (s.matches('ready')) {
+      // Once ready, only a late discover answer (after a legacy race win) or a crash can follow.
+      const late = events.filter((e) => e.type !== 'transport.closed');
+      return p.crashAfterReady ? [...late, { type: 'transport.closed', reason: 'exit', detail: 'exit code 3' }] : late;
+    }
+    const timers = __unsafe_getAllOwnEventDescriptors(s).filter((t) => t.startsWith('xstate.after.'));
+    const timer = (type: string) => ({ type }) as unknown as SessionEvent;
+    // The probe timeout fires only if the server is slower than it (and a transition is waiting on it);
+    // the start timeout (much longer) only when nothing else can happen any more.
+    if (timersAllowed) events.push(...timers.filter((t) => t.includes('probeTimeout')).map(timer).filter((e) => s.can(e)));
+    if (events.length === 0) events.push(...timers.filter((t) => t.includes('startTimeout')).map(timer));
+    return events;
+  };
+}
+
+function outcomeOf(s: SessionSnapshot): Outcome | 'open' {
+  if (s.matches('ready')) return { era: s.context.era! };
+  if (s.matches('closed')) return { era: s.context.era!, then: 'closed' };
+  if (s.matches('failed')) return { error: s.context.error!.code };
+  return 'open';
+}
+
+const serializeState = (s: SessionSnapshot) =>
+  JSON.stringify({
+    v: s.value,
+    st: s.status,
+    d: s.context.discoverId,
+    i: s.context.initializeId,
+    t: s.context.triedVersions,
+    sp: s.context.spawns,
+    r: s.context.afterRespawn,
+    era: s.context.era,
+    m: s.context.supportsModern,
+    e: s.context.error?.code,
+  });
+
+function cachedRecord(cache: CacheState): EraRecord | null {
+  if (cache === 'none') return null;
+  return { era: cache, version: cache === 'legacy' ? '2025-11-25' : '2026-07-28', at: '2026-11-29T00:00:00Z', source: 'probe' };
+}
+
+function inputFor(p: Profile, pref: MachinePreference, cache: CacheState): SessionInput {
+  return {
+    server: 'sim',
+    transport: 'stdio',
+    preference: pref,
+    cached: cachedRecord(cache),
+    probeTimeoutMs: PROBE_TIMEOUT,
+    startTimeoutMs: START_TIMEOUT,
+    ...(p.modernVersions ? { modernVersions: p.modernVersions } : {}),
+  };
+}
+
+function describePath(path: StatePath<SessionSnapshot, SessionEvent>): string {
+  return path.steps
+    .map((s) => s.event.type as string)
+    .filter((t) => t !== 'xstate.init')
+    .map((t) => t.replace(/^xstate\.after\.(\w+)\..*/, 'after $1'))
+    .join(' → ');
+}
+
+// ---- coverage bookkeeping ----
+
+function allTransitions(node: AnyStateNode, out = new Map<object, string>()): Map<object, string> {
+  for (const [event, defs] of node.transitions) {
+    defs.forEach((d, i) => out.set(d, `${node.id} --${event}[${i}]${d.guard ? ` [${JSON.stringify((d.guard as { type?: string }).type ?? 'fn')}]` : ''}--> ${(d.target ?? []).map((t) => t.id).join(',') || '(self)'}`));
+  }
+  (node.always ?? []).forEach((d, i) => out.set(d, `${node.id} --always[${i}]--> ${(d.target ?? []).map((t) => t.id).join(',')}`));
+  for (const child of Object.values(node.states)) allTransitions(child as AnyStateNode, out);
+  return out;
+}
+
+const universe = allTransitions(sessionMachine.root);
+const taken = new Set<object>();
+const recordCoverage = (ev: InspectionEvent) => {
+  if (ev.type === '@xstate.microstep') for (const t of (ev as unknown as { _transitions: object[] })._transitions) taken.add(t);
+};
+
+// ---- replay on the real adapter ----
+
+const tick = () => new Promise<void>((r) => setImmediate(r));
+async function settle() {
+  for (let i = 0; i < 5; i++) await tick();
+}
+
+interface Replay {
+  session: UpstreamSession;
+  upstream: SimulatedUpstream;
+  writes: EraRecord[];
+  stale: unknown[];
+}
+
+async function replay(p: Profile, pref: MachinePreference, cache: CacheState, path: StatePath<SessionSnapshot, SessionEvent>): Promise<Replay> {
+  const upstream = new SimulatedUpstream(p);
+  const clock = new SimulatedClock();
+  const writes: EraRecord[] = [];
+  const record = cachedRecord(cache);
+  const fakeCache = { get: () => record ?? undefined, set: async (_k: string, r: EraRecord) => void writes.push(r) } as unknown as EraCache;
+  const input = inputFor(p, pref, cache);
+  const session = new UpstreamSession({
+    name: 'sim',
+    definition: { command: 'simulated' },
+    preference: pref,
+    cache: fakeCache,
+    probeTimeoutMs: PROBE_TIMEOUT,
+    startTimeoutMs: START_TIMEOUT,
+    ...(input.modernVersions ? { modernVersions: input.modernVersions } : {}),
+    channelFactory: upstream.factory,
+    clock,
+    inspect: recordCoverage,
+  });
+  const stale: unknown[] = [];
+  session.on('era.stale', (e) => stale.push(e));
+  let startError: unknown;
+
+  for (const [i, step] of path.steps.entries()) {
+    const e = step.event;
+    if ((e.type as string) === 'xstate.init') continue;
+    if (e.type === 'start') session.start().catch((err) => (startError = err));
+    else if (e.type === 'transport.ready') upstream.current.ready();
+    else if (e.type === 'transport.closed' && e.reason === 'spawn-failed') upstream.current.ready();
+    else if (e.type === 'transport.closed') upstream.current.exit(1);
+    else if (e.type === 'rpc.result' || e.type === 'rpc.error') expect(upstream.current.answer(e.id)).toBe('answered');
+    else if (e.type.includes('probeTimeout')) clock.increment(PROBE_TIMEOUT);
+    else if (e.type.includes('startTimeout')) clock.increment(START_TIMEOUT);
+    else throw new Error(`no way to replay ${e.type}`);
+    await settle();
+    // The real actor must be where the model says this step leads.
+    expect(session.snapshot.value, `after step ${i} (${e.type})`).toEqual(step.state.value);
+  }
+  if (session.snapshot.status === 'done' && !session.snapshot.matches('closed')) {
+    expect(startError, 'start() rejects with the failure').toMatchObject({ code: session.snapshot.context.error?.code });
+  }
+  return { session, upstream, writes, stale };
+}
+
+// ---- the tests ----
+
+const combos: Array<[string, MachinePreference, CacheState, Profile]> = [];
+for (const p of PROFILES) {
+  for (const pref of MACHINE_PREFERENCES) {
+    combos.push([p.name, pref, 'none', p]);
+    if (pref.startsWith('prefer-')) combos.push([p.name, pref, 'legacy', p], [p.name, pref, 'modern', p]);
+  }
+}
+
+let pathCount = 0;
+
+describe.each(combos)('%s under %s, cached era: %s', (_name, pref, cache, p) => {
+  const paths = getSimplePaths(sessionMachine, {
+    input: inputFor(p, pref, cache),
+    events: modelEvents(p) as never,
+    serializeState: serializeState as never,
+  }) as unknown as StatePath<SessionSnapshot, SessionEvent>[];
+  const complete = paths.filter((path) => modelEvents(p)(path.state).length === 0);
+
+  it('the model has at least one complete path', () => {
+    expect(complete.length).toBeGreaterThan(0);
+  });
+
+  it.each(complete.map((path) => [describePath(path), path] as const))('%s', async (_, path) => {
+    pathCount++;
+    let want = expected(p, pref, cache);
+    if ('firstWins' in want) {
+      const first = path.steps.find((st) => st.event.type === 'rpc.result' || st.event.type === 'rpc.error')?.event as { id: string };
+      want = { era: first.id.startsWith('mcpx-initialize') ? 'legacy' : 'modern' };
+    }
+    expect(outcomeOf(path.state), 'the model path ends where §2/§3 predict').toEqual(want);
+
+    const { session, upstream, writes, stale } = await replay(p, pref, cache, path);
+    expect(outcomeOf(session.snapshot)).toEqual(want);
+
+    // force-* values never read or write the cache (§5).
+    if (pref.startsWith('force-')) expect(writes).toEqual([]);
+    // A cached legacy server gets initialize first and no discover at all — unless initialize is refused (§5).
+    if (pref.startsWith('prefer-') && cache === 'legacy' && 'era' in want && want.era === 'legacy') {
+      expect(upstream.wire.map((w) => w.method)).not.toContain('server/discover');
+    }
+    // A cached era that turns out wrong is reported stale and rewritten (§5).
+    if (pref.startsWith('prefer-') && cache !== 'none' && 'era' in want && want.era !== cache && session.snapshot.context.discoverTried) {
+      expect(stale).toHaveLength(1);
+      // The cache describes the server: one that proved modern stays modern even if this session is legacy.
+      expect(writes.at(-1)?.era).toBe(session.snapshot.context.supportsModern ? 'modern' : want.era);
+    }
+    // Every modern request carries _meta with the version on the wire; initialize never does.
+    for (const w of upstream.wire) if (w.method === 'server/discover') expect(w.version).toMatch(/^20\d\d-/);
+    await session.stop();
+    expect(upstream.processes.every((c) => c.closed), 'no simulated process is left running').toBe(true);
+  });
+});
+
+describe('stopping', () => {
+  const legacy = PROFILES[0]!;
+  it('a session stopped before it started never starts a process', async () => {
+    const upstream = new SimulatedUpstream(legacy);
+    const session = new UpstreamSession({ name: 'sim', definition: { command: 'simulated' }, preference: 'prefer-discover', channelFactory: upstream.factory, inspect: recordCoverage });
+    await session.stop();
+    expect(session.snapshot.value).toBe('stopped');
+    expect(upstream.processes).toHaveLength(0);
+  });
+
+  it('a session stopped while connecting stops its process and rejects start()', async () => {
+    const upstream = new SimulatedUpstream(legacy);
+    const session = new UpstreamSession({ name: 'sim', definition: { command: 'simulated' }, preference: 'prefer-discover', channelFactory: upstream.factory, inspect: recordCoverage });
+    const started = session.start();
+    upstream.current.ready();
+    await settle();
+    expect(session.snapshot.value).toEqual({ connecting: 'discovering' });
+    await session.stop();
+    await expect(started).rejects.toMatchObject({ code: 'MCPX_SESSION_CLOSED' });
+    expect(session.snapshot.value).toBe('stopped');
+    expect(upstream.current.closed).toBe(true);
+  });
+});
+
+afterAll(() => {
+  const missing = [...universe].filter(([t]) => !taken.has(t)).map(([, label]) => label);
+  console.log(`[model] ${combos.length} upstream×preference×cache combinations, ${pathCount} complete paths replayed, transitions covered ${universe.size - missing.length}/${universe.size}`);
+  expect(missing, 'transitions of the session chart no replay took').toEqual([]);
+});

@@ -1,0 +1,109 @@
+/**
+ * The verdict table of era-probe.md §3, row by row. Each case is one answer a server can give,
+ * with the verdict the spec assigns to it.
+ */
+import { describe, expect, it } from 'vitest';
+import { discoverVerdict, initializeVerdict } from '../../src/machines/verdict.js';
+
+const OFFERED = ['2026-07-28'] as const;
+const discoverResult = (extra: Record<string, unknown> = {}) => ({
+  result: {
+    resultType: 'complete',
+    supportedVersions: ['2026-07-28'],
+    capabilities: { tools: {} },
+    _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'srv', version: '1.0.0' } },
+    ttlMs: 0,
+    cacheScope: 'private',
+    ...extra,
+  },
+});
+const err = (code: number, data?: unknown) => ({ error: { code, message: 'm', ...(data === undefined ? {} : { data }) } });
+
+describe('discover verdicts (era-probe.md §3)', () => {
+  it('a DiscoverResult with a mutual version is modern, at the newest mutual version', () => {
+    const v = discoverVerdict(discoverResult(), OFFERED, ['2026-07-28']);
+    expect(v).toMatchObject({ kind: 'modern', version: '2026-07-28', serverInfo: { name: 'srv' }, capabilities: { tools: {} } });
+  });
+
+  it('picks the newest mutual version when several are offered and supported', () => {
+    const v = discoverVerdict(discoverResult({ supportedVersions: ['2026-07-28', '2027-03-01'] }), ['2027-03-01', '2026-07-28'], []);
+    expect(v).toMatchObject({ kind: 'modern', version: '2027-03-01' });
+  });
+
+  it('accepts serverInfo top-level, as early servers sent it', () => {
+    const v = discoverVerdict({ result: { supportedVersions: ['2026-07-28'], capabilities: {}, serverInfo: { name: 'early', version: '0' } } }, OFFERED, []);
+    expect(v).toMatchObject({ kind: 'modern', serverInfo: { name: 'early' } });
+  });
+
+  it('a DiscoverResult naming only legacy revisions means legacy, offering the newest of them', () => {
+    const v = discoverVerdict(discoverResult({ supportedVersions: ['2025-03-26', '2025-06-18'] }), OFFERED, []);
+    expect(v).toEqual(expect.objectContaining({ kind: 'legacy', legacyVersions: ['2025-06-18', '2025-03-26'] }));
+  });
+
+  it('a DiscoverResult with nothing in common is an error', () => {
+    expect(discoverVerdict(discoverResult({ supportedVersions: ['2031-01-01'] }), OFFERED, []).kind).toBe('no-common');
+    expect(discoverVerdict(discoverResult({ supportedVersions: [] }), OFFERED, []).kind).toBe('no-common');
+  });
+
+  it('-32022 naming a mutual version not yet tried means retry with it', () => {
+    const v = discoverVerdict(err(-32022, { supported: ['2026-07-28'], requested: '2027-03-01' }), ['2027-03-01', '2026-07-28'], ['2027-03-01']);
+    expect(v).toMatchObject({ kind: 'retry', version: '2026-07-28' });
+  });
+
+  it('-32022 retries each version once: a refused version is never retried', () => {
+    const v = discoverVerdict(err(-32022, { supported: ['2026-07-28'] }), OFFERED, ['2026-07-28']);
+    expect(v.kind).toBe('no-common');
+  });
+
+  it('-32022 whose supported names only legacy revisions means legacy', () => {
+    const v = discoverVerdict(err(-32022, { supported: ['2025-06-18'] }), OFFERED, ['2026-07-28']);
+    expect(v).toMatchObject({ kind: 'legacy', legacyVersions: ['2025-06-18'] });
+  });
+
+  it('-32022 naming only revisions mcpx does not speak is "no common version"', () => {
+    const v = discoverVerdict(err(-32022, { supported: ['2031-01-01'] }), OFFERED, ['2026-07-28']);
+    expect(v).toMatchObject({ kind: 'no-common', supported: ['2031-01-01'] });
+  });
+
+  it('-32022 without a supported list is a modern error', () => {
+    expect(discoverVerdict(err(-32022), OFFERED, []).kind).toBe('modern-error');
+  });
+
+  it.each([-32020, -32021])('%i is a modern error: never fall back', (code) => {
+    expect(discoverVerdict(err(code), OFFERED, []).kind).toBe('modern-error');
+  });
+
+  it.each([-32601, -32602, -32000, -32001, -32603, 1])('any other error (%i) means legacy', (code) => {
+    expect(discoverVerdict(err(code), OFFERED, []).kind).toBe('legacy');
+  });
+
+  it.each([
+    ['{}', {}],
+    ['null', null],
+    ['a string', 'ok'],
+    ['an array', []],
+    ['supportedVersions not an array', { supportedVersions: '2026-07-28' }],
+  ])('a success that is not a DiscoverResult (%s) means legacy', (_, result) => {
+    expect(discoverVerdict({ result }, OFFERED, []).kind).toBe('legacy');
+  });
+});
+
+describe('initialize verdicts (era-probe.md §3, last paragraph)', () => {
+  it.each(['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'])('accepts legacy revision %s', (version) => {
+    const v = initializeVerdict({ result: { protocolVersion: version, capabilities: { tools: {} }, serverInfo: { name: 'x', version: '1' } } });
+    expect(v).toMatchObject({ kind: 'legacy', version, serverInfo: { name: 'x' } });
+  });
+
+  it.each(['1999-01-01', '2026-07-28', '2024-10-07'])('refuses a revision mcpx does not speak (%s)', (version) => {
+    expect(initializeVerdict({ result: { protocolVersion: version } })).toMatchObject({ kind: 'bad-version', version });
+  });
+
+  it('a success without protocolVersion is malformed', () => {
+    expect(initializeVerdict({ result: {} }).kind).toBe('malformed');
+  });
+
+  it('a refusal naming modern revisions hints at a modern-only server', () => {
+    expect(initializeVerdict(err(-32022, { supported: ['2026-07-28'] }))).toMatchObject({ kind: 'refused', modernHint: true });
+    expect(initializeVerdict(err(-32602))).toMatchObject({ kind: 'refused', modernHint: false });
+  });
+});

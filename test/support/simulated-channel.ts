@@ -1,0 +1,110 @@
+/**
+ * A simulated upstream behind the real Channel interface: it records what mcpx sends and answers
+ * only when the test tells it to, per a Profile. The model-based test steers it step by step.
+ */
+import type { Channel, CloseInfo, JsonRpcMessage, JsonRpcRequest } from '../../src/transports/types.js';
+import type { Profile } from './profiles.js';
+
+export interface WireRecord {
+  process: number;
+  method: string;
+  id?: string | number;
+  version?: string;
+}
+
+export class SimulatedUpstream {
+  readonly processes: SimulatedChannel[] = [];
+  readonly wire: WireRecord[] = [];
+  constructor(readonly profile: Profile) {}
+
+  readonly factory = (attempt: number): Channel => {
+    const channel = new SimulatedChannel(this, attempt);
+    this.processes.push(channel);
+    return channel;
+  };
+
+  get current(): SimulatedChannel {
+    const c = this.processes[this.processes.length - 1];
+    if (!c) throw new Error('no process was started');
+    return c;
+  }
+}
+
+export class SimulatedChannel implements Channel {
+  readonly pending: JsonRpcRequest[] = [];
+  private messageListeners: Array<(m: JsonRpcMessage, ctx?: unknown) => void> = [];
+  private closeListeners: Array<(info: CloseInfo) => void> = [];
+  private startResolve: (() => void) | undefined;
+  private startReject: ((e: Error) => void) | undefined;
+  private isClosed = false;
+  readonly pid: number;
+
+  constructor(private readonly upstream: SimulatedUpstream, readonly attempt: number) {
+    this.pid = 10_000 + attempt;
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  start(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.startResolve = resolve;
+      this.startReject = reject;
+    });
+  }
+
+  /** The process came up (or, for a profile whose command is missing, failed to). */
+  ready(): void {
+    if (this.upstream.profile.spawnFails) this.startReject?.(new Error('spawn ENOENT'));
+    else this.startResolve?.();
+  }
+
+  send(message: JsonRpcMessage): void {
+    if (this.isClosed) throw new Error('send on a closed simulated channel');
+    if (!('method' in message)) return;
+    const params = (message.params ?? {}) as Record<string, unknown>;
+    const meta = (params._meta ?? {}) as Record<string, unknown>;
+    const version = (meta['io.modelcontextprotocol/protocolVersion'] ?? params.protocolVersion) as string | undefined;
+    this.upstream.wire.push({ process: this.attempt, method: message.method, ...('id' in message ? { id: message.id } : {}), ...(version ? { version } : {}) });
+    if ('id' in message) this.pending.push(message);
+  }
+
+  /** Answer the request with this id the way the profile says. Returns false when the profile stays silent. */
+  answer(id: string | number): 'answered' | 'exited' | 'silent' {
+    const idx = this.pending.findIndex((r) => r.id === id);
+    if (idx < 0) throw new Error(`process ${this.attempt} has no pending request ${id}; pending: ${this.pending.map((r) => r.id).join(', ')}`);
+    const req = this.pending[idx]!;
+    const version = String((((req.params ?? {})._meta ?? {}) as Record<string, unknown>)['io.modelcontextprotocol/protocolVersion'] ?? (req.params ?? {}).protocolVersion);
+    const reaction = this.upstream.profile.react(req.method as 'server/discover' | 'initialize', version);
+    if (reaction.kind === 'silent') return 'silent';
+    if (reaction.kind === 'exit') {
+      this.exit(1);
+      return 'exited';
+    }
+    this.pending.splice(idx, 1);
+    const message = { jsonrpc: '2.0' as const, id: req.id, ...reaction.answer } as JsonRpcMessage;
+    for (const l of this.messageListeners) l(message);
+    return 'answered';
+  }
+
+  exit(code: number): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    for (const l of this.closeListeners) l({ reason: 'exit', code, signal: null, stderrTail: ['simulated exit'] });
+  }
+
+  async close(): Promise<void> {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    for (const l of this.closeListeners) l({ reason: 'stopped', code: 0, signal: null });
+  }
+
+  onMessage(listener: (m: JsonRpcMessage, ctx?: unknown) => void): void {
+    this.messageListeners.push(listener);
+  }
+
+  onClose(listener: (info: CloseInfo) => void): void {
+    this.closeListeners.push(listener);
+  }
+}
