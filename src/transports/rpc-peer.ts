@@ -1,0 +1,249 @@
+/**
+ * Request/response correlation over any Channel: ids, timeouts, cancellation, and answering the
+ * requests the server sends us. The peer has no close of its own; it follows its channel.
+ */
+import { McpxError, RequestTimeoutError, TransportClosedError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
+import { isNotification, isRequest, isResponse, silentLogger, type TransportLogger } from './jsonrpc.js';
+import type {
+  Channel,
+  CloseInfo,
+  JsonRpcFailure,
+  JsonRpcId,
+  JsonRpcMessage,
+  JsonRpcNotification,
+  JsonRpcRequest,
+  JsonRpcSuccess,
+  RequestOptions,
+} from './types.js';
+
+export interface ServerRequestContext {
+  /** The context the channel delivered with the request (HTTP: the provoking request's context). */
+  context?: unknown;
+}
+
+export type ServerRequestHandler = (request: JsonRpcRequest, ctx: ServerRequestContext) => Promise<unknown>;
+export type NotificationListener = (notification: JsonRpcNotification, ctx: ServerRequestContext) => void;
+
+export interface RpcPeerOptions {
+  logger?: TransportLogger;
+}
+
+interface Pending {
+  method: string;
+  resolve: (result: unknown) => void;
+  reject: (error: Error) => void;
+  cleanup: () => void;
+}
+
+export const METHOD_NOT_FOUND = -32601;
+export const INTERNAL_ERROR = -32603;
+
+export class RpcPeer {
+  readonly channel: Channel;
+  private readonly log: TransportLogger;
+  private readonly pending = new Map<JsonRpcId, Pending>();
+  private nextId = 1;
+  private requestHandler: ServerRequestHandler | undefined;
+  private readonly notificationListeners: NotificationListener[] = [];
+  private closeInfo: CloseInfo | undefined;
+
+  constructor(channel: Channel, options: RpcPeerOptions = {}) {
+    this.channel = channel;
+    this.log = options.logger ?? silentLogger;
+    channel.onMessage((message, context) => this.handleMessage(message, context));
+    channel.onClose((info) => this.handleClose(info));
+  }
+
+  /** Requests sent and not yet answered, timed out, cancelled or failed. */
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  /**
+   * Send a request and wait for its result. Rejects with UpstreamRpcError (a JSON-RPC error answer),
+   * RequestTimeoutError, McpxError MCPX_REQUEST_CANCELLED (opts.signal aborted) or
+   * TransportClosedError (the channel closed first, or was already closed).
+   */
+  request(method: string, params?: Record<string, unknown>, opts: RequestOptions = {}): Promise<unknown> {
+    if (this.closeInfo) return Promise.reject(closedError(method, this.closeInfo));
+    const id = opts.id ?? this.nextId++;
+    if (this.pending.has(id)) {
+      return Promise.reject(new TypeError(`request id ${JSON.stringify(id)} is already pending`));
+    }
+    const { signal } = opts;
+    if (signal?.aborted) return Promise.reject(cancelledError(method, id, signal.reason));
+
+    return new Promise<unknown>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      let onAbort: (() => void) | undefined;
+      const cleanup = (): void => {
+        this.pending.delete(id);
+        clearTimeout(timer);
+        if (onAbort) signal?.removeEventListener('abort', onAbort);
+      };
+      this.pending.set(id, { method, resolve, reject, cleanup });
+
+      if (opts.timeoutMs !== undefined) {
+        const ms = opts.timeoutMs;
+        timer = setTimeout(() => {
+          if (!this.pending.has(id)) return;
+          cleanup();
+          reject(new RequestTimeoutError(method, ms));
+          this.sendCancelled(method, id, `timed out after ${ms} ms`, opts.context);
+        }, ms);
+      }
+      if (signal) {
+        onAbort = () => {
+          if (!this.pending.has(id)) return;
+          cleanup();
+          reject(cancelledError(method, id, signal.reason));
+          this.sendCancelled(method, id, reasonText(signal.reason), opts.context);
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+
+      const message: JsonRpcRequest = params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params };
+      try {
+        this.channel.send(message, opts.context);
+      } catch (err) {
+        cleanup();
+        reject(err instanceof Error ? err : new TransportClosedError(String(err)));
+      }
+    });
+  }
+
+  /** Send a notification. Throws TransportClosedError when the channel is closed. */
+  notify(method: string, params?: Record<string, unknown>, context?: unknown): void {
+    const message: JsonRpcNotification = params === undefined ? { jsonrpc: '2.0', method } : { jsonrpc: '2.0', method, params };
+    this.channel.send(message, context);
+  }
+
+  /** Answer server→client requests. Only one handler; a second call replaces the first. */
+  onRequest(handler: ServerRequestHandler): void {
+    this.requestHandler = handler;
+  }
+
+  onNotification(listener: NotificationListener): void {
+    this.notificationListeners.push(listener);
+  }
+
+  // ---------------------------------------------------------------------------------- inbound
+
+  private handleMessage(message: JsonRpcMessage, context: unknown): void {
+    if (isResponse(message)) {
+      this.handleResponse(message);
+    } else if (isRequest(message)) {
+      void this.answer(message, context);
+    } else if (isNotification(message)) {
+      for (const listener of this.notificationListeners) {
+        try {
+          listener(message, { context });
+        } catch (err) {
+          this.log.error({ err, method: message.method }, 'a notification listener threw');
+        }
+      }
+    }
+  }
+
+  private handleResponse(message: JsonRpcSuccess | JsonRpcFailure): void {
+    const entry = message.id === null ? undefined : this.pending.get(message.id);
+    if (!entry) {
+      const level = message.id === null ? 'warn' : 'debug';
+      this.log[level]({ id: message.id, ...('error' in message ? { error: message.error } : {}) }, 'dropping a response that matches no pending request');
+      return;
+    }
+    entry.cleanup();
+    if ('error' in message) entry.reject(new UpstreamRpcError(entry.method, message.error));
+    else entry.resolve(message.result);
+  }
+
+  private async answer(request: JsonRpcRequest, context: unknown): Promise<void> {
+    let response: JsonRpcSuccess | JsonRpcFailure;
+    const handler = this.requestHandler;
+    if (!handler) {
+      response = { jsonrpc: '2.0', id: request.id, error: { code: METHOD_NOT_FOUND, message: 'Method not found' } };
+    } else {
+      try {
+        const result = await handler(request, { context });
+        // A response must carry `result`; JSON.stringify would drop an undefined one.
+        response = { jsonrpc: '2.0', id: request.id, result: result === undefined ? {} : result };
+      } catch (err) {
+        response = { jsonrpc: '2.0', id: request.id, error: toRpcError(err) };
+        this.log.debug({ method: request.method, id: request.id, error: response.error }, 'server request handler failed');
+      }
+    }
+    try {
+      this.channel.send(response, context);
+    } catch (err) {
+      this.log.debug({ err, method: request.method, id: request.id }, 'could not answer a server request; channel closed');
+    }
+  }
+
+  private handleClose(info: CloseInfo): void {
+    if (this.closeInfo) return;
+    this.closeInfo = info;
+    const entries = [...this.pending.values()];
+    for (const entry of entries) {
+      entry.cleanup();
+      entry.reject(closedError(entry.method, info));
+    }
+  }
+
+  private sendCancelled(method: string, id: JsonRpcId, reason: string, context: unknown): void {
+    if (method === 'initialize' || this.closeInfo) return; // the spec forbids cancelling initialize
+    try {
+      this.notify('notifications/cancelled', { requestId: id, reason }, context);
+    } catch (err) {
+      this.log.debug({ err, id }, 'could not send notifications/cancelled');
+    }
+  }
+}
+
+/** A thrown value as a JSON-RPC error object. */
+export function toRpcError(err: unknown): RpcErrorObject {
+  if (err instanceof UpstreamRpcError) return { ...err.rpc };
+  if (typeof err === 'object' && err !== null) {
+    const e = err as { code?: unknown; message?: unknown; data?: unknown };
+    if (typeof e.code === 'number' && Number.isInteger(e.code) && typeof e.message === 'string') {
+      return e.data === undefined ? { code: e.code, message: e.message } : { code: e.code, message: e.message, data: e.data };
+    }
+  }
+  if (err instanceof McpxError) return { code: INTERNAL_ERROR, message: err.message, data: { mcpxCode: err.code } };
+  if (err instanceof Error) return { code: INTERNAL_ERROR, message: err.message };
+  return { code: INTERNAL_ERROR, message: String(err) };
+}
+
+function reasonText(reason: unknown): string {
+  if (typeof reason === 'string') return reason;
+  if (reason instanceof Error) return reason.message;
+  return 'cancelled';
+}
+
+function cancelledError(method: string, id: JsonRpcId, reason: unknown): McpxError {
+  return new McpxError('MCPX_REQUEST_CANCELLED', `${method} was cancelled: ${reasonText(reason)}`, {
+    cause: reason,
+    data: { method, requestId: id },
+  });
+}
+
+/** "transport closed (exit, code 1) while waiting for tools/list; stderr tail: …" */
+export function describeClose(info: CloseInfo): string {
+  const details: string[] = [info.reason];
+  if (info.code !== undefined && info.code !== null) details.push(`code ${info.code}`);
+  if (info.signal) details.push(`signal ${info.signal}`);
+  if (info.error) details.push(info.error.message);
+  return `transport closed (${details.join(', ')})`;
+}
+
+function closedError(method: string, info: CloseInfo): TransportClosedError {
+  const tail = info.stderrTail ?? [];
+  const stderr = tail.length > 0 ? `; stderr tail:\n  ${tail.join('\n  ')}` : '; no stderr output';
+  return new TransportClosedError(`${describeClose(info)} while waiting for ${method}${stderr}`, {
+    method,
+    reason: info.reason,
+    ...(info.code !== undefined ? { exitCode: info.code } : {}),
+    ...(info.signal !== undefined ? { signal: info.signal } : {}),
+    ...(info.error instanceof McpxError ? { errorCode: info.error.code } : {}),
+    stderrTail: tail,
+  });
+}
