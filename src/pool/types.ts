@@ -1,0 +1,101 @@
+/**
+ * The contract between the pool (one per configured server, supervising its sessions) and
+ * everything above it (the daemon's /v1 API, `mcpx serve`). era-probe.md §6 and §7.
+ */
+import type { Lane, Preference } from '../machines/preference.js';
+import type { EraSource } from '../machines/session.machine.js';
+import type { Era } from '../machines/versions.js';
+import type { ServerDefinition } from '../upstream/definition.js';
+import type { EraRecord } from '../upstream/era-cache.js';
+import type { InputRequiredHandler, ServerRequestHandler, Tool } from '../upstream/session.js';
+
+export type Scope = 'global' | 'session' | 'call';
+export type Sharing = 'shared' | 'exclusive';
+
+/** Leasing knobs of one server (config `mcpx` block over the `pool.*` settings). */
+export interface PoolLimits {
+  scope: Scope;
+  /** Instances per lane; a global scope holds one per lane whatever this says. */
+  max: number;
+  sharing: Sharing;
+  idleTimeoutMs: number;
+}
+
+/** Everything a pool needs to know about its server. */
+export interface PoolServerConfig {
+  name: string;
+  definition: ServerDefinition;
+  preference: Preference;
+  limits: PoolLimits;
+  probeTimeoutMs: number;
+  startTimeoutMs?: number;
+  requestTimeoutMs?: number;
+}
+
+/**
+ * Who is calling, carried with every call down to the session that may have to ask them something.
+ * `callerProtocol` is the caller's MCP revision (`X-Mcpx-Caller-Protocol`); absent means modern.
+ */
+export interface CallContext {
+  callerProtocol?: string;
+  /** The caller's session id, the scope key under `scope: session`. */
+  session?: string;
+  callId?: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  /** Answers legacy server-to-client requests this call provokes (elicitation, sampling, roots). */
+  onServerRequest?: ServerRequestHandler;
+  /** Fulfils modern input_required results of this call. */
+  onInputRequired?: InputRequiredHandler;
+  /** Capabilities the caller can honour, declared upstream on its behalf. */
+  capabilities?: Record<string, unknown>;
+}
+
+export interface InstanceStatus {
+  id: string;
+  lane: Lane;
+  scopeKey: string;
+  pid: number | undefined;
+  state: string;
+  holders: number;
+  era: Era | null;
+  negotiated: string | null;
+  eraSource: EraSource | null;
+  startedAt: string;
+  uptimeMs: number;
+}
+
+export interface LegacyLaneReport {
+  /** `available`: legacy callers get their own legacy session; `refused`: the server refused it, they share the modern one. */
+  state: 'unused' | 'available' | 'refused';
+  reason?: string;
+}
+
+/** One row of `GET /v1/protocol` (era-probe.md §7). */
+export interface ProtocolReport {
+  server: string;
+  preference: Preference;
+  era: Era | null;
+  negotiated: string | null;
+  eraSource: EraSource | null;
+  cached: EraRecord | null;
+  legacyLane: LegacyLaneReport | null;
+}
+
+/** Events a pool emits (for the daemon's event stream and logs). */
+export type PoolEvent =
+  | { type: 'server.start'; server: string; instance: string; pid: number | undefined; lane: Lane; era: Era | null; negotiated: string | null; eraSource: EraSource | null; readyMs: number }
+  | { type: 'server.stop'; server: string; instance: string; lane: Lane; reason: string }
+  | { type: 'server.era.stale'; server: string; cached: EraRecord; found: Era }
+  | { type: 'session.state'; server: string; instance: string; lane: Lane; state: string; event: string };
+
+export interface ServerPoolApi {
+  readonly name: string;
+  listTools(ctx?: CallContext): Promise<Tool[]>;
+  callTool(tool: string, args: Record<string, unknown>, ctx?: CallContext): Promise<Record<string, unknown>>;
+  instances(): InstanceStatus[];
+  protocolReport(): ProtocolReport;
+  /** Stop every instance and child process. */
+  stop(): Promise<void>;
+  on(event: 'event', listener: (e: PoolEvent) => void): this;
+}
