@@ -52,6 +52,12 @@ export class RpcPeer {
     this.log = options.logger ?? silentLogger;
     channel.onMessage((message, context) => this.handleMessage(message, context));
     channel.onClose((info) => this.handleClose(info));
+    channel.onRequestError?.((id, error) => {
+      const p = this.pending.get(id);
+      if (!p) return;
+      p.cleanup();
+      p.reject(error);
+    });
   }
 
   /** Requests sent and not yet answered, timed out, cancelled or failed. */

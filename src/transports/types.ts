@@ -63,6 +63,11 @@ export interface Channel {
   close(): Promise<void>;
   onMessage(listener: (message: JsonRpcMessage, context?: unknown) => void): void;
   onClose(listener: (info: CloseInfo) => void): void;
+  /**
+   * Message transports (HTTP) can fail one request without closing: a non-2xx status with no JSON-RPC
+   * body, a dropped response stream. RpcPeer rejects that request with the error given here.
+   */
+  onRequestError?(listener: (id: JsonRpcId, error: Error) => void): void;
   readonly pid: number | undefined;
   readonly closed: boolean;
 }
