@@ -1,0 +1,657 @@
+/**
+ * The config file (interface.md §Config file): the `mcpServers` JSON that Claude Desktop, Claude Code,
+ * Cursor and VS Code use, so an existing file works unchanged, plus mcpx's own keys.
+ *
+ * - JSON with comments and trailing commas is accepted (jsonc-parser); a syntax error names the line and column.
+ * - Servers live under `mcpServers` (Claude Desktop, Claude Code, Cursor) or `servers` (VS Code's `mcp.json`);
+ *   a file with both is an error.
+ * - A server has `command` (stdio) or `url` (Streamable HTTP), exactly one. `type`/`transport` as other tools
+ *   write them (`stdio`, `http`, `streamable-http`, `sse`) are accepted and must agree with it.
+ * - `${VAR}`, `${VAR:-default}` (Claude Code), `${env:VAR}`, `${workspaceFolder}`, `${userHome}` (VS Code,
+ *   Cursor) are expanded in command, args, env, cwd, url and headers, as those tools do.
+ * - Unknown keys in a server entry are ignored (other tools add their own) and left out of the result; an
+ *   unknown key inside a server's `mcpx` block is an error.
+ * - Every error names the file, the server and the key, and all of them are collected.
+ */
+import { stat, readFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve as resolvePath, sep, isAbsolute } from 'node:path';
+import { findNodeAtLocation, parse as parseJsonc, parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
+import { ConfigError, type ConfigProblem } from '../errors.js';
+import { preferenceSchema, type Preference } from '../machines/preference.js';
+import type { PoolLimits, PoolServerConfig, Scope, Sharing } from '../pool/types.js';
+import type { HttpDefinition, ServerDefinition, StdioDefinition } from '../upstream/definition.js';
+import { checkSettingsFile, closest, findSetting, homeFolder, SETTING_BLOCKS, showValue, type SettingPath } from './settings.js';
+
+/** How the file was found: `--config`, `MCPX_CONFIG`, walking up from the working directory, or the user config. */
+export type ConfigVia = 'flag' | 'env' | 'project' | 'user';
+
+export interface ConfigLocation {
+  file: string;
+  via: ConfigVia;
+}
+
+/** Per-server timeouts from the `mcpx` block (over `upstream.*`). */
+export interface ServerTimeouts {
+  probeTimeoutMs?: number;
+  startTimeoutMs?: number;
+  requestTimeoutMs?: number;
+}
+
+/** One configured server, checked and normalised; the effective values come from `resolvePoolConfigs`. */
+export interface ResolvedServer {
+  name: string;
+  transport: 'stdio' | 'http';
+  /** Stdio: command, args, env, cwd (absolute: the config file's folder unless the entry says otherwise). HTTP: url, headers. */
+  definition: ServerDefinition;
+  /** The server's own `protocol` (canonical), or undefined: `upstream.protocol` applies. */
+  preference?: Preference;
+  /** From the `mcpx` block: only the keys it gives. */
+  limits: Partial<PoolLimits>;
+  timeouts: ServerTimeouts;
+  disabled: boolean;
+}
+
+export interface LoadedConfig {
+  /** A config file was found and read (false with no errors: run the bundled demo). */
+  found: boolean;
+  file?: string;
+  via?: ConfigVia;
+  /** Which key held the servers. */
+  serversKey?: 'mcpServers' | 'servers';
+  /** The servers that passed every check, in file order. */
+  servers: ResolvedServer[];
+  /** The setting blocks of the top level (`upstream`, `pool`, `paths`, `daemon`, `log`) for `Settings.resolve({ file })`. */
+  settingsFile: Record<string, unknown>;
+  /** Every problem found; empty when the file is good. A non-empty list means do not run this config. */
+  errors: ConfigProblem[];
+  /** Things that work but may not do what the user meant (an ignored key that looks like a typo, `type: "sse"`, …). */
+  warnings: ConfigProblem[];
+}
+
+export interface LoadConfigOptions {
+  /** `--config FILE`; relative to `cwd`. */
+  configFlag?: string;
+  /** Default `process.env`: MCPX_CONFIG, XDG_CONFIG_HOME, HOME and `${VAR}` expansion read it. */
+  env?: NodeJS.ProcessEnv;
+  /** Where the walk up starts; default `process.cwd()`. */
+  cwd?: string;
+}
+
+export const PROJECT_CONFIG_NAMES = ['.mcpx.json', '.mcp.json'] as const;
+
+/** `$XDG_CONFIG_HOME/mcpx/config.json` (absolute XDG_CONFIG_HOME only), else `~/.config/mcpx/config.json`. */
+export function userConfigPath(env: NodeJS.ProcessEnv = process.env): string {
+  const xdg = env['XDG_CONFIG_HOME'];
+  return xdg !== undefined && isAbsolute(xdg) ? join(xdg, 'mcpx', 'config.json') : join(homeFolder(env), '.config', 'mcpx', 'config.json');
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Which file to read: `--config` or `MCPX_CONFIG` (that file alone, whether or not it exists); else the
+ * nearest `.mcpx.json` or `.mcp.json` walking up from `cwd` (`.mcpx.json` first in each folder); else the
+ * user config. Undefined when none exists.
+ */
+export async function findConfigFile(opts: LoadConfigOptions = {}): Promise<ConfigLocation | undefined> {
+  const env = opts.env ?? process.env;
+  const cwd = resolvePath(opts.cwd ?? process.cwd());
+  if (opts.configFlag !== undefined) return { file: resolvePath(cwd, opts.configFlag), via: 'flag' };
+  const fromEnv = env['MCPX_CONFIG'];
+  if (fromEnv !== undefined && fromEnv.trim() !== '') return { file: resolvePath(cwd, fromEnv), via: 'env' };
+  for (let dir = cwd; ; dir = dirname(dir)) {
+    for (const name of PROJECT_CONFIG_NAMES) {
+      const file = join(dir, name);
+      if (await isFile(file)) return { file, via: 'project' };
+    }
+    if (dirname(dir) === dir) break;
+  }
+  const user = userConfigPath(env);
+  return (await isFile(user)) ? { file: user, via: 'user' } : undefined;
+}
+
+/** Finds and reads the config. Never throws for what a file contains: problems come back in `errors`. */
+export async function loadConfig(opts: LoadConfigOptions = {}): Promise<LoadedConfig> {
+  const env = opts.env ?? process.env;
+  const location = await findConfigFile(opts);
+  if (location === undefined) return { found: false, servers: [], settingsFile: {}, errors: [], warnings: [] };
+  const { file, via } = location;
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const named = via === 'flag' ? ' (named by --config)' : via === 'env' ? ' (named by MCPX_CONFIG)' : '';
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a folder, not a file' : (err as Error).message;
+    return { found: false, file, via, servers: [], settingsFile: {}, errors: [{ source: 'file', file, message: `config ${file}${named}: ${why}` }], warnings: [] };
+  }
+  return { ...parseConfigText(text, file, { env }), via };
+}
+
+/** Throws ConfigError (MCPX_BAD_CONFIG, every problem in `problems`) when `config` has errors. */
+export function assertConfigOk(config: LoadedConfig): void {
+  if (config.errors.length > 0) throw new ConfigError(config.errors, config.file);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+
+const SYNTAX_TEXT: Record<string, string> = {
+  InvalidSymbol: 'unexpected character',
+  InvalidNumberFormat: 'malformed number',
+  PropertyNameExpected: 'property name expected',
+  ValueExpected: 'value expected',
+  ColonExpected: '":" expected',
+  CommaExpected: '"," expected',
+  CloseBraceExpected: '"}" expected',
+  CloseBracketExpected: '"]" expected',
+  EndOfFileExpected: 'end of file expected (something follows the top-level value)',
+  InvalidCommentToken: 'malformed comment',
+  UnexpectedEndOfComment: 'unterminated comment',
+  UnexpectedEndOfString: 'unterminated string',
+  UnexpectedEndOfNumber: 'unterminated number',
+  InvalidUnicode: 'malformed \\u escape',
+  InvalidEscapeCharacter: 'malformed escape',
+  InvalidCharacter: 'control character in a string',
+};
+
+function lineColumn(text: string, offset: number): { line: number; column: number } {
+  let line = 1;
+  let lineStart = 0;
+  for (let i = 0; i < offset && i < text.length; i += 1) {
+    if (text.charCodeAt(i) === 10) {
+      line += 1;
+      lineStart = i + 1;
+    }
+  }
+  return { line, column: offset - lineStart + 1 };
+}
+
+type KeyPath = (string | number)[];
+
+const PLAIN_KEY = /^[A-Za-z_$][\w$-]*$/;
+
+/** `['mcpServers', 'remote', 'mcpx', 'idleTimeout']` → `mcpServers.remote.mcpx.idleTimeout`; odd names in brackets. */
+export function dottedKey(path: KeyPath): string {
+  let out = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else if (PLAIN_KEY.test(seg)) out += out === '' ? seg : `.${seg}`;
+    else out += `[${JSON.stringify(seg)}]`;
+  }
+  return out;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The keys of a server entry mcpx reads; anything else is another tool's business. */
+const SERVER_KEYS = ['command', 'args', 'env', 'cwd', 'url', 'headers', 'type', 'transport', 'protocol', 'disabled', 'mcpx'] as const;
+
+/** The `mcpx` block's keys and the settings they override. */
+export const MCPX_BLOCK_KEYS = {
+  scope: 'pool.scope',
+  max: 'pool.max',
+  sharing: 'pool.sharing',
+  idleTimeout: 'pool.idleTimeout',
+  probeTimeout: 'upstream.probeTimeout',
+  startTimeout: 'upstream.startTimeout',
+  requestTimeout: 'upstream.requestTimeout',
+} as const satisfies Record<string, SettingPath>;
+
+/** `type`/`transport` spellings other tools use, and what they mean here. */
+const TRANSPORT_NAMES: Record<string, 'stdio' | 'http' | 'sse'> = {
+  stdio: 'stdio',
+  http: 'http',
+  'streamable-http': 'http',
+  streamablehttp: 'http',
+  streamable_http: 'http',
+  sse: 'sse',
+};
+
+interface ExpandContext {
+  env: NodeJS.ProcessEnv;
+  home: string;
+  workspaceFolder: string;
+}
+
+type Expanded = { ok: true; value: string; missingEnv: string[] } | { ok: false; message: string };
+
+const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Expands the variables other tools expand in these files. `${NAME}` with NAME unset is an error (as in
+ * Claude Code); `${env:NAME}` unset is empty (as in VS Code, and reported as a warning); `${input:…}`
+ * needs a prompt mcpx cannot show. Anything else in `${…}` is left as written.
+ */
+export function expandVariables(text: string, ctx: ExpandContext): Expanded {
+  const missingEnv: string[] = [];
+  let error: string | undefined;
+  const value = text.replace(/\$\{([^}]*)\}/g, (whole, inner: string) => {
+    const v = inner.trim();
+    if (v === 'workspaceFolder') return ctx.workspaceFolder;
+    if (v === 'workspaceFolderBasename') return basename(ctx.workspaceFolder);
+    if (v === 'userHome') return ctx.home;
+    if (v === 'pathSeparator' || v === '/') return sep;
+    if (v.startsWith('env:')) {
+      const name = v.slice(4);
+      const got = ctx.env[name];
+      if (got === undefined) missingEnv.push(name);
+      return got ?? '';
+    }
+    if (v.startsWith('input:')) {
+      error ??= `${whole} asks the editor to prompt for a value, which mcpx cannot do; put the value in an environment variable and write \${env:NAME}`;
+      return whole;
+    }
+    const dash = v.indexOf(':-');
+    const name = dash === -1 ? v : v.slice(0, dash);
+    if (!VAR_NAME.test(name)) return whole;
+    const got = ctx.env[name];
+    if (dash !== -1) return got === undefined || got === '' ? v.slice(dash + 2) : got;
+    if (got === undefined) {
+      error ??= `${whole} is not set in the environment (write \${${name}:-default} to give a fallback)`;
+      return whole;
+    }
+    return got;
+  });
+  return error === undefined ? { ok: true, value, missingEnv } : { ok: false, message: error };
+}
+
+export interface ParseConfigOptions {
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Checks and normalises the text of a config file (already read). `file` is named in every message and
+ * anchors relative `cwd` values and `${workspaceFolder}`.
+ */
+export function parseConfigText(rawText: string, file: string, opts: ParseConfigOptions = {}): LoadedConfig {
+  const env = opts.env ?? process.env;
+  const errors: ConfigProblem[] = [];
+  const warnings: ConfigProblem[] = [];
+  const base: LoadedConfig = { found: true, file, servers: [], settingsFile: {}, errors, warnings };
+  const text = rawText.charCodeAt(0) === 0xfeff ? rawText.slice(1) : rawText;
+
+  if (text.trim() === '') {
+    errors.push({ source: 'file', file, line: 1, column: 1, message: `config ${file}: the file is empty (expected a JSON object such as {"mcpServers": {}})` });
+    return base;
+  }
+  const syntax: ParseError[] = [];
+  const doc: unknown = parseJsonc(text, syntax, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: false });
+  if (syntax.length > 0) {
+    for (const e of syntax.slice(0, 10)) {
+      const { line, column } = lineColumn(text, e.offset);
+      const what = SYNTAX_TEXT[printParseErrorCode(e.error)] ?? printParseErrorCode(e.error);
+      errors.push({ source: 'file', file, line, column, message: `config ${file}: line ${line}, column ${column}: ${what}` });
+    }
+    return base;
+  }
+  if (!isObject(doc)) {
+    errors.push({ source: 'file', file, message: `config ${file}: the top level must be a JSON object (found ${Array.isArray(doc) ? 'an array' : showValue(doc)})` });
+    return base;
+  }
+
+  const tree = parseTree(text, [], { allowTrailingComma: true, disallowComments: false });
+  const locate = (path: KeyPath): { line?: number; column?: number } => {
+    if (tree === undefined) return {};
+    for (let p = path; p.length > 0; p = p.slice(0, -1)) {
+      const node: Node | undefined = findNodeAtLocation(tree, p);
+      if (node !== undefined) return lineColumn(text, node.parent?.type === 'property' ? node.parent.offset : node.offset);
+    }
+    return {};
+  };
+  const problemAt = (list: ConfigProblem[], path: KeyPath, message: string, server?: string): void => {
+    list.push({ source: 'file', file, key: dottedKey(path), ...(server === undefined ? {} : { server }), ...locate(path), message: `config ${file}: ${dottedKey(path)}: ${message}` });
+  };
+
+  // the setting blocks
+  const settingsFile: Record<string, unknown> = {};
+  for (const block of SETTING_BLOCKS) if (Object.hasOwn(doc, block)) settingsFile[block] = doc[block];
+  base.settingsFile = settingsFile;
+  for (const p of checkSettingsFile(settingsFile, file, env)) errors.push({ ...p, ...(p.key === undefined ? {} : locate(p.key.split('.'))) });
+
+  // the servers
+  const hasMcp = Object.hasOwn(doc, 'mcpServers');
+  const hasVs = Object.hasOwn(doc, 'servers');
+  if (hasMcp && hasVs) {
+    problemAt(errors, ['servers'], 'the file has both "mcpServers" and "servers"; keep one (mcpServers as Claude Desktop writes it, or servers as VS Code does)');
+    return base;
+  }
+  if (!hasMcp && !hasVs) return base;
+  const serversKey = hasMcp ? 'mcpServers' : 'servers';
+  base.serversKey = serversKey;
+  const servers = doc[serversKey];
+  if (!isObject(servers)) {
+    problemAt(errors, [serversKey], `must be an object of servers by name, e.g. {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}`);
+    return base;
+  }
+
+  const fileDir = dirname(file);
+  const home = homeFolder(env);
+  const ctx: ExpandContext = {
+    env,
+    home,
+    workspaceFolder: ['.vscode', '.cursor'].includes(basename(fileDir)) ? dirname(fileDir) : fileDir,
+  };
+
+  // a name given twice: JSON keeps the last one, which is rarely what the author meant
+  const serversNode = tree === undefined ? undefined : findNodeAtLocation(tree, [serversKey]);
+  const seen = new Set<string>();
+  for (const prop of serversNode?.type === 'object' ? (serversNode.children ?? []) : []) {
+    const key = prop.children?.[0]?.value;
+    if (typeof key !== 'string') continue;
+    if (seen.has(key)) {
+      const { line, column } = lineColumn(text, prop.offset);
+      warnings.push({ source: 'file', file, key: dottedKey([serversKey, key]), server: key, line, column, message: `config ${file}: ${dottedKey([serversKey, key])}: is defined more than once; the last definition is used` });
+    }
+    seen.add(key);
+  }
+
+  for (const [name, entry] of Object.entries(servers)) {
+    const server = checkServer(name, entry, [serversKey, name], { fileDir, home, expand: ctx, problem: (path, message) => problemAt(errors, path, message, name), warn: (path, message) => problemAt(warnings, path, message, name) });
+    if (server !== undefined) base.servers.push(server);
+  }
+  return base;
+}
+
+interface ServerCheckContext {
+  fileDir: string;
+  home: string;
+  expand: ExpandContext;
+  problem(path: KeyPath, message: string): void;
+  warn(path: KeyPath, message: string): void;
+}
+
+/** Numbers and booleans become strings (as a shell would pass them); anything else is refused. */
+function asText(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  if ((typeof v === 'number' && Number.isFinite(v)) || typeof v === 'boolean') return String(v);
+  return undefined;
+}
+
+function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckContext): ResolvedServer | undefined {
+  if (!isObject(entry)) {
+    c.problem(at, `must be an object with "command" (stdio) or "url" (Streamable HTTP)`);
+    return undefined;
+  }
+  let bad = false;
+  const problem = (path: KeyPath, message: string): void => {
+    bad = true;
+    c.problem(path, message);
+  };
+  const expand = (path: KeyPath, value: string): string => {
+    const r = expandVariables(value, c.expand);
+    if (!r.ok) {
+      problem(path, r.message);
+      return value;
+    }
+    for (const v of r.missingEnv) c.warn(path, `\${env:${v}} is not set in the environment; it expands to an empty string`);
+    return r.value;
+  };
+
+  if (name.trim() === '') problem(at, 'a server needs a name');
+  if (name.includes('__')) c.warn(at, `the name contains "__", which also separates server and tool in "<server>__<tool>" names; a rename avoids ambiguity`);
+
+  // near-miss keys: ignored, as other tools' keys are, but worth a word
+  for (const k of Object.keys(entry)) {
+    if ((SERVER_KEYS as readonly string[]).includes(k)) continue;
+    const near = closest(k, SERVER_KEYS);
+    if (near !== undefined && !Object.hasOwn(entry, near)) c.warn([...at, k], `is not a key mcpx reads and is ignored; did you mean "${near}"?`);
+  }
+
+  // transport
+  let declared: 'stdio' | 'http' | 'sse' | undefined;
+  for (const key of ['type', 'transport'] as const) {
+    if (!Object.hasOwn(entry, key)) continue;
+    const raw = entry[key];
+    const t = typeof raw === 'string' ? TRANSPORT_NAMES[raw.trim().toLowerCase()] : undefined;
+    if (t === undefined) {
+      problem([...at, key], `${showValue(raw)} is not a transport mcpx knows (use stdio, http, streamable-http or sse)`);
+      continue;
+    }
+    if (declared !== undefined && declared !== t) problem([...at, key], `${showValue(raw)} disagrees with "type" ${showValue(entry['type'])}`);
+    declared ??= t;
+  }
+
+  const hasCommand = Object.hasOwn(entry, 'command') && entry['command'] !== undefined;
+  const hasUrl = Object.hasOwn(entry, 'url') && entry['url'] !== undefined;
+  if (hasCommand && hasUrl) {
+    problem(at, 'has both "command" and "url"; give one: "command" for a stdio server, "url" for a Streamable HTTP server');
+  } else if (!hasCommand && !hasUrl) {
+    problem(at, declared === undefined || declared === 'stdio'
+      ? `needs "command" (a stdio server) or "url" (a Streamable HTTP server)`
+      : `is type ${showValue(entry['type'] ?? entry['transport'])} and needs a "url"`);
+  } else if (declared === 'stdio' && hasUrl) {
+    problem([...at, Object.hasOwn(entry, 'type') ? 'type' : 'transport'], `"stdio" needs "command", but this server has a "url"`);
+  } else if ((declared === 'http' || declared === 'sse') && hasCommand) {
+    problem([...at, Object.hasOwn(entry, 'type') ? 'type' : 'transport'], `${showValue(entry['type'] ?? entry['transport'])} needs "url", but this server has a "command"`);
+  }
+  if (declared === 'sse' && hasUrl) {
+    c.warn([...at, Object.hasOwn(entry, 'type') ? 'type' : 'transport'], `mcpx connects over Streamable HTTP; a server that only speaks the deprecated HTTP+SSE transport will refuse it`);
+  }
+
+  const transport: 'stdio' | 'http' = hasUrl && !hasCommand ? 'http' : 'stdio';
+  let definition: ServerDefinition | undefined;
+
+  if (transport === 'stdio') {
+    const def: StdioDefinition = { command: '' };
+    const cmd = entry['command'];
+    if (typeof cmd !== 'string' || cmd.trim() === '') {
+      if (hasCommand) problem([...at, 'command'], `${showValue(cmd)} is not a command (a non-empty string, e.g. "npx")`);
+    } else {
+      def.command = expand([...at, 'command'], cmd);
+    }
+    if (Object.hasOwn(entry, 'args')) {
+      const args = entry['args'];
+      if (!Array.isArray(args)) problem([...at, 'args'], `must be an array of strings`);
+      else {
+        def.args = args.map((a, i) => {
+          const s = asText(a);
+          if (s === undefined) {
+            problem([...at, 'args', i], `${showValue(a)} is not a string`);
+            return '';
+          }
+          return expand([...at, 'args', i], s);
+        });
+      }
+    } else {
+      def.args = [];
+    }
+    def.env = stringMap(entry, 'env', at, problem, expand) ?? {};
+    const cwd = entry['cwd'];
+    if (cwd === undefined) def.cwd = c.fileDir;
+    else if (typeof cwd !== 'string' || cwd.trim() === '') problem([...at, 'cwd'], `${showValue(cwd)} is not a folder path`);
+    else {
+      const p = expand([...at, 'cwd'], cwd.trim());
+      def.cwd = p === '~' ? c.home : p.startsWith('~/') ? join(c.home, p.slice(2)) : resolvePath(c.fileDir, p);
+    }
+    if (Object.hasOwn(entry, 'headers')) c.warn([...at, 'headers'], 'is for HTTP servers and is ignored on a stdio server');
+    definition = def;
+  } else {
+    const def: HttpDefinition = { url: '' };
+    const raw = entry['url'];
+    if (typeof raw !== 'string') problem([...at, 'url'], `${showValue(raw)} is not a URL`);
+    else {
+      const u = expand([...at, 'url'], raw.trim());
+      let parsed: URL | undefined;
+      try {
+        parsed = new URL(u);
+      } catch {
+        parsed = undefined;
+      }
+      if (parsed === undefined || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+        problem([...at, 'url'], `${JSON.stringify(redactUrl(u))} is not an http:// or https:// URL`);
+      } else {
+        def.url = u;
+      }
+    }
+    def.headers = stringMap(entry, 'headers', at, problem, expand) ?? {};
+    for (const k of ['args', 'env', 'cwd'] as const) {
+      if (Object.hasOwn(entry, k)) c.warn([...at, k], 'is for stdio servers and is ignored on an HTTP server');
+    }
+    definition = def;
+  }
+
+  let preference: Preference | undefined;
+  if (Object.hasOwn(entry, 'protocol') && entry['protocol'] !== undefined) {
+    const r = preferenceSchema.safeParse(entry['protocol']);
+    if (r.success) preference = r.data;
+    else problem([...at, 'protocol'], r.error.issues[0]?.message ?? 'is not a protocol preference');
+  }
+
+  let disabled = false;
+  if (Object.hasOwn(entry, 'disabled') && entry['disabled'] !== undefined) {
+    if (typeof entry['disabled'] === 'boolean') disabled = entry['disabled'];
+    else problem([...at, 'disabled'], `${showValue(entry['disabled'])} is not a boolean (use true or false)`);
+  }
+
+  const limits: Partial<PoolLimits> = {};
+  const timeouts: ServerTimeouts = {};
+  if (Object.hasOwn(entry, 'mcpx') && entry['mcpx'] !== undefined) {
+    const block = entry['mcpx'];
+    const known = Object.keys(MCPX_BLOCK_KEYS);
+    if (!isObject(block)) problem([...at, 'mcpx'], `must be an object with the keys ${known.join(', ')}`);
+    else {
+      for (const [k, v] of Object.entries(block)) {
+        if (!Object.hasOwn(MCPX_BLOCK_KEYS, k)) {
+          const near = closest(k, known);
+          problem([...at, 'mcpx', k], `is not an mcpx key${near ? ` (did you mean ${near}?)` : ''}; use ${known.join(', ')}`);
+          continue;
+        }
+        if (v === undefined) continue;
+        const settingPath = MCPX_BLOCK_KEYS[k as keyof typeof MCPX_BLOCK_KEYS];
+        const r = findSetting(settingPath).codec.parse(v, { text: false, baseDir: c.fileDir, home: c.home });
+        if (!r.ok) {
+          problem([...at, 'mcpx', k], r.message);
+          continue;
+        }
+        switch (k) {
+          case 'scope': limits.scope = r.value as Scope; break;
+          case 'max': limits.max = r.value as number; break;
+          case 'sharing': limits.sharing = r.value as Sharing; break;
+          case 'idleTimeout': limits.idleTimeoutMs = r.value as number; break;
+          case 'probeTimeout': timeouts.probeTimeoutMs = r.value as number; break;
+          case 'startTimeout': timeouts.startTimeoutMs = r.value as number; break;
+          case 'requestTimeout': timeouts.requestTimeoutMs = r.value as number; break;
+        }
+      }
+    }
+  }
+
+  if (bad || definition === undefined) return undefined;
+  return { name, transport, definition, ...(preference === undefined ? {} : { preference }), limits, timeouts, disabled };
+}
+
+/** `env` or `headers`: an object of strings. Values are never quoted in messages (they are often secrets). */
+function stringMap(
+  entry: Record<string, unknown>,
+  key: 'env' | 'headers',
+  at: KeyPath,
+  problem: (path: KeyPath, message: string) => void,
+  expand: (path: KeyPath, value: string) => string,
+): Record<string, string> | undefined {
+  if (!Object.hasOwn(entry, key) || entry[key] === undefined) return undefined;
+  const raw = entry[key];
+  if (!isObject(raw)) {
+    problem([...at, key], `must be an object of ${key === 'env' ? 'variable names' : 'header names'} to string values`);
+    return undefined;
+  }
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(raw)) {
+    const s = asText(v);
+    if (s === undefined) {
+      problem([...at, key, k], `must be a string (found ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v})`);
+      continue;
+    }
+    out[k] = expand([...at, key, k], s);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Effective per-server config
+
+/** What `resolvePoolConfigs` reads from the settings (a `Settings` instance fits). */
+export interface SettingsReader {
+  get(path: string): unknown;
+}
+
+/**
+ * One `PoolServerConfig` per enabled server: the server's `mcpx` block over `pool.*` and `upstream.*`,
+ * and its own `protocol` over `upstream.protocol`.
+ */
+export function resolvePoolConfigs(config: Pick<LoadedConfig, 'servers'>, settings: SettingsReader): PoolServerConfig[] {
+  return config.servers
+    .filter((s) => !s.disabled)
+    .map((s) => ({
+      name: s.name,
+      definition: s.definition,
+      preference: s.preference ?? (settings.get('upstream.protocol') as Preference),
+      limits: {
+        scope: s.limits.scope ?? (settings.get('pool.scope') as Scope),
+        max: s.limits.max ?? (settings.get('pool.max') as number),
+        sharing: s.limits.sharing ?? (settings.get('pool.sharing') as Sharing),
+        idleTimeoutMs: s.limits.idleTimeoutMs ?? (settings.get('pool.idleTimeout') as number),
+      },
+      probeTimeoutMs: s.timeouts.probeTimeoutMs ?? (settings.get('upstream.probeTimeout') as number),
+      startTimeoutMs: s.timeouts.startTimeoutMs ?? (settings.get('upstream.startTimeout') as number),
+      requestTimeoutMs: s.timeouts.requestTimeoutMs ?? (settings.get('upstream.requestTimeout') as number),
+    }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Secrets
+
+export const REDACTED = '<redacted>';
+
+/** Query parameters whose values are treated as secrets in a URL. */
+const SECRET_PARAM = /key|token|secret|pass|auth|sig|cred/i;
+const MARK = 'mcpx-redacted-0c5e1f';
+
+/**
+ * The URL with its userinfo password, and the values of query parameters named like secrets
+ * (`api_key`, `token`, `auth`, …), replaced by `<redacted>`. A text that is not a URL has any
+ * `//user:password@` part redacted.
+ */
+export function redactUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return url.replace(/\/\/([^/@:\s]*):[^/@\s]*@/, `//$1:${REDACTED}@`);
+  }
+  let changed = false;
+  if (u.password !== '') {
+    u.password = MARK;
+    changed = true;
+  }
+  for (const k of [...new Set(u.searchParams.keys())]) {
+    if (SECRET_PARAM.test(k)) {
+      u.searchParams.set(k, MARK);
+      changed = true;
+    }
+  }
+  return changed ? u.toString().replaceAll(MARK, REDACTED) : url;
+}
+
+/**
+ * A deep copy for display (`mcpx config`): every value of every `env` and `headers` object becomes
+ * `<redacted>` (keys kept), and every `url` string goes through `redactUrl`. Works on a `LoadedConfig`
+ * and on a raw config file object alike.
+ */
+export function redactConfig<T>(config: T): T {
+  const walk = (v: unknown, key: string | undefined): unknown => {
+    if (Array.isArray(v)) return v.map((x) => walk(x, undefined));
+    if (isObject(v)) {
+      if (key === 'env' || key === 'headers') return Object.fromEntries(Object.keys(v).map((k) => [k, REDACTED]));
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, k)]));
+    }
+    if (key === 'url' && typeof v === 'string') return redactUrl(v);
+    return v;
+  };
+  return walk(config, undefined) as T;
+}
