@@ -28,12 +28,20 @@ export type ErrorCode =
   | 'MCPX_UNSUPPORTED_LEGACY_VERSION'
   | 'MCPX_PROBE_REFUSED'
   | 'MCPX_START_TIMEOUT'
+  | 'MCPX_UPSTREAM_UNAVAILABLE'
   | 'MCPX_SESSION_CLOSED'
   // upstream answers after connecting
   | 'MCPX_UPSTREAM_ERROR'
   | 'MCPX_BAD_RESULT'
   // the era cache
-  | 'MCPX_CACHE_IO';
+  | 'MCPX_CACHE_IO'
+  // settings (src/config)
+  | 'MCPX_UNKNOWN_SETTING'
+  // the pool (src/pool): a call without the scope key its server needs, a server name not configured,
+  // a pool stopped (or being stopped) under a call
+  | 'MCPX_BAD_REQUEST'
+  | 'MCPX_UNKNOWN_SERVER'
+  | 'MCPX_POOL_STOPPED';
 
 export class McpxError extends Error {
   readonly code: ErrorCode;
@@ -117,5 +125,53 @@ export class CacheIoError extends McpxError {
   constructor(file: string, message: string, cause?: unknown) {
     super('MCPX_CACHE_IO', `${file}: ${message}`, { data: { file }, ...(cause === undefined ? {} : { cause }) });
     this.file = file;
+  }
+}
+
+/** One value refused by the settings or the config file, with where it came from. */
+export interface ConfigProblem {
+  /** The whole line shown to the user: it names the source (file, variable, flag), the key, and what is wrong. */
+  message: string;
+  /** `file`, `env`, `flag`, `runtime` for settings; `file` for everything in a config file. */
+  source: 'file' | 'env' | 'flag' | 'runtime';
+  /** The config file, when the problem is in one. */
+  file?: string;
+  /** The dotted key inside the file (`mcpServers.remote.mcpx.idleTimeout`), or the setting path. */
+  key?: string;
+  /** The server the key belongs to. */
+  server?: string;
+  /** 1-based position in the file, when known (syntax errors, and values the parser could locate). */
+  line?: number;
+  column?: number;
+}
+
+/** A setting path that does not exist (`GET/PUT /v1/settings/:path`, `mcpx settings`, a flag). */
+export class UnknownSettingError extends McpxError {
+  readonly path: string;
+  constructor(path: string, known: readonly string[], suggestion?: string) {
+    super(
+      'MCPX_UNKNOWN_SETTING',
+      `${JSON.stringify(path)} is not a setting${suggestion ? ` (did you mean ${suggestion}?)` : ''}; settings: ${known.join(', ')}`,
+      { data: { path, known: [...known], ...(suggestion ? { suggestion } : {}) } },
+    );
+    this.path = path;
+  }
+}
+
+/** One or more setting values were refused (MCPX_BAD_SETTING); `problems` lists each, the message joins them. */
+export class SettingValueError extends McpxError {
+  readonly problems: ConfigProblem[];
+  constructor(problems: ConfigProblem[], data?: Record<string, unknown>) {
+    super('MCPX_BAD_SETTING', problems.map((p) => p.message).join('\n'), { data: { ...data, problems } });
+    this.problems = problems;
+  }
+}
+
+/** The config file could not be used (MCPX_BAD_CONFIG); `problems` lists every error found, the message joins them. */
+export class ConfigError extends McpxError {
+  readonly problems: ConfigProblem[];
+  constructor(problems: ConfigProblem[], file?: string) {
+    super('MCPX_BAD_CONFIG', problems.map((p) => p.message).join('\n'), { data: { ...(file === undefined ? {} : { file }), problems } });
+    this.problems = problems;
   }
 }

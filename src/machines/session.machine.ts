@@ -15,10 +15,12 @@ import type { ErrorCode, RpcErrorObject } from '../errors.js';
 import { discoverParams, initializeParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import type { EraRecord } from '../upstream/era-cache.js';
 import type { SessionPreference } from './preference.js';
-import { discoverVerdict, initializeVerdict, type Answer, type DiscoverVerdict, type InitializeVerdict, type ServerIdentity } from './verdict.js';
+import { discoverVerdict, initializeVerdict, type Answer, type DiscoverVerdict, type HttpFailure, type InitializeVerdict, type ServerIdentity } from './verdict.js';
 import { MODERN_VERSIONS, NEWEST_LEGACY, type Era } from './versions.js';
 
 export type TransportKind = 'stdio' | 'http';
+/** The wire a connection uses: a process, Streamable HTTP, or the deprecated HTTP+SSE transport. */
+export type WireTransport = 'stdio' | 'streamable-http' | 'sse';
 export type EraSource = 'probe' | 'cache' | 'forced';
 
 export interface SessionInput {
@@ -60,6 +62,8 @@ export interface SessionContext extends ServerIdentity {
   initializeTried: boolean;
   /** Processes (or connections) started so far; a probe may replace one process once. */
   spawns: number;
+  /** For HTTP upstreams: Streamable HTTP, or the HTTP+SSE fallback (remembered in the era record). */
+  httpTransport: 'streamable-http' | 'sse' | null;
   /** What the next process is for, after a respawn. */
   afterRespawn: 'initialize' | 'discover' | 'modern' | null;
   era: Era | null;
@@ -79,10 +83,12 @@ export type SessionEvent =
   | { type: 'transport.ready'; pid?: number }
   | { type: 'transport.closed'; reason: string; detail?: string }
   | { type: 'rpc.result'; id: string; result: unknown }
-  | { type: 'rpc.error'; id: string; error: RpcErrorObject };
+  | { type: 'rpc.error'; id: string; error: RpcErrorObject }
+  /** HTTP only: the request failed without a JSON-RPC answer (status without a JSON-RPC body, no connection). */
+  | { type: 'rpc.failed'; id: string; failure: HttpFailure };
 
 export type SessionEmitted =
-  | { type: 'spawn'; attempt: number }
+  | { type: 'spawn'; attempt: number; transport: WireTransport }
   | { type: 'kill' }
   | { type: 'request'; id: string; method: 'server/discover' | 'initialize'; params: Record<string, unknown> }
   | { type: 'notify'; method: string; params?: Record<string, unknown> }
@@ -92,11 +98,12 @@ export type SessionEmitted =
 function answerOf(event: SessionEvent): Answer | null {
   if (event.type === 'rpc.result') return { result: event.result };
   if (event.type === 'rpc.error') return { error: event.error };
+  if (event.type === 'rpc.failed') return { failure: event.failure };
   return null;
 }
 
 function isAnswerTo(event: SessionEvent, id: string | null): boolean {
-  return (event.type === 'rpc.result' || event.type === 'rpc.error') && id !== null && event.id === id;
+  return (event.type === 'rpc.result' || event.type === 'rpc.error' || event.type === 'rpc.failed') && id !== null && event.id === id;
 }
 
 /** The verdict of the discover answer in `event`, or null when the event is not that answer. */
@@ -142,6 +149,10 @@ export const sessionMachine = setup({
       !isForced(context) &&
       (context.cached ? context.cached.era === 'legacy' : context.preference === 'prefer-initialize'),
     respawnedForInitialize: ({ context }) => context.afterRespawn === 'initialize',
+    /** The HTTP+SSE transport is legacy-only: initialize, never discover. */
+    onSse: ({ context }) => context.httpTransport === 'sse',
+    /** On HTTP+SSE only because the cache said so: if that fails, the server may have moved on; probe afresh. */
+    sseFromCache: ({ context }) => context.httpTransport === 'sse' && context.cached?.transport === 'sse' && context.spawns === 1,
     respawnedForDiscover: ({ context }) => context.afterRespawn === 'discover',
     respawnedForModern: ({ context }) => context.afterRespawn === 'modern',
     /** On stdio an unanswered discover gets an initialize alongside; not on HTTP, not once initialize was tried. */
@@ -154,6 +165,8 @@ export const sessionMachine = setup({
     discoverModernError: ({ context, event }) => discoverVerdictOf(context, event)?.kind === 'modern-error',
     discoverNoCommon: ({ context, event }) => discoverVerdictOf(context, event)?.kind === 'no-common',
     discoverLegacy: ({ context, event }) => discoverVerdictOf(context, event)?.kind === 'legacy',
+    discoverUnauthorized: ({ context, event }) => discoverVerdictOf(context, event)?.kind === 'unauthorized',
+    discoverUnavailable: ({ context, event }) => discoverVerdictOf(context, event)?.kind === 'unavailable',
     isDiscoverAnswer: ({ context, event }) => isAnswerTo(event, context.discoverId),
 
     initializeAccepted: ({ context, event }) => initializeVerdictOf(context, event)?.kind === 'legacy',
@@ -161,15 +174,23 @@ export const sessionMachine = setup({
       const kind = initializeVerdictOf(context, event)?.kind;
       return kind === 'bad-version' || kind === 'malformed';
     },
-    initializeRefused: ({ context, event }) => initializeVerdictOf(context, event)?.kind === 'refused',
+    initializeRefused: ({ context, event }) => {
+      const kind = initializeVerdictOf(context, event)?.kind;
+      return kind === 'refused' || kind === 'http-refused';
+    },
+    /** A bare 400/404/405 to initialize on Streamable HTTP: fall back to the HTTP+SSE transport. */
+    initializeWantsSse: ({ context, event }) => context.httpTransport === 'streamable-http' && initializeVerdictOf(context, event)?.kind === 'http-refused',
+    initializeUnauthorized: ({ context, event }) => initializeVerdictOf(context, event)?.kind === 'unauthorized',
+    initializeUnavailable: ({ context, event }) => initializeVerdictOf(context, event)?.kind === 'unavailable',
   },
   actions: {
     spawn: enqueueActions(({ context, enqueue }) => {
       enqueue.assign({ spawns: context.spawns + 1, discoverId: null, initializeId: null });
-      enqueue.emit({ type: 'spawn', attempt: context.spawns + 1 });
+      enqueue.emit({ type: 'spawn', attempt: context.spawns + 1, transport: context.transport === 'stdio' ? 'stdio' : context.httpTransport ?? 'streamable-http' });
     }),
     kill: enqueueActions(({ enqueue }) => enqueue.emit({ type: 'kill' })),
-    respawnFor: assign((_, params: { next: 'initialize' | 'discover' | 'modern' }) => ({ afterRespawn: params.next })),
+    respawnFor: assign((_, params: { next: 'initialize' | 'discover' | 'modern' | null }) => ({ afterRespawn: params.next })),
+    useTransport: assign((_, params: { transport: 'streamable-http' | 'sse' }) => ({ httpTransport: params.transport })),
 
     /** Send server/discover at the newest offered version not tried yet (or the version a -32022 asked for). */
     sendDiscover: enqueueActions(({ context, event, enqueue }) => {
@@ -224,10 +245,12 @@ export const sessionMachine = setup({
       // The cache describes the server, not this session. Legacy is only recorded when discover was asked
       // and did not prove modern: a dual server reached by initialize-first must not be cached as legacy,
       // or later discover-first starts would never find its modern side.
-      if (!isForced(context) && context.discoverTried && !context.supportsModern) {
+      // An HTTP+SSE server is legacy-only by its transport, so that is worth recording whatever came first.
+      const sse = context.httpTransport === 'sse';
+      if (!isForced(context) && (context.discoverTried || sse) && !context.supportsModern) {
         if (context.cached && context.cached.era !== 'legacy') enqueue.emit({ type: 'era.stale', cached: context.cached, found: 'legacy' });
-        if (!context.cached || context.cached.era !== 'legacy' || context.cached.version !== v.version) {
-          enqueue.emit({ type: 'cache.write', record: { era: 'legacy', version: v.version, source: 'probe' } });
+        if (!context.cached || context.cached.era !== 'legacy' || context.cached.version !== v.version || (context.cached.transport === 'sse') !== sse) {
+          enqueue.emit({ type: 'cache.write', record: { era: 'legacy', version: v.version, source: 'probe', ...(sse ? { transport: 'sse' as const } : {}) } });
         }
       }
     }),
@@ -265,6 +288,10 @@ export const sessionMachine = setup({
     discoverTried: false,
     initializeTried: false,
     spawns: 0,
+    httpTransport:
+      input.transport === 'stdio' ? null
+      : input.preference !== 'force-discover' && input.preference !== 'force-initialize' && input.cached?.transport === 'sse' ? 'sse'
+      : 'streamable-http',
     afterRespawn: null,
     era: null,
     negotiated: null,
@@ -293,7 +320,10 @@ export const sessionMachine = setup({
           entry: 'spawn',
           on: {
             'transport.ready': 'routing',
-            'transport.closed': { target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_SPAWN_FAILED', why: 'could not start the upstream' } } },
+            'transport.closed': [
+              { guard: 'sseFromCache', target: 'respawning', actions: [{ type: 'useTransport', params: { transport: 'streamable-http' } }, { type: 'respawnFor', params: { next: null } }] },
+              { target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_SPAWN_FAILED', why: 'could not start the upstream' } } },
+            ],
           },
         },
 
@@ -303,6 +333,7 @@ export const sessionMachine = setup({
             { guard: 'respawnedForModern', target: '#session.ready' },
             { guard: 'respawnedForInitialize', target: 'initializing', actions: 'sendInitialize' },
             { guard: 'respawnedForDiscover', target: 'discovering', actions: 'sendDiscover' },
+            { guard: 'onSse', target: 'initializing', actions: 'sendInitialize' },
             { guard: 'forceInitialize', target: 'initializing', actions: 'sendInitialize' },
             { guard: 'initializeFirst', target: 'initializing', actions: 'sendInitialize' },
             { target: 'discovering', actions: 'sendDiscover' },
@@ -318,6 +349,8 @@ export const sessionMachine = setup({
             'rpc.*': [
               { guard: 'discoverModern', target: '#session.ready', actions: ['settleModern', 'note'] },
               { guard: 'discoverRetry', target: 'discovering', reenter: true, actions: 'sendDiscover' },
+              { guard: 'discoverUnauthorized', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_UNAUTHORIZED', why: 'the server refused mcpx as unauthorized (not evidence of an era; nothing cached)' } } },
+              { guard: 'discoverUnavailable', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_UPSTREAM_UNAVAILABLE', why: 'the server is unavailable (nothing concluded, nothing cached)' } } },
               { guard: 'discoverModernError', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_MODERN_PROTOCOL_ERROR', why: 'the modern server refused server/discover; mcpx never falls back to initialize after a modern error' } } },
               { guard: 'discoverNoCommon', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_NO_COMMON_VERSION', why: 'no protocol revision in common' } } },
               { guard: 'forceDiscover', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_ERA_MISMATCH', why: 'upstream.protocol is force-discover (no fallback to initialize), and the server does not speak 2026-07-28' } } },
@@ -390,6 +423,9 @@ export const sessionMachine = setup({
             'rpc.*': [
               { guard: 'initializeAccepted', target: '#session.ready', actions: ['settleLegacy', 'note', 'sendInitialized'] },
               { guard: 'initializeUnusable', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_UNSUPPORTED_LEGACY_VERSION', why: 'initialize answered with a revision mcpx does not speak' } } },
+              { guard: 'initializeWantsSse', target: 'respawning', actions: ['note', { type: 'useTransport', params: { transport: 'sse' } }, { type: 'respawnFor', params: { next: 'initialize' } }] },
+              { guard: 'initializeUnauthorized', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_UNAUTHORIZED', why: 'the server refused mcpx as unauthorized (not evidence of an era; nothing cached)' } } },
+              { guard: 'initializeUnavailable', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_UPSTREAM_UNAVAILABLE', why: 'the server is unavailable (nothing concluded, nothing cached)' } } },
               { guard: 'initializeRefused', target: 'refusedInitialize', actions: 'note' },
             ],
             'transport.closed': [
@@ -404,6 +440,8 @@ export const sessionMachine = setup({
         refusedInitialize: {
           always: [
             { guard: 'forceInitialize', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_ERA_MISMATCH', why: 'upstream.protocol is force-initialize (no fallback to server/discover), and the server refused initialize' } } },
+            { guard: 'sseFromCache', target: 'respawning', actions: [{ type: 'useTransport', params: { transport: 'streamable-http' } }, { type: 'respawnFor', params: { next: null } }] },
+            { guard: 'onSse', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_PROBE_REFUSED', why: 'the HTTP+SSE server refused initialize (that transport has no server/discover)' } } },
             { guard: 'mayDiscoverAfterInitialize', target: 'discovering', actions: 'sendDiscover' },
             { target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_PROBE_REFUSED', why: 'the server refused both server/discover and initialize' } } },
           ],

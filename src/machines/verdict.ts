@@ -6,8 +6,18 @@
 import type { RpcErrorObject } from '../errors.js';
 import { eraOfRevision, isLegacyVersion, LEGACY_VERSIONS, META, RPC } from './versions.js';
 
-/** One answer to a request: a JSON-RPC result or a JSON-RPC error. */
-export type Answer = { result: unknown } | { error: RpcErrorObject };
+/**
+ * How an HTTP request failed without a JSON-RPC answer (a non-2xx status whose body is not a JSON-RPC
+ * response to the request, or no response at all). Statuses with a JSON-RPC body arrive as `error`.
+ */
+export interface HttpFailure {
+  kind: 'unauthorized' | 'status' | 'legacy-refused' | 'connection';
+  status?: number;
+  message: string;
+}
+
+/** One answer to a request: a JSON-RPC result, a JSON-RPC error, or (HTTP) a failed request. */
+export type Answer = { result: unknown } | { error: RpcErrorObject } | { failure: HttpFailure };
 
 export interface ServerIdentity {
   serverInfo?: { name?: string; version?: string; [k: string]: unknown };
@@ -25,7 +35,11 @@ export type DiscoverVerdict =
   /** A modern server that refused us with a modern error: never fall back. */
   | { kind: 'modern-error'; code: number; why: string }
   /** A modern server with no version in common with mcpx. */
-  | { kind: 'no-common'; supported: string[]; why: string };
+  | { kind: 'no-common'; supported: string[]; why: string }
+  /** HTTP 401/403: an auth problem, never era evidence. */
+  | { kind: 'unauthorized'; why: string }
+  /** HTTP 5xx or no connection: nothing can be concluded (and nothing is cached). */
+  | { kind: 'unavailable'; why: string };
 
 export type InitializeVerdict =
   | ({ kind: 'legacy'; version: string; why: string } & ServerIdentity)
@@ -34,7 +48,11 @@ export type InitializeVerdict =
   /** A success that is not an InitializeResult. */
   | { kind: 'malformed'; why: string }
   /** initialize was refused. `modernHint` when the refusal names modern revisions (a modern-only server). */
-  | { kind: 'refused'; code: number; modernHint: boolean; why: string };
+  | { kind: 'refused'; code: number; modernHint: boolean; why: string }
+  /** HTTP: initialize refused with a bare 400/404/405 — an old HTTP+SSE server (LegacyHTTPRefusedError). */
+  | { kind: 'http-refused'; status: number; why: string }
+  | { kind: 'unauthorized'; why: string }
+  | { kind: 'unavailable'; why: string };
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
@@ -69,7 +87,20 @@ function identityFromDiscover(result: Record<string, unknown>): ServerIdentity {
  * @param offered modern versions mcpx speaks, newest first
  * @param tried versions already sent in a discover (each version is tried once)
  */
+/** What an HTTP failure means for either probe request; null when it is era evidence (a plain 4xx). */
+function httpFailureVerdict(method: string, f: HttpFailure): { kind: 'unauthorized' | 'unavailable'; why: string } | null {
+  if (f.kind === 'unauthorized') return { kind: 'unauthorized', why: `${method} was refused as unauthorized (HTTP ${f.status ?? '401'}); check the server's headers` };
+  if (f.kind === 'connection') return { kind: 'unavailable', why: `${method} got no response: ${f.message}` };
+  if (f.status !== undefined && f.status >= 500) return { kind: 'unavailable', why: `${method} got HTTP ${f.status} (a server error says nothing about its era)` };
+  return null;
+}
+
 export function discoverVerdict(answer: Answer, offered: readonly string[], tried: readonly string[]): DiscoverVerdict {
+  if ('failure' in answer) {
+    const f = answer.failure;
+    // Any other 4xx without a recognised modern JSON-RPC error falls back to initialize (era-probe.md §4).
+    return httpFailureVerdict('server/discover', f) ?? { kind: 'legacy', legacyVersions: [], why: `server/discover got HTTP ${f.status ?? '4xx'} without a modern JSON-RPC error` };
+  }
   if ('error' in answer) {
     const e = answer.error;
     if (e.code === RPC.unsupportedProtocolVersion) {
@@ -108,6 +139,15 @@ export function discoverVerdict(answer: Answer, offered: readonly string[], trie
 
 /** What an answer to `initialize` means. */
 export function initializeVerdict(answer: Answer): InitializeVerdict {
+  if ('failure' in answer) {
+    const f = answer.failure;
+    const fatal = httpFailureVerdict('initialize', f);
+    if (fatal) return fatal;
+    if (f.kind === 'legacy-refused' || (f.status !== undefined && [400, 404, 405].includes(f.status))) {
+      return { kind: 'http-refused', status: f.status ?? 400, why: `initialize got a bare HTTP ${f.status ?? 400} (no JSON-RPC body): not a Streamable HTTP endpoint` };
+    }
+    return { kind: 'refused', code: 0, modernHint: false, why: `initialize got HTTP ${f.status ?? '4xx'}` };
+  }
   if ('error' in answer) {
     const e = answer.error;
     const data = isObject(e.data) ? e.data : {};

@@ -10,12 +10,15 @@ import { EventEmitter } from 'node:events';
 import { createActor, type Actor, type ActorOptions, type AnyActorLogic, type InspectionEvent, type SnapshotFrom } from 'xstate';
 import { McpxError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { sessionMachine, type EraSource, type SessionEmitted, type SessionFailure } from '../machines/session.machine.js';
+import { sessionMachine, type EraSource, type SessionEmitted, type SessionFailure, type WireTransport } from '../machines/session.machine.js';
 import type { SessionPreference } from '../machines/preference.js';
+import type { HttpFailure } from '../machines/verdict.js';
 import type { Era } from '../machines/versions.js';
 import { requestParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import { RpcPeer } from '../transports/rpc-peer.js';
+import { LegacySseChannel } from '../transports/sse-legacy.js';
 import { StdioChannel } from '../transports/stdio.js';
+import { StreamableHttpChannel } from '../transports/streamable-http.js';
 import type { Channel, CloseInfo, JsonRpcRequest } from '../transports/types.js';
 import { isStdioDefinition, type ServerDefinition } from './definition.js';
 import type { EraCache, EraRecord } from './era-cache.js';
@@ -61,7 +64,7 @@ export interface UpstreamSessionOptions {
   clientCapabilities?: ClientCapabilities;
   logger?: Logger;
   /** Replaces the real transport (model-based tests run the machine against simulated upstreams). */
-  channelFactory?: (attempt: number) => Channel;
+  channelFactory?: (attempt: number, transport: WireTransport) => Channel;
   onServerRequest?: ServerRequestHandler;
   /** xstate inspection hook, for live statecharts. */
   inspect?: (event: InspectionEvent) => void;
@@ -76,6 +79,8 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Capabilities to declare in this modern request's `_meta` (a relay declares its caller's). */
   capabilities?: ClientCapabilities;
+  /** Answers legacy server-to-client requests this call provokes (elicitation, sampling, roots). */
+  onServerRequest?: ServerRequestHandler;
   onInputRequired?: InputRequiredHandler;
   maxInputRounds?: number;
 }
@@ -100,6 +105,9 @@ export class UpstreamSession extends EventEmitter {
   private readonly closing = new Set<Promise<void>>();
   private readonly opts: UpstreamSessionOptions;
   private startPromise: Promise<SessionInfo> | undefined;
+  private transport: WireTransport | undefined;
+  /** Calls in flight that can answer questions, for transports that cannot attribute them (stdio). */
+  private readonly askers = new Set<InFlightCall>();
   private lastClose: CloseInfo | undefined;
 
   constructor(opts: UpstreamSessionOptions) {
@@ -126,7 +134,7 @@ export class UpstreamSession extends EventEmitter {
       ...(opts.inspect ? { inspect: opts.inspect } : {}),
       ...(opts.clock ? { clock: opts.clock } : {}),
     });
-    this.actor.on('spawn', (e) => this.onSpawn(e.attempt));
+    this.actor.on('spawn', (e) => this.onSpawn(e.attempt, e.transport));
     this.actor.on('kill', () => this.onKill());
     this.actor.on('request', (e) => this.onProbeRequest(e));
     this.actor.on('notify', (e) => this.peer?.notify(e.method, e.params));
@@ -203,12 +211,26 @@ export class UpstreamSession extends EventEmitter {
     }
     const peer = this.peer;
     const maxRounds = opts.maxInputRounds ?? 8;
+    // The call travels with its request: HTTP hands it back with any question that request provokes.
+    const call: InFlightCall = { context: opts.context, ...(opts.onServerRequest ? { onServerRequest: opts.onServerRequest } : {}) };
+    if (call.onServerRequest) this.askers.add(call);
+    try {
+      return await this.requestRounds(peer, era, negotiated, method, params, opts, call, maxRounds);
+    } finally {
+      this.askers.delete(call);
+    }
+  }
+
+  private async requestRounds(
+    peer: RpcPeer, era: Era, negotiated: string, method: string, params: Record<string, unknown> | undefined,
+    opts: CallOptions, call: InFlightCall, maxRounds: number,
+  ): Promise<Record<string, unknown>> {
     let current = params;
     for (let round = 0; ; round++) {
       const raw = await peer.request(method, requestParams(era, negotiated, current, opts.capabilities ?? this.opts.clientCapabilities), {
         timeoutMs: opts.timeoutMs ?? this.opts.requestTimeoutMs ?? 300_000,
         ...(opts.signal ? { signal: opts.signal } : {}),
-        context: opts.context,
+        context: call,
       });
       if (!isObject(raw)) throw new McpxError('MCPX_BAD_RESULT', `${this.name}: ${method} returned a result that is not an object`);
       const resultType = raw.resultType ?? 'complete';
@@ -265,10 +287,11 @@ export class UpstreamSession extends EventEmitter {
 
   // ---- carrying out what the machine emits ----
 
-  private onSpawn(attempt: number): void {
+  private onSpawn(attempt: number, transport: WireTransport): void {
+    this.transport = transport;
     const channel = this.opts.channelFactory
-      ? this.opts.channelFactory(attempt)
-      : createChannel(this.definition, this.opts, this.log);
+      ? this.opts.channelFactory(attempt, transport)
+      : createChannel(this.definition, transport, this.opts, this.log);
     const peer = new RpcPeer(channel, { logger: this.log });
     this.channel = channel;
     this.peer = peer;
@@ -317,7 +340,8 @@ export class UpstreamSession extends EventEmitter {
       (err: unknown) => {
         if (peer !== this.peer) return;
         if (err instanceof UpstreamRpcError) this.actor.send({ type: 'rpc.error', id: e.id, error: err.rpc });
-        // Anything else is the channel closing; its close event reaches the machine on its own.
+        else if (!peer.channel.closed) this.actor.send({ type: 'rpc.failed', id: e.id, failure: httpFailureOf(err) });
+        // Otherwise the channel closed; its close event reaches the machine on its own.
       },
     );
   }
@@ -334,9 +358,21 @@ export class UpstreamSession extends EventEmitter {
     }
   }
 
+  /**
+   * A server-to-client request (legacy elicitation, sampling, roots). Over HTTP it arrives with the call
+   * whose response stream carried it. stdio cannot say which call provoked it: when exactly one call in
+   * flight can answer questions it is that one; otherwise mcpx does not guess.
+   */
   private async answerServerRequest(req: JsonRpcRequest, context: unknown): Promise<unknown> {
     if (req.method === 'ping') return {};
-    if (this.opts.onServerRequest) return this.opts.onServerRequest(req, context);
+    let call = isInFlightCall(context) ? context : undefined;
+    if (!call && this.askers.size === 1) call = [...this.askers][0];
+    if (call?.onServerRequest) return call.onServerRequest(req, call.context);
+    if (this.opts.onServerRequest) return this.opts.onServerRequest(req, call?.context);
+    if (this.askers.size > 1) {
+      const error: RpcErrorObject = { code: -32603, message: `mcpx cannot tell which of ${this.askers.size} calls in flight ${req.method} is for` };
+      throw error;
+    }
     const error: RpcErrorObject = { code: -32601, message: `mcpx has no caller to ask (${req.method})` };
     throw error;
   }
@@ -349,9 +385,34 @@ export class UpstreamSession extends EventEmitter {
   }
 }
 
-function createChannel(def: ServerDefinition, opts: UpstreamSessionOptions, log: Logger): Channel {
+/** The facts of a failed HTTP request, for the machine's verdict (no decision here). */
+function httpFailureOf(err: unknown): HttpFailure {
+  const code = err instanceof McpxError ? err.code : undefined;
+  const own = (err as { status?: unknown } | null)?.status;
+  const status = typeof own === 'number' ? own : err instanceof McpxError && typeof err.data?.status === 'number' ? err.data.status : undefined;
+  const message = err instanceof Error ? err.message : String(err);
+  if (code === 'MCPX_UNAUTHORIZED') return { kind: 'unauthorized', ...(status ? { status } : {}), message };
+  if (code === 'MCPX_LEGACY_HTTP_REFUSED') return { kind: 'legacy-refused', ...(status ? { status } : {}), message };
+  if (code === 'MCPX_HTTP_STATUS' && status !== undefined) return { kind: 'status', status, message };
+  return { kind: 'connection', message };
+}
+
+interface InFlightCall {
+  context: unknown;
+  onServerRequest?: ServerRequestHandler;
+}
+
+const isInFlightCall = (v: unknown): v is InFlightCall => typeof v === 'object' && v !== null && 'context' in v;
+
+function createChannel(def: ServerDefinition, transport: WireTransport, opts: UpstreamSessionOptions, log: Logger): Channel {
   if (!isStdioDefinition(def)) {
-    throw new McpxError('MCPX_BAD_CONFIG', `${opts.name}: HTTP upstreams are not supported by this build yet`);
+    const httpOpts = {
+      url: def.url,
+      ...(def.headers ? { headers: def.headers } : {}),
+      ...(opts.maxMessageBytes === undefined ? {} : { maxMessageBytes: opts.maxMessageBytes }),
+      logger: log,
+    };
+    return transport === 'sse' ? new LegacySseChannel(httpOpts) : new StreamableHttpChannel(httpOpts);
   }
   return new StdioChannel({
     command: def.command,

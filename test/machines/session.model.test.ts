@@ -15,7 +15,7 @@ import { getSimplePaths, type StatePath } from 'xstate/graph';
 import { sessionMachine, type SessionEvent, type SessionInput } from '../../src/machines/session.machine.js';
 import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
 import { UpstreamSession, type SessionSnapshot } from '../../src/upstream/session.js';
-import { expected, MACHINE_PREFERENCES, PROFILES, type CacheState, type MachinePreference, type Outcome, type Profile } from '../support/profiles.js';
+import { expected, HTTP_PROFILES, MACHINE_PREFERENCES, PROFILES, type CacheState, type MachinePreference, type Outcome, type Profile } from '../support/profiles.js';
 import { SimulatedUpstream } from '../support/simulated-channel.js';
 
 const PROBE_TIMEOUT = 2_000;
@@ -30,7 +30,9 @@ function modelEvents(p: Profile) {
     if (s.status !== 'active') return [];
     if (s.matches('idle')) return [{ type: 'start' }];
     if (s.matches({ connecting: 'spawning' })) {
-      return [p.spawnFails ? { type: 'transport.closed', reason: 'spawn-failed', detail: 'spawn ENOENT' } : { type: 'transport.ready' }];
+      const wire = s.context.transport === 'stdio' ? 'stdio' : s.context.httpTransport ?? 'streamable-http';
+      const fails = p.spawnFails === true || (Array.isArray(p.spawnFails) && p.spawnFails.includes(wire));
+      return [fails ? { type: 'transport.closed', reason: 'spawn-failed', detail: 'spawn ENOENT' } : { type: 'transport.ready' }];
     }
     const c = s.context;
     const events: SessionEvent[] = [];
@@ -41,7 +43,8 @@ function modelEvents(p: Profile) {
     let exits = false;
     for (const id of pending) {
       const method = id.startsWith('mcpx-discover') ? 'server/discover' : 'initialize';
-      const r = p.react(method, method === 'server/discover' ? c.triedVersions[c.triedVersions.length - 1]! : '2025-11-25');
+      const wire = c.transport === 'stdio' ? 'stdio' : c.httpTransport ?? 'streamable-http';
+      const r = p.react(method, method === 'server/discover' ? c.triedVersions[c.triedVersions.length - 1]! : '2025-11-25', wire);
       if (r.kind === 'silent') continue;
       // A server that exits on a request does so when it reads it, whatever else is pending.
       if (r.kind === 'exit') {
@@ -50,8 +53,10 @@ function modelEvents(p: Profile) {
       }
       if (answered && !p.outOfOrder) continue;
       answered = true;
-      events.push('result' in r.answer ? { type: 'rpc.result', id, result: r.answer.result } : { type: 'rpc.error', id, error: r.answer.error });
-      timersAllowed &&= r.late === true;
+      if (r.kind === 'fail') events.push({ type: 'rpc.failed', id, failure: r.failure });
+      else if ('result' in r.answer) events.push({ type: 'rpc.result', id, result: r.answer.result });
+      else if ('error' in r.answer) events.push({ type: 'rpc.error', id, error: r.answer.error });
+      timersAllowed &&= r.kind === 'answer' && r.late === true;
     }
     if (exits) {
       events.push({ type: 'transport.closed', reason: 'exit', detail: 'exit code 1' });
@@ -94,17 +99,19 @@ const serializeState = (s: SessionSnapshot) =>
     era: s.context.era,
     m: s.context.supportsModern,
     e: s.context.error?.code,
+    w: s.context.httpTransport,
   });
 
 function cachedRecord(cache: CacheState): EraRecord | null {
   if (cache === 'none') return null;
+  if (cache === 'legacy-sse') return { era: 'legacy', version: '2024-11-05', at: '2026-11-29T00:00:00Z', source: 'probe', transport: 'sse' };
   return { era: cache, version: cache === 'legacy' ? '2025-11-25' : '2026-07-28', at: '2026-11-29T00:00:00Z', source: 'probe' };
 }
 
 function inputFor(p: Profile, pref: MachinePreference, cache: CacheState): SessionInput {
   return {
     server: 'sim',
-    transport: 'stdio',
+    transport: p.http ? 'http' : 'stdio',
     preference: pref,
     cached: cachedRecord(cache),
     probeTimeoutMs: PROBE_TIMEOUT,
@@ -161,7 +168,7 @@ async function replay(p: Profile, pref: MachinePreference, cache: CacheState, pa
   const input = inputFor(p, pref, cache);
   const session = new UpstreamSession({
     name: 'sim',
-    definition: { command: 'simulated' },
+    definition: p.http ? { url: 'http://127.0.0.1:9/mcp' } : { command: 'simulated' },
     preference: pref,
     cache: fakeCache,
     probeTimeoutMs: PROBE_TIMEOUT,
@@ -183,6 +190,7 @@ async function replay(p: Profile, pref: MachinePreference, cache: CacheState, pa
     else if (e.type === 'transport.closed' && e.reason === 'spawn-failed') upstream.current.ready();
     else if (e.type === 'transport.closed') upstream.current.exit(1);
     else if (e.type === 'rpc.result' || e.type === 'rpc.error') expect(upstream.current.answer(e.id)).toBe('answered');
+    else if (e.type === 'rpc.failed') expect(upstream.current.answer(e.id)).toBe('failed');
     else if (e.type.includes('probeTimeout')) clock.increment(PROBE_TIMEOUT);
     else if (e.type.includes('startTimeout')) clock.increment(START_TIMEOUT);
     else throw new Error(`no way to replay ${e.type}`);
@@ -199,10 +207,11 @@ async function replay(p: Profile, pref: MachinePreference, cache: CacheState, pa
 // ---- the tests ----
 
 const combos: Array<[string, MachinePreference, CacheState, Profile]> = [];
-for (const p of PROFILES) {
+for (const p of [...PROFILES, ...HTTP_PROFILES]) {
   for (const pref of MACHINE_PREFERENCES) {
     combos.push([p.name, pref, 'none', p]);
     if (pref.startsWith('prefer-')) combos.push([p.name, pref, 'legacy', p], [p.name, pref, 'modern', p]);
+    if (pref.startsWith('prefer-') && p.http) combos.push([p.name, pref, 'legacy-sse', p]);
   }
 }
 
@@ -235,17 +244,28 @@ describe.each(combos)('%s under %s, cached era: %s', (_name, pref, cache, p) => 
     // force-* values never read or write the cache (§5).
     if (pref.startsWith('force-')) expect(writes).toEqual([]);
     // A cached legacy server gets initialize first and no discover at all — unless initialize is refused (§5).
-    if (pref.startsWith('prefer-') && cache === 'legacy' && 'era' in want && want.era === 'legacy') {
+    if (pref.startsWith('prefer-') && (cache === 'legacy' || cache === 'legacy-sse') && 'era' in want && want.era === 'legacy') {
       expect(upstream.wire.map((w) => w.method)).not.toContain('server/discover');
     }
     // A cached era that turns out wrong is reported stale and rewritten (§5).
-    if (pref.startsWith('prefer-') && cache !== 'none' && 'era' in want && want.era !== cache && session.snapshot.context.discoverTried) {
+    const cachedEra = cache === 'legacy-sse' ? 'legacy' : cache;
+    if (pref.startsWith('prefer-') && cache !== 'none' && 'era' in want && want.era !== cachedEra && session.snapshot.context.discoverTried) {
       expect(stale).toHaveLength(1);
       // The cache describes the server: one that proved modern stays modern even if this session is legacy.
       expect(writes.at(-1)?.era).toBe(session.snapshot.context.supportsModern ? 'modern' : want.era);
     }
     // Every modern request carries _meta with the version on the wire; initialize never does.
     for (const w of upstream.wire) if (w.method === 'server/discover') expect(w.version).toMatch(/^20\d\d-/);
+    // HTTP: no probe timeout, so never an initialize alongside a pending discover, and never discover over HTTP+SSE.
+    if (p.http) {
+      expect(upstream.wire.filter((w) => w.transport === 'sse').map((w) => w.method)).not.toContain('server/discover');
+    }
+    // Unauthorized and unavailable servers teach nothing: nothing is written to the cache.
+    if ('error' in want && (want.error === 'MCPX_UNAUTHORIZED' || want.error === 'MCPX_UPSTREAM_UNAVAILABLE')) expect(writes).toEqual([]);
+    // A server reached over HTTP+SSE is remembered with that transport (unless forced).
+    if (!pref.startsWith('force-') && session.snapshot.matches('ready') && session.snapshot.context.httpTransport === 'sse') {
+      expect(writes.at(-1) ?? cachedRecord(cache)).toMatchObject({ era: 'legacy', transport: 'sse' });
+    }
     await session.stop();
     expect(upstream.processes.every((c) => c.closed), 'no simulated process is left running').toBe(true);
   });

@@ -5,7 +5,8 @@
  * The oracle is written from the spec tables, independently of the machine: the model-based test
  * fails when the two disagree.
  */
-import type { Answer } from '../../src/machines/verdict.js';
+import type { WireTransport } from '../../src/machines/session.machine.js';
+import type { Answer, HttpFailure } from '../../src/machines/verdict.js';
 
 export type Reaction =
   /** Answer at once (before any probe timeout could fire). */
@@ -13,7 +14,9 @@ export type Reaction =
   /** Answer, but only after longer than the probe timeout (a slow `npx` download). */
   | { kind: 'answer'; answer: Answer; late: true }
   | { kind: 'silent' }
-  | { kind: 'exit' };
+  | { kind: 'exit' }
+  /** HTTP: the request fails without a JSON-RPC answer. */
+  | { kind: 'fail'; failure: HttpFailure };
 
 export type Outcome = { era: 'legacy' | 'modern'; then?: 'closed' } | { error: string };
 /** "The first answer that settles the era wins" (§3): the era depends on which answer came first. */
@@ -25,9 +28,11 @@ export const MACHINE_PREFERENCES: MachinePreference[] = ['prefer-discover', 'pre
 
 export interface Profile {
   name: string;
-  /** How the server reacts to a probe request. `version` is what mcpx offered. */
-  react(method: 'server/discover' | 'initialize', version: string): Reaction;
-  spawnFails?: boolean;
+  /** How the server reacts to a probe request. `version` is what mcpx offered; `wire` the transport it came over. */
+  react(method: 'server/discover' | 'initialize', version: string, wire: WireTransport): Reaction;
+  /** An HTTP upstream (the session machine's HTTP rules apply). */
+  http?: boolean;
+  spawnFails?: boolean | WireTransport[];
   crashAfterReady?: boolean;
   /** Answers pending requests in any order (an SDK server with async handlers), not only oldest first. */
   outOfOrder?: boolean;
@@ -64,13 +69,14 @@ const E = (code: string): Outcome => ({ error: code });
 function profile(
   name: string,
   discover: Reaction | ((version: string) => Reaction),
-  initialize: Reaction,
+  initialize: Reaction | ((wire: WireTransport) => Reaction),
   expect: [Expectation, Expectation, Expectation, Expectation],
   extra: Partial<Profile> = {},
 ): Profile {
   return {
     name,
-    react: (method, version) => (method === 'server/discover' ? (typeof discover === 'function' ? discover(version) : discover) : initialize),
+    react: (method, version, wire) =>
+      method === 'server/discover' ? (typeof discover === 'function' ? discover(version) : discover) : typeof initialize === 'function' ? initialize(wire) : initialize,
     expect: { 'prefer-discover': expect[0], 'prefer-initialize': expect[1], 'force-discover': expect[2], 'force-initialize': expect[3] },
     ...extra,
   };
@@ -134,7 +140,30 @@ export const PROFILES: Profile[] = [
     [{ era: 'legacy', then: 'closed' }, { era: 'legacy', then: 'closed' }, E(MISMATCH), { era: 'legacy', then: 'closed' }], { crashAfterReady: true }),
 ];
 
-export type CacheState = 'none' | 'legacy' | 'modern';
+const fail = (kind: HttpFailure['kind'], status?: number): Reaction => ({ kind: 'fail', failure: { kind, ...(status ? { status } : {}), message: `HTTP ${status ?? 'connection'} failure` } });
+const UNAVAILABLE = 'MCPX_UPSTREAM_UNAVAILABLE';
+const http = { http: true };
+
+/** HTTP upstreams (era-probe.md §4): statuses decide, there is no probe timeout. */
+export const HTTP_PROFILES: Profile[] = [
+  profile('http dual (createMcpHandler)', now(discoverResult()), now(initResult()), [M, L, M, L], http),
+  profile('http modern-only (400 + -32022 to initialize)', now(discoverResult()), now(refuseModern), [M, M, M, E(MISMATCH)], http),
+  profile('http legacy (400 + -32000, id null)', now(error(-32000)), now(initResult()), [L, L, E(MISMATCH), L], http),
+  profile('http legacy (bare 400)', fail('status', 400), now(initResult()), [L, L, E(MISMATCH), L], http),
+  profile('http old HTTP+SSE server', fail('status', 405), (wire) => (wire === 'sse' ? now(initResult('2024-11-05')) : fail('legacy-refused', 405)), [L, L, E(MISMATCH), L], http),
+  profile('http old HTTP+SSE server refusing initialize', fail('status', 404), (wire) => (wire === 'sse' ? now(error(-32600)) : fail('legacy-refused', 404)),
+    [E('MCPX_PROBE_REFUSED'), E('MCPX_PROBE_REFUSED'), E(MISMATCH), E(MISMATCH)], http),
+  profile('http cached HTTP+SSE, but the server moved to Streamable HTTP', now(error(-32601)), now(initResult()), [L, L, E(MISMATCH), L], { ...http, spawnFails: ['sse'] }),
+  profile('http 500 to everything', fail('status', 500), fail('status', 500), [E(UNAVAILABLE), E(UNAVAILABLE), E(UNAVAILABLE), E(UNAVAILABLE)], http),
+  profile('http 503 to initialize', now(error(-32601)), fail('status', 503), [E(UNAVAILABLE), E(UNAVAILABLE), E(MISMATCH), E(UNAVAILABLE)], http),
+  profile('http 401', fail('unauthorized', 401), fail('unauthorized', 401), [E('MCPX_UNAUTHORIZED'), E('MCPX_UNAUTHORIZED'), E('MCPX_UNAUTHORIZED'), E('MCPX_UNAUTHORIZED')], http),
+  profile('http connection refused', fail('connection'), fail('connection'), [E(UNAVAILABLE), E(UNAVAILABLE), E(UNAVAILABLE), E(UNAVAILABLE)], http),
+  profile('http -32022 in a 400, then retry',
+    (v) => (v === '2026-07-28' ? now(discoverResult()) : now(error(-32022, { supported: ['2026-07-28'], requested: v }))),
+    now(refuseModern), [M, M, M, E(MISMATCH)], { ...http, modernVersions: ['2027-03-01', '2026-07-28'] }),
+];
+
+export type CacheState = 'none' | 'legacy' | 'modern' | 'legacy-sse';
 
 /**
  * What the spec predicts with a cached era. A cached era is tried first (§2 last line, §5): a cached
@@ -143,5 +172,5 @@ export type CacheState = 'none' | 'legacy' | 'modern';
  */
 export function expected(p: Profile, pref: MachinePreference, cache: CacheState): Expectation {
   if (pref === 'force-discover' || pref === 'force-initialize' || cache === 'none') return p.expect[pref];
-  return p.expect[cache === 'legacy' ? 'prefer-initialize' : 'prefer-discover'];
+  return p.expect[cache === 'modern' ? 'prefer-discover' : 'prefer-initialize'];
 }

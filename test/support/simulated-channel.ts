@@ -2,11 +2,14 @@
  * A simulated upstream behind the real Channel interface: it records what mcpx sends and answers
  * only when the test tells it to, per a Profile. The model-based test steers it step by step.
  */
-import type { Channel, CloseInfo, JsonRpcMessage, JsonRpcRequest } from '../../src/transports/types.js';
+import type { WireTransport } from '../../src/machines/session.machine.js';
+import { McpxError } from '../../src/errors.js';
+import type { Channel, CloseInfo, JsonRpcId, JsonRpcMessage, JsonRpcRequest } from '../../src/transports/types.js';
 import type { Profile } from './profiles.js';
 
 export interface WireRecord {
   process: number;
+  transport: WireTransport;
   method: string;
   id?: string | number;
   version?: string;
@@ -17,8 +20,8 @@ export class SimulatedUpstream {
   readonly wire: WireRecord[] = [];
   constructor(readonly profile: Profile) {}
 
-  readonly factory = (attempt: number): Channel => {
-    const channel = new SimulatedChannel(this, attempt);
+  readonly factory = (attempt: number, transport: WireTransport = 'stdio'): Channel => {
+    const channel = new SimulatedChannel(this, attempt, transport);
     this.processes.push(channel);
     return channel;
   };
@@ -34,12 +37,13 @@ export class SimulatedChannel implements Channel {
   readonly pending: JsonRpcRequest[] = [];
   private messageListeners: Array<(m: JsonRpcMessage, ctx?: unknown) => void> = [];
   private closeListeners: Array<(info: CloseInfo) => void> = [];
+  private requestErrorListeners: Array<(id: JsonRpcId, error: Error) => void> = [];
   private startResolve: (() => void) | undefined;
   private startReject: ((e: Error) => void) | undefined;
   private isClosed = false;
   readonly pid: number;
 
-  constructor(private readonly upstream: SimulatedUpstream, readonly attempt: number) {
+  constructor(private readonly upstream: SimulatedUpstream, readonly attempt: number, readonly transport: WireTransport = 'stdio') {
     this.pid = 10_000 + attempt;
   }
 
@@ -56,7 +60,8 @@ export class SimulatedChannel implements Channel {
 
   /** The process came up (or, for a profile whose command is missing, failed to). */
   ready(): void {
-    if (this.upstream.profile.spawnFails) this.startReject?.(new Error('spawn ENOENT'));
+    const fails = this.upstream.profile.spawnFails;
+    if (fails === true || (Array.isArray(fails) && fails.includes(this.transport))) this.startReject?.(new Error('spawn ENOENT'));
     else this.startResolve?.();
   }
 
@@ -66,23 +71,30 @@ export class SimulatedChannel implements Channel {
     const params = (message.params ?? {}) as Record<string, unknown>;
     const meta = (params._meta ?? {}) as Record<string, unknown>;
     const version = (meta['io.modelcontextprotocol/protocolVersion'] ?? params.protocolVersion) as string | undefined;
-    this.upstream.wire.push({ process: this.attempt, method: message.method, ...('id' in message ? { id: message.id } : {}), ...(version ? { version } : {}) });
+    this.upstream.wire.push({ process: this.attempt, transport: this.transport, method: message.method, ...('id' in message ? { id: message.id } : {}), ...(version ? { version } : {}) });
     if ('id' in message) this.pending.push(message);
   }
 
   /** Answer the request with this id the way the profile says. Returns false when the profile stays silent. */
-  answer(id: string | number): 'answered' | 'exited' | 'silent' {
+  answer(id: string | number): 'answered' | 'failed' | 'exited' | 'silent' {
     const idx = this.pending.findIndex((r) => r.id === id);
     if (idx < 0) throw new Error(`process ${this.attempt} has no pending request ${id}; pending: ${this.pending.map((r) => r.id).join(', ')}`);
     const req = this.pending[idx]!;
     const version = String((((req.params ?? {})._meta ?? {}) as Record<string, unknown>)['io.modelcontextprotocol/protocolVersion'] ?? (req.params ?? {}).protocolVersion);
-    const reaction = this.upstream.profile.react(req.method as 'server/discover' | 'initialize', version);
+    const reaction = this.upstream.profile.react(req.method as 'server/discover' | 'initialize', version, this.transport);
     if (reaction.kind === 'silent') return 'silent';
     if (reaction.kind === 'exit') {
       this.exit(1);
       return 'exited';
     }
     this.pending.splice(idx, 1);
+    if (reaction.kind === 'fail') {
+      const f = reaction.failure;
+      const code = f.kind === 'unauthorized' ? 'MCPX_UNAUTHORIZED' : f.kind === 'legacy-refused' ? 'MCPX_LEGACY_HTTP_REFUSED' : f.kind === 'status' ? 'MCPX_HTTP_STATUS' : 'MCPX_TRANSPORT_CLOSED';
+      const error = new McpxError(code, f.message, f.status ? { data: { status: f.status } } : undefined);
+      for (const l of this.requestErrorListeners) l(req.id, error);
+      return 'failed';
+    }
     const message = { jsonrpc: '2.0' as const, id: req.id, ...reaction.answer } as JsonRpcMessage;
     for (const l of this.messageListeners) l(message);
     return 'answered';
@@ -106,5 +118,9 @@ export class SimulatedChannel implements Channel {
 
   onClose(listener: (info: CloseInfo) => void): void {
     this.closeListeners.push(listener);
+  }
+
+  onRequestError(listener: (id: JsonRpcId, error: Error) => void): void {
+    this.requestErrorListeners.push(listener);
   }
 }

@@ -1,0 +1,201 @@
+/**
+ * Typed errors of the HTTP transports (Streamable HTTP and the deprecated HTTP+SSE), and the
+ * redaction that keeps configured header values (tokens) out of every message, `data` and log line.
+ *
+ * Which error means what (mcp-wire-facts.md §3, era-probe.md §4):
+ * - HTTPStatusError: a non-2xx answer that carried no JSON-RPC response for the request. `status`,
+ *   the body (redacted, at most 2 KB), and the JSON-RPC error object when the body held one.
+ * - LegacyHTTPRefusedError (an HTTPStatusError): `initialize` itself was refused with a bare
+ *   400/404/405 — the hook for falling back to the deprecated HTTP+SSE transport.
+ * - UnauthorizedError: 401/403. Deliberately NOT an HTTPStatusError, so code that treats "some 4xx"
+ *   as era evidence cannot mistake an auth failure for one: it never says anything about the era.
+ * - HttpConnectionError: the connection failed or a response stream ended before the answer
+ *   (code MCPX_TRANSPORT_CLOSED, like a stdio process that died).
+ */
+import { McpxError, TransportClosedError, type ErrorCode, type RpcErrorObject } from '../errors.js';
+
+/** Bodies kept in errors are cut to this many bytes (UTF-8). */
+export const ERROR_BODY_LIMIT_BYTES = 2048;
+const REDACTED = '[redacted]';
+
+export interface HttpFailureInit {
+  status: number;
+  statusText?: string;
+  /** The endpoint, already stripped of credentials (see redactUrl). */
+  url: string;
+  /** The JSON-RPC method of the message that failed, when there was one. */
+  method?: string;
+  /** The HTTP method; default POST. */
+  httpMethod?: string;
+  /** Response body text. Truncated to 2 KB here; redact it before (HttpRedactor.text). */
+  body?: string;
+  /** The JSON-RPC error object found in the body, if any (redacted). */
+  rpcError?: RpcErrorObject;
+  /** Extra words for the message, e.g. why a 200 still failed. */
+  detail?: string;
+}
+
+/** Cut text to at most `maxBytes` UTF-8 bytes without splitting a character. */
+export function truncateBytes(text: string, maxBytes = ERROR_BODY_LIMIT_BYTES): { text: string; truncated: boolean } {
+  const buf = Buffer.from(text, 'utf8');
+  if (buf.length <= maxBytes) return { text, truncated: false };
+  return { text: buf.subarray(0, maxBytes).toString('utf8').replace(/\uFFFD+$/, ''), truncated: true };
+}
+
+function oneLine(text: string, max = 200): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max)}…`;
+}
+
+function describeFailure(init: HttpFailureInit): string {
+  const what = init.method ?? (init.httpMethod && init.httpMethod !== 'POST' ? init.httpMethod : 'the request');
+  const status = `HTTP ${init.status}${init.statusText ? ` ${init.statusText}` : ''}`;
+  let tail = '';
+  if (init.detail) tail = `: ${init.detail}`;
+  else if (init.rpcError) tail = `: JSON-RPC error ${init.rpcError.code}: ${oneLine(init.rpcError.message)}`;
+  else if (init.body && init.body.trim() !== '') tail = `: ${oneLine(init.body)}`;
+  return `${init.url} answered ${what} with ${status}${tail}`;
+}
+
+function failureData(init: HttpFailureInit): Record<string, unknown> {
+  const body = truncateBytes(init.body ?? '');
+  return {
+    status: init.status,
+    url: init.url,
+    httpMethod: init.httpMethod ?? 'POST',
+    ...(init.method !== undefined ? { method: init.method } : {}),
+    body: body.text,
+    ...(body.truncated ? { bodyTruncated: true } : {}),
+    ...(init.rpcError !== undefined ? { rpcError: init.rpcError } : {}),
+  };
+}
+
+/** A non-2xx HTTP answer that was not a JSON-RPC response to the request. */
+export class HTTPStatusError extends McpxError {
+  readonly status: number;
+  /** The response body, redacted, at most 2 KB. */
+  readonly body: string;
+  /** The JSON-RPC error object the body carried (e.g. `id: null` errors of legacy servers), if any. */
+  readonly rpcError: RpcErrorObject | undefined;
+  /** The JSON-RPC method of the failed message. */
+  readonly method: string | undefined;
+  readonly url: string;
+
+  constructor(init: HttpFailureInit, code: ErrorCode = 'MCPX_HTTP_STATUS', message = describeFailure(init)) {
+    super(code, message, { data: failureData(init) });
+    this.status = init.status;
+    this.body = truncateBytes(init.body ?? '').text;
+    this.rpcError = init.rpcError;
+    this.method = init.method;
+    this.url = init.url;
+  }
+}
+
+/**
+ * `initialize` was refused with a bare 400/404/405 (no JSON-RPC answer with its id): the endpoint is
+ * not a Streamable HTTP MCP server; it may speak the deprecated HTTP+SSE transport.
+ */
+export class LegacyHTTPRefusedError extends HTTPStatusError {
+  constructor(init: HttpFailureInit) {
+    super(
+      init,
+      'MCPX_LEGACY_HTTP_REFUSED',
+      `${init.url} refused initialize with HTTP ${init.status} and no JSON-RPC answer: not a Streamable HTTP MCP endpoint (it may speak the deprecated HTTP+SSE transport)`,
+    );
+  }
+}
+
+/** 401/403. Never era evidence; the message always starts "unauthorized (HTTP <status>)". */
+export class UnauthorizedError extends McpxError {
+  readonly status: number;
+  readonly url: string;
+  readonly method: string | undefined;
+  /** The server's WWW-Authenticate challenge (redacted), for a later auth flow. */
+  readonly wwwAuthenticate: string | undefined;
+
+  constructor(init: HttpFailureInit & { wwwAuthenticate?: string }) {
+    const what = init.method ?? (init.httpMethod && init.httpMethod !== 'POST' ? init.httpMethod : 'the request');
+    super(
+      'MCPX_UNAUTHORIZED',
+      `unauthorized (HTTP ${init.status}): ${init.url} refused ${what}; check the credentials configured for this server`,
+      { data: { ...failureData(init), ...(init.wwwAuthenticate !== undefined ? { wwwAuthenticate: init.wwwAuthenticate } : {}) } },
+    );
+    this.status = init.status;
+    this.url = init.url;
+    this.method = init.method;
+    this.wwwAuthenticate = init.wwwAuthenticate;
+  }
+}
+
+/**
+ * The connection failed (refused, reset, DNS) or a response stream ended before the answer arrived.
+ * Code MCPX_TRANSPORT_CLOSED; `cause` is the underlying error.
+ */
+export class HttpConnectionError extends TransportClosedError {
+  constructor(message: string, data: Record<string, unknown>, cause?: unknown) {
+    super(message, data);
+    if (cause !== undefined) Object.defineProperty(this, 'cause', { value: cause, configurable: true, writable: true, enumerable: false });
+  }
+}
+
+// ------------------------------------------------------------------------------------- redaction
+
+/** The URL as shown in errors and logs: no user info, no query values, no fragment. */
+export function redactUrl(url: URL): string {
+  const shown = new URL(url.href);
+  shown.username = '';
+  shown.password = '';
+  shown.hash = '';
+  const hadQuery = shown.search !== '';
+  shown.search = '';
+  return hadQuery ? `${shown.href}?…` : shown.href;
+}
+
+/**
+ * Knows the secrets of one channel (configured header values, URL credentials and query values)
+ * and removes them from any text or JSON value before it goes into an error or a log line.
+ */
+export class HttpRedactor {
+  private readonly secrets: string[];
+
+  constructor(headers: Record<string, string>, url?: URL) {
+    const found = new Set<string>();
+    const add = (s: string | undefined, min: number): void => {
+      const v = s?.trim();
+      if (v && v.length >= min) found.add(v);
+    };
+    for (const value of Object.values(headers)) {
+      add(value, 4);
+      // "Bearer abc", "Basic abc": the credential alone may be echoed too.
+      const space = value.trim().indexOf(' ');
+      if (space > 0) add(value.trim().slice(space + 1), 4);
+    }
+    if (url) {
+      add(decodeURIComponent(url.password), 4);
+      add(url.password, 4);
+      for (const [, v] of url.searchParams) add(v, 6);
+    }
+    // Longest first, so a value that contains another is removed whole.
+    this.secrets = [...found].sort((a, b) => b.length - a.length);
+  }
+
+  text(text: string): string {
+    let out = text;
+    for (const s of this.secrets) if (out.includes(s)) out = out.split(s).join(REDACTED);
+    return out;
+  }
+
+  /** A JSON value with every secret removed from its strings (keys included). */
+  value<T>(value: T): T {
+    if (this.secrets.length === 0 || value === undefined) return value;
+    const json = JSON.stringify(value);
+    if (json === undefined) return value;
+    const clean = this.text(json);
+    if (clean === json) return value;
+    try {
+      return JSON.parse(clean) as T;
+    } catch {
+      return REDACTED as unknown as T;
+    }
+  }
+}

@@ -1,0 +1,436 @@
+/**
+ * A Channel for the deprecated HTTP+SSE transport (2024-11-05; mcp-wire-facts.md §4.3).
+ *
+ * start() opens a GET stream and waits for the `endpoint` event, which names where to POST. Every
+ * client message is POSTed there; every server message (answers, notifications, server-to-client
+ * requests) arrives as a `message` event on the GET stream. Nothing ties a server request to the
+ * POST that provoked it, so messages are delivered with context `undefined`. The GET stream is the
+ * connection: when it ends or fails, the channel closes with reason `connection-lost`.
+ *
+ * An endpoint on another origin is refused: the configured headers (tokens) must only ever go to the
+ * server they were configured for.
+ */
+import { Agent, request, type Dispatcher } from 'undici';
+import { McpxError, MessageTooLargeError, TransportClosedError } from '../errors.js';
+import { HTTPStatusError, HttpConnectionError, HttpRedactor, UnauthorizedError, redactUrl } from './http-errors.js';
+import { classifyMessage, isRequest, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
+import { DEFAULT_HTTP_MAX_MESSAGE_BYTES, SseDecoder, normalizeConfiguredHeaders, parseHttpUrl } from './streamable-http.js';
+import type { Channel, CloseInfo, JsonRpcId, JsonRpcMessage } from './types.js';
+
+export const DEFAULT_ENDPOINT_TIMEOUT_MS = 10_000;
+const ERROR_BODY_READ_BYTES = 64 * 1024;
+
+export interface LegacySseChannelOptions {
+  /** The SSE URL (the one a GET opens the stream on, e.g. http://host/sse). */
+  url: string;
+  headers?: Record<string, string>;
+  logger?: TransportLogger;
+  /** Largest accepted SSE event. Default 64 MiB; a larger one closes the channel. */
+  maxMessageBytes?: number;
+  /** How long start() waits for the response and its `endpoint` event. Default 10 s. */
+  timeoutMs?: number;
+  dispatcher?: Dispatcher;
+}
+
+type MessageListener = (message: JsonRpcMessage, context?: unknown) => void;
+type CloseListener = (info: CloseInfo) => void;
+type RequestErrorListener = (id: JsonRpcId, error: Error) => void;
+
+function headerValue(headers: Dispatcher.ResponseData['headers'], name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function describeCause(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as { code?: unknown }).code;
+  return `${typeof code === 'string' && !err.message.includes(code) ? `${code}: ` : ''}${err.message}`;
+}
+
+async function readText(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
+  const parts: Buffer[] = [];
+  let total = 0;
+  try {
+    for await (const chunk of body) {
+      const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+      parts.push(buf);
+      total += buf.length;
+      if (total > limit) break;
+    }
+  } catch {
+    // a partial body is enough for an error message
+  } finally {
+    body.destroy();
+  }
+  return Buffer.concat(parts).subarray(0, limit).toString('utf8');
+}
+
+export class LegacySseChannel implements Channel {
+  readonly url: URL;
+  readonly displayUrl: string;
+  private readonly headers: Record<string, string>;
+  private readonly redactor: HttpRedactor;
+  private readonly log: TransportLogger;
+  private readonly maxMessageBytes: number;
+  private readonly timeoutMs: number;
+  private readonly dispatcher: Dispatcher;
+  private readonly ownsDispatcher: boolean;
+
+  private readonly messageListeners: MessageListener[] = [];
+  private readonly closeListeners: CloseListener[] = [];
+  private readonly requestErrorListeners: RequestErrorListener[] = [];
+
+  private endpoint: URL | undefined;
+  private startPromise: Promise<void> | undefined;
+  private closePromise: Promise<void> | undefined;
+  private readonly streamController = new AbortController();
+  private stream: Dispatcher.ResponseData['body'] | undefined;
+  private readonly posts = new Set<AbortController>();
+  private isClosed = false;
+  private closeFired = false;
+
+  constructor(options: LegacySseChannelOptions) {
+    const headers = normalizeConfiguredHeaders(options.headers, 'HTTP+SSE upstream');
+    const { url, display } = parseHttpUrl(options.url, headers, 'HTTP+SSE upstream');
+    this.url = url;
+    this.displayUrl = display;
+    this.headers = headers;
+    this.redactor = new HttpRedactor({ ...headers, ...options.headers }, url);
+    this.log = options.logger ?? silentLogger;
+    this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_HTTP_MAX_MESSAGE_BYTES;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_ENDPOINT_TIMEOUT_MS;
+    this.ownsDispatcher = options.dispatcher === undefined;
+    this.dispatcher = options.dispatcher ?? new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+  }
+
+  get pid(): undefined {
+    return undefined;
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** Where messages are POSTed, once start() resolved (shown without credentials or query values). */
+  get endpointUrl(): string | undefined {
+    return this.endpoint ? redactUrl(this.endpoint) : undefined;
+  }
+
+  onMessage(listener: MessageListener): void {
+    this.messageListeners.push(listener);
+  }
+
+  onClose(listener: CloseListener): void {
+    this.closeListeners.push(listener);
+  }
+
+  onRequestError(listener: RequestErrorListener): void {
+    this.requestErrorListeners.push(listener);
+  }
+
+  start(): Promise<void> {
+    this.startPromise ??= this.connect();
+    return this.startPromise;
+  }
+
+  send(message: JsonRpcMessage, _context?: unknown): void {
+    const endpoint = this.endpoint;
+    if (this.isClosed || !endpoint) {
+      const state = this.isClosed ? 'the HTTP+SSE channel is closed' : 'the HTTP+SSE channel is not started';
+      throw new TransportClosedError(`cannot send to ${this.displayUrl}: ${state}`, { url: this.displayUrl });
+    }
+    void this.post(endpoint, message);
+  }
+
+  close(): Promise<void> {
+    this.closePromise ??= this.shutdown();
+    return this.closePromise;
+  }
+
+  // ---------------------------------------------------------------------------------- the stream
+
+  private async connect(): Promise<void> {
+    if (this.isClosed) throw new TransportClosedError(`the HTTP+SSE channel to ${this.displayUrl} was closed before it started`, { url: this.displayUrl });
+    try {
+      await this.openStream();
+    } catch (err) {
+      const error = this.isClosed && !this.closeFired
+        ? new TransportClosedError(`the HTTP+SSE channel to ${this.displayUrl} was closed while starting`, { url: this.displayUrl })
+        : err instanceof Error ? err : new Error(String(err));
+      this.streamController.abort(error);
+      this.stream?.destroy();
+      if (!this.isClosed) {
+        this.isClosed = true;
+        this.log.warn({ err: error, url: this.displayUrl }, 'could not open the HTTP+SSE stream');
+        this.fireClose({ reason: 'error', error });
+        if (this.ownsDispatcher) void this.dispatcher.destroy().catch(() => undefined);
+      }
+      throw error;
+    }
+  }
+
+  private async openStream(): Promise<void> {
+    const signal = this.streamController.signal;
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        timedOut = true;
+        reject(new McpxError('MCPX_START_TIMEOUT', `${this.displayUrl} sent no endpoint event within ${this.timeoutMs} ms`, {
+          data: { url: this.displayUrl, timeoutMs: this.timeoutMs },
+        }));
+      }, this.timeoutMs);
+    });
+    try {
+      await Promise.race([timeout, this.handshake(signal, () => timedOut)]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** GET the stream, check it, and wait for the endpoint event. Messages after it flow to listeners. */
+  private async handshake(signal: AbortSignal, timedOut: () => boolean): Promise<void> {
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(this.url, {
+        method: 'GET',
+        headers: { ...this.headers, accept: 'text/event-stream', 'cache-control': 'no-cache' },
+        signal,
+        dispatcher: this.dispatcher,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      });
+    } catch (err) {
+      throw new HttpConnectionError(`could not open the HTTP+SSE stream at ${this.displayUrl}: ${this.redactor.text(describeCause(err))}`, { url: this.displayUrl }, err);
+    }
+    this.stream = res.body;
+    if (timedOut() || this.isClosed) {
+      res.body.destroy();
+      if (timedOut()) return; // start() already rejected
+      throw new TransportClosedError(`the HTTP+SSE channel to ${this.displayUrl} was closed while starting`, { url: this.displayUrl });
+    }
+    const status = res.statusCode;
+    if (status < 200 || status >= 300) {
+      const body = this.redactor.text(await readText(res.body, ERROR_BODY_READ_BYTES));
+      const init = { status, url: this.displayUrl, httpMethod: 'GET', body, ...(res.statusText ? { statusText: res.statusText } : {}) };
+      if (status === 401 || status === 403) {
+        const challenge = headerValue(res.headers, 'www-authenticate');
+        throw new UnauthorizedError({ ...init, ...(challenge !== undefined ? { wwwAuthenticate: this.redactor.text(challenge) } : {}) });
+      }
+      throw new HTTPStatusError(init);
+    }
+    const type = (headerValue(res.headers, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+    if (type !== 'text/event-stream') {
+      res.body.destroy();
+      throw new McpxError('MCPX_BAD_CONFIG', `${this.displayUrl} is not an HTTP+SSE endpoint: GET answered HTTP ${status} with content-type ${JSON.stringify(type || '(none)')}`, {
+        data: { url: this.displayUrl, status, contentType: type },
+      });
+    }
+
+    await new Promise<void>((resolve, reject) => {
+      let settled = false;
+      const settle = (err?: Error): void => {
+        if (settled) return;
+        settled = true;
+        if (err) reject(err);
+        else resolve();
+      };
+      const decoder = new SseDecoder({
+        maxEventBytes: this.maxMessageBytes,
+        onEvent: (event) => {
+          if (!this.endpoint) {
+            if (event.event !== 'endpoint') {
+              this.log.warn({ url: this.displayUrl, event: event.event }, 'ignoring an SSE event before the endpoint event');
+              return;
+            }
+            try {
+              this.endpoint = this.resolveEndpoint(event.data);
+            } catch (err) {
+              settle(err as Error);
+              return;
+            }
+            this.log.debug({ url: this.displayUrl, endpoint: redactUrl(this.endpoint) }, 'HTTP+SSE endpoint received');
+            settle();
+            return;
+          }
+          if (event.event === 'endpoint') {
+            this.log.warn({ url: this.displayUrl }, 'ignoring a second endpoint event');
+            return;
+          }
+          if (event.event !== 'message') return;
+          this.handleData(event.data);
+        },
+        onOverflow: () => this.fail(new MessageTooLargeError(this.maxMessageBytes)),
+      });
+      res.body.on('data', (chunk: Buffer) => {
+        try {
+          decoder.push(chunk);
+        } catch (err) {
+          this.log.error({ err }, 'SSE decoding failed');
+        }
+      });
+      const lost = (err?: Error): void => {
+        if (!settled) {
+          settle(new HttpConnectionError(
+            `the HTTP+SSE stream at ${this.displayUrl} ended before its endpoint event${err ? `: ${this.redactor.text(describeCause(err))}` : ''}`,
+            { url: this.displayUrl },
+            err,
+          ));
+          return;
+        }
+        if (this.isClosed) return;
+        this.isClosed = true;
+        const why = err ? this.redactor.text(describeCause(err)) : 'the server ended the stream';
+        this.log.warn({ url: this.displayUrl, why }, 'the HTTP+SSE stream was lost');
+        const error = new HttpConnectionError(`the HTTP+SSE stream at ${this.displayUrl} was lost: ${why}`, { url: this.displayUrl }, err);
+        this.abortPosts();
+        this.fireClose({ reason: 'connection-lost', error });
+        if (this.ownsDispatcher) void this.dispatcher.destroy().catch(() => undefined);
+      };
+      res.body.on('end', () => {
+        decoder.end();
+        lost();
+      });
+      res.body.on('error', (err) => lost(err));
+      res.body.on('close', () => {
+        if (!this.isClosed) lost(new Error('the stream closed'));
+      });
+    });
+  }
+
+  private resolveEndpoint(data: string): URL {
+    let endpoint: URL;
+    try {
+      endpoint = new URL(data.trim(), this.url);
+    } catch {
+      throw new McpxError('MCPX_BAD_CONFIG', `${this.displayUrl} sent an endpoint event that is not a URL`, { data: { url: this.displayUrl } });
+    }
+    if (endpoint.origin !== this.url.origin) {
+      throw new McpxError(
+        'MCPX_BAD_CONFIG',
+        `${this.displayUrl} named an endpoint on another origin (${endpoint.origin}, the server is ${this.url.origin}); refusing to send messages there`,
+        { data: { url: this.displayUrl, origin: this.url.origin, endpointOrigin: endpoint.origin } },
+      );
+    }
+    return endpoint;
+  }
+
+  private handleData(data: string): void {
+    let value: unknown;
+    try {
+      value = JSON.parse(data);
+    } catch {
+      this.log.warn({ url: this.displayUrl, data: truncate(this.redactor.text(data), 200) }, 'ignoring an SSE message that is not JSON');
+      return;
+    }
+    for (const item of Array.isArray(value) ? value : [value]) {
+      const c = classifyMessage(item);
+      if (!c.ok) {
+        this.log.warn({ url: this.displayUrl, reason: c.reason }, 'ignoring an SSE message that is not JSON-RPC');
+        continue;
+      }
+      for (const listener of this.messageListeners) {
+        try {
+          listener(c.message, undefined);
+        } catch (err) {
+          this.log.error({ err }, 'a message listener threw');
+        }
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------- posting
+
+  private async post(endpoint: URL, message: JsonRpcMessage): Promise<void> {
+    const what = 'method' in message ? message.method : 'a response';
+    const controller = new AbortController();
+    this.posts.add(controller);
+    let error: Error | undefined;
+    try {
+      const res = await request(endpoint, {
+        method: 'POST',
+        headers: { ...this.headers, 'content-type': 'application/json' },
+        body: JSON.stringify(message),
+        signal: controller.signal,
+        dispatcher: this.dispatcher,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      });
+      const status = res.statusCode;
+      if (status >= 200 && status < 300) {
+        await res.body.dump().catch(() => undefined);
+        return;
+      }
+      const body = this.redactor.text(await readText(res.body, ERROR_BODY_READ_BYTES));
+      const init = { status, url: redactUrl(endpoint), method: what, body, ...(res.statusText ? { statusText: res.statusText } : {}) };
+      if (status === 401 || status === 403) {
+        const challenge = headerValue(res.headers, 'www-authenticate');
+        error = new UnauthorizedError({ ...init, ...(challenge !== undefined ? { wwwAuthenticate: this.redactor.text(challenge) } : {}) });
+      } else {
+        error = new HTTPStatusError(init);
+      }
+    } catch (err) {
+      if (this.isClosed || controller.signal.aborted) return;
+      error = new HttpConnectionError(
+        `the connection to ${redactUrl(endpoint)} failed while sending ${what}: ${this.redactor.text(describeCause(err))}`,
+        { url: redactUrl(endpoint), method: what },
+        err,
+      );
+    } finally {
+      this.posts.delete(controller);
+    }
+    if (!error || this.isClosed) return;
+    if (!isRequest(message)) {
+      this.log.warn({ err: error, method: what, url: this.displayUrl }, 'could not deliver a message to the upstream');
+      return;
+    }
+    for (const listener of this.requestErrorListeners) {
+      try {
+        listener(message.id, error);
+      } catch (err) {
+        this.log.error({ err }, 'a request-error listener threw');
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------- closing
+
+  /** A fault on our side (an oversized event): close now. */
+  private fail(error: Error): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.log.error({ err: error, url: this.displayUrl }, 'closing the HTTP+SSE channel');
+    this.streamController.abort(error);
+    this.stream?.destroy();
+    this.abortPosts();
+    this.fireClose({ reason: 'error', error });
+    if (this.ownsDispatcher) void this.dispatcher.destroy().catch(() => undefined);
+  }
+
+  private abortPosts(): void {
+    for (const c of this.posts) c.abort(new Error('channel closed'));
+    this.posts.clear();
+  }
+
+  private async shutdown(): Promise<void> {
+    this.isClosed = true;
+    this.streamController.abort(new Error('channel closed'));
+    this.stream?.destroy();
+    this.abortPosts();
+    if (this.startPromise) await this.startPromise.catch(() => undefined);
+    if (this.ownsDispatcher) await this.dispatcher.destroy().catch(() => undefined);
+    this.fireClose({ reason: 'stopped' }); // a no-op when the stream was lost (or never opened) before
+  }
+
+  private fireClose(info: CloseInfo): void {
+    if (this.closeFired) return;
+    this.closeFired = true;
+    for (const listener of this.closeListeners) {
+      try {
+        listener(info);
+      } catch (err) {
+        this.log.error({ err }, 'a close listener threw');
+      }
+    }
+  }
+}

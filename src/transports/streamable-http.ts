@@ -1,0 +1,954 @@
+/**
+ * A Channel to an MCP server over Streamable HTTP, both eras (mcp-wire-facts.md §4.2, §4.3).
+ *
+ * Every JSON-RPC message is its own POST. The channel decides nothing about eras; it reads the era
+ * of each message off the message itself and sets the headers that era requires:
+ * - modern (params._meta carries io.modelcontextprotocol/protocolVersion): `MCP-Protocol-Version`
+ *   (= that value), `Mcp-Method`, `Mcp-Name` for the methods that mirror a name/uri. Never a session id.
+ * - legacy: the channel watches the `initialize` exchange and remembers the negotiated version and the
+ *   `Mcp-Session-Id` the server minted; later legacy messages carry both (`initialize` carries neither).
+ *   A 404 to a message carrying the session id means the session is gone: the remembered initialize
+ *   is re-run (plus `notifications/initialized`) and the message retried once.
+ *
+ * Answers arrive as `application/json` or as an SSE stream scoped to the POST. Everything that arrives
+ * on a POST's response — progress, logs, and server-to-client requests — is delivered with the
+ * context given to send() for that POST, which is how a question is attributed to the call that
+ * provoked it. A non-2xx answer whose body is the JSON-RPC response to the request is delivered as
+ * that response (a -32022 inside a 400 reaches the version retry); any other failure of a request is
+ * reported through onRequestError, never thrown from send() and never as a close: HTTP has no process
+ * to die, so onClose fires only from close().
+ */
+import { Agent, request, type Dispatcher } from 'undici';
+import { McpxError, MessageTooLargeError, TransportClosedError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
+import { META } from '../machines/versions.js';
+import {
+  HTTPStatusError,
+  HttpConnectionError,
+  HttpRedactor,
+  LegacyHTTPRefusedError,
+  UnauthorizedError,
+  redactUrl,
+  type HttpFailureInit,
+} from './http-errors.js';
+import { classifyMessage, isNotification, isRequest, isResponse, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
+import type { Channel, CloseInfo, JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './types.js';
+
+export const DEFAULT_HTTP_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+/** How much of a non-2xx body is read looking for a JSON-RPC answer. */
+const ERROR_BODY_READ_BYTES = 1024 * 1024;
+/** close(): how long the session DELETE may take. */
+const DELETE_TIMEOUT_MS = 2000;
+
+export interface StreamableHttpChannelOptions {
+  url: string;
+  /** Sent on every request (e.g. Authorization). Values never appear in errors or logs. */
+  headers?: Record<string, string>;
+  logger?: TransportLogger;
+  /** Largest accepted JSON body or SSE event. Default 64 MiB. */
+  maxMessageBytes?: number;
+  /** undici dispatcher to use; default: a private Agent, destroyed by close(). */
+  dispatcher?: Dispatcher;
+}
+
+type MessageListener = (message: JsonRpcMessage, context?: unknown) => void;
+type CloseListener = (info: CloseInfo) => void;
+type RequestErrorListener = (id: JsonRpcId, error: Error) => void;
+type ResponseHeaders = Dispatcher.ResponseData['headers'];
+
+/** One POST (and, after a session renewal, its retry). */
+interface Flight {
+  message: JsonRpcMessage;
+  /** Set for requests: the id whose answer this POST waits for. */
+  id: JsonRpcId | undefined;
+  method: string | undefined;
+  context: unknown;
+  controller: AbortController;
+  /** Answered, failed, or given up: nothing more is reported for it. */
+  settled: boolean;
+  /** Cancelled by the caller (notifications/cancelled): its abort is not an error. */
+  cancelled: boolean;
+  /** Internal POSTs (session renewal): the answer goes here instead of to listeners. */
+  capture?: (response: JsonRpcResponse, headers: ResponseHeaders) => void;
+}
+
+interface LegacySession {
+  /** The version the server answered initialize with; sent as MCP-Protocol-Version. */
+  version: string;
+  /** Mcp-Session-Id minted by the server, if it minted one. */
+  sessionId: string | undefined;
+  /** The initialize request, re-run when the session expires. */
+  initialize: JsonRpcRequest;
+}
+
+/** Methods whose `Mcp-Name` header mirrors a params field (SEP-2243; tasks/* from the tasks extension). */
+const MCP_NAME_SOURCE: Readonly<Record<string, string>> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
+};
+
+/** Headers the channel owns; a configured header of the same name is dropped. */
+const PROTOCOL_HEADERS = new Set([
+  'content-type',
+  'accept',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'host',
+  'mcp-protocol-version',
+  'mcp-method',
+  'mcp-name',
+  'mcp-session-id',
+  'last-event-id',
+]);
+
+const BASE64_PREFIX = '=?base64?';
+const BASE64_SUFFIX = '?=';
+
+/**
+ * An HTTP header value per the 2026-07-28 value-encoding rule: safe visible ASCII passes through;
+ * anything else (non-ASCII, control characters, surrounding white space, empty, or text that already
+ * looks like the sentinel) becomes `=?base64?<base64 of UTF-8>?=`.
+ */
+export function encodeMcpHeaderValue(value: string): string {
+  let safe = value.length > 0 && value === value.trim() && !(value.startsWith(BASE64_PREFIX) && value.endsWith(BASE64_SUFFIX));
+  for (let i = 0; safe && i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (!(c === 0x09 || (c >= 0x20 && c <= 0x7e))) safe = false;
+  }
+  return safe ? value : `${BASE64_PREFIX}${Buffer.from(value, 'utf8').toString('base64')}${BASE64_SUFFIX}`;
+}
+
+/** The modern protocol version a message claims in params._meta, if any. */
+export function modernVersionOf(message: JsonRpcMessage): string | undefined {
+  if (!('method' in message)) return undefined;
+  const meta = message.params?._meta;
+  if (typeof meta !== 'object' || meta === null) return undefined;
+  const v = (meta as Record<string, unknown>)[META.protocolVersion];
+  return typeof v === 'string' ? v : undefined;
+}
+
+/** Lower-cased configured headers, minus the ones the channel owns; CR/LF/NUL in a value is refused. */
+export function normalizeConfiguredHeaders(headers: Record<string, string> | undefined, where: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    const key = name.trim().toLowerCase();
+    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(key)) {
+      throw new McpxError('MCPX_BAD_CONFIG', `${where}: ${JSON.stringify(name)} is not a valid HTTP header name`);
+    }
+    if (typeof value !== 'string' || /[\r\n\0]/.test(value)) {
+      // The value is never echoed: it may be a token.
+      throw new McpxError('MCPX_BAD_CONFIG', `${where}: the value of header ${JSON.stringify(name)} must be a string without line breaks`);
+    }
+    if (PROTOCOL_HEADERS.has(key)) continue;
+    out[key] = value;
+  }
+  return out;
+}
+
+/** Parse a configured endpoint URL: http(s) only; user info becomes Basic auth (unless configured). */
+export function parseHttpUrl(raw: string, headers: Record<string, string>, what: string): { url: URL; display: string } {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new McpxError('MCPX_BAD_CONFIG', `${what}: the URL is not valid`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new McpxError('MCPX_BAD_CONFIG', `${what}: only http: and https: URLs are supported, got ${url.protocol}`, { data: { protocol: url.protocol } });
+  }
+  if (url.username !== '' || url.password !== '') {
+    if (headers.authorization === undefined) {
+      const user = decodeURIComponent(url.username);
+      const pass = decodeURIComponent(url.password);
+      headers.authorization = `Basic ${Buffer.from(`${user}:${pass}`, 'utf8').toString('base64')}`;
+    }
+  }
+  const display = redactUrl(url);
+  url.hash = '';
+  return { url, display };
+}
+
+function headerValue(headers: ResponseHeaders, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function mediaType(headers: ResponseHeaders): string {
+  return (headerValue(headers, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+function errorCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function describeCause(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = errorCode(err);
+  const inner = err.cause instanceof Error && err.cause.message !== err.message ? ` (${err.cause.message})` : '';
+  return `${code && !err.message.includes(code) ? `${code}: ` : ''}${err.message}${inner}`;
+}
+
+/** Read a whole body, refusing more than `limit` bytes. */
+async function readLimited(body: AsyncIterable<Buffer | Uint8Array>, limit: number, declared?: string): Promise<Buffer> {
+  if (declared !== undefined && Number(declared) > limit) throw new MessageTooLargeError(limit);
+  const parts: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of body) {
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
+    total += buf.length;
+    if (total > limit) throw new MessageTooLargeError(limit);
+    parts.push(buf);
+  }
+  return Buffer.concat(parts, total);
+}
+
+/** Read at most `limit` bytes of a body for an error report; the rest is discarded. */
+async function readPrefix(body: AsyncIterable<Buffer | Uint8Array> & { destroy(): unknown }, limit: number): Promise<{ text: string; complete: boolean }> {
+  const parts: Buffer[] = [];
+  let total = 0;
+  try {
+    for await (const chunk of body) {
+      const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
+      parts.push(buf);
+      total += buf.length;
+      if (total > limit) {
+        body.destroy();
+        return { text: Buffer.concat(parts).subarray(0, limit).toString('utf8'), complete: false };
+      }
+    }
+  } catch {
+    return { text: Buffer.concat(parts).toString('utf8'), complete: false };
+  }
+  return { text: Buffer.concat(parts).toString('utf8'), complete: true };
+}
+
+function discard(body: { destroy(): unknown; dump?: () => Promise<void> }): Promise<void> {
+  if (typeof body.dump === 'function') return body.dump().catch(() => undefined);
+  body.destroy();
+  return Promise.resolve();
+}
+
+// ----------------------------------------------------------------------------------- SSE decoding
+
+export interface SseEvent {
+  /** The event type; "message" when the stream named none. */
+  event: string;
+  data: string;
+  /** The last event id seen on the stream, if any. */
+  id?: string;
+}
+
+export interface SseOverflow {
+  limit: number;
+  bytes: number;
+}
+
+export interface SseDecoderOptions {
+  onEvent: (event: SseEvent) => void;
+  /** Largest accepted event data, in bytes. Default: no limit. */
+  maxEventBytes?: number;
+  /** Called once when an event exceeds maxEventBytes; the decoder stops afterwards. */
+  onOverflow?: (info: SseOverflow) => void;
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+/** Room for a field name in a line that is still being received ("data: " and then some). */
+const LINE_SLACK = 64;
+
+/**
+ * Incremental text/event-stream decoder (WHATWG HTML §9.2.6): lines end in CRLF, LF or CR; `:` starts
+ * a comment; `field: value` drops one leading space; `data` lines accumulate with "\n"; a blank line
+ * dispatches. Works on bytes — CR/LF never occur inside a UTF-8 sequence — so a chunk may split a
+ * character, and a 10 MB data line costs one copy. At end of input a pending event is still
+ * dispatched (lenient: some servers omit the final blank line).
+ */
+export class SseDecoder {
+  private readonly onEvent: (event: SseEvent) => void;
+  private readonly onOverflow: ((info: SseOverflow) => void) | undefined;
+  readonly maxEventBytes: number;
+  private parts: Buffer[] = [];
+  private partBytes = 0;
+  private skipLF = false;
+  private atStart = true;
+  private data: string[] = [];
+  private dataBytes = 0;
+  private eventType = '';
+  private lastId: string | undefined;
+  private isStopped = false;
+
+  constructor(options: SseDecoderOptions) {
+    this.onEvent = options.onEvent;
+    this.onOverflow = options.onOverflow;
+    this.maxEventBytes = options.maxEventBytes ?? Number.POSITIVE_INFINITY;
+  }
+
+  get stopped(): boolean {
+    return this.isStopped;
+  }
+
+  push(chunk: Uint8Array): void {
+    if (this.isStopped || chunk.length === 0) return;
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    let start = 0;
+    if (this.skipLF) {
+      this.skipLF = false;
+      if (buf[0] === LF) start = 1;
+    }
+    let nextLF = -2;
+    let nextCR = -2;
+    while (!this.isStopped && start < buf.length) {
+      if (nextLF !== -1 && nextLF < start) nextLF = buf.indexOf(LF, start);
+      if (nextCR !== -1 && nextCR < start) nextCR = buf.indexOf(CR, start);
+      const end = nextLF === -1 ? nextCR : nextCR === -1 ? nextLF : Math.min(nextLF, nextCR);
+      if (end === -1) {
+        this.accumulate(buf.subarray(start));
+        return;
+      }
+      this.finishLine(buf.subarray(start, end));
+      if (buf[end] === CR) {
+        if (end + 1 < buf.length) start = buf[end + 1] === LF ? end + 2 : end + 1;
+        else {
+          this.skipLF = true;
+          start = end + 1;
+        }
+      } else {
+        start = end + 1;
+      }
+    }
+  }
+
+  /** Input ended: a last unterminated line is processed and a pending event dispatched. */
+  end(): void {
+    if (this.isStopped) return;
+    if (this.partBytes > 0) this.finishLine(Buffer.alloc(0));
+    if (!this.isStopped) this.dispatch();
+    this.isStopped = true;
+  }
+
+  private accumulate(piece: Buffer): void {
+    this.parts.push(piece);
+    this.partBytes += piece.length;
+    if (this.partBytes > this.maxEventBytes + LINE_SLACK) this.overflow(this.partBytes);
+  }
+
+  private finishLine(tail: Buffer): void {
+    let line: Buffer;
+    if (this.parts.length === 0) line = tail;
+    else {
+      this.parts.push(tail);
+      line = Buffer.concat(this.parts, this.partBytes + tail.length);
+      this.parts = [];
+      this.partBytes = 0;
+    }
+    if (this.atStart) {
+      this.atStart = false;
+      if (line.length >= 3 && line[0] === 0xef && line[1] === 0xbb && line[2] === 0xbf) line = line.subarray(3);
+    }
+    if (line.length === 0) {
+      this.dispatch();
+      return;
+    }
+    if (line[0] === 0x3a /* : */) return; // comment / keep-alive
+    const colon = line.indexOf(0x3a);
+    const field = (colon === -1 ? line : line.subarray(0, colon)).toString('utf8');
+    let valueStart = colon === -1 ? line.length : colon + 1;
+    if (colon !== -1 && line[valueStart] === 0x20) valueStart += 1;
+    const valueBytes = line.length - valueStart;
+    switch (field) {
+      case 'data': {
+        this.dataBytes += valueBytes + (this.data.length > 0 ? 1 : 0);
+        if (this.dataBytes > this.maxEventBytes) {
+          this.overflow(this.dataBytes);
+          return;
+        }
+        this.data.push(line.toString('utf8', valueStart));
+        break;
+      }
+      case 'event':
+        this.eventType = line.toString('utf8', valueStart);
+        break;
+      case 'id': {
+        const id = line.toString('utf8', valueStart);
+        if (!id.includes('\0')) this.lastId = id;
+        break;
+      }
+      default:
+        break; // retry, unknown fields
+    }
+  }
+
+  private dispatch(): void {
+    const hadData = this.data.length > 0;
+    const data = this.data.length === 1 ? this.data[0]! : this.data.join('\n');
+    const event = this.eventType === '' ? 'message' : this.eventType;
+    this.data = [];
+    this.dataBytes = 0;
+    this.eventType = '';
+    if (!hadData) return;
+    this.onEvent(this.lastId === undefined ? { event, data } : { event, data, id: this.lastId });
+  }
+
+  private overflow(bytes: number): void {
+    this.isStopped = true;
+    this.parts = [];
+    this.partBytes = 0;
+    this.data = [];
+    this.onOverflow?.({ limit: this.maxEventBytes, bytes });
+  }
+}
+
+// ------------------------------------------------------------------------------------ the channel
+
+export class StreamableHttpChannel implements Channel {
+  readonly url: URL;
+  /** The URL as it may appear in errors and logs (no credentials, no query values). */
+  readonly displayUrl: string;
+  private readonly headers: Record<string, string>;
+  private readonly redactor: HttpRedactor;
+  private readonly log: TransportLogger;
+  private readonly maxMessageBytes: number;
+  private readonly dispatcher: Dispatcher;
+  private readonly ownsDispatcher: boolean;
+
+  private readonly messageListeners: MessageListener[] = [];
+  private readonly closeListeners: CloseListener[] = [];
+  private readonly requestErrorListeners: RequestErrorListener[] = [];
+
+  private readonly inflight = new Set<Flight>();
+  private readonly requestsById = new Map<JsonRpcId, Flight>();
+  private legacy: LegacySession | undefined;
+  private renewal: Promise<void> | undefined;
+  private renewals = 0;
+  private isClosed = false;
+  private closeFired = false;
+  private closePromise: Promise<void> | undefined;
+
+  constructor(options: StreamableHttpChannelOptions) {
+    const headers = normalizeConfiguredHeaders(options.headers, 'Streamable HTTP upstream');
+    const { url, display } = parseHttpUrl(options.url, headers, 'Streamable HTTP upstream');
+    this.url = url;
+    this.displayUrl = display;
+    this.headers = headers;
+    this.redactor = new HttpRedactor({ ...headers, ...options.headers }, url);
+    this.log = options.logger ?? silentLogger;
+    this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_HTTP_MAX_MESSAGE_BYTES;
+    if (!(this.maxMessageBytes > 0)) throw new RangeError(`maxMessageBytes must be positive, got ${String(options.maxMessageBytes)}`);
+    this.ownsDispatcher = options.dispatcher === undefined;
+    this.dispatcher = options.dispatcher ?? new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+  }
+
+  /** HTTP has no process. */
+  get pid(): undefined {
+    return undefined;
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** The legacy session the channel is tracking: negotiated version and whether a session id was minted. */
+  get legacySession(): { version: string; hasSessionId: boolean } | undefined {
+    return this.legacy ? { version: this.legacy.version, hasSessionId: this.legacy.sessionId !== undefined } : undefined;
+  }
+
+  /** Messages posted and not yet finished (requests waiting for an answer, notifications in transit). */
+  get inflightCount(): number {
+    return this.inflight.size;
+  }
+
+  onMessage(listener: MessageListener): void {
+    this.messageListeners.push(listener);
+  }
+
+  onClose(listener: CloseListener): void {
+    this.closeListeners.push(listener);
+  }
+
+  onRequestError(listener: RequestErrorListener): void {
+    this.requestErrorListeners.push(listener);
+  }
+
+  /** Nothing to open: the first POST connects. */
+  start(): Promise<void> {
+    if (this.isClosed) return Promise.reject(new TransportClosedError(`the HTTP channel to ${this.displayUrl} is closed`, { url: this.displayUrl }));
+    return Promise.resolve();
+  }
+
+  send(message: JsonRpcMessage, context?: unknown): void {
+    if (this.isClosed) {
+      throw new TransportClosedError(`cannot send to ${this.displayUrl}: the HTTP channel is closed`, { url: this.displayUrl });
+    }
+    if (isNotification(message) && message.method === 'notifications/cancelled' && this.cancel(message.params?.requestId)) return;
+
+    const id = isRequest(message) ? message.id : undefined;
+    const flight: Flight = {
+      message,
+      id,
+      method: 'method' in message ? message.method : undefined,
+      context,
+      controller: new AbortController(),
+      settled: false,
+      cancelled: false,
+    };
+    this.inflight.add(flight);
+    if (id !== undefined) this.requestsById.set(id, flight);
+    void this.run(flight);
+  }
+
+  close(): Promise<void> {
+    this.closePromise ??= this.shutdown();
+    return this.closePromise;
+  }
+
+  // ---------------------------------------------------------------------------------- sending
+
+  /**
+   * A caller cancelled a request. Modern: closing the response stream is the cancellation (there is
+   * no notifications/cancelled on 2026-07-28 HTTP), so the POST is aborted and nothing is sent.
+   * Legacy: disconnecting is not cancelling, so the notification is posted (returns false) and the
+   * now unwanted response stream is closed.
+   */
+  private cancel(requestId: unknown): boolean {
+    if (typeof requestId !== 'string' && typeof requestId !== 'number') return false;
+    const flight = this.requestsById.get(requestId);
+    if (!flight || flight.settled) return false;
+    flight.cancelled = true;
+    const modern = modernVersionOf(flight.message) !== undefined;
+    if (modern) {
+      flight.controller.abort(new Error('cancelled'));
+      return true;
+    }
+    // Let the notification go out first (it is queued behind this call), then drop the stream.
+    setImmediate(() => flight.controller.abort(new Error('cancelled')));
+    return false;
+  }
+
+  private async run(flight: Flight): Promise<void> {
+    try {
+      await this.exchange(flight, true);
+    } catch (err) {
+      this.failFlight(flight, err instanceof Error ? err : new Error(String(err)));
+    } finally {
+      this.inflight.delete(flight);
+      if (flight.id !== undefined && this.requestsById.get(flight.id) === flight) this.requestsById.delete(flight.id);
+    }
+  }
+
+  private failFlight(flight: Flight, error: Error): void {
+    if (flight.settled || flight.cancelled || this.isClosed) {
+      this.log.debug({ err: error, method: flight.method, id: flight.id }, 'ignoring the failure of a finished or cancelled HTTP message');
+      return;
+    }
+    flight.settled = true;
+    if (flight.id === undefined) {
+      this.log.warn({ err: error, method: flight.method, url: this.displayUrl }, 'could not deliver a message to the upstream');
+      return;
+    }
+    this.log.debug({ err: error, method: flight.method, id: flight.id, url: this.displayUrl }, 'an HTTP request failed');
+    for (const listener of this.requestErrorListeners) {
+      try {
+        listener(flight.id, error);
+      } catch (err) {
+        this.log.error({ err }, 'a request-error listener threw');
+      }
+    }
+  }
+
+  /** The headers for one message, and the session id it carries (if any). */
+  private headersFor(message: JsonRpcMessage): { headers: Record<string, string>; sessionId: string | undefined } {
+    const headers: Record<string, string> = {
+      ...this.headers,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    };
+    const version = modernVersionOf(message);
+    if (version !== undefined && 'method' in message) {
+      headers['mcp-protocol-version'] = version;
+      headers['mcp-method'] = message.method;
+      const field = Object.hasOwn(MCP_NAME_SOURCE, message.method) ? MCP_NAME_SOURCE[message.method] : undefined;
+      const name = field !== undefined ? message.params?.[field] : undefined;
+      if (typeof name === 'string') headers['mcp-name'] = encodeMcpHeaderValue(name);
+      return { headers, sessionId: undefined };
+    }
+    if ('method' in message && message.method === 'initialize') return { headers, sessionId: undefined };
+    const session = this.legacy;
+    if (!session) return { headers, sessionId: undefined };
+    headers['mcp-protocol-version'] = session.version;
+    if (session.sessionId !== undefined) headers['mcp-session-id'] = session.sessionId;
+    return { headers, sessionId: session.sessionId };
+  }
+
+  private async post(body: string, headers: Record<string, string>, signal: AbortSignal, what: string): Promise<Dispatcher.ResponseData> {
+    try {
+      return await request(this.url, {
+        method: 'POST',
+        headers,
+        body,
+        signal,
+        dispatcher: this.dispatcher,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      });
+    } catch (err) {
+      throw this.connectionError(what, err);
+    }
+  }
+
+  private connectionError(what: string, cause: unknown, during = 'sending'): HttpConnectionError {
+    const why = this.redactor.text(describeCause(cause));
+    return new HttpConnectionError(
+      `the connection to ${this.displayUrl} failed while ${during} ${what}: ${why}`,
+      { url: this.displayUrl, method: what, ...(errorCode(cause) ? { cause: errorCode(cause) } : {}) },
+      cause,
+    );
+  }
+
+  /** POST one message and process the answer; throws what the flight should fail with. */
+  private async exchange(flight: Flight, mayRenew: boolean): Promise<void> {
+    const what = flight.method ?? 'a response';
+    const { headers, sessionId } = this.headersFor(flight.message);
+    const res = await this.post(JSON.stringify(flight.message), headers, flight.controller.signal, what);
+    const status = res.statusCode;
+    try {
+      if (status === 404 && sessionId !== undefined && mayRenew && !isResponse(flight.message)) {
+        await discard(res.body);
+        await this.renewSession(sessionId);
+        if (flight.settled || flight.cancelled || this.isClosed) return;
+        await this.exchange(flight, false);
+        return;
+      }
+      if (status >= 200 && status < 300) {
+        await this.readSuccess(flight, res, what);
+        if (flight.id !== undefined && !flight.settled && !flight.cancelled && !this.isClosed) {
+          throw new HttpConnectionError(
+            `${this.displayUrl} ended the response to ${what} (HTTP ${status}) without answering it`,
+            { url: this.displayUrl, method: what, status },
+          );
+        }
+        return;
+      }
+      await this.readFailure(flight, res, what);
+    } finally {
+      if (!res.body.destroyed) res.body.destroy();
+    }
+  }
+
+  private async readSuccess(flight: Flight, res: Dispatcher.ResponseData, what: string): Promise<void> {
+    if (mediaType(res.headers) === 'text/event-stream') {
+      await this.readEventStream(flight, res, what);
+      return;
+    }
+    let buf: Buffer;
+    try {
+      buf = await readLimited(res.body, this.maxMessageBytes, headerValue(res.headers, 'content-length'));
+    } catch (err) {
+      if (err instanceof MessageTooLargeError) throw err;
+      if (flight.controller.signal.aborted) return;
+      throw this.connectionError(what, err, 'reading the answer to');
+    }
+    const text = buf.toString('utf8');
+    if (text.trim() === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new HTTPStatusError(this.failureInit(res, what, text, undefined, 'the body is not JSON'));
+    }
+    for (const item of Array.isArray(value) ? value : [value]) this.deliverValue(flight, item, res.headers);
+  }
+
+  private readEventStream(flight: Flight, res: Dispatcher.ResponseData, what: string): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let done = false;
+      const finish = (err?: Error): void => {
+        if (done) return;
+        done = true;
+        if (err) reject(err);
+        else resolve();
+      };
+      const decoder = new SseDecoder({
+        maxEventBytes: this.maxMessageBytes,
+        onEvent: (event) => {
+          if (event.event !== 'message') {
+            this.log.debug({ event: event.event, url: this.displayUrl }, 'ignoring an SSE event that is not a message');
+            return;
+          }
+          let value: unknown;
+          try {
+            value = JSON.parse(event.data);
+          } catch {
+            this.log.warn({ url: this.displayUrl, data: truncate(this.redactor.text(event.data), 200) }, 'ignoring an SSE message that is not JSON');
+            return;
+          }
+          for (const item of Array.isArray(value) ? value : [value]) this.deliverValue(flight, item, res.headers);
+        },
+        onOverflow: () => {
+          res.body.destroy();
+          finish(new MessageTooLargeError(this.maxMessageBytes));
+        },
+      });
+      res.body.on('data', (chunk: Buffer) => {
+        try {
+          decoder.push(chunk);
+        } catch (err) {
+          this.log.error({ err }, 'SSE decoding failed');
+        }
+      });
+      res.body.on('end', () => {
+        decoder.end();
+        finish();
+      });
+      res.body.on('error', (err) => {
+        if (flight.controller.signal.aborted || this.isClosed) finish();
+        else finish(this.connectionError(what, err, 'reading the answer to'));
+      });
+      res.body.on('close', () => {
+        if (!done && (flight.controller.signal.aborted || this.isClosed)) finish();
+      });
+    });
+  }
+
+  private async readFailure(flight: Flight, res: Dispatcher.ResponseData, what: string): Promise<void> {
+    const status = res.statusCode;
+    const prefix = await readPrefix(res.body, ERROR_BODY_READ_BYTES);
+    const messages = prefix.complete ? this.parseBody(prefix.text, mediaType(res.headers)) : [];
+    const responses = messages.filter(isResponse);
+    const rpcError = responses.find((m): m is JsonRpcResponse & { error: RpcErrorObject } => 'error' in m)?.error;
+
+    // Auth first: a 401/403 is never delivered as a JSON-RPC answer, so it can never be read as era evidence.
+    if (status === 401 || status === 403) {
+      const challenge = headerValue(res.headers, 'www-authenticate');
+      throw new UnauthorizedError({
+        ...this.failureInit(res, what, prefix.text, rpcError),
+        ...(challenge !== undefined ? { wwwAuthenticate: this.redactor.text(challenge) } : {}),
+      });
+    }
+    if (flight.id !== undefined) {
+      // `id: null` is how legacy servers answer a request they could not attribute (400 "Server not
+      // initialized"); it is that request's answer. A 5xx with `id: null` is a server fault, not an answer.
+      const answer = responses.find((m) => m.id === flight.id) ?? (status < 500 ? responses.find((m) => m.id === null) : undefined);
+      if (answer) {
+        this.log.debug({ status, method: what, url: this.displayUrl }, 'delivering a JSON-RPC answer that came with a non-2xx status');
+        this.deliver(flight, { ...answer, id: flight.id } as JsonRpcResponse, res.headers);
+        return;
+      }
+      if (flight.method === 'initialize' && (status === 400 || status === 404 || status === 405)) {
+        throw new LegacyHTTPRefusedError(this.failureInit(res, what, prefix.text, rpcError));
+      }
+    }
+    throw new HTTPStatusError(this.failureInit(res, what, prefix.text, rpcError));
+  }
+
+  private failureInit(res: Dispatcher.ResponseData, what: string, body: string, rpcError: RpcErrorObject | undefined, detail?: string): HttpFailureInit {
+    return {
+      status: res.statusCode,
+      ...(res.statusText ? { statusText: res.statusText } : {}),
+      url: this.displayUrl,
+      method: what,
+      body: this.redactor.text(body),
+      ...(rpcError !== undefined ? { rpcError: this.redactor.value(rpcError) } : {}),
+      ...(detail !== undefined ? { detail } : {}),
+    };
+  }
+
+  /** JSON-RPC messages in an error body (JSON, or SSE message events). */
+  private parseBody(text: string, type: string): JsonRpcMessage[] {
+    const values: unknown[] = [];
+    const take = (raw: string): void => {
+      try {
+        const v: unknown = JSON.parse(raw);
+        values.push(...(Array.isArray(v) ? v : [v]));
+      } catch {
+        // not JSON
+      }
+    };
+    if (type === 'text/event-stream') {
+      const decoder = new SseDecoder({ onEvent: (e) => e.event === 'message' && take(e.data) });
+      decoder.push(Buffer.from(text, 'utf8'));
+      decoder.end();
+    } else if (text.trim() !== '') {
+      take(text);
+    }
+    const out: JsonRpcMessage[] = [];
+    for (const v of values) {
+      const c = classifyMessage(v);
+      if (c.ok) out.push(c.message);
+    }
+    return out;
+  }
+
+  private deliverValue(flight: Flight, value: unknown, headers: ResponseHeaders): void {
+    const c = classifyMessage(value);
+    if (!c.ok) {
+      this.log.warn({ url: this.displayUrl, reason: c.reason }, 'ignoring a body that is not a JSON-RPC message');
+      return;
+    }
+    this.deliver(flight, c.message, headers);
+  }
+
+  private deliver(flight: Flight, message: JsonRpcMessage, headers: ResponseHeaders): void {
+    if (this.isClosed) return;
+    if (isResponse(message) && flight.id !== undefined && message.id === flight.id) {
+      if (flight.settled) return;
+      flight.settled = true;
+      if (flight.capture) {
+        flight.capture(message, headers);
+        return;
+      }
+      // Remember the session before anyone hears of it: a listener may send notifications/initialized at once.
+      if (flight.method === 'initialize' && 'result' in message) this.noteInitialize(flight.message as JsonRpcRequest, message.result, headers);
+    }
+    for (const listener of this.messageListeners) {
+      try {
+        listener(message, flight.context);
+      } catch (err) {
+        this.log.error({ err }, 'a message listener threw');
+      }
+    }
+  }
+
+  /** An initialize result with a protocolVersion opens (or replaces) the legacy session. */
+  private noteInitialize(initialize: JsonRpcRequest, result: unknown, headers: ResponseHeaders): boolean {
+    const version = (result as { protocolVersion?: unknown } | null)?.protocolVersion;
+    if (typeof version !== 'string') return false;
+    let sessionId = headerValue(headers, 'mcp-session-id');
+    if (sessionId !== undefined && !/^[\x21-\x7e]+$/.test(sessionId)) {
+      this.log.warn({ url: this.displayUrl }, 'ignoring an Mcp-Session-Id that is not visible ASCII');
+      sessionId = undefined;
+    }
+    this.legacy = { version, sessionId, initialize };
+    this.log.debug({ url: this.displayUrl, version, sessionMinted: sessionId !== undefined }, 'legacy session opened');
+    return true;
+  }
+
+  // ---------------------------------------------------------------------------- session renewal
+
+  /** The session `staleId` got a 404: open a new one (once, however many messages noticed). */
+  private async renewSession(staleId: string): Promise<void> {
+    if (this.renewal) {
+      await this.renewal;
+      return;
+    }
+    if (!this.legacy || this.legacy.sessionId !== staleId) return; // renewed meanwhile
+    this.renewal = this.reinitialize(this.legacy).finally(() => {
+      this.renewal = undefined;
+    });
+    await this.renewal;
+  }
+
+  private async reinitialize(old: LegacySession): Promise<void> {
+    this.log.info({ url: this.displayUrl, version: old.version }, 'the legacy session is gone (HTTP 404); re-initializing');
+    const initialize: JsonRpcRequest = { ...old.initialize, id: `mcpx-reinit-${++this.renewals}` };
+    let answer: JsonRpcResponse | undefined;
+    let answerHeaders: ResponseHeaders = {};
+    try {
+      await this.internalExchange(initialize, (response, headers) => {
+        answer = response;
+        answerHeaders = headers;
+      });
+      if (!answer) throw new Error('no answer');
+      if ('error' in answer) throw new UpstreamRpcError('initialize', this.redactor.value(answer.error));
+      // The old session must not be used again, whatever happens next.
+      if (!this.noteInitialize(old.initialize, answer.result, answerHeaders)) {
+        throw new McpxError('MCPX_BAD_RESULT', 'the initialize result has no protocolVersion');
+      }
+      await this.internalExchange({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    } catch (err) {
+      if (this.legacy === old) this.legacy = undefined;
+      const why = err instanceof Error ? err.message : String(err);
+      throw new McpxError('MCPX_SESSION_CLOSED', `the legacy session at ${this.displayUrl} is gone (HTTP 404) and re-initializing failed: ${why}`, {
+        cause: err,
+        data: { url: this.displayUrl },
+      });
+    }
+    this.log.info({ url: this.displayUrl, version: this.legacy?.version }, 'legacy session re-initialized');
+  }
+
+  /** POST a message of the channel's own; its answer goes to `capture`, not to listeners. */
+  private async internalExchange(message: JsonRpcMessage, capture?: Flight['capture']): Promise<void> {
+    const flight: Flight = {
+      message,
+      id: isRequest(message) ? message.id : undefined,
+      method: 'method' in message ? message.method : undefined,
+      context: undefined,
+      controller: new AbortController(),
+      settled: false,
+      cancelled: false,
+      ...(capture ? { capture } : {}),
+    };
+    this.inflight.add(flight);
+    try {
+      await this.exchange(flight, false);
+    } finally {
+      this.inflight.delete(flight);
+    }
+    if (this.isClosed) throw new TransportClosedError(`the HTTP channel to ${this.displayUrl} was closed`, { url: this.displayUrl });
+  }
+
+  // ---------------------------------------------------------------------------------- closing
+
+  private async shutdown(): Promise<void> {
+    this.isClosed = true;
+    const flights = [...this.inflight];
+    for (const flight of flights) {
+      const report = !flight.settled && !flight.cancelled && flight.id !== undefined && !flight.capture;
+      flight.settled = true;
+      if (report) {
+        const error = new TransportClosedError(`the HTTP channel to ${this.displayUrl} was closed while waiting for ${flight.method ?? 'an answer'}`, {
+          url: this.displayUrl,
+          method: flight.method,
+          reason: 'stopped',
+        });
+        for (const listener of this.requestErrorListeners) {
+          try {
+            listener(flight.id!, error);
+          } catch (err) {
+            this.log.error({ err }, 'a request-error listener threw');
+          }
+        }
+      }
+      flight.controller.abort(new Error('channel closed'));
+    }
+    await this.deleteSession();
+    if (this.ownsDispatcher) await this.dispatcher.destroy().catch(() => undefined);
+    this.fireClose({ reason: 'stopped' });
+  }
+
+  /** End a minted legacy session (HTTP DELETE). A 405 or any failure is fine. */
+  private async deleteSession(): Promise<void> {
+    const session = this.legacy;
+    if (session?.sessionId === undefined) return;
+    try {
+      const res = await request(this.url, {
+        method: 'DELETE',
+        headers: { ...this.headers, 'mcp-session-id': session.sessionId, 'mcp-protocol-version': session.version },
+        dispatcher: this.dispatcher,
+        signal: AbortSignal.timeout(DELETE_TIMEOUT_MS),
+        headersTimeout: DELETE_TIMEOUT_MS,
+        bodyTimeout: DELETE_TIMEOUT_MS,
+      });
+      await discard(res.body);
+      this.log.debug({ url: this.displayUrl, status: res.statusCode }, 'legacy session deleted');
+    } catch (err) {
+      this.log.debug({ url: this.displayUrl, err: this.redactor.text(describeCause(err)) }, 'could not delete the legacy session');
+    }
+  }
+
+  private fireClose(info: CloseInfo): void {
+    if (this.closeFired) return;
+    this.closeFired = true;
+    for (const listener of this.closeListeners) {
+      try {
+        listener(info);
+      } catch (err) {
+        this.log.error({ err }, 'a close listener threw');
+      }
+    }
+  }
+}
