@@ -138,7 +138,11 @@ export class UpstreamSession extends EventEmitter {
     this.actor.on('kill', () => this.onKill());
     this.actor.on('request', (e) => this.onProbeRequest(e));
     this.actor.on('notify', (e) => this.peer?.notify(e.method, e.params));
-    this.actor.on('cache.write', (e) => void this.onCacheWrite(e.record));
+    this.actor.on('cache.write', (e) => {
+      const write = this.onCacheWrite(e.record);
+      this.closing.add(write);
+      void write.finally(() => this.closing.delete(write));
+    });
     this.actor.on('era.stale', (e) => {
       this.log.info({ cached: e.cached.era, found: e.found }, 'cached era was wrong; probed again');
       this.emit('era.stale', { server: this.name, cached: e.cached, found: e.found });
@@ -269,7 +273,7 @@ export class UpstreamSession extends EventEmitter {
     return this.request('tools/call', { name, arguments: args }, opts);
   }
 
-  /** Stop the session and its process. Resolves when nothing is left running. */
+  /** Stop the session and its process. Resolves when nothing is left running and the era cache is written. */
   async stop(): Promise<void> {
     const s = this.actor.getSnapshot();
     if (!this.startPromise) {

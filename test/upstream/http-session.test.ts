@@ -1,0 +1,242 @@
+/**
+ * HTTP upstreams end to end through UpstreamSession (era-probe.md §4), against real HTTP fixture
+ * servers on 127.0.0.1: the §2 table over Streamable HTTP, the HTTP+SSE fallback, statuses that are
+ * errors rather than era evidence, attribution of questions to the call that provoked them.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { laneSessionPreference, type SessionPreference } from '../../src/machines/preference.js';
+import { EraCache } from '../../src/upstream/era-cache.js';
+import { UpstreamSession, type UpstreamSessionOptions } from '../../src/upstream/session.js';
+import { startHttpFixture, type HttpFixture } from '../fixtures/http/index.js';
+import { httpRequests, readHttpLog } from '../fixtures/http/log.js';
+import { tempDir, textOf } from '../support/real.js';
+
+let dir: { path: string; remove: () => Promise<void> };
+const fixtures: HttpFixture[] = [];
+beforeAll(async () => {
+  dir = await tempDir();
+});
+afterAll(async () => {
+  await Promise.all(fixtures.map((f) => f.stop()));
+  await dir.remove();
+});
+
+async function fixture(name: string, args: string[] = [], env: Record<string, string> = {}): Promise<HttpFixture> {
+  const f = await startHttpFixture(name, args, env);
+  fixtures.push(f);
+  return f;
+}
+
+function httpSession(f: HttpFixture, preference: SessionPreference, extra: Partial<UpstreamSessionOptions> = {}): UpstreamSession {
+  return new UpstreamSession({ name: 'remote', definition: { url: f.url }, preference, ...extra });
+}
+
+/** The JSON-RPC methods POSTed to the fixture, in order (GETs and DELETEs listed as such). */
+const wire = (f: HttpFixture) =>
+  httpRequests(f.log).map((r) => (r.httpMethod === 'POST' ? r.rpcMethod ?? '(response)' : `${r.httpMethod} ${r.path.split('?')[0]}`));
+
+type Cell = { era: 'legacy' | 'modern'; wire: string[] } | { error: string; wire: string[] };
+const init = ['initialize', 'notifications/initialized'];
+const TABLE: Record<SessionPreference, Record<'v1-legacy-sessions' | 'v2-dual' | 'v2-modern', Cell>> = {
+  'prefer-discover': {
+    'v1-legacy-sessions': { era: 'legacy', wire: ['server/discover', ...init, 'tools/call'] },
+    'v2-dual': { era: 'modern', wire: ['server/discover', 'tools/call'] },
+    'v2-modern': { era: 'modern', wire: ['server/discover', 'tools/call'] },
+  },
+  'prefer-initialize': {
+    'v1-legacy-sessions': { era: 'legacy', wire: [...init, 'tools/call'] },
+    'v2-dual': { era: 'legacy', wire: [...init, 'tools/call'] },
+    'v2-modern': { era: 'modern', wire: ['initialize', 'server/discover', 'tools/call'] },
+  },
+  'force-discover': {
+    'v1-legacy-sessions': { error: 'MCPX_ERA_MISMATCH', wire: ['server/discover'] },
+    'v2-dual': { era: 'modern', wire: ['server/discover', 'tools/call'] },
+    'v2-modern': { era: 'modern', wire: ['server/discover', 'tools/call'] },
+  },
+  'force-initialize': {
+    'v1-legacy-sessions': { era: 'legacy', wire: [...init, 'tools/call'] },
+    'v2-dual': { era: 'legacy', wire: [...init, 'tools/call'] },
+    'v2-modern': { error: 'MCPX_ERA_MISMATCH', wire: ['initialize'] },
+  },
+};
+const cells = (Object.keys(TABLE) as SessionPreference[]).flatMap((p) =>
+  (['v1-legacy-sessions', 'v2-dual', 'v2-modern'] as const).map((f) => [p, f, TABLE[p][f]] as const),
+);
+
+describe.concurrent('§2 table over Streamable HTTP', () => {
+  it.each(cells)('%s × %s', async (pref, name, cell) => {
+    const f = await fixture(name);
+    const session = httpSession(f, pref);
+    try {
+      if ('error' in cell) {
+        const err = await session.start().catch((e: unknown) => e);
+        expect(err).toMatchObject({ code: cell.error });
+      } else {
+        expect(await session.start()).toMatchObject({ era: cell.era });
+        expect(textOf(await session.callTool('echo', { text: 'hi' }))).toBe(`hi era=${cell.era}`);
+      }
+      expect(wire(f)).toEqual(cell.wire);
+      // Headers: modern requests name their version and method, never a session; legacy ones carry the negotiated version.
+      for (const r of httpRequests(f.log)) {
+        if (r.rpcMethod === 'server/discover' || ('era' in cell && cell.era === 'modern' && r.rpcMethod === 'tools/call')) {
+          expect(r.headers).toMatchObject({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': r.rpcMethod });
+          expect(r.headers['mcp-session-id']).toBeUndefined();
+        }
+        if ('era' in cell && cell.era === 'modern' && r.rpcMethod === 'tools/call') expect(r.headers['mcp-name']).toBe('echo');
+        if ('era' in cell && cell.era === 'legacy' && r.rpcMethod === 'tools/call') {
+          expect(r.headers['mcp-protocol-version']).toBe('2025-11-25');
+          if (name === 'v1-legacy-sessions') expect(r.headers['mcp-session-id']).toMatch(/^[0-9a-f-]{36}$/);
+        }
+      }
+    } finally {
+      await session.stop();
+    }
+  });
+
+  it('follow on a dual HTTP server: a modern session and a legacy lane side by side', async () => {
+    const f = await fixture('v2-dual');
+    const own = httpSession(f, laneSessionPreference('follow', 'own'));
+    const legacy = httpSession(f, laneSessionPreference('follow', 'legacy'));
+    try {
+      expect((await own.start()).era).toBe('modern');
+      expect((await legacy.start()).era).toBe('legacy');
+      expect(textOf(await own.callTool('echo', { text: 'new' }))).toBe('new era=modern');
+      expect(textOf(await legacy.callTool('echo', { text: 'old' }))).toBe('old era=legacy');
+    } finally {
+      await Promise.all([own.stop(), legacy.stop()]);
+    }
+  });
+
+  it('a legacy session is ended with DELETE and its session id when mcpx stops', async () => {
+    const f = await fixture('v1-legacy-sessions');
+    const session = httpSession(f, 'prefer-discover');
+    await session.start();
+    await session.stop();
+    const del = httpRequests(f.log).find((r) => r.httpMethod === 'DELETE');
+    expect(del?.headers['mcp-session-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('statuses that are errors, not era evidence (nothing cached)', () => {
+  it.each([
+    ['500 to everything', ['500'], 'MCPX_UPSTREAM_UNAVAILABLE'],
+    ['401', ['401'], 'MCPX_UNAUTHORIZED'],
+  ])('%s', async (_, args, code) => {
+    const f = await fixture('raw-http', args);
+    const state = join(dir.path, `state-${args[0]}`);
+    const cache = await EraCache.open(state);
+    const secret = 'Bearer s3cr3t-token-value';
+    const session = httpSession(f, 'prefer-discover', { cache, definition: { url: f.url, headers: { Authorization: secret } } });
+    const err = (await session.start().catch((e: unknown) => e)) as Error & { code: string };
+    expect(err.code).toBe(code);
+    expect(JSON.stringify({ message: err.message, data: (err as { data?: unknown }).data })).not.toContain('s3cr3t');
+    await session.stop();
+    await cache.whenIdle();
+    expect(cache.get(session.cacheKey)).toBeUndefined();
+    await expect(stat(join(state, 'upstream-eras.json'))).rejects.toThrow();
+  });
+
+  it('a refused connection is an error and leaves the cache untouched', async () => {
+    const f = await fixture('v2-dual');
+    const url = f.url;
+    await f.stop();
+    const state = join(dir.path, 'state-refused');
+    const cache = await EraCache.open(state);
+    const session = new UpstreamSession({ name: 'gone', definition: { url }, preference: 'prefer-discover', cache });
+    const err = await session.start().catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'MCPX_UPSTREAM_UNAVAILABLE' });
+    expect((err as Error).message).toContain('127.0.0.1');
+    await session.stop();
+    await cache.whenIdle();
+    expect(cache.entries()).toEqual([]);
+  });
+
+  it('a slow server is only slow: no probe timeout on HTTP', async () => {
+    const f = await fixture('raw-http', ['slow'], { SLOW_MS: '900' });
+    const session = httpSession(f, 'prefer-discover', { probeTimeoutMs: 100 });
+    try {
+      const t0 = Date.now();
+      expect((await session.start()).era).toBe('legacy');
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+      // discover answered (slowly) before initialize was sent: no initialize alongside on HTTP.
+      expect(wire(f).slice(0, 2)).toEqual(['server/discover', 'initialize']);
+      const log = readHttpLog(f.log);
+      const discoverDone = log.find((e) => e.event === 'response' && e.seq === 1)?.t ?? Infinity;
+      const initSent = httpRequests(f.log).find((r) => r.rpcMethod === 'initialize')!.t;
+      expect(initSent).toBeGreaterThanOrEqual(discoverDone);
+    } finally {
+      await session.stop();
+    }
+  });
+
+  it('a response stream dropped mid-call fails that call; the session serves the next one', async () => {
+    const f = await fixture('raw-http', ['drop']);
+    const session = httpSession(f, 'prefer-discover');
+    try {
+      await session.start();
+      await expect(session.callTool('drop', {})).rejects.toMatchObject({ code: 'MCPX_TRANSPORT_CLOSED' });
+      expect(textOf(await session.callTool('echo', { text: 'still here' }))).toBe('still here era=legacy');
+    } finally {
+      await session.stop();
+    }
+  });
+});
+
+describe('the HTTP+SSE fallback (an old server)', () => {
+  it('initialize refused with a bare 405 → HTTP+SSE; works end to end; the transport is remembered', async () => {
+    const f = await fixture('v1-sse-legacy');
+    const state = join(dir.path, 'state-sse');
+    const cache = await EraCache.open(state);
+    const first = httpSession(f, 'prefer-discover', { cache });
+    try {
+      expect(await first.start()).toMatchObject({ era: 'legacy', spawns: 2 });
+      expect(textOf(await first.callTool('echo', { text: 'old' }))).toBe('old era=legacy');
+    } finally {
+      await first.stop();
+      await cache.whenIdle();
+    }
+    expect(wire(f).slice(0, 3)).toEqual(['server/discover', 'initialize', 'GET /sse']);
+    const saved = JSON.parse(await readFile(join(state, 'upstream-eras.json'), 'utf8'));
+    expect(Object.values(saved.servers)).toEqual([expect.objectContaining({ era: 'legacy', transport: 'sse' })]);
+
+    // The next start goes straight to HTTP+SSE: no POST probe at all.
+    const before = httpRequests(f.log).length;
+    const second = httpSession(f, 'prefer-discover', { cache: await EraCache.open(state) });
+    try {
+      expect(await second.start()).toMatchObject({ era: 'legacy', eraSource: 'cache', spawns: 1 });
+      expect(wire(f).slice(before)[0]).toBe('GET /sse');
+      expect(wire(f).slice(before)).not.toContain('server/discover');
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
+describe('attribution: questions reach the call that provoked them', () => {
+  it('two calls in flight on one legacy HTTP session each get their own elicitation/create', async () => {
+    const f = await fixture('v1-legacy-sessions');
+    const session = httpSession(f, 'prefer-initialize', { clientCapabilities: { elicitation: {} } });
+    try {
+      await session.start();
+      const asked: string[] = [];
+      const call = (tag: string, name: string) =>
+        session.callTool('ask', { tag }, {
+          context: { caller: tag },
+          onServerRequest: async (req, context) => {
+            asked.push(`${(context as { caller: string }).caller}:${req.method}`);
+            // Hold the first answer back so both questions are open at once.
+            await new Promise((r) => setTimeout(r, tag === 'one' ? 150 : 10));
+            return { action: 'accept', content: { name } };
+          },
+        });
+      const [a, b] = await Promise.all([call('one', 'Ada'), call('two', 'Grace')]);
+      expect(textOf(a)).toBe('answer=Ada to=one');
+      expect(textOf(b)).toBe('answer=Grace to=two');
+      expect(asked.sort()).toEqual(['one:elicitation/create', 'two:elicitation/create']);
+    } finally {
+      await session.stop();
+    }
+  });
+});
