@@ -109,6 +109,29 @@ describe.concurrent('§2 table over Streamable HTTP', () => {
     }
   });
 
+  it('follow on a legacy-only HTTP server: the own lane settles legacy and serves every caller', async () => {
+    const f = await fixture('v1-legacy-sessions');
+    const own = httpSession(f, laneSessionPreference('follow', 'own'));
+    try {
+      expect((await own.start()).era).toBe('legacy');
+      expect(textOf(await own.callTool('echo', { text: 'old' }))).toBe('old era=legacy');
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('follow on a modern-only HTTP server: the legacy lane is refused, older callers share the modern session', async () => {
+    const f = await fixture('v2-modern');
+    const own = httpSession(f, laneSessionPreference('follow', 'own'));
+    const legacy = httpSession(f, laneSessionPreference('follow', 'legacy'));
+    try {
+      expect((await own.start()).era).toBe('modern');
+      await expect(legacy.start()).rejects.toMatchObject({ code: 'MCPX_ERA_MISMATCH' });
+    } finally {
+      await Promise.all([own.stop(), legacy.stop()]);
+    }
+  });
+
   it('a legacy session is ended with DELETE and its session id when mcpx stops', async () => {
     const f = await fixture('v1-legacy-sessions');
     const session = httpSession(f, 'prefer-discover');
