@@ -41,7 +41,16 @@ export type ErrorCode =
   // a pool stopped (or being stopped) under a call
   | 'MCPX_BAD_REQUEST'
   | 'MCPX_UNKNOWN_SERVER'
-  | 'MCPX_POOL_STOPPED';
+  | 'MCPX_POOL_STOPPED'
+  // the daemon and its /v1 API (src/server), the CLI (src/cli)
+  | 'MCPX_TOOL_ERROR'
+  | 'MCPX_NOT_FOUND'
+  | 'MCPX_NOT_IMPLEMENTED'
+  | 'MCPX_FORBIDDEN'
+  | 'MCPX_SHUTTING_DOWN'
+  | 'MCPX_DAEMON_RUNNING'
+  | 'MCPX_DAEMON_UNAVAILABLE'
+  | 'MCPX_INTERNAL';
 
 export class McpxError extends Error {
   readonly code: ErrorCode;

@@ -3,14 +3,16 @@
  * them; test/statecharts.test.ts fails when a committed drawing no longer matches its machine.
  */
 import type { AnyStateMachine } from 'xstate';
+import { poolMachine } from '../pool/pool.machine.js';
 import { sessionMachine } from './session.machine.js';
-import { toMarkdown } from './statechart-doc.js';
+import { toMarkdown, type MermaidOptions } from './statechart-doc.js';
 
 export interface Chart {
   file: string;
   title: string;
   description: string;
   machine: AnyStateMachine;
+  options?: MermaidOptions;
 }
 
 export const CHARTS: Chart[] = [
@@ -23,8 +25,19 @@ export const CHARTS: Chart[] = [
       'Drawn from src/machines/session.machine.ts.',
     machine: sessionMachine,
   },
+  {
+    file: 'pool.md',
+    title: 'Server pool',
+    description:
+      'How one configured server\'s pool supervises its session instances (era-probe.md §6): leases per scope key, ' +
+      'the own lane and the follow legacy lane (each with its start-failure cooldown), the legacy route (unused / available / refused), ' +
+      'idle stop, eviction and stop. Self-loops are the instance and lease events the running pool handles in place. ' +
+      'Drawn from src/pool/pool.machine.ts.',
+    machine: poolMachine,
+    options: { selfLoops: true },
+  },
 ];
 
 export function renderChart(chart: Chart): string {
-  return toMarkdown(chart.machine, chart.title, chart.description);
+  return toMarkdown(chart.machine, chart.title, chart.description, chart.options);
 }

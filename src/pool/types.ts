@@ -21,6 +21,16 @@ export interface PoolLimits {
   idleTimeoutMs: number;
 }
 
+/** How long a lane whose start failed is left alone: initialMs · factor^(failures−1), capped at maxMs. */
+export interface BackoffPolicy {
+  /** Cooldown after the first failed start. */
+  initialMs: number;
+  /** Growth per further failure in a row. */
+  factor: number;
+  /** The cap. */
+  maxMs: number;
+}
+
 /** Everything a pool needs to know about its server. */
 export interface PoolServerConfig {
   name: string;
@@ -30,6 +40,8 @@ export interface PoolServerConfig {
   probeTimeoutMs: number;
   startTimeoutMs?: number;
   requestTimeoutMs?: number;
+  /** Start-failure backoff; defaults in src/pool/pool.machine.ts (DEFAULT_BACKOFF: 1 s, ×2, capped at 30 s). */
+  backoff?: Partial<BackoffPolicy>;
 }
 
 /**
@@ -63,6 +75,8 @@ export interface InstanceStatus {
   eraSource: EraSource | null;
   startedAt: string;
   uptimeMs: number;
+  /** The session statechart's dotted state (e.g. `connecting.discovering`, `ready`). */
+  sessionState?: string;
 }
 
 export interface LegacyLaneReport {

@@ -1,0 +1,677 @@
+/**
+ * The pool statechart: every lifecycle decision of one configured server's pool (era-probe.md §6,
+ * interface.md `pool.*`). Which lane serves a caller, which instance it gets, when an instance is
+ * started, evicted, stopped for idleness, forgotten after a crash, and when a failing server is left
+ * alone for a while — all of it is decided here and nowhere else.
+ *
+ * Like the session machine, it does no I/O. The ServerPool (./server-pool.ts) carries out what it
+ * emits — `instance.start`, `instance.stop`, `acquire.granted`, `acquire.rejected` — and feeds back
+ * what the sessions did: `instance.ready`, `instance.failed`, `instance.exited`, `instance.stopped`.
+ *
+ * Where things live:
+ * - **Sessions are held outside the machine** (a Map in ServerPool, keyed by instance id). They are
+ *   live resources (processes, sockets) with an actor of their own; keeping them out of context keeps
+ *   the context plain data (persistable, printable, comparable in tests), and a session failure
+ *   arrives here as an ordinary event, so no child actor can error the pool (the supervision pitfall
+ *   of spawned children, xstate-notes §1.3).
+ * - **Instance slots are data** (`context.instances`), each with a `status` that moves only as
+ *   SLOT_TRANSITIONS allows. A chart per slot would be a spawned child, and xstate/graph cannot walk a
+ *   parent whose decisions read children (a pure `transition()` leaves children inert); with slots as
+ *   data the whole pool is one machine that the model-based test traverses and replays.
+ * - **The chart states** are the pool's own lifecycle (running → stopping → stopped) and, while
+ *   running, three orthogonal regions: the own lane's health and the legacy lane's health (healthy ⇄
+ *   coolingDown, the start-failure backoff, with named delays `ownCooldown` / `legacyCooldown`), and
+ *   the legacy lane's route (off | unused | available | refused; §6 fallback). The context flags that
+ *   routing reads (`lanes.*.cooling`, `legacyLane`) change in the same step as these regions, via the
+ *   internal `lane.failed` / `lane.ready` events.
+ *
+ * Per-slot idle timers are delayed `instance.idle` events raised with the named delay `idleTimeout`
+ * and the id `idle:<instance>`, cancelled when the slot is acquired again or goes away.
+ *
+ * Decisions (the reducers below are pure functions of the context):
+ * - Lanes: under `follow` a caller on a revision before 2026-07-28 wants the legacy lane. It takes a
+ *   legacy-lane instance of its scope key, or an own-lane instance that settled legacy. New legacy-lane
+ *   instances are only started once the own lane is known to speak modern; while the own era is
+ *   unknown, the legacy caller waits for an own-lane instance of its key to settle (so a legacy-only
+ *   server never gets a second process), unless the own lane is cooling down. A legacy-lane start that
+ *   fails with MCPX_ERA_MISMATCH (a modern-only server refusing initialize) marks the legacy lane
+ *   refused for the pool's lifetime; legacy callers then share the own lane.
+ * - Scope keys: one instance per (lane, key) at most, whatever the sharing — callers for a key whose
+ *   instance is starting, held exclusively, or stopping wait for it (FIFO), never a rival instance.
+ * - Capacity: each lane has its own cap (`max`, or 1 under `scope: global`). Stopping instances count
+ *   until they are gone, so the number of processes per lane never exceeds the cap. A caller that
+ *   needs a new instance in a full lane claims an instance already stopping, else evicts the least
+ *   recently used idle instance of that lane, else waits.
+ * - `scope: call`: the key is fresh per call, so an instance can never serve a second call; it is
+ *   stopped as soon as its call ends (a user choosing per-call isolation expects no process to outlive
+ *   the call, and keeping it idle would only hold a slot nobody can use).
+ * - Start failures: the lane cools down for initialMs · factor^(failures−1), capped at maxMs; during
+ *   the cooldown an acquire that needs a new instance in that lane fails at once with the last start
+ *   error. A successful start in the lane ends the cooldown and resets the count.
+ * - Crashes (an instance exits after it was ready): the slot is forgotten at once; the calls in flight
+ *   on it fail (the ServerPool words the error); the next acquire for its key starts a fresh one.
+ *   Crashes do not count towards the backoff — they are not start failures.
+ */
+import { enqueueActions, setup } from 'xstate';
+import type { ErrorCode } from '../errors.js';
+import { laneSessionPreference, type Lane, type Preference, type SessionPreference } from '../machines/preference.js';
+import type { Era } from '../machines/versions.js';
+import type { BackoffPolicy, PoolLimits, Scope, Sharing } from './types.js';
+
+export type { BackoffPolicy };
+
+export type SlotStatus = 'starting' | 'ready' | 'idle' | 'stopping';
+
+/**
+ * The life of one instance slot. `ready` has holders; `idle` has none (its idle timer runs);
+ * `gone` means the slot was removed from context.
+ */
+export const SLOT_TRANSITIONS: Readonly<Record<SlotStatus | 'new', readonly (SlotStatus | 'gone')[]>> = Object.freeze({
+  new: ['starting'],
+  // granted at once | nobody waiting any more | call scope with nobody waiting, or pool stop | start failed
+  starting: ['ready', 'idle', 'stopping', 'gone'],
+  // holders come and go | last holder left | call scope finished, or pool stop | crashed
+  ready: ['ready', 'idle', 'stopping', 'gone'],
+  // acquired | idle timeout, eviction, pool stop | crashed
+  idle: ['ready', 'stopping', 'gone'],
+  // the session and its process are gone
+  stopping: ['gone'],
+});
+
+export interface Slot {
+  id: string;
+  lane: Lane;
+  key: string;
+  status: SlotStatus;
+  /** Request ids of the callers holding it. */
+  holders: string[];
+  /** Logical time of the last grant or release, for LRU eviction. */
+  lastUsed: number;
+  /** The era the session settled on (null while starting). */
+  era: Era | null;
+}
+
+export interface Waiter {
+  requestId: string;
+  /** The lane the caller's era asks for: `legacy` only under follow, for callers before 2026-07-28. */
+  want: Lane;
+  key: string;
+}
+
+export interface PoolFailure {
+  code: ErrorCode;
+  message: string;
+  data?: Record<string, unknown>;
+}
+
+export interface LaneHealth {
+  /** Start failures since the lane's last successful start. */
+  failures: number;
+  cooling: boolean;
+  cooldownMs: number;
+  lastError: PoolFailure | null;
+}
+
+export type LegacyLaneState = 'off' | 'unused' | 'available' | 'refused';
+
+export const DEFAULT_BACKOFF: BackoffPolicy = Object.freeze({ initialMs: 1_000, factor: 2, maxMs: 30_000 });
+
+export type StopReason = 'idle' | 'evicted' | 'call-finished' | 'pool-stopped';
+
+export interface PoolStats {
+  acquires: number;
+  starts: number;
+  failures: number;
+  crashes: number;
+  evictions: number;
+  idleStops: number;
+}
+
+export interface PoolContext {
+  server: string;
+  preference: Preference;
+  follow: boolean;
+  scope: Scope;
+  sharing: Sharing;
+  max: number;
+  idleTimeoutMs: number;
+  backoff: BackoffPolicy;
+  /** Live instance slots by id, in start order. */
+  instances: Record<string, Slot>;
+  /** Callers waiting for an instance, oldest first. */
+  waiters: Waiter[];
+  nextInstance: number;
+  tick: number;
+  /** What the own lane speaks, from its latest ready instance (or the era cache, before any). */
+  ownEra: Era | null;
+  lanes: Record<Lane, LaneHealth>;
+  legacyLane: LegacyLaneState;
+  legacyRefusal: string | null;
+  stats: PoolStats;
+}
+
+export interface PoolInput {
+  server: string;
+  preference: Preference;
+  limits: PoolLimits;
+  backoff?: Partial<BackoffPolicy>;
+  /** The era cache's era for this server, if any: a hint for routing legacy callers before any start. */
+  cachedEra?: Era | null;
+}
+
+export type PoolMachineEvent =
+  | { type: 'acquire'; requestId: string; want: Lane; key: string }
+  | { type: 'release'; requestId: string }
+  /** A waiting caller gave up (signal or timeout). */
+  | { type: 'cancel'; requestId: string }
+  | { type: 'instance.ready'; id: string; era: Era }
+  | { type: 'instance.failed'; id: string; error: PoolFailure }
+  /** The instance's process or connection went away after it was ready (a crash). */
+  | { type: 'instance.exited'; id: string; reason: string }
+  /** The stop the pool asked for is complete: nothing of the instance is left running. */
+  | { type: 'instance.stopped'; id: string }
+  /** Raised after idleTimeout (delayed, cancellable). */
+  | { type: 'instance.idle'; id: string }
+  /** Internal, raised by the reducers: moves the lane regions in step with the context. */
+  | { type: 'lane.failed'; lane: Lane; refused: boolean }
+  | { type: 'lane.ready'; lane: Lane }
+  | { type: 'stop' };
+
+export type PoolEmitted =
+  | { type: 'instance.start'; id: string; lane: Lane; key: string; preference: SessionPreference; useCache: boolean }
+  | { type: 'instance.stop'; id: string; lane: Lane; reason: StopReason }
+  | { type: 'acquire.granted'; requestId: string; id: string }
+  | { type: 'acquire.rejected'; requestId: string; error: PoolFailure };
+
+// ---- pure reducers ----
+
+type Effect =
+  | { kind: 'emit'; event: PoolEmitted }
+  | { kind: 'armIdle'; id: string }
+  | { kind: 'disarmIdle'; id: string }
+  | { kind: 'raise'; event: Extract<PoolMachineEvent, { type: 'lane.failed' | 'lane.ready' }> };
+
+interface Step {
+  context: PoolContext;
+  effects: Effect[];
+}
+
+/** Instances a lane may hold at once (stopping ones included). */
+export function laneCap(c: Pick<PoolContext, 'scope' | 'max'>): number {
+  return c.scope === 'global' ? 1 : Math.max(1, Math.floor(c.max));
+}
+
+export function cooldownFor(policy: BackoffPolicy, failures: number): number {
+  const ms = policy.initialMs * policy.factor ** Math.max(0, failures - 1);
+  return Math.min(policy.maxMs, Math.max(0, Math.round(ms)));
+}
+
+/** setTimeout fires at once for delays past 2^31−1 ms; an idle timeout that long means "never". */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const armsIdle = (c: PoolContext) => Number.isFinite(c.idleTimeoutMs) && c.idleTimeoutMs < MAX_TIMER_MS;
+
+export function initialContext(input: PoolInput): PoolContext {
+  const follow = input.preference === 'follow';
+  const health = (): LaneHealth => ({ failures: 0, cooling: false, cooldownMs: 0, lastError: null });
+  return {
+    server: input.server,
+    preference: input.preference,
+    follow,
+    scope: input.limits.scope,
+    sharing: input.limits.sharing,
+    max: input.limits.max,
+    idleTimeoutMs: Math.max(0, input.limits.idleTimeoutMs),
+    backoff: { ...DEFAULT_BACKOFF, ...input.backoff },
+    instances: {},
+    waiters: [],
+    nextInstance: 1,
+    tick: 0,
+    ownEra: input.cachedEra ?? null,
+    lanes: { own: health(), legacy: health() },
+    legacyLane: follow ? 'unused' : 'off',
+    legacyRefusal: null,
+    stats: { acquires: 0, starts: 0, failures: 0, crashes: 0, evictions: 0, idleStops: 0 },
+  };
+}
+
+/** A mutable working copy of a context; slots are copied on write. */
+class Draft {
+  readonly c: PoolContext;
+  readonly effects: Effect[] = [];
+  constructor(from: PoolContext) {
+    this.c = { ...from, instances: { ...from.instances }, waiters: [...from.waiters], lanes: { ...from.lanes }, stats: { ...from.stats } };
+  }
+  slot(id: string): Slot | undefined {
+    const s = this.c.instances[id];
+    if (!s) return undefined;
+    const copy = { ...s, holders: [...s.holders] };
+    this.c.instances[id] = copy;
+    return copy;
+  }
+  lane(lane: Lane): LaneHealth {
+    const h = { ...this.c.lanes[lane] };
+    this.c.lanes[lane] = h;
+    return h;
+  }
+  emit(event: PoolEmitted): void {
+    this.effects.push({ kind: 'emit', event });
+  }
+  remove(id: string): void {
+    delete this.c.instances[id];
+    this.effects.push({ kind: 'disarmIdle', id });
+  }
+  stopSlot(s: Slot, reason: StopReason): void {
+    if (s.status === 'idle') this.effects.push({ kind: 'disarmIdle', id: s.id });
+    s.status = 'stopping';
+    this.emit({ type: 'instance.stop', id: s.id, lane: s.lane, reason });
+  }
+  /** A slot with no holders left: idle with its timer, or (call scope) stopped. */
+  settleUnheld(s: Slot): void {
+    if (this.c.scope === 'call') {
+      this.stopSlot(s, 'call-finished');
+    } else {
+      s.status = 'idle';
+      if (armsIdle(this.c)) this.effects.push({ kind: 'armIdle', id: s.id });
+    }
+  }
+  done(): Step {
+    return { context: this.c, effects: this.effects };
+  }
+}
+
+const slotsOf = (c: PoolContext, lane: Lane) => Object.values(c.instances).filter((s) => s.lane === lane);
+const slotFor = (c: PoolContext, lane: Lane, key: string) => Object.values(c.instances).find((s) => s.lane === lane && s.key === key);
+const acquirable = (c: PoolContext, s: Slot | undefined): s is Slot =>
+  s !== undefined && (s.status === 'ready' || s.status === 'idle') && (c.sharing === 'shared' || s.holders.length === 0);
+
+/** Legacy callers share the own lane: not follow, the legacy lane refused, or the own lane speaks legacy. */
+function legacyOnOwnLane(c: PoolContext): boolean {
+  return !c.follow || c.legacyLane === 'refused' || c.legacyLane === 'off';
+}
+
+/** An existing instance that can serve the waiter now. */
+export function usableSlot(c: PoolContext, w: Waiter): Slot | undefined {
+  const own = slotFor(c, 'own', w.key);
+  if (w.want === 'own' || legacyOnOwnLane(c)) return acquirable(c, own) ? own : undefined;
+  const legacy = slotFor(c, 'legacy', w.key);
+  if (acquirable(c, legacy)) return legacy;
+  if (acquirable(c, own) && own.era === 'legacy') return own;
+  return undefined;
+}
+
+/** The lane a new instance for this waiter belongs to. */
+export function laneForNewInstance(c: PoolContext, w: Pick<Waiter, 'want'>): Lane {
+  if (w.want === 'own' || legacyOnOwnLane(c)) return 'own';
+  if (c.ownEra === 'legacy') return 'own';
+  if (c.ownEra === 'modern') return 'legacy';
+  // Unknown: learn it from an own-lane instance first (no second process for a legacy-only server),
+  // unless the own lane is failing — then the legacy lane is the caller's only chance.
+  return c.lanes.own.cooling ? 'legacy' : 'own';
+}
+
+/**
+ * Where a waiter no existing instance can serve now needs a new instance — or null when one it may get
+ * already exists: its key's instance in the lane it would start in (starting, held exclusively or
+ * stopping: never a rival for the same key), or, for a legacy caller, a legacy-lane instance being
+ * started for its key, or an own-lane one of its key still starting while the own era is unknown.
+ */
+export function needsNewInstance(c: PoolContext, w: Waiter): Lane | null {
+  const lane = laneForNewInstance(c, w);
+  if (slotFor(c, lane, w.key)) return null;
+  if (w.want === 'legacy' && !legacyOnOwnLane(c)) {
+    if (slotFor(c, 'legacy', w.key)?.status === 'starting') return null;
+    const own = slotFor(c, 'own', w.key);
+    if (own?.status === 'starting' && c.ownEra === null) return null;
+  }
+  return lane;
+}
+
+function cooldownError(c: PoolContext, lane: Lane): PoolFailure {
+  const h = c.lanes[lane];
+  const last = h.lastError ?? { code: 'MCPX_SPAWN_FAILED' as ErrorCode, message: `${c.server}: the last start failed` };
+  const which = c.follow ? `${lane} lane ` : '';
+  return {
+    code: last.code,
+    message: `${last.message} (mcpx retries this server's ${which}after a ${h.cooldownMs} ms cooldown; failed starts in a row: ${h.failures})`,
+    data: { ...last.data, lane, cooldownMs: h.cooldownMs, failures: h.failures },
+  };
+}
+
+/**
+ * Serve the queue: first every waiter an existing instance can take (FIFO, so an exclusive instance
+ * goes to the oldest caller of its key), then, oldest first, the waiters that need a new instance:
+ * start one if the lane has room, else claim one already stopping, else evict the LRU idle one, else wait.
+ */
+function dispatch(d: Draft): void {
+  const c = d.c;
+  const needNew: Waiter[] = [];
+  const keep: Waiter[] = [];
+  for (const w of c.waiters) {
+    const s = usableSlot(c, w);
+    if (!s) {
+      needNew.push(w);
+      continue;
+    }
+    const slot = d.slot(s.id)!;
+    if (slot.status === 'idle') d.effects.push({ kind: 'disarmIdle', id: slot.id });
+    slot.status = 'ready';
+    slot.holders.push(w.requestId);
+    slot.lastUsed = ++c.tick;
+    d.emit({ type: 'acquire.granted', requestId: w.requestId, id: slot.id });
+  }
+  const cap = laneCap(c);
+  const room: Record<Lane, number> = { own: cap - slotsOf(c, 'own').length, legacy: cap - slotsOf(c, 'legacy').length };
+  const claimable: Record<Lane, number> = {
+    own: slotsOf(c, 'own').filter((s) => s.status === 'stopping').length,
+    legacy: slotsOf(c, 'legacy').filter((s) => s.status === 'stopping').length,
+  };
+  for (const w of needNew) {
+    const lane = needsNewInstance(c, w);
+    if (lane === null) {
+      keep.push(w); // an instance it may get is starting, held exclusively, or stopping: wait for it
+      continue;
+    }
+    if (c.lanes[lane].cooling) {
+      d.emit({ type: 'acquire.rejected', requestId: w.requestId, error: cooldownError(c, lane) });
+      continue;
+    }
+    keep.push(w);
+    if (room[lane] > 0) {
+      room[lane]--;
+      const id = `i${c.nextInstance++}`;
+      c.instances[id] = { id, lane, key: w.key, status: 'starting', holders: [], lastUsed: ++c.tick, era: null };
+      c.stats.starts++;
+      d.emit({ type: 'instance.start', id, lane, key: w.key, preference: laneSessionPreference(c.preference, lane), useCache: lane === 'own' });
+    } else if (claimable[lane] > 0) {
+      claimable[lane]--;
+    } else {
+      const victim = slotsOf(c, lane)
+        .filter((s) => s.status === 'idle')
+        .sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      if (victim) {
+        c.stats.evictions++;
+        d.stopSlot(d.slot(victim.id)!, 'evicted');
+      }
+    }
+  }
+  c.waiters = keep;
+}
+
+export function acquire(ctx: PoolContext, e: { requestId: string; want: Lane; key: string }): Step {
+  const d = new Draft(ctx);
+  d.c.stats.acquires++;
+  d.c.waiters.push({ requestId: e.requestId, want: e.want, key: e.key });
+  dispatch(d);
+  return d.done();
+}
+
+export function release(ctx: PoolContext, requestId: string): Step {
+  const d = new Draft(ctx);
+  const held = Object.values(ctx.instances).find((s) => s.holders.includes(requestId));
+  if (held) {
+    const s = d.slot(held.id)!;
+    s.holders = s.holders.filter((h) => h !== requestId);
+    s.lastUsed = ++d.c.tick;
+    if (s.holders.length === 0 && s.status === 'ready') d.settleUnheld(s);
+  }
+  dispatch(d);
+  return d.done();
+}
+
+export function cancel(ctx: PoolContext, requestId: string): Step {
+  const d = new Draft(ctx);
+  d.c.waiters = d.c.waiters.filter((w) => w.requestId !== requestId);
+  dispatch(d);
+  return d.done();
+}
+
+export function ready(ctx: PoolContext, id: string, era: Era): Step {
+  const d = new Draft(ctx);
+  const s = d.slot(id);
+  if (!s) return d.done();
+  s.era = era;
+  s.status = 'idle';
+  if (s.lane === 'own') d.c.ownEra = era;
+  d.c.lanes[s.lane] = { failures: 0, cooling: false, cooldownMs: 0, lastError: null };
+  if (s.lane === 'legacy' && d.c.legacyLane === 'unused') d.c.legacyLane = 'available';
+  d.effects.push({ kind: 'raise', event: { type: 'lane.ready', lane: s.lane } });
+  dispatch(d);
+  const after = d.c.instances[id];
+  if (after && after.status === 'idle' && after.holders.length === 0) d.settleUnheld(d.slot(id)!);
+  return d.done();
+}
+
+export function startFailed(ctx: PoolContext, id: string, error: PoolFailure): Step {
+  const d = new Draft(ctx);
+  const s = ctx.instances[id];
+  if (!s) return d.done();
+  d.remove(id);
+  d.c.stats.failures++;
+  if (s.lane === 'legacy' && d.c.follow && error.code === 'MCPX_ERA_MISMATCH') {
+    // §6 fallback: the server refuses a legacy-only session; legacy callers share the own lane from now on.
+    d.c.legacyLane = 'refused';
+    d.c.legacyRefusal = error.message;
+    d.effects.push({ kind: 'raise', event: { type: 'lane.failed', lane: 'legacy', refused: true } });
+  } else {
+    const h = d.lane(s.lane);
+    h.failures++;
+    h.cooling = true;
+    h.cooldownMs = cooldownFor(d.c.backoff, h.failures);
+    h.lastError = error;
+    d.effects.push({ kind: 'raise', event: { type: 'lane.failed', lane: s.lane, refused: false } });
+  }
+  dispatch(d);
+  return d.done();
+}
+
+export function exited(ctx: PoolContext, id: string): Step {
+  const d = new Draft(ctx);
+  if (!ctx.instances[id]) return d.done();
+  d.remove(id);
+  d.c.stats.crashes++;
+  dispatch(d);
+  return d.done();
+}
+
+export function stopped(ctx: PoolContext, id: string): Step {
+  const d = new Draft(ctx);
+  if (!ctx.instances[id]) return d.done();
+  delete d.c.instances[id];
+  dispatch(d);
+  return d.done();
+}
+
+export function idleStop(ctx: PoolContext, id: string): Step {
+  const d = new Draft(ctx);
+  const s = d.slot(id);
+  if (!s) return d.done();
+  d.c.stats.idleStops++;
+  d.stopSlot(s, 'idle');
+  dispatch(d);
+  return d.done();
+}
+
+export function endCooldown(ctx: PoolContext, lane: Lane): Step {
+  const d = new Draft(ctx);
+  d.lane(lane).cooling = false;
+  // Routing may change with it: a legacy caller that went to the legacy lane while the own lane was
+  // failing, and still waits, now learns the own era first.
+  dispatch(d);
+  return d.done();
+}
+
+const stoppedError = (c: PoolContext): PoolFailure => ({ code: 'MCPX_POOL_STOPPED', message: `${c.server}: the pool is stopping` });
+
+export function stopAll(ctx: PoolContext): Step {
+  const d = new Draft(ctx);
+  for (const w of d.c.waiters) d.emit({ type: 'acquire.rejected', requestId: w.requestId, error: stoppedError(d.c) });
+  d.c.waiters = [];
+  for (const s of Object.values(ctx.instances)) {
+    if (s.status !== 'stopping') d.stopSlot(d.slot(s.id)!, 'pool-stopped');
+  }
+  return d.done();
+}
+
+export function rejectStopped(ctx: PoolContext, requestId: string): Step {
+  const d = new Draft(ctx);
+  d.emit({ type: 'acquire.rejected', requestId, error: stoppedError(ctx) });
+  return d.done();
+}
+
+// ---- the machine ----
+
+const statusOf = (c: PoolContext, e: PoolMachineEvent): SlotStatus | undefined => ('id' in e ? c.instances[e.id]?.status : undefined);
+
+/** The part of enqueueActions' `enqueue` that carrying out a Step needs. */
+interface Enqueue {
+  assign(fn: () => PoolContext): void;
+  emit(event: PoolEmitted): void;
+  raise(event: PoolMachineEvent, options?: { id: string; delay: 'idleTimeout' }): void;
+  cancel(id: string): void;
+}
+
+function perform(enqueue: Enqueue, step: Step): void {
+  enqueue.assign(() => step.context);
+  for (const fx of step.effects) {
+    if (fx.kind === 'emit') enqueue.emit(fx.event);
+    else if (fx.kind === 'armIdle') enqueue.raise({ type: 'instance.idle', id: fx.id }, { id: `idle:${fx.id}`, delay: 'idleTimeout' });
+    else if (fx.kind === 'disarmIdle') enqueue.cancel(`idle:${fx.id}`);
+    else enqueue.raise(fx.event);
+  }
+}
+
+type Ev<T extends PoolMachineEvent['type']> = Extract<PoolMachineEvent, { type: T }>;
+const as = <T extends PoolMachineEvent['type']>(e: PoolMachineEvent) => e as Ev<T>;
+
+export const poolMachine = setup({
+  types: {
+    context: {} as PoolContext,
+    events: {} as PoolMachineEvent,
+    emitted: {} as PoolEmitted,
+    input: {} as PoolInput,
+  },
+  delays: {
+    idleTimeout: ({ context }) => Math.min(context.idleTimeoutMs, MAX_TIMER_MS),
+    ownCooldown: ({ context }) => context.lanes.own.cooldownMs,
+    legacyCooldown: ({ context }) => context.lanes.legacy.cooldownMs,
+  },
+  guards: {
+    isFollow: ({ context }) => context.follow,
+    isHolder: ({ context, event }) => event.type === 'release' && Object.values(context.instances).some((s) => s.holders.includes(event.requestId)),
+    isWaiting: ({ context, event }) => event.type === 'cancel' && context.waiters.some((w) => w.requestId === event.requestId),
+    isStarting: ({ context, event }) => statusOf(context, event) === 'starting',
+    isLive: ({ context, event }) => {
+      const st = statusOf(context, event);
+      return st === 'ready' || st === 'idle';
+    },
+    isIdle: ({ context, event }) => statusOf(context, event) === 'idle',
+    isStopping: ({ context, event }) => statusOf(context, event) === 'stopping',
+    noInstances: ({ context }) => Object.keys(context.instances).length === 0,
+    laneFailed: ({ event }, params: { lane: Lane }) => event.type === 'lane.failed' && event.lane === params.lane && !event.refused,
+    laneReady: ({ event }, params: { lane: Lane }) => event.type === 'lane.ready' && event.lane === params.lane,
+    legacyRefused: ({ event }) => event.type === 'lane.failed' && event.lane === 'legacy' && event.refused,
+  },
+  actions: {
+    queue: enqueueActions(({ context, event, enqueue }) => perform(enqueue, acquire(context, as<'acquire'>(event)))),
+    release: enqueueActions(({ context, event, enqueue }) => perform(enqueue, release(context, as<'release'>(event).requestId))),
+    leaveQueue: enqueueActions(({ context, event, enqueue }) => perform(enqueue, cancel(context, as<'cancel'>(event).requestId))),
+    serveReady: enqueueActions(({ context, event, enqueue }) => {
+      const e = as<'instance.ready'>(event);
+      perform(enqueue, ready(context, e.id, e.era));
+    }),
+    startFailed: enqueueActions(({ context, event, enqueue }) => {
+      const e = as<'instance.failed'>(event);
+      perform(enqueue, startFailed(context, e.id, e.error));
+    }),
+    forgetCrashed: enqueueActions(({ context, event, enqueue }) => perform(enqueue, exited(context, as<'instance.exited'>(event).id))),
+    forgetStopped: enqueueActions(({ context, event, enqueue }) => perform(enqueue, stopped(context, as<'instance.stopped'>(event).id))),
+    stopIdle: enqueueActions(({ context, event, enqueue }) => perform(enqueue, idleStop(context, as<'instance.idle'>(event).id))),
+    endCooldown: enqueueActions(({ context, enqueue }, params: { lane: Lane }) => perform(enqueue, endCooldown(context, params.lane))),
+    stopAll: enqueueActions(({ context, enqueue }) => perform(enqueue, stopAll(context))),
+    refuseStopping: enqueueActions(({ context, event, enqueue }) => perform(enqueue, rejectStopped(context, as<'acquire'>(event).requestId))),
+  },
+}).createMachine({
+  id: 'pool',
+  context: ({ input }) => initialContext(input),
+  initial: 'running',
+  states: {
+    running: {
+      type: 'parallel',
+      on: {
+        acquire: { actions: 'queue' },
+        release: { guard: 'isHolder', actions: 'release' },
+        cancel: { guard: 'isWaiting', actions: 'leaveQueue' },
+        'instance.ready': { guard: 'isStarting', actions: 'serveReady' },
+        'instance.failed': { guard: 'isStarting', actions: 'startFailed' },
+        'instance.exited': { guard: 'isLive', actions: 'forgetCrashed' },
+        'instance.stopped': { guard: 'isStopping', actions: 'forgetStopped' },
+        'instance.idle': { guard: 'isIdle', actions: 'stopIdle' },
+        stop: { target: 'stopping' },
+      },
+      states: {
+        /** Start-failure backoff of the server's own lane. */
+        ownLane: {
+          initial: 'healthy',
+          states: {
+            healthy: {
+              on: { 'lane.failed': { guard: { type: 'laneFailed', params: { lane: 'own' } }, target: 'coolingDown' } },
+            },
+            coolingDown: {
+              after: { ownCooldown: { target: 'healthy', actions: { type: 'endCooldown', params: { lane: 'own' } } } },
+              on: {
+                'lane.failed': { guard: { type: 'laneFailed', params: { lane: 'own' } }, target: 'coolingDown', reenter: true },
+                'lane.ready': { guard: { type: 'laneReady', params: { lane: 'own' } }, target: 'healthy' },
+              },
+            },
+          },
+        },
+        /** Start-failure backoff of the legacy lane (follow only; a refusal is not a failure). */
+        legacyLane: {
+          initial: 'healthy',
+          states: {
+            healthy: {
+              on: { 'lane.failed': { guard: { type: 'laneFailed', params: { lane: 'legacy' } }, target: 'coolingDown' } },
+            },
+            coolingDown: {
+              after: { legacyCooldown: { target: 'healthy', actions: { type: 'endCooldown', params: { lane: 'legacy' } } } },
+              on: {
+                'lane.failed': { guard: { type: 'laneFailed', params: { lane: 'legacy' } }, target: 'coolingDown', reenter: true },
+                'lane.ready': { guard: { type: 'laneReady', params: { lane: 'legacy' } }, target: 'healthy' },
+              },
+            },
+          },
+        },
+        /** What legacy callers get (§6; §7 `legacyLane`): off unless follow. */
+        legacyRoute: {
+          initial: 'deciding',
+          states: {
+            deciding: { always: [{ guard: 'isFollow', target: 'unused' }, { target: 'off' }] },
+            off: {},
+            unused: {
+              on: {
+                'lane.ready': { guard: { type: 'laneReady', params: { lane: 'legacy' } }, target: 'available' },
+                'lane.failed': { guard: 'legacyRefused', target: 'refused' },
+              },
+            },
+            available: {
+              on: { 'lane.failed': { guard: 'legacyRefused', target: 'refused' } },
+            },
+            refused: {},
+          },
+        },
+      },
+    },
+    /** Every waiter is refused, every instance asked to stop; done when the last one is gone. */
+    stopping: {
+      entry: 'stopAll',
+      always: { guard: 'noInstances', target: 'stopped' },
+      on: {
+        acquire: { actions: 'refuseStopping' },
+        'instance.stopped': { guard: 'isStopping', actions: 'forgetStopped' },
+      },
+    },
+    stopped: { type: 'final' },
+  },
+});
+
+export type PoolMachine = typeof poolMachine;

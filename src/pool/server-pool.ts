@@ -1,0 +1,472 @@
+/**
+ * ServerPool: one configured server's pool — the shell around the pool statechart (./pool.machine.ts).
+ *
+ * The machine decides; this class carries out what it emits and reports back what happened:
+ * - `instance.start` → create an UpstreamSession (own lane: with the era cache; legacy lane: cache
+ *   null, force-initialize) and start it → `instance.ready` / `instance.failed`;
+ * - `instance.stop` → stop the session (and its process) → `instance.stopped`;
+ * - a session's process dying after it was ready → `instance.exited`;
+ * - `acquire.granted` / `acquire.rejected` → settle the waiting caller.
+ *
+ * Sessions live here, in a Map keyed by instance id, never in the machine's context. Callers are
+ * queued through the machine: a call acquires an instance (honouring its signal and timeout while it
+ * waits), runs on that instance's session with its CallContext, and releases it.
+ */
+import { EventEmitter } from 'node:events';
+import { createActor, waitFor, type Actor, type ActorOptions, type AnyActorLogic, type InspectionEvent } from 'xstate';
+import { McpxError } from '../errors.js';
+import { silentLogger, type Logger } from '../log.js';
+import { isForced, type Lane } from '../machines/preference.js';
+import { eraOfRevision, type Era } from '../machines/versions.js';
+import type { EraCache, EraRecord } from '../upstream/era-cache.js';
+import { eraCacheKey } from '../upstream/process-key.js';
+import { stateName, UpstreamSession, type CallOptions, type SessionInfo, type SessionSnapshot, type Tool, type UpstreamSessionOptions } from '../upstream/session.js';
+import { poolMachine, type PoolEmitted, type PoolFailure, type PoolMachineEvent } from './pool.machine.js';
+import type { CallContext, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport, ServerPoolApi } from './types.js';
+
+type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']>;
+
+/** What the pool hands its session factory: the session's options, plus which slot it is for. */
+export interface PoolSessionOptions extends UpstreamSessionOptions {
+  instanceId: string;
+  lane: Lane;
+  scopeKey: string;
+}
+
+export interface ServerPoolDeps {
+  /** The era cache (own lane only; the legacy lane is forced and never touches it). */
+  cache?: EraCache | null;
+  logger?: Logger;
+  /** Creates sessions; tests pass one that plugs in simulated upstreams. */
+  sessionFactory?: (opts: PoolSessionOptions) => UpstreamSession;
+  /** xstate inspection of the pool actor and of every session actor (live statecharts). */
+  inspect?: (event: InspectionEvent) => void;
+  /** xstate clock for the pool actor (idle timers, cooldowns); tests pass a SimulatedClock. */
+  clock?: Clock;
+}
+
+interface Live {
+  id: string;
+  lane: Lane;
+  key: string;
+  session: UpstreamSession;
+  startedAt: number;
+  /** The process id once ready (the session forgets it when the process goes). */
+  pid: number | undefined;
+  ready: boolean;
+  /** The pool asked it to stop (idle, eviction, call end, pool stop). */
+  stopRequested: boolean;
+  /** Why its process went away on its own, after (or just before) it was ready. */
+  crashed: string | null;
+  lastState: string | null;
+}
+
+interface Waiting {
+  grant(id: string): void;
+  fail(error: McpxError): void;
+}
+
+interface Lease {
+  requestId: string;
+  live: Live;
+}
+
+const SESSION_GONE = new Set(['MCPX_TRANSPORT_CLOSED', 'MCPX_SESSION_CLOSED']);
+
+export class ServerPool extends EventEmitter implements ServerPoolApi {
+  readonly name: string;
+  readonly config: PoolServerConfig;
+  /** @internal The pool statechart's actor: for tests, the live statechart view and debugging. */
+  readonly actor: Actor<typeof poolMachine>;
+  private readonly deps: ServerPoolDeps;
+  private readonly log: Logger;
+  private readonly cacheKey: string | null;
+  private readonly sessions = new Map<string, Live>();
+  private readonly waiting = new Map<string, Waiting>();
+  private readonly cleanups = new Set<Promise<void>>();
+  private nextRequest = 0;
+  private nextCall = 0;
+  private stopPromise: Promise<void> | undefined;
+  /** The own lane's most recent ready instance, as it was when ready (§7). */
+  private ownReport: Pick<SessionInfo, 'era' | 'negotiated' | 'eraSource'> & { id: string } | null = null;
+
+  constructor(config: PoolServerConfig, deps: ServerPoolDeps = {}) {
+    super();
+    this.name = config.name;
+    this.config = config;
+    this.deps = deps;
+    this.log = (deps.logger ?? silentLogger).child({ server: config.name, component: 'pool' });
+    let key: string | null = null;
+    try {
+      key = eraCacheKey(config.definition as never);
+    } catch {
+      key = null; // a definition with neither command nor url: every start will fail and say why
+    }
+    this.cacheKey = key;
+    const cached = key && !isForced(config.preference) ? deps.cache?.get(key) ?? null : null;
+    this.actor = createActor(poolMachine, {
+      id: `pool:${config.name}`,
+      input: {
+        server: config.name,
+        preference: config.preference,
+        limits: config.limits,
+        ...(config.backoff ? { backoff: config.backoff } : {}),
+        cachedEra: cached?.era ?? null,
+      },
+      ...(deps.inspect ? { inspect: deps.inspect } : {}),
+      ...(deps.clock ? { clock: deps.clock } : {}),
+    });
+    this.actor.on('*', (e) => this.perform(e as PoolEmitted));
+    this.actor.subscribe({ error: (err) => this.log.error({ err }, 'pool actor failed') });
+    this.actor.start();
+  }
+
+  // ---- ServerPoolApi ----
+
+  listTools(ctx: CallContext = {}): Promise<Tool[]> {
+    return this.use(ctx, (session, opts) => session.listTools(opts));
+  }
+
+  callTool(tool: string, args: Record<string, unknown>, ctx: CallContext = {}): Promise<Record<string, unknown>> {
+    return this.use(ctx, (session, opts) => session.callTool(tool, args, opts));
+  }
+
+  instances(): InstanceStatus[] {
+    const now = Date.now();
+    return Object.values(this.actor.getSnapshot().context.instances).map((slot) => {
+      const live = this.sessions.get(slot.id);
+      const info = live?.session.info();
+      return {
+        id: slot.id,
+        lane: slot.lane,
+        scopeKey: slot.key,
+        pid: info?.pid ?? live?.pid,
+        state: slot.status,
+        holders: slot.holders.length,
+        era: info?.era ?? slot.era,
+        negotiated: info?.negotiated ?? null,
+        eraSource: info?.eraSource ?? null,
+        startedAt: new Date(live?.startedAt ?? now).toISOString(),
+        uptimeMs: live ? now - live.startedAt : 0,
+        ...(info ? { sessionState: info.state } : {}),
+      };
+    });
+  }
+
+  protocolReport(): ProtocolReport {
+    const c = this.actor.getSnapshot().context;
+    // The live session when it is still there; what it settled on when it has since stopped.
+    const live = this.ownReport ? this.sessions.get(this.ownReport.id) : undefined;
+    const info = live?.ready ? live.session.info() : this.ownReport;
+    const follow = this.config.preference === 'follow';
+    const legacy = c.legacyLane === 'off' ? 'unused' : c.legacyLane;
+    return {
+      server: this.name,
+      preference: this.config.preference,
+      era: info?.era ?? null,
+      negotiated: info?.negotiated ?? null,
+      eraSource: info?.eraSource ?? null,
+      cached: (this.cacheKey ? this.deps.cache?.get(this.cacheKey) : undefined) ?? null,
+      legacyLane: follow ? { state: legacy, ...(c.legacyRefusal ? { reason: c.legacyRefusal } : {}) } : null,
+    };
+  }
+
+  /** Stops every instance and its process; resolves when nothing is left running. Calls in flight fail. */
+  stop(): Promise<void> {
+    this.stopPromise ??= (async () => {
+      if (this.actor.getSnapshot().status === 'active') this.send({ type: 'stop' });
+      await waitFor(this.actor, (s) => s.status !== 'active');
+      while (this.cleanups.size > 0) await Promise.allSettled([...this.cleanups]);
+      this.actor.stop();
+    })();
+    return this.stopPromise;
+  }
+
+  override on(event: 'event', listener: (e: PoolEvent) => void): this;
+  override on(event: string | symbol, listener: (...args: any[]) => void): this;
+  override on(event: string | symbol, listener: (...args: any[]) => void): this {
+    return super.on(event, listener);
+  }
+
+  // ---- calls ----
+
+  /** The lane the caller's era asks for (§6): legacy only under follow, for a revision before 2026-07-28. */
+  laneFor(ctx: CallContext): Lane {
+    if (this.config.preference !== 'follow') return 'own';
+    const rev = ctx.callerProtocol?.trim();
+    return rev && eraOfRevision(rev) === 'legacy' ? 'legacy' : 'own';
+  }
+
+  private keyFor(ctx: CallContext): string {
+    switch (this.config.limits.scope) {
+      case 'global':
+        return 'global';
+      case 'call':
+        return `call:${++this.nextCall}`;
+      case 'session': {
+        const key = typeof ctx.session === 'string' ? ctx.session.trim() : '';
+        if (!key) {
+          throw new McpxError('MCPX_BAD_REQUEST', `${this.name}: this server is pooled per caller session (scope "session"), and the call names no session`, {
+            data: { server: this.name, scope: 'session', field: 'session' },
+          });
+        }
+        return key;
+      }
+    }
+  }
+
+  private async use<T>(ctx: CallContext, op: (session: UpstreamSession, opts: CallOptions) => Promise<T>): Promise<T> {
+    // While the pool is stopping, the machine refuses the acquire; once it is stopped, nothing answers.
+    if (this.actor.getSnapshot().status !== 'active') throw this.stoppedError();
+    const want = this.laneFor(ctx);
+    const key = this.keyFor(ctx);
+    const deadline = ctx.timeoutMs === undefined ? undefined : Date.now() + ctx.timeoutMs;
+    const lease = await this.acquire(want, key, ctx, deadline);
+    const { live } = lease;
+    try {
+      const remaining = deadline === undefined ? undefined : deadline - Date.now();
+      if (remaining !== undefined && remaining <= 0) throw this.timeoutError(ctx.timeoutMs!, 'before the call could be sent');
+      const opts: CallOptions = {
+        context: ctx,
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+        ...(remaining !== undefined ? { timeoutMs: remaining } : {}),
+        ...(ctx.capabilities ? { capabilities: ctx.capabilities as CallOptions['capabilities'] } : {}),
+        ...(ctx.onInputRequired ? { onInputRequired: ctx.onInputRequired } : {}),
+        ...(ctx.onServerRequest ? { onServerRequest: ctx.onServerRequest } : {}),
+      };
+      return await op(live.session, opts);
+    } catch (err) {
+      throw this.explain(err, live);
+    } finally {
+      this.send({ type: 'release', requestId: lease.requestId });
+    }
+  }
+
+  /** Queue for an instance; resolves with the granted one. Leaves the queue on abort or timeout. */
+  private acquire(want: Lane, key: string, ctx: CallContext, deadline: number | undefined): Promise<Lease> {
+    const { signal } = ctx;
+    if (signal?.aborted) return Promise.reject(this.cancelledError(signal.reason));
+    return new Promise<Lease>((resolve, reject) => {
+      const requestId = `r${++this.nextRequest}`;
+      let timer: NodeJS.Timeout | undefined;
+      const cleanup = () => {
+        if (timer) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.waiting.delete(requestId);
+      };
+      const leave = (error: McpxError) => {
+        cleanup();
+        this.send({ type: 'cancel', requestId });
+        reject(error);
+      };
+      const onAbort = () => leave(this.cancelledError(signal?.reason));
+      this.waiting.set(requestId, {
+        grant: (id) => {
+          cleanup();
+          const live = this.sessions.get(id);
+          if (live) return resolve({ requestId, live });
+          this.send({ type: 'release', requestId });
+          reject(new McpxError('MCPX_SESSION_CLOSED', `${this.name}: instance ${id} was granted but is gone`));
+        },
+        fail: (error) => {
+          cleanup();
+          reject(error);
+        },
+      });
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (deadline !== undefined) {
+        timer = setTimeout(() => leave(this.timeoutError(ctx.timeoutMs!, `waiting for a free instance (key ${JSON.stringify(key)})`)), Math.max(0, deadline - Date.now()));
+      }
+      this.send({ type: 'acquire', requestId, want, key });
+    });
+  }
+
+  /** A session-gone error on a call in flight, worded for what really happened to the instance. */
+  private explain(err: unknown, live: Live): unknown {
+    if (!(err instanceof McpxError) || !SESSION_GONE.has(err.code)) return err;
+    const pid = live.session.info().pid ?? live.pid;
+    const which = `the upstream process${pid === undefined ? '' : ` (pid ${pid})`}`;
+    if (live.crashed !== null) {
+      return new McpxError('MCPX_TRANSPORT_CLOSED', `${this.name}: ${which} exited while this call was in flight (${live.crashed}); the next call starts a fresh instance`, {
+        cause: err,
+        data: { server: this.name, instance: live.id, lane: live.lane, ...(pid === undefined ? {} : { pid }), ...err.data },
+      });
+    }
+    if (live.stopRequested && this.stopPromise) {
+      return new McpxError('MCPX_POOL_STOPPED', `${this.name}: the pool was stopped while this call was in flight`, { cause: err, data: { server: this.name, instance: live.id } });
+    }
+    return err;
+  }
+
+  // ---- carrying out what the machine emits ----
+
+  private send(event: PoolMachineEvent): void {
+    if (this.actor.getSnapshot().status === 'active') this.actor.send(event);
+  }
+
+  private perform(e: PoolEmitted): void {
+    switch (e.type) {
+      case 'acquire.granted':
+        this.waiting.get(e.requestId)?.grant(e.id);
+        return;
+      case 'acquire.rejected':
+        this.waiting.get(e.requestId)?.fail(new McpxError(e.error.code, e.error.message, e.error.data ? { data: e.error.data } : undefined));
+        return;
+      case 'instance.start':
+        this.startInstance(e);
+        return;
+      case 'instance.stop':
+        this.stopInstance(e.id, e.reason);
+        return;
+    }
+  }
+
+  private startInstance(e: Extract<PoolEmitted, { type: 'instance.start' }>): void {
+    const c = this.config;
+    const opts: PoolSessionOptions = {
+      name: c.name,
+      definition: c.definition,
+      preference: e.preference,
+      cache: e.useCache ? this.deps.cache ?? null : null,
+      probeTimeoutMs: c.probeTimeoutMs,
+      ...(c.startTimeoutMs === undefined ? {} : { startTimeoutMs: c.startTimeoutMs }),
+      ...(c.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: c.requestTimeoutMs }),
+      logger: (this.deps.logger ?? silentLogger).child({ instance: e.id, lane: e.lane }),
+      instanceId: e.id,
+      lane: e.lane,
+      scopeKey: e.key,
+    };
+    let live: Live | undefined;
+    opts.inspect = (ev) => {
+      this.deps.inspect?.(ev);
+      if (live && ev.type === '@xstate.snapshot') this.onSessionSnapshot(live, ev.snapshot as SessionSnapshot, ev.event.type);
+    };
+    let session: UpstreamSession;
+    try {
+      session = (this.deps.sessionFactory ?? ((o: PoolSessionOptions) => new UpstreamSession(o)))(opts);
+    } catch (err) {
+      queueMicrotask(() => this.send({ type: 'instance.failed', id: e.id, error: failureOf(err, this.name) }));
+      return;
+    }
+    const l: Live = { id: e.id, lane: e.lane, key: e.key, session, startedAt: Date.now(), pid: undefined, ready: false, stopRequested: false, crashed: null, lastState: null };
+    live = l;
+    this.sessions.set(e.id, l);
+    session.on('era.stale', (s: { cached: EraRecord; found: Era }) => {
+      this.publish({ type: 'server.era.stale', server: this.name, cached: s.cached, found: s.found });
+    });
+    session.on('closed', (info: { reason?: string; code?: number | null; signal?: string | null }) => {
+      if (l.stopRequested || l.crashed !== null) return;
+      l.crashed = describeExit(info);
+      if (l.ready) this.onCrash(l);
+      // Not ready yet: start() rejects (a start failure) or has just resolved (handled there).
+    });
+    this.log.debug({ instance: e.id, lane: e.lane, key: e.key, preference: e.preference }, 'starting an instance');
+    session.start().then(
+      (info) => {
+        if (l.stopRequested) return;
+        l.ready = true;
+        l.pid = info.pid;
+        const readyMs = Date.now() - l.startedAt;
+        if (l.lane === 'own') this.ownReport = { id: l.id, era: info.era, negotiated: info.negotiated, eraSource: info.eraSource };
+        this.log.info({ instance: l.id, lane: l.lane, pid: info.pid, era: info.era, readyMs }, 'instance ready');
+        this.publish({ type: 'server.start', server: this.name, instance: l.id, pid: info.pid, lane: l.lane, era: info.era, negotiated: info.negotiated, eraSource: info.eraSource, readyMs });
+        this.send({ type: 'instance.ready', id: l.id, era: info.era ?? 'legacy' });
+        if (l.crashed !== null) this.onCrash(l); // it died between becoming ready and now
+      },
+      (err: unknown) => {
+        if (l.stopRequested) return;
+        const failure = failureOf(err, this.name);
+        this.log.warn({ instance: l.id, lane: l.lane, code: failure.code, err: failure.message }, 'instance failed to start');
+        this.publish({ type: 'server.stop', server: this.name, instance: l.id, lane: l.lane, reason: `start failed: ${failure.message}` });
+        this.send({ type: 'instance.failed', id: l.id, error: failure });
+        this.dispose(l);
+      },
+    );
+  }
+
+  private onCrash(l: Live): void {
+    this.log.warn({ instance: l.id, lane: l.lane, reason: l.crashed }, 'instance exited on its own');
+    this.publish({ type: 'server.stop', server: this.name, instance: l.id, lane: l.lane, reason: `crashed: ${l.crashed}` });
+    this.send({ type: 'instance.exited', id: l.id, reason: l.crashed ?? 'exited' });
+    this.dispose(l);
+  }
+
+  private stopInstance(id: string, reason: string): void {
+    const l = this.sessions.get(id);
+    if (!l) {
+      // Its session could not even be created; nothing runs.
+      queueMicrotask(() => this.send({ type: 'instance.stopped', id }));
+      return;
+    }
+    l.stopRequested = true;
+    this.log.debug({ instance: id, lane: l.lane, reason }, 'stopping an instance');
+    this.track(
+      l.session
+        .stop()
+        .catch((err: unknown) => this.log.warn({ err, instance: id }, 'error while stopping an instance'))
+        .then(() => {
+          this.sessions.delete(id);
+          this.publish({ type: 'server.stop', server: this.name, instance: id, lane: l.lane, reason });
+          this.send({ type: 'instance.stopped', id });
+        }),
+    );
+  }
+
+  /** Stop what is left of a session the machine has already forgotten (failed or crashed). */
+  private dispose(l: Live): void {
+    this.track(
+      l.session
+        .stop()
+        .catch((err: unknown) => this.log.warn({ err, instance: l.id }, 'error while cleaning up an instance'))
+        .then(() => {
+          if (this.sessions.get(l.id) === l) this.sessions.delete(l.id);
+        }),
+    );
+  }
+
+  private track(p: Promise<void>): void {
+    this.cleanups.add(p);
+    void p.finally(() => this.cleanups.delete(p));
+  }
+
+  private onSessionSnapshot(l: Live, snapshot: SessionSnapshot, event: string): void {
+    const state = stateName(snapshot);
+    if (state === l.lastState) return;
+    l.lastState = state;
+    this.publish({ type: 'session.state', server: this.name, instance: l.id, lane: l.lane, state, event });
+  }
+
+  /** Listeners never break the pool: a throwing one is logged. */
+  private publish(e: PoolEvent): void {
+    try {
+      this.emit('event', e);
+    } catch (err) {
+      this.log.error({ err, event: e.type }, 'a pool event listener threw');
+    }
+  }
+
+  private stoppedError(): McpxError {
+    return new McpxError('MCPX_POOL_STOPPED', `${this.name}: the pool is stopped`, { data: { server: this.name } });
+  }
+
+  private cancelledError(reason: unknown): McpxError {
+    const why = reason instanceof Error ? reason.message : reason === undefined ? 'aborted' : String(reason);
+    return new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: the call was cancelled while waiting for an instance (${why})`, { data: { server: this.name } });
+  }
+
+  private timeoutError(ms: number, what: string): McpxError {
+    return new McpxError('MCPX_REQUEST_TIMEOUT', `${this.name}: no answer within ${ms} ms — timed out ${what}`, { data: { server: this.name, timeoutMs: ms } });
+  }
+}
+
+function failureOf(err: unknown, server: string): PoolFailure {
+  if (err instanceof McpxError) return { code: err.code, message: err.message, ...(err.data ? { data: err.data } : {}) };
+  return { code: 'MCPX_SPAWN_FAILED', message: `${server}: ${err instanceof Error ? err.message : String(err)}` };
+}
+
+function describeExit(info: { reason?: string; code?: number | null; signal?: string | null }): string {
+  const parts = [info.reason ?? 'closed'];
+  if (info.code !== undefined && info.code !== null) parts.push(`exit code ${info.code}`);
+  if (info.signal) parts.push(`signal ${info.signal}`);
+  return parts.join(', ');
+}
