@@ -14,7 +14,8 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { McpxError, MessageTooLargeError, TransportClosedError } from '../errors.js';
 import { HTTPStatusError, HttpConnectionError, HttpRedactor, UnauthorizedError, redactUrl } from './http-errors.js';
 import { classifyMessage, isRequest, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
-import { DEFAULT_HTTP_MAX_MESSAGE_BYTES, SseDecoder, normalizeConfiguredHeaders, parseHttpUrl } from './streamable-http.js';
+import { SseDecoder } from './sse.js';
+import { DEFAULT_HTTP_MAX_MESSAGE_BYTES, normalizeConfiguredHeaders, parseHttpUrl } from './streamable-http.js';
 import type { Channel, CloseInfo, JsonRpcId, JsonRpcMessage } from './types.js';
 
 export const DEFAULT_ENDPOINT_TIMEOUT_MS = 10_000;

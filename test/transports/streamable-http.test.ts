@@ -8,7 +8,8 @@ import { HTTPStatusError, LegacyHTTPRefusedError, UnauthorizedError } from '../.
 import type { TransportLogger } from '../../src/transports/jsonrpc.js';
 import { discoverParams, initializeParams, requestParams } from '../../src/transports/mcp-messages.js';
 import { RpcPeer } from '../../src/transports/rpc-peer.js';
-import { SseDecoder, StreamableHttpChannel, encodeMcpHeaderValue, type SseEvent, type StreamableHttpChannelOptions } from '../../src/transports/streamable-http.js';
+import { SseDecoder, type SseEvent } from '../../src/transports/sse.js';
+import { StreamableHttpChannel, encodeMcpHeaderValue, type StreamableHttpChannelOptions } from '../../src/transports/streamable-http.js';
 import type { CloseInfo, JsonRpcNotification, JsonRpcRequest } from '../../src/transports/types.js';
 import { startHttpFixture, type HttpFixture, type RawHttpMode } from '../fixtures/http/index.js';
 import { httpRequests, readHttpLog, responseTo, waitForHttpLog, type HttpRequestEvent, type HttpResponseEvent } from '../fixtures/http/log.js';
