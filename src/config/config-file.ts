@@ -430,9 +430,6 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
   } else if ((declared === 'http' || declared === 'sse') && hasCommand) {
     problem([...at, Object.hasOwn(entry, 'type') ? 'type' : 'transport'], `${showValue(entry['type'] ?? entry['transport'])} needs "url", but this server has a "command"`);
   }
-  if (declared === 'sse' && hasUrl) {
-    c.warn([...at, Object.hasOwn(entry, 'type') ? 'type' : 'transport'], `mcpx connects over Streamable HTTP; a server that only speaks the deprecated HTTP+SSE transport will refuse it`);
-  }
 
   const transport: 'stdio' | 'http' = hasUrl && !hasCommand ? 'http' : 'stdio';
   let definition: ServerDefinition | undefined;
@@ -490,6 +487,8 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
       }
     }
     def.headers = stringMap(entry, 'headers', at, problem, expand) ?? {};
+    // `type: "sse"` names the deprecated HTTP+SSE transport: connect over it directly, no probe.
+    if (declared === 'sse') def.transport = 'sse';
     for (const k of ['args', 'env', 'cwd'] as const) {
       if (Object.hasOwn(entry, k)) c.warn([...at, k], 'is for stdio servers and is ignored on an HTTP server');
     }

@@ -35,6 +35,8 @@ export interface SessionInput {
   /** Modern revisions to offer, newest first. Tests may offer more than mcpx ships. */
   modernVersions?: readonly string[];
   clientCapabilities?: ClientCapabilities;
+  /** The config declared the HTTP+SSE transport (`type: "sse"`): use it from the start. */
+  declaredSse?: boolean;
 }
 
 export interface SessionFailure {
@@ -290,6 +292,7 @@ export const sessionMachine = setup({
     spawns: 0,
     httpTransport:
       input.transport === 'stdio' ? null
+      : input.declaredSse ? 'sse'
       : input.preference !== 'force-discover' && input.preference !== 'force-initialize' && input.cached?.transport === 'sse' ? 'sse'
       : 'streamable-http',
     afterRespawn: null,

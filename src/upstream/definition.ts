@@ -9,6 +9,8 @@ export interface StdioDefinition {
 export interface HttpDefinition {
   url: string;
   headers?: Record<string, string>;
+  /** Absent: Streamable HTTP (with the HTTP+SSE fallback). `sse`: the deprecated HTTP+SSE transport only. */
+  transport?: 'streamable-http' | 'sse';
 }
 
 export type ServerDefinition = StdioDefinition | HttpDefinition;

@@ -124,6 +124,7 @@ export class UpstreamSession extends EventEmitter {
       input: {
         server: opts.name,
         transport: isStdioDefinition(opts.definition) ? 'stdio' : 'http',
+        ...(!isStdioDefinition(opts.definition) && opts.definition.transport === 'sse' ? { declaredSse: true } : {}),
         preference: opts.preference,
         cached,
         ...(opts.probeTimeoutMs === undefined ? {} : { probeTimeoutMs: opts.probeTimeoutMs }),

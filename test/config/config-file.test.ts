@@ -224,12 +224,11 @@ describe('files other tools write work unchanged', () => {
     expect(c.servers.map((s) => s.definition)).toEqual([
       { command: '/opt/tools/server', args: ['--port', '3000'], env: { API_KEY: 'sk-live-123' }, cwd: '/proj' },
       { url: 'https://api.example.com/mcp', headers: { Authorization: 'Bearer sk-live-123' } },
-      { url: 'https://sse.example.com/sse', headers: {} },
+      // `type: "sse"` goes straight to the deprecated HTTP+SSE transport (no probe).
+      { url: 'https://sse.example.com/sse', headers: {}, transport: 'sse' },
     ]);
     expect(c.servers.map((s) => s.transport)).toEqual(['stdio', 'http', 'http']);
-    expect(c.warnings.map((w) => w.message)).toEqual([
-      'config /proj/.mcp.json: mcpServers.old.type: mcpx connects over Streamable HTTP; a server that only speaks the deprecated HTTP+SSE transport will refuse it',
-    ]);
+    expect(c.warnings).toEqual([]);
   });
 
   it('VS Code .vscode/mcp.json: "servers", comments, trailing commas, ${env:…} and ${workspaceFolder}', () => {

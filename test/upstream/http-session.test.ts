@@ -237,6 +237,21 @@ describe('the HTTP+SSE fallback (an old server)', () => {
   });
 });
 
+describe('a server declared `type: "sse"`', () => {
+  it('is reached over HTTP+SSE directly: GET first, no POST probe', async () => {
+    const f = await fixture('v1-sse-legacy');
+    const session = new UpstreamSession({ name: 'old', definition: { url: f.url, transport: 'sse' }, preference: 'prefer-discover' });
+    try {
+      expect(await session.start()).toMatchObject({ era: 'legacy', spawns: 1 });
+      expect(textOf(await session.callTool('echo', { text: 'direct' }))).toBe('direct era=legacy');
+      expect(wire(f)[0]).toBe('GET /sse');
+      expect(wire(f)).not.toContain('server/discover');
+    } finally {
+      await session.stop();
+    }
+  });
+});
+
 describe('attribution: questions reach the call that provoked them', () => {
   it('two calls in flight on one legacy HTTP session each get their own elicitation/create', async () => {
     const f = await fixture('v1-legacy-sessions');
