@@ -2,36 +2,136 @@
  * The client side of the official MCP conformance suite (`conformance client --command …`), played by
  * mcpx's own upstream session: it probes the scenario's mock server (URL = last argument) with the
  * default preference, lists its tools and calls them as the scenario expects. `npm run conformance`.
+ *
+ * The calls: the ones the runner names in MCP_CONFORMANCE_CONTEXT (`toolCalls`, e.g. http-custom-headers)
+ * when it names any; otherwise every tool listTools() returns (tools the session excluded, such as those
+ * with invalid x-mcp-header annotations, are not in that list), with plausible arguments made from its
+ * inputSchema. When the server offers resources or prompts, those are listed, read and fetched too, so
+ * that every request kind with a standard header is exercised (http-standard-headers).
  */
-import { UpstreamSession } from '../src/upstream/session.js';
+import { McpxError } from '../src/errors.js';
+import { UpstreamSession, type Tool } from '../src/upstream/session.js';
 
 const url = process.argv[process.argv.length - 1];
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
 
-async function main(): Promise<void> {
+interface ToolCall {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function contextToolCalls(): ToolCall[] | undefined {
+  const raw = process.env.MCP_CONFORMANCE_CONTEXT;
+  if (!raw) return undefined;
+  const context: unknown = JSON.parse(raw);
+  const calls = isObject(context) && Array.isArray(context.toolCalls) ? context.toolCalls : undefined;
+  return calls?.filter((c): c is ToolCall => isObject(c) && typeof c.name === 'string' && isObject(c.arguments));
+}
+
+/** A value a schema accepts, good enough for a mock: its const/enum/default/example, else one of its type. */
+function sampleValue(schema: unknown): unknown {
+  if (!isObject(schema)) return 'example';
+  if ('const' in schema) return schema.const;
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  if ('default' in schema) return schema.default;
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
+  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
+  switch (type) {
+    case 'integer':
+      return typeof schema.minimum === 'number' ? Math.ceil(schema.minimum) : 1;
+    case 'number':
+      return typeof schema.minimum === 'number' ? schema.minimum : 1.5;
+    case 'boolean':
+      return true;
+    case 'array':
+      return [];
+    case 'object':
+      return sampleArgs(schema);
+    case 'null':
+      return null;
+    default:
+      return 'example';
+  }
+}
+
+/** Arguments for an object schema: its required properties and the ones mirrored into headers (x-mcp-header). */
+function sampleArgs(schema: unknown): Record<string, unknown> {
+  if (!isObject(schema) || !isObject(schema.properties)) return {};
+  const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+  const args: Record<string, unknown> = {};
+  for (const [key, prop] of Object.entries(schema.properties)) {
+    const wanted = required.has(key) || (isObject(prop) && ('x-mcp-header' in prop || JSON.stringify(prop.properties ?? {}).includes('"x-mcp-header"')));
+    if (wanted) args[key] = sampleValue(prop);
+  }
+  return args;
+}
+
+function argsFor(tool: Tool, tools: Tool[]): Record<string, unknown> {
+  // The scenarios' mocks expose arithmetic tools; `add_numbers` is what tools_call checks.
+  if (tool.name === 'add_numbers') return { a: 2, b: 3 };
+  // json-schema-2020-12-preservation: echo back, verbatim, the inputSchema mcpx received for the other tool.
+  if (tool.name === 'json_schema_echo') return { schema: tools.find((t) => t.name !== tool.name)?.inputSchema ?? {} };
+  return sampleArgs(tool.inputSchema);
+}
+
+async function main(): Promise<number> {
   if (!url || !/^https?:\/\//.test(url)) throw new Error(`usage: conformance-client <server-url> (got ${JSON.stringify(url)})`);
   const session = new UpstreamSession({ name: scenario || 'conformance', definition: { url }, preference: 'prefer-discover' });
+  let failures = 0;
+  const attempt = async (what: string, run: () => Promise<unknown>): Promise<unknown> => {
+    try {
+      const result = await run();
+      console.error(`[mcpx] ${what} → ${JSON.stringify(result).slice(0, 200)}`);
+      return result;
+    } catch (err) {
+      // A refusal mcpx makes on purpose (a tool excluded for invalid annotations) is what the scenario wants.
+      if (!(err instanceof McpxError && err.code === 'MCPX_BAD_TOOL')) failures++;
+      console.error(`[mcpx] ${what} failed: ${err instanceof McpxError ? `${err.code} ` : ''}${err instanceof Error ? err.message : String(err)}`);
+      return undefined;
+    }
+  };
   try {
     const info = await session.start();
     console.error(`[mcpx] ${scenario}: era ${info.era} ${info.negotiated} via ${info.eraSource}`);
     const tools = await session.listTools();
-    for (const tool of tools) {
-      // The scenarios' mocks expose arithmetic tools; `add_numbers` is what tools_call checks.
-      const args = tool.name === 'add_numbers' ? { a: 2, b: 3 } : {};
-      const result = await session.callTool(tool.name, args, {
-        // Questions (MRTR input_required) are answered as a consenting user would.
-        onInputRequired: async (requests) =>
-          Object.fromEntries(Object.keys(requests).map((key) => [key, { action: 'accept', content: { confirmed: true } }])),
-      });
-      console.error(`[mcpx] ${tool.name} → ${JSON.stringify(result).slice(0, 200)}`);
+    for (const { name, reason } of session.excludedTools()) console.error(`[mcpx] excluded ${name}: ${reason}`);
+    const calls = contextToolCalls() ?? tools.map((tool) => ({ name: tool.name, arguments: argsFor(tool, tools) }));
+    for (const call of calls) {
+      await attempt(`${call.name}(${JSON.stringify(call.arguments)})`, () =>
+        session.callTool(call.name, call.arguments, {
+          // Questions (MRTR input_required) are answered as a consenting user would.
+          onInputRequired: async (requests) =>
+            Object.fromEntries(Object.keys(requests).map((key) => [key, { action: 'accept', content: { confirmed: true } }])),
+        }),
+      );
+    }
+    const capabilities = isObject(info.capabilities) ? info.capabilities : {};
+    if (isObject(capabilities.resources)) {
+      const listed = await attempt('resources/list', () => session.request('resources/list'));
+      const resources = isObject(listed) && Array.isArray(listed.resources) ? listed.resources.filter(isObject) : [];
+      for (const r of resources) if (typeof r.uri === 'string') await attempt(`resources/read ${r.uri}`, () => session.request('resources/read', { uri: r.uri }));
+    }
+    if (isObject(capabilities.prompts)) {
+      const listed = await attempt('prompts/list', () => session.request('prompts/list'));
+      const prompts = isObject(listed) && Array.isArray(listed.prompts) ? listed.prompts.filter(isObject) : [];
+      for (const p of prompts) {
+        if (typeof p.name !== 'string') continue;
+        const args = Array.isArray(p.arguments)
+          ? Object.fromEntries(p.arguments.filter((a) => isObject(a) && a.required === true && typeof a.name === 'string').map((a) => [(a as { name: string }).name, 'example']))
+          : {};
+        await attempt(`prompts/get ${p.name}`, () => session.request('prompts/get', { name: p.name, arguments: args }));
+      }
     }
   } finally {
     await session.stop();
   }
+  return failures === 0 ? 0 : 1;
 }
 
 main().then(
-  () => process.exit(0),
+  (code) => process.exit(code),
   (err: unknown) => {
     console.error(`[mcpx] ${scenario}: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);

@@ -50,7 +50,10 @@ export type ErrorCode =
   | 'MCPX_SHUTTING_DOWN'
   | 'MCPX_DAEMON_RUNNING'
   | 'MCPX_DAEMON_UNAVAILABLE'
-  | 'MCPX_INTERNAL';
+  | 'MCPX_INTERNAL'
+  // a tool the upstream listed but mcpx will not call: on 2026-07-28 Streamable HTTP, its x-mcp-header
+  // annotations are invalid (SEP-2243), so it is excluded from listTools() and callTool() refuses it
+  | 'MCPX_BAD_TOOL';
 
 export class McpxError extends Error {
   readonly code: ErrorCode;

@@ -110,7 +110,8 @@ export class RpcPeer {
 
       const message: JsonRpcRequest = params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params };
       try {
-        this.channel.send(message, opts.context);
+        if (opts.headers === undefined) this.channel.send(message, opts.context);
+        else this.channel.send(message, opts.context, { headers: opts.headers });
       } catch (err) {
         cleanup();
         reject(err instanceof Error ? err : new TransportClosedError(String(err)));

@@ -5,6 +5,7 @@
  * of each message off the message itself and sets the headers that era requires:
  * - modern (params._meta carries io.modelcontextprotocol/protocolVersion): `MCP-Protocol-Version`
  *   (= that value), `Mcp-Method`, `Mcp-Name` for the methods that mirror a name/uri. Never a session id.
+ *   Plus the headers given to send() (SEP-2243 `Mcp-Param-*`, computed by UpstreamSession): modern only.
  * - legacy: the channel watches the `initialize` exchange and remembers the negotiated version and the
  *   `Mcp-Session-Id` the server minted; later legacy messages carry both (`initialize` carries neither).
  *   A 404 to a message carrying the session id means the session is gone: the remembered initialize
@@ -31,7 +32,8 @@ import {
   type HttpFailureInit,
 } from './http-errors.js';
 import { classifyMessage, isNotification, isRequest, isResponse, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
-import type { Channel, CloseInfo, JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './types.js';
+import { encodeParamValue } from './mcp-param-headers.js';
+import type { Channel, CloseInfo, JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, SendOptions } from './types.js';
 import { SseDecoder } from './sse.js';
 
 export const DEFAULT_HTTP_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -63,6 +65,8 @@ interface Flight {
   id: JsonRpcId | undefined;
   method: string | undefined;
   context: unknown;
+  /** Extra headers from send() (modern POSTs only). */
+  headers?: Record<string, string>;
   controller: AbortController;
   /** Answered, failed, or given up: nothing more is reported for it. */
   settled: boolean;
@@ -106,21 +110,15 @@ const PROTOCOL_HEADERS = new Set([
   'last-event-id',
 ]);
 
-const BASE64_PREFIX = '=?base64?';
-const BASE64_SUFFIX = '?=';
-
 /**
- * An HTTP header value per the 2026-07-28 value-encoding rule: safe visible ASCII passes through;
- * anything else (non-ASCII, control characters, surrounding white space, empty, or text that already
- * looks like the sentinel) becomes `=?base64?<base64 of UTF-8>?=`.
+ * An `Mcp-Name` value per the 2026-07-28 value-encoding rule ("The same encoding rule applies to the
+ * `Mcp-Name` header value"): safe visible ASCII passes through; anything else (non-ASCII, control
+ * characters, surrounding white space, or text that already looks like the sentinel) becomes
+ * `=?base64?<base64 of UTF-8>?=`. An empty name is sent encoded too: an empty `Mcp-Name` would read as
+ * the required header missing.
  */
 export function encodeMcpHeaderValue(value: string): string {
-  let safe = value.length > 0 && value === value.trim() && !(value.startsWith(BASE64_PREFIX) && value.endsWith(BASE64_SUFFIX));
-  for (let i = 0; safe && i < value.length; i++) {
-    const c = value.charCodeAt(i);
-    if (!(c === 0x09 || (c >= 0x20 && c <= 0x7e))) safe = false;
-  }
-  return safe ? value : `${BASE64_PREFIX}${Buffer.from(value, 'utf8').toString('base64')}${BASE64_SUFFIX}`;
+  return value === '' ? '=?base64??=' : encodeParamValue(value);
 }
 
 /** The modern protocol version a message claims in params._meta, if any. */
@@ -311,7 +309,7 @@ export class StreamableHttpChannel implements Channel {
     return Promise.resolve();
   }
 
-  send(message: JsonRpcMessage, context?: unknown): void {
+  send(message: JsonRpcMessage, context?: unknown, options?: SendOptions): void {
     if (this.isClosed) {
       throw new TransportClosedError(`cannot send to ${this.displayUrl}: the HTTP channel is closed`, { url: this.displayUrl });
     }
@@ -323,6 +321,7 @@ export class StreamableHttpChannel implements Channel {
       id,
       method: 'method' in message ? message.method : undefined,
       context,
+      ...(options?.headers === undefined ? {} : { headers: options.headers }),
       controller: new AbortController(),
       settled: false,
       cancelled: false,
@@ -391,8 +390,8 @@ export class StreamableHttpChannel implements Channel {
     }
   }
 
-  /** The headers for one message, and the session id it carries (if any). */
-  private headersFor(message: JsonRpcMessage): { headers: Record<string, string>; sessionId: string | undefined } {
+  /** The headers for one message, and the session id it carries (if any). `extra`: send()'s, modern only. */
+  private headersFor(message: JsonRpcMessage, extra?: Record<string, string>): { headers: Record<string, string>; sessionId: string | undefined } {
     const headers: Record<string, string> = {
       ...this.headers,
       'content-type': 'application/json',
@@ -405,6 +404,10 @@ export class StreamableHttpChannel implements Channel {
       const field = Object.hasOwn(MCP_NAME_SOURCE, message.method) ? MCP_NAME_SOURCE[message.method] : undefined;
       const name = field !== undefined ? message.params?.[field] : undefined;
       if (typeof name === 'string') headers['mcp-name'] = encodeMcpHeaderValue(name);
+      for (const [key, value] of Object.entries(extra ?? {})) {
+        const lower = key.toLowerCase();
+        if (!PROTOCOL_HEADERS.has(lower)) headers[lower] = value;
+      }
       return { headers, sessionId: undefined };
     }
     if ('method' in message && message.method === 'initialize') return { headers, sessionId: undefined };
@@ -443,7 +446,7 @@ export class StreamableHttpChannel implements Channel {
   /** POST one message and process the answer; throws what the flight should fail with. */
   private async exchange(flight: Flight, mayRenew: boolean): Promise<void> {
     const what = flight.method ?? 'a response';
-    const { headers, sessionId } = this.headersFor(flight.message);
+    const { headers, sessionId } = this.headersFor(flight.message, flight.headers);
     const res = await this.post(JSON.stringify(flight.message), headers, flight.controller.signal, what);
     const status = res.statusCode;
     try {

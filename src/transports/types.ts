@@ -53,12 +53,23 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Opaque caller context; handed back to the server-request handler for requests this one provoked. */
   context?: unknown;
+  /** Extra HTTP headers for this request (SEP-2243 `Mcp-Param-*`); handed to the channel's send(). */
+  headers?: Record<string, string>;
+}
+
+/** What a channel gets with one outgoing message besides its context. */
+export interface SendOptions {
+  /**
+   * Extra HTTP headers for this message. StreamableHttpChannel adds them to modern (2026-07-28) POSTs
+   * only, never over the headers it owns; transports without per-message headers ignore them.
+   */
+  headers?: Record<string, string>;
 }
 
 export interface Channel {
   /** Open the channel (spawn the process / nothing for HTTP). Rejects with a typed McpxError. */
   start(): Promise<void>;
-  send(message: JsonRpcMessage, context?: unknown): void;
+  send(message: JsonRpcMessage, context?: unknown, options?: SendOptions): void;
   /** Orderly stop. Resolves when nothing is left running. Safe to call twice or after a crash. */
   close(): Promise<void>;
   onMessage(listener: (message: JsonRpcMessage, context?: unknown) => void): void;

@@ -13,7 +13,8 @@ import { silentLogger, type Logger } from '../log.js';
 import { sessionMachine, type EraSource, type SessionEmitted, type SessionFailure, type WireTransport } from '../machines/session.machine.js';
 import type { SessionPreference } from '../machines/preference.js';
 import type { HttpFailure } from '../machines/verdict.js';
-import type { Era } from '../machines/versions.js';
+import { RPC, type Era } from '../machines/versions.js';
+import { paramHeaderSpec, paramHeaders, type ParamHeader } from '../transports/mcp-param-headers.js';
 import { requestParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import { RpcPeer } from '../transports/rpc-peer.js';
 import { LegacySseChannel } from '../transports/sse-legacy.js';
@@ -109,6 +110,13 @@ export class UpstreamSession extends EventEmitter {
   /** Calls in flight that can answer questions, for transports that cannot attribute them (stdio). */
   private readonly askers = new Set<InFlightCall>();
   private lastClose: CloseInfo | undefined;
+  /**
+   * SEP-2243, modern Streamable HTTP sessions only: from the latest complete listTools(), the
+   * `Mcp-Param-*` headers each listed tool asks for, and the tools excluded for invalid annotations.
+   */
+  private paramTools: { headers: Map<string, ParamHeader[]>; excluded: Map<string, string> } | undefined;
+  /** The tools/list callTool runs when it needs paramTools; shared by concurrent calls. */
+  private paramToolsListing: Promise<void> | undefined;
 
   constructor(opts: UpstreamSessionOptions) {
     super();
@@ -208,7 +216,14 @@ export class UpstreamSession extends EventEmitter {
    * checked for `resultType` (absent = complete, as legacy servers send). An `input_required` result is
    * fulfilled through `onInputRequired` and retried, up to `maxInputRounds` (default 8).
    */
-  async request(method: string, params?: Record<string, unknown>, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+  request(method: string, params?: Record<string, unknown>, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+    return this.requestWithHeaders(method, params, opts, undefined);
+  }
+
+  /** request(), with extra HTTP headers on every round's POST (callTool's `Mcp-Param-*`). */
+  private async requestWithHeaders(
+    method: string, params: Record<string, unknown> | undefined, opts: CallOptions, headers: Record<string, string> | undefined,
+  ): Promise<Record<string, unknown>> {
     if (!this.isReady) await this.start();
     const { era, negotiated } = this.actor.getSnapshot().context;
     if (!this.peer || !era || !negotiated || !this.isReady) {
@@ -220,7 +235,7 @@ export class UpstreamSession extends EventEmitter {
     const call: InFlightCall = { context: opts.context, ...(opts.onServerRequest ? { onServerRequest: opts.onServerRequest } : {}) };
     if (call.onServerRequest) this.askers.add(call);
     try {
-      return await this.requestRounds(peer, era, negotiated, method, params, opts, call, maxRounds);
+      return await this.requestRounds(peer, era, negotiated, method, params, opts, call, maxRounds, headers);
     } finally {
       this.askers.delete(call);
     }
@@ -228,7 +243,7 @@ export class UpstreamSession extends EventEmitter {
 
   private async requestRounds(
     peer: RpcPeer, era: Era, negotiated: string, method: string, params: Record<string, unknown> | undefined,
-    opts: CallOptions, call: InFlightCall, maxRounds: number,
+    opts: CallOptions, call: InFlightCall, maxRounds: number, headers?: Record<string, string>,
   ): Promise<Record<string, unknown>> {
     let current = params;
     for (let round = 0; ; round++) {
@@ -236,6 +251,7 @@ export class UpstreamSession extends EventEmitter {
         timeoutMs: opts.timeoutMs ?? this.opts.requestTimeoutMs ?? 300_000,
         ...(opts.signal ? { signal: opts.signal } : {}),
         context: call,
+        ...(headers !== undefined && Object.keys(headers).length > 0 ? { headers } : {}),
       });
       if (!isObject(raw)) throw new McpxError('MCPX_BAD_RESULT', `${this.name}: ${method} returned a result that is not an object`);
       const resultType = raw.resultType ?? 'complete';
@@ -267,11 +283,99 @@ export class UpstreamSession extends EventEmitter {
       cursor = typeof result.nextCursor === 'string' && result.nextCursor ? result.nextCursor : undefined;
       if (!cursor) break;
     }
-    return tools;
+    return this.mirrorsParams() ? this.admitTools(tools) : tools;
   }
 
-  callTool(name: string, args: Record<string, unknown> = {}, opts: CallOptions = {}): Promise<Record<string, unknown>> {
-    return this.request('tools/call', { name, arguments: args }, opts);
+  /**
+   * Calls a tool. On a modern Streamable HTTP session the arguments its `x-mcp-header` annotations name
+   * go out as `Mcp-Param-*` headers too (SEP-2243), from the most recently listed inputSchema; a call
+   * before any listing lists the tools once first. A tool excluded for invalid annotations is refused
+   * (MCPX_BAD_TOOL), and so is an argument with no header form (MCPX_BAD_REQUEST); nothing is sent.
+   */
+  async callTool(name: string, args: Record<string, unknown> = {}, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+    const params = { name, arguments: args };
+    if (!this.isReady) await this.start();
+    if (!this.mirrorsParams()) return this.request('tools/call', params, opts);
+    if (!this.paramTools) await this.listParamTools();
+    const headers = this.paramHeadersFor(name, args);
+    try {
+      return await this.requestWithHeaders('tools/call', params, opts, headers);
+    } catch (err) {
+      // "If the server rejects a request with a HeaderMismatch error because required Mcp-Param-* headers
+      // are missing or do not match the body, the client SHOULD call tools/list to check for changes to the
+      // tool's inputSchema, then retry the original request with the appropriate headers." Once, and only
+      // when the listing changed the headers: the same headers would be refused the same way.
+      if (!(err instanceof UpstreamRpcError) || err.rpc.code !== RPC.headerMismatch) throw err;
+      await this.listParamTools();
+      const fresh = this.paramHeadersFor(name, args);
+      if (JSON.stringify(Object.entries(fresh).sort()) === JSON.stringify(Object.entries(headers).sort())) throw err;
+      this.log.info({ tool: name }, 'the server refused the Mcp-Param headers; retrying with the re-listed inputSchema');
+      return this.requestWithHeaders('tools/call', params, opts, fresh);
+    }
+  }
+
+  /** Tools the last listTools() excluded for invalid `x-mcp-header` annotations, with the reason. */
+  excludedTools(): Array<{ name: string; reason: string }> {
+    return [...(this.paramTools?.excluded ?? [])].map(([name, reason]) => ({ name, reason }));
+  }
+
+  // ---- SEP-2243 Mcp-Param-* headers ----
+
+  /** "Clients using other transports (e.g., stdio) MAY ignore x-mcp-header annotations entirely": mcpx does, and legacy eras have none. */
+  private mirrorsParams(): boolean {
+    return this.transport === 'streamable-http' && this.actor.getSnapshot().context.era === 'modern';
+  }
+
+  /**
+   * "Clients using the Streamable HTTP transport MUST reject tool definitions where any x-mcp-header value
+   * violates these constraints. Rejection means the client MUST exclude the invalid tool from the result of
+   * tools/list. Clients SHOULD log a warning when rejecting a tool definition, including the tool name and
+   * the reason for rejection." Excluded rather than flagged, so that every consumer of listTools (the pool,
+   * the /v1 API, relayed MCP clients) sees the list a conforming client would; excludedTools() tells why.
+   */
+  private admitTools(tools: Tool[]): Tool[] {
+    const previous = this.paramTools?.excluded;
+    const headers = new Map<string, ParamHeader[]>();
+    const excluded = new Map<string, string>();
+    const admitted = tools.filter((tool) => {
+      const spec = paramHeaderSpec(tool.inputSchema);
+      if (spec.ok) {
+        headers.set(tool.name, spec.params);
+        return true;
+      }
+      excluded.set(tool.name, spec.reason);
+      // Warn once per tool and reason, not on every listing.
+      const level = previous?.get(tool.name) === spec.reason ? 'debug' : 'warn';
+      this.log[level]({ tool: tool.name, reason: spec.reason }, 'excluding a tool whose x-mcp-header annotations are invalid (SEP-2243)');
+      return false;
+    });
+    this.paramTools = { headers, excluded };
+    return admitted;
+  }
+
+  /** One tools/list for callTool's sake, shared by the calls waiting on it. A failure leaves paramTools as it was. */
+  private listParamTools(): Promise<void> {
+    this.paramToolsListing ??= this.listTools()
+      .then(
+        () => undefined,
+        (err: unknown) => this.log.debug({ err }, 'could not list the tools for their Mcp-Param headers'),
+      )
+      .finally(() => {
+        this.paramToolsListing = undefined;
+      });
+    return this.paramToolsListing;
+  }
+
+  /** The `Mcp-Param-*` headers for one call; a tool never listed gets none (the spec's SHOULD). */
+  private paramHeadersFor(name: string, args: Record<string, unknown>): Record<string, string> {
+    const reason = this.paramTools?.excluded.get(name);
+    if (reason !== undefined && !this.paramTools?.headers.has(name)) {
+      throw new McpxError('MCPX_BAD_TOOL', `${this.name}: tool ${JSON.stringify(name)} is not callable: its x-mcp-header annotations are invalid (${reason})`, {
+        data: { server: this.name, tool: name, reason },
+      });
+    }
+    const params = this.paramTools?.headers.get(name);
+    return params === undefined ? {} : paramHeaders({ params }, args, `${this.name}: ${name}`);
   }
 
   /** Stop the session and its process. Resolves when nothing is left running and the era cache is written. */

@@ -6,6 +6,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Logger } from '../../src/log.js';
 import { laneSessionPreference, type SessionPreference } from '../../src/machines/preference.js';
 import { EraCache } from '../../src/upstream/era-cache.js';
 import { UpstreamSession, type UpstreamSessionOptions } from '../../src/upstream/session.js';
@@ -39,21 +40,23 @@ const wire = (f: HttpFixture) =>
 
 type Cell = { era: 'legacy' | 'modern'; wire: string[] } | { error: string; wire: string[] };
 const init = ['initialize', 'notifications/initialized'];
+/** A modern Streamable HTTP session lists the tools before its first call: SEP-2243 headers come from their inputSchema. */
+const modernCall = ['tools/list', 'tools/call'];
 const TABLE: Record<SessionPreference, Record<'v1-legacy-sessions' | 'v2-dual' | 'v2-modern', Cell>> = {
   'prefer-discover': {
     'v1-legacy-sessions': { era: 'legacy', wire: ['server/discover', ...init, 'tools/call'] },
-    'v2-dual': { era: 'modern', wire: ['server/discover', 'tools/call'] },
-    'v2-modern': { era: 'modern', wire: ['server/discover', 'tools/call'] },
+    'v2-dual': { era: 'modern', wire: ['server/discover', ...modernCall] },
+    'v2-modern': { era: 'modern', wire: ['server/discover', ...modernCall] },
   },
   'prefer-initialize': {
     'v1-legacy-sessions': { era: 'legacy', wire: [...init, 'tools/call'] },
     'v2-dual': { era: 'legacy', wire: [...init, 'tools/call'] },
-    'v2-modern': { era: 'modern', wire: ['initialize', 'server/discover', 'tools/call'] },
+    'v2-modern': { era: 'modern', wire: ['initialize', 'server/discover', ...modernCall] },
   },
   'force-discover': {
     'v1-legacy-sessions': { error: 'MCPX_ERA_MISMATCH', wire: ['server/discover'] },
-    'v2-dual': { era: 'modern', wire: ['server/discover', 'tools/call'] },
-    'v2-modern': { era: 'modern', wire: ['server/discover', 'tools/call'] },
+    'v2-dual': { era: 'modern', wire: ['server/discover', ...modernCall] },
+    'v2-modern': { era: 'modern', wire: ['server/discover', ...modernCall] },
   },
   'force-initialize': {
     'v1-legacy-sessions': { era: 'legacy', wire: [...init, 'tools/call'] },
@@ -273,6 +276,130 @@ describe('attribution: questions reach the call that provoked them', () => {
       expect(textOf(a)).toBe('answer=Ada to=one');
       expect(textOf(b)).toBe('answer=Grace to=two');
       expect(asked.sort()).toEqual(['one:elicitation/create', 'two:elicitation/create']);
+    } finally {
+      await session.stop();
+    }
+  });
+});
+
+describe('SEP-2243 Mcp-Param-* headers on 2026-07-28 Streamable HTTP', () => {
+  /** A Logger that keeps what it is given (the session logs through child loggers). */
+  function recordingLogger(): { logger: Logger; records: Array<{ level: string; obj: Record<string, unknown>; msg?: string }> } {
+    const records: Array<{ level: string; obj: Record<string, unknown>; msg?: string }> = [];
+    const at = (level: string) => (obj: object, msg?: string) => void records.push({ level, obj: obj as Record<string, unknown>, ...(msg === undefined ? {} : { msg }) });
+    const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: () => logger };
+    return { logger, records };
+  }
+  const b64 = (s: string) => `=?base64?${Buffer.from(s, 'utf8').toString('base64')}?=`;
+  const paramHeadersOf = (r: { headers: Record<string, string> }) => Object.fromEntries(Object.entries(r.headers).filter(([k]) => k.startsWith('mcp-param-')));
+
+  it('a tool with invalid x-mcp-header annotations is excluded from listTools (one warning naming it and why) and refused by callTool', async () => {
+    const f = await fixture('v2-modern');
+    const { logger, records } = recordingLogger();
+    const session = httpSession(f, 'prefer-discover', { logger });
+    try {
+      await session.start();
+      const names = (await session.listTools()).map((t) => t.name);
+      expect(names).toEqual(expect.arrayContaining(['echo', 'route']));
+      expect(names).not.toContain('bad_number');
+      await session.listTools();
+      const warnings = records.filter((r) => r.level === 'warn' && r.obj.tool === 'bad_number');
+      expect(warnings).toEqual([
+        {
+          level: 'warn',
+          obj: { tool: 'bad_number', reason: '/properties/score: x-mcp-header "Score" is on a property of type number (type number is not permitted, only integer)' },
+          msg: 'excluding a tool whose x-mcp-header annotations are invalid (SEP-2243)',
+        },
+      ]);
+      expect(session.excludedTools()).toEqual([{ name: 'bad_number', reason: expect.stringContaining('type number is not permitted') }]);
+      await expect(session.callTool('bad_number', { score: 1 })).rejects.toMatchObject({
+        code: 'MCPX_BAD_TOOL',
+        data: { server: 'remote', tool: 'bad_number', reason: expect.stringContaining('/properties/score') },
+      });
+      expect(httpRequests(f.log, 'tools/call')).toEqual([]);
+    } finally {
+      await session.stop();
+    }
+  });
+
+  it('annotated arguments arrive as Mcp-Param-* headers, encoded, and the SDK server (which checks them against the body) accepts them', async () => {
+    const f = await fixture('v2-modern');
+    const session = httpSession(f, 'prefer-discover');
+    try {
+      await session.start();
+      await session.listTools();
+      const args = { region: 'us-west1', priority: 42, verbose: false, note: 'Hello, 世界', target: { tenant: ' acme ' }, query: 'SELECT 1' };
+      expect(textOf(await session.callTool('route', args))).toBe(`routed ${JSON.stringify(args)}`);
+      // Absent arguments send no header; an empty string is a value.
+      expect(textOf(await session.callTool('route', { region: '' }))).toBe('routed {"region":""}');
+      // Control: the same call without the headers is refused by the fixture (HeaderMismatch).
+      await expect(session.request('tools/call', { name: 'route', arguments: { region: 'us-west1' } })).rejects.toMatchObject({
+        code: 'MCPX_UPSTREAM_ERROR',
+        data: { rpcCode: -32020 },
+      });
+      const [full, empty, bare] = httpRequests(f.log, 'tools/call');
+      expect(paramHeadersOf(full!)).toEqual({
+        'mcp-param-region': 'us-west1',
+        'mcp-param-priority': '42',
+        'mcp-param-verbose': 'false',
+        'mcp-param-note': '=?base64?SGVsbG8sIOS4lueVjA==?=',
+        'mcp-param-tenantid': b64(' acme '),
+      });
+      expect(full!.headers).toMatchObject({ 'mcp-method': 'tools/call', 'mcp-name': 'route' });
+      expect(paramHeadersOf(empty!)).toEqual({ 'mcp-param-region': '' });
+      expect(paramHeadersOf(bare!)).toEqual({});
+    } finally {
+      await session.stop();
+    }
+  });
+
+  it('a call before any listing lists the tools once first (shared by concurrent calls), then uses that list', async () => {
+    const f = await fixture('v2-modern');
+    const session = httpSession(f, 'prefer-discover');
+    try {
+      await session.start();
+      const [a, b] = await Promise.all([session.callTool('route', { region: 'eu' }), session.callTool('route', { region: 'us', priority: 7 })]);
+      expect([textOf(a), textOf(b)]).toEqual(['routed {"region":"eu"}', 'routed {"region":"us","priority":7}']);
+      await session.callTool('echo', { text: 'hi' });
+      expect(wire(f)).toEqual(['server/discover', 'tools/list', 'tools/call', 'tools/call', 'tools/call']);
+      expect(httpRequests(f.log, 'tools/call').map(paramHeadersOf)).toEqual(
+        expect.arrayContaining([{ 'mcp-param-region': 'eu' }, { 'mcp-param-region': 'us', 'mcp-param-priority': '7' }, {}]),
+      );
+    } finally {
+      await session.stop();
+    }
+  });
+
+  it('an argument the headers cannot carry (an integer that is not one) is refused before anything is sent', async () => {
+    const f = await fixture('v2-modern');
+    const session = httpSession(f, 'prefer-discover');
+    try {
+      await session.start();
+      await session.listTools();
+      await expect(session.callTool('route', { region: 'eu', priority: 1.5 })).rejects.toMatchObject({
+        code: 'MCPX_BAD_REQUEST',
+        message: 'remote: route: argument "priority" cannot be sent as Mcp-Param-Priority: 1.5 is not an integer',
+      });
+      expect(httpRequests(f.log, 'tools/call')).toEqual([]);
+    } finally {
+      await session.stop();
+    }
+  });
+
+  it('HeaderMismatch from a stale inputSchema: the session re-lists the tools and retries once with the new headers', async () => {
+    const f = await fixture('raw-http', ['modern-param-headers']);
+    const session = httpSession(f, 'prefer-discover');
+    try {
+      await session.start();
+      await session.listTools(); // the fixture's first listing lacks the annotation
+      expect(textOf(await session.callTool('route', { region: 'Zürich' }))).toBe('routed region=Zürich');
+      expect(wire(f)).toEqual(['server/discover', 'tools/list', 'tools/call', 'tools/list', 'tools/call']);
+      const [stale, fresh] = httpRequests(f.log, 'tools/call');
+      expect(paramHeadersOf(stale!)).toEqual({});
+      expect(paramHeadersOf(fresh!)).toEqual({ 'mcp-param-region': b64('Zürich') });
+      // The next call uses the re-listed schema straight away.
+      expect(textOf(await session.callTool('route', { region: 'eu' }))).toBe('routed region=eu');
+      expect(wire(f).slice(5)).toEqual(['tools/call']);
     } finally {
       await session.stop();
     }
