@@ -1,0 +1,240 @@
+/**
+ * How the CLI reaches the daemon: through the state folder (`<state>/daemon.sock`), over HTTP on the
+ * Unix socket with undici. When nothing answers there, client commands start a daemon in the
+ * background (`<node> <this CLI> daemon`, detached, same state folder, config, environment and
+ * working directory, its log appended to `<state>/daemon.log`) and wait for its socket, bounded.
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { chmod } from 'node:fs/promises';
+import { join, resolve as resolvePath } from 'node:path';
+import { Client } from 'undici';
+import { McpxError } from '../errors.js';
+import { loadConfig } from '../config/config-file.js';
+import { Settings } from '../config/settings.js';
+import { DAEMON_LOG, ensureStateDir } from '../server/state-dir.js';
+
+export interface ClientOptions {
+  /** `--config FILE`. */
+  config?: string;
+  /** `--state-dir DIR`. */
+  stateDir?: string;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+}
+
+export interface Target {
+  stateDir: string;
+  socket: string;
+  /** The config file named by --config, absolute (passed on to a daemon started in the background). */
+  configFlag?: string;
+  /** The state folder named by --state-dir, absolute (likewise; from the environment or config the daemon finds it itself). */
+  stateDirFlag?: string;
+}
+
+/** Where the daemon of these options lives: settings from the config file (when it reads), env and flags. */
+export async function resolveTarget(opts: ClientOptions): Promise<Target> {
+  const env = opts.env ?? process.env;
+  const cwd = opts.cwd ?? process.cwd();
+  const flags = opts.stateDir === undefined ? {} : { '--state-dir': opts.stateDir };
+  let settings: Settings | undefined;
+  try {
+    const cfg = await loadConfig({ ...(opts.config === undefined ? {} : { configFlag: opts.config }), env, cwd });
+    if (cfg.errors.length === 0) settings = new Settings({ file: cfg.settingsFile, ...(cfg.file ? { filePath: cfg.file } : {}), env, flags, cwd });
+  } catch {
+    settings = undefined;
+  }
+  settings ??= new Settings({ env, flags, cwd });
+  return {
+    stateDir: settings.get('paths.state'),
+    socket: settings.get('daemon.socket'),
+    ...(opts.config === undefined ? {} : { configFlag: resolvePath(cwd, opts.config) }),
+    ...(opts.stateDir === undefined ? {} : { stateDirFlag: settings.get('paths.state') }),
+  };
+}
+
+export interface ApiResponse<T = unknown> {
+  status: number;
+  body: T;
+}
+
+const NOT_RUNNING = new Set(['ENOENT', 'ECONNREFUSED', 'ENOTSOCK', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+
+export function isNotRunning(err: unknown): boolean {
+  let e: unknown = err;
+  for (let i = 0; i < 4 && e; i += 1) {
+    const code = (e as { code?: string }).code;
+    if (code && NOT_RUNNING.has(code)) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+export class DaemonClient {
+  readonly socket: string;
+  private client: Client | undefined;
+
+  constructor(socket: string) {
+    this.socket = socket;
+  }
+
+  private get http(): Client {
+    this.client ??= new Client('http://localhost', { socketPath: this.socket, headersTimeout: 0, bodyTimeout: 0 });
+    return this.client;
+  }
+
+  async request<T = unknown>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+    const res = await this.http.request({
+      path,
+      method,
+      headers: { accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.body.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text === '' ? null : JSON.parse(text);
+    } catch {
+      parsed = text;
+    }
+    return { status: res.statusCode, body: parsed as T };
+  }
+
+  /** Whether a daemon answers on the socket. */
+  async alive(timeoutMs = 2_000): Promise<boolean> {
+    const probe = new Client('http://localhost', { socketPath: this.socket, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs });
+    try {
+      const res = await probe.request({ path: '/v1/health', method: 'GET' });
+      await res.body.text();
+      return res.statusCode === 200;
+    } catch {
+      return false;
+    } finally {
+      await probe.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Follows `GET /v1/events` (server-sent events); `onEvent` gets each event's parsed data.
+   * `ready` settles once the stream is open (or failed to open); `stop` stops following.
+   */
+  follow(query: string, onEvent: (type: string, data: unknown) => void): { ready: Promise<void>; stop: () => void } {
+    const ac = new AbortController();
+    const c = new Client('http://localhost', { socketPath: this.socket, headersTimeout: 0, bodyTimeout: 0 });
+    let markReady!: () => void;
+    const ready = new Promise<void>((r) => (markReady = r));
+    void (async () => {
+      try {
+        const res = await c.request({ path: `/v1/events${query}`, method: 'GET', signal: ac.signal });
+        let buf = '';
+        for await (const chunk of res.body) {
+          markReady();
+          buf += (chunk as Buffer).toString('utf8');
+          let at: number;
+          while ((at = buf.indexOf('\n\n')) !== -1) {
+            const frame = buf.slice(0, at);
+            buf = buf.slice(at + 2);
+            let type = 'message';
+            const data: string[] = [];
+            for (const line of frame.split('\n')) {
+              if (line.startsWith('event:')) type = line.slice(6).trim();
+              else if (line.startsWith('data:')) data.push(line.slice(5).trimStart());
+            }
+            if (data.length === 0) continue;
+            try {
+              onEvent(type, JSON.parse(data.join('\n')));
+            } catch {
+              // a frame we cannot read: skip it
+            }
+          }
+        }
+      } catch {
+        // stopped, or the daemon went away: progress is best effort
+      } finally {
+        markReady();
+      }
+    })();
+    return {
+      ready,
+      stop: () => {
+        ac.abort();
+        void c.destroy().catch(() => undefined);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.client?.close().catch(() => undefined);
+    this.client = undefined;
+  }
+}
+
+export interface StartOptions {
+  /** The CLI entry to run with `daemon`. */
+  entry: string;
+  /** How long to wait for the socket; default 20 s (MCPX_DAEMON_START_TIMEOUT, ms). */
+  timeoutMs?: number;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+}
+
+function lastError(logFile: string): string | undefined {
+  let text: string;
+  try {
+    text = readFileSync(logFile, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l.length > 0).slice(-40);
+  for (let i = lines.length - 1; i >= 0; i -= 1) {
+    const line = lines[i]!;
+    if (line.startsWith('mcpx: ')) return line.slice(6);
+    try {
+      const rec = JSON.parse(line) as { level?: number; msg?: string };
+      if ((rec.level ?? 0) >= 50 && rec.msg) return rec.msg;
+    } catch {
+      // not JSON
+    }
+  }
+  return undefined;
+}
+
+/** Starts a daemon in the background for `target` and waits until it answers. */
+export async function startDaemonInBackground(target: Target, opts: StartOptions): Promise<{ pid: number | undefined }> {
+  const env = opts.env ?? process.env;
+  const timeoutMs = opts.timeoutMs ?? (Number(env['MCPX_DAEMON_START_TIMEOUT']) || 20_000);
+  await ensureStateDir(target.stateDir);
+  const logFile = join(target.stateDir, DAEMON_LOG);
+  const fd = openSync(logFile, 'a', 0o600);
+  await chmod(logFile, 0o600).catch(() => undefined);
+  const args = [opts.entry, 'daemon', ...(target.stateDirFlag ? ['--state-dir', target.stateDirFlag] : []), ...(target.configFlag ? ['--config', target.configFlag] : [])];
+  let exited: { code: number | null; signal: string | null; at: number } | undefined;
+  let child;
+  try {
+    child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', fd, fd], env, cwd: opts.cwd ?? process.cwd() });
+  } finally {
+    closeSync(fd);
+  }
+  child.on('exit', (code, signal) => {
+    exited = { code, signal, at: Date.now() };
+  });
+  child.on('error', () => {
+    exited ??= { code: null, signal: null, at: Date.now() };
+  });
+  const client = new DaemonClient(target.socket);
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await client.alive(1_000)) {
+      child.unref();
+      return { pid: child.pid };
+    }
+    // Our daemon gave up; another client's daemon may still be coming up on the same socket.
+    if (exited && Date.now() - exited.at > 1_500) {
+      const why = lastError(logFile) ?? `it exited with ${exited.signal ? `signal ${exited.signal}` : `code ${exited.code}`}`;
+      throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon did not start: ${why} (log: ${logFile})`, { data: { log: logFile } });
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  child.unref();
+  throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon did not answer on ${target.socket} within ${Math.round(timeoutMs / 1000)} s (log: ${logFile})`, { data: { log: logFile } });
+}

@@ -1,0 +1,36 @@
+/** Readable output for the CLI: aligned columns, durations, and the one-line error form. */
+
+/** Columns padded to their widest cell, two spaces apart; the last column is not padded. */
+export function table(headers: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number | null | undefined>>): string {
+  const cells = [headers.map(String), ...rows.map((r) => headers.map((_, i) => cell(r[i])))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => width(r[i] ?? ''))));
+  return cells
+    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(widths[i]! - width(c)))).join('  ').trimEnd())
+    .join('\n');
+}
+
+function cell(v: string | number | null | undefined): string {
+  if (v === null || v === undefined || v === '') return '-';
+  return String(v).replace(/\s*\n\s*/g, ' ');
+}
+
+/** Display width, counting each code point as one column. */
+function width(s: string): number {
+  return [...s].length;
+}
+
+/** 1234 → `1.2s`, 65000 → `1m5s`, 3_700_000 → `1h1m`. */
+export function ago(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)}s`;
+  const m = Math.floor(ms / 60_000);
+  if (m < 60) return `${m}m${Math.floor((ms % 60_000) / 1_000)}s`;
+  return `${Math.floor(m / 60)}h${m % 60}m`;
+}
+
+/** A text cut to `max` characters. */
+export function clip(text: string | undefined, max = 60): string {
+  if (!text) return '';
+  const t = text.replace(/\s+/g, ' ').trim();
+  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+}

@@ -1,0 +1,22 @@
+/**
+ * Which config the daemon runs: the file `loadConfig` finds (--config, MCPX_CONFIG, .mcpx.json /
+ * .mcp.json walking up from the working directory, the user config), else the bundled demo
+ * (examples/demo.json: three small servers, one per era).
+ */
+import { loadConfig, type LoadConfigOptions } from '../config/config-file.js';
+import type { DaemonConfig } from './controller.js';
+import { demoConfigPath } from './package-info.js';
+
+export interface ConfigSourceOptions extends LoadConfigOptions {
+  /** Path of the demo config used when no file is found; default examples/demo.json. */
+  demoFile?: string;
+}
+
+export async function loadDaemonConfig(opts: ConfigSourceOptions = {}): Promise<DaemonConfig> {
+  const loaded = await loadConfig(opts);
+  if (loaded.found || loaded.errors.length > 0) return { ...loaded, demo: false };
+  const { demoFile, configFlag: _ignored, ...rest } = opts;
+  const demo = await loadConfig({ ...rest, configFlag: demoFile ?? demoConfigPath() });
+  const { via: _via, ...withoutVia } = demo;
+  return { ...withoutVia, demo: true };
+}

@@ -1,0 +1,699 @@
+/**
+ * The daemon's core, below the HTTP layer: the config in force, the live settings, the pools, the
+ * event hub. Every /v1 route is a thin shell over one method here, so the API tests and the daemon
+ * run the same code.
+ *
+ * Settings reach pools through `reconcile()`: the effective per-server configs are recomputed from
+ * the config file and the settings, and handed to `PoolRegistry.apply`, which keeps unchanged pools
+ * and replaces changed ones. A runtime change (`PUT /v1/settings/…`) applies to sessions started from
+ * now on: a pool with live instances (or calls in flight) is left alone — its sessions keep what they
+ * started with — and is brought up to date as soon as it has none; idle pools are replaced at once
+ * (nothing runs in them, so nothing is lost). A config reload applies at once (the user edited the
+ * server), except that an unchanged server keeps its running process.
+ */
+import stringify from 'safe-stable-stringify';
+import type { SnapshotFrom } from 'xstate';
+import { ConfigError, McpxError, type ConfigProblem } from '../errors.js';
+import { silentLogger, type Logger } from '../log.js';
+import { redactConfig, resolvePoolConfigs, type LoadedConfig, type ResolvedServer } from '../config/config-file.js';
+import { findSetting, SETTINGS, type SettingEntry, type Settings, type SettingsSources } from '../config/settings.js';
+import { sessionMachine } from '../machines/session.machine.js';
+import { activeStateIds, toMermaid, withActiveStates } from '../machines/statechart-doc.js';
+import type { Lane, Preference } from '../machines/preference.js';
+import { laneCap } from '../pool/pool.machine.js';
+import { poolFingerprint, PoolRegistry, type ApplyResult } from '../pool/pool-registry.js';
+import { ServerPool, type ServerPoolDeps } from '../pool/server-pool.js';
+import type { CallContext, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport } from '../pool/types.js';
+import type { EraCache } from '../upstream/era-cache.js';
+import type { Tool } from '../upstream/session.js';
+import { EventHub, type DaemonEvent } from './events.js';
+import { Scrubber } from './secrets.js';
+
+// ---------------------------------------------------------------------------------------------
+// Pools that know whether they were built with the era cache
+
+const CACHE_MODE = new WeakMap<ServerPool, boolean>();
+
+export interface CreateRegistryOptions {
+  settings: Settings;
+  /** The shared era cache; pools created while `upstream.eraCache` is on get it, the others get none. */
+  cache?: EraCache | null;
+  logger?: Logger;
+  inspect?: ServerPoolDeps['inspect'];
+}
+
+/** A PoolRegistry whose pools take the era cache according to `upstream.eraCache` at the time each is created. */
+export function createPoolRegistry(opts: CreateRegistryOptions): PoolRegistry {
+  return new PoolRegistry({
+    ...(opts.logger ? { logger: opts.logger } : {}),
+    ...(opts.inspect ? { inspect: opts.inspect } : {}),
+    createPool: (config, deps) => {
+      const on = opts.settings.get('upstream.eraCache') === true && opts.cache != null;
+      const pool = new ServerPool(config, { ...deps, cache: on ? opts.cache ?? null : null });
+      CACHE_MODE.set(pool, on);
+      return pool;
+    },
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views (the /v1 response bodies)
+
+export interface ServerView {
+  server: string;
+  transport: 'stdio' | 'http';
+  disabled: boolean;
+  /** The effective `protocol`: the server's own key, else `upstream.protocol`. Canonical. */
+  preference: Preference;
+  preferenceSource: 'server' | 'setting';
+  command?: string;
+  args?: string[];
+  cwd?: string;
+  /** Variable names only; every value is `<redacted>`. */
+  env?: Record<string, string>;
+  url?: string;
+  /** Header names only; every value is `<redacted>`. */
+  headers?: Record<string, string>;
+  limits: { scope: string; max: number; sharing: string; idleTimeoutMs: number };
+  probeTimeoutMs: number;
+  /** Live instances right now (0 when not started or not pooled). */
+  instances: number;
+}
+
+export interface LaneView {
+  lane: Lane;
+  max: number;
+  instances: number;
+  /** The legacy lane under `follow`: unused, available, or refused (era-probe.md §6). */
+  state?: string;
+  reason?: string;
+}
+
+export interface InstanceView {
+  id: string;
+  lane: Lane;
+  pid: number | null;
+  scopeKey: string;
+  holders: number;
+  state: string;
+  sessionState: string | null;
+  era: string | null;
+  negotiated: string | null;
+  eraSource: string | null;
+  startedAt: string;
+  uptimeMs: number;
+}
+
+export interface ServerStatusView {
+  server: string;
+  transport: 'stdio' | 'http';
+  preference: Preference;
+  lanes: LaneView[];
+  instances: InstanceView[];
+}
+
+export interface ProtocolRow extends ProtocolReport {
+  /** A runtime settings change waiting for the server's live instances to stop (this preference applies then). */
+  pendingPreference?: Preference;
+}
+
+export interface ToolView extends Tool {
+  server: string;
+}
+
+export interface ToolsView {
+  ok: boolean;
+  tools: ToolView[];
+  /** The lane each server answered for (the caller's era under `follow`, else `own`). */
+  lanes: Record<string, Lane>;
+  errors: Array<{ server: string; code: string; message: string; data?: Record<string, unknown> }>;
+}
+
+export type CallOutcome =
+  | { ok: true; result: Record<string, unknown> }
+  | { ok: false; error: { code: string; message: string; data?: Record<string, unknown> } };
+
+export interface SettingChangeView {
+  setting: SettingEntry;
+  /** When the new value takes effect. */
+  appliesTo: string;
+  /** Servers brought up to date at once, and servers that pick the change up when their live instances stop. */
+  servers?: { applied: string[]; deferred: string[] };
+}
+
+export interface ConfigView {
+  file: string | null;
+  via: string | null;
+  demo: boolean;
+  servers: ServerView[];
+  warnings: string[];
+}
+
+export type ReloadOutcome =
+  | ({ ok: true } & Omit<ApplyResult, 'failed'> & { file: string | null; demo: boolean; failed: Array<{ server: string; message: string }>; warnings: string[]; restartNeeded: string[] })
+  | { ok: false; file: string | null; error: { code: string; message: string; data?: Record<string, unknown> } };
+
+export interface StatechartView {
+  server: string;
+  mermaid: string;
+  instances: Array<{ id: string; lane: Lane; state: string; poolState: string; activeStateIds: string[] }>;
+}
+
+/** A loaded config plus whether it is the bundled demo (no config file found). */
+export type DaemonConfig = LoadedConfig & { demo?: boolean };
+
+export const APPLIES_TO = {
+  sessions: 'sessions started from now on',
+  now: 'now',
+  restart: 'the next daemon start',
+} as const;
+
+/** When a change to `path` takes effect. */
+export function appliesTo(path: string): string {
+  const d = findSetting(path);
+  if (d.restart) return APPLIES_TO.restart;
+  if (d.path.startsWith('upstream.') || d.path.startsWith('pool.')) return APPLIES_TO.sessions;
+  return APPLIES_TO.now;
+}
+
+const RESTART_PATHS = SETTINGS.filter((d) => d.restart).map((d) => d.path as string);
+
+// ---------------------------------------------------------------------------------------------
+// Config descriptions (shared with `mcpx config`, which computes them without a daemon)
+
+/** The effective pool config of one server, disabled or not. */
+function effectiveOf(server: ResolvedServer, settings: Pick<Settings, 'get'>): PoolServerConfig {
+  return resolvePoolConfigs({ servers: [{ ...server, disabled: false }] }, settings)[0]!;
+}
+
+export function serverView(server: ResolvedServer, settings: Pick<Settings, 'get'>, instances = 0): ServerView {
+  const eff = effectiveOf(server, settings);
+  const def = redactConfig(server.definition) as unknown as Record<string, unknown>;
+  return {
+    server: server.name,
+    transport: server.transport,
+    disabled: server.disabled,
+    preference: eff.preference,
+    preferenceSource: server.preference === undefined ? 'setting' : 'server',
+    ...(typeof def['command'] === 'string' ? { command: def['command'] } : {}),
+    ...(Array.isArray(def['args']) ? { args: def['args'] as string[] } : {}),
+    ...(typeof def['cwd'] === 'string' ? { cwd: def['cwd'] } : {}),
+    ...(def['env'] ? { env: def['env'] as Record<string, string> } : {}),
+    ...(typeof def['url'] === 'string' ? { url: def['url'] } : {}),
+    ...(def['headers'] ? { headers: def['headers'] as Record<string, string> } : {}),
+    limits: { scope: eff.limits.scope, max: eff.limits.max, sharing: eff.limits.sharing, idleTimeoutMs: eff.limits.idleTimeoutMs },
+    probeTimeoutMs: eff.probeTimeoutMs,
+    instances,
+  };
+}
+
+export function describeConfig(config: DaemonConfig, settings: Pick<Settings, 'get'>): ConfigView {
+  return {
+    file: config.file ?? null,
+    via: config.via ?? null,
+    demo: config.demo === true,
+    servers: config.servers.map((s) => serverView(s, settings)),
+    warnings: config.warnings.map((w) => w.message),
+  };
+}
+
+/** `connecting.discovering` → `{ connecting: 'discovering' }`. */
+function stateValueOf(dotted: string): string | Record<string, unknown> {
+  const parts = dotted.split('.');
+  let value: string | Record<string, unknown> = parts[parts.length - 1]!;
+  for (let i = parts.length - 2; i >= 0; i -= 1) value = { [parts[i]!]: value };
+  return value;
+}
+
+/** The session chart's Mermaid ids for a session state name as `stateName` writes it. */
+export function sessionStateIds(state: string): string[] {
+  try {
+    const snapshot = sessionMachine.resolveState({ value: stateValueOf(state) as never, context: undefined as never }) as SnapshotFrom<typeof sessionMachine>;
+    return activeStateIds(snapshot);
+  } catch {
+    return [];
+  }
+}
+
+let baseChart: string | undefined;
+function sessionChart(): string {
+  return (baseChart ??= toMermaid(sessionMachine));
+}
+
+function errorOf(err: unknown): { code: string; message: string; data?: Record<string, unknown> } {
+  if (err instanceof McpxError) return err.toJSON();
+  return { code: 'MCPX_INTERNAL', message: err instanceof Error ? err.message : String(err) };
+}
+
+function textOfResult(result: Record<string, unknown>): string {
+  const content = result['content'];
+  if (Array.isArray(content)) {
+    const texts = content.filter((c): c is { type: string; text: string } => typeof c === 'object' && c !== null && (c as { type?: unknown }).type === 'text' && typeof (c as { text?: unknown }).text === 'string');
+    if (texts.length > 0) return texts.map((t) => t.text).join('\n');
+  }
+  return 'the tool reported an error';
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export interface ControllerOptions {
+  settings: Settings;
+  registry: PoolRegistry;
+  /** The config in force (its servers become pools on `start()`). */
+  config: DaemonConfig;
+  logger?: Logger;
+  hub?: EventHub;
+  scrubber?: Scrubber;
+  /** Re-reads the config for `reload()` (the daemon's loadConfig + demo fallback). */
+  loadConfig?: () => Promise<DaemonConfig>;
+  /** Env, flags and working directory for `Settings.resolve` on reload (the file part comes from the new config). */
+  settingsSources?: Omit<SettingsSources, 'file' | 'filePath' | 'runtime'>;
+}
+
+export class Controller {
+  readonly settings: Settings;
+  readonly registry: PoolRegistry;
+  readonly hub: EventHub;
+  readonly scrubber: Scrubber;
+  private readonly log: Logger;
+  private cfg: DaemonConfig;
+  private readonly loader: (() => Promise<DaemonConfig>) | undefined;
+  private readonly sources: ControllerOptions['settingsSources'];
+  private readonly inflight = new Map<string, number>();
+  /** Servers whose pool waits for its live instances to stop before taking a settings change. */
+  private deferred = new Set<string>();
+  private chain: Promise<unknown> = Promise.resolve();
+  /** Servers whose pool a reconcile is adding, replacing or removing right now, and when it is done. */
+  private readonly changing = new Map<string, Promise<unknown>>();
+  private reloadChain: Promise<unknown> = Promise.resolve();
+  private catchUpQueued = false;
+  private nextCall = 0;
+  private stopped = false;
+  private readonly onPoolEvent = (e: PoolEvent) => this.poolEvent(e);
+
+  constructor(opts: ControllerOptions) {
+    this.settings = opts.settings;
+    this.registry = opts.registry;
+    this.cfg = opts.config;
+    this.log = (opts.logger ?? silentLogger).child({ component: 'daemon' });
+    this.hub = opts.hub ?? new EventHub();
+    this.scrubber = opts.scrubber ?? new Scrubber();
+    this.scrubber.setFromServers(this.cfg.servers);
+    this.loader = opts.loadConfig;
+    this.sources = opts.settingsSources;
+    this.registry.on('event', this.onPoolEvent);
+  }
+
+  get config(): DaemonConfig {
+    return this.cfg;
+  }
+
+  /** Builds the pools of the config in force. */
+  async start(): Promise<ApplyResult & { deferred: string[] }> {
+    const r = await this.reconcile({ deferBusy: false });
+    for (const f of r.failed) this.log.error({ server: f.name, err: f.error.message }, 'could not set up the server');
+    return r;
+  }
+
+  /** Stops every pool (every upstream process). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.registry.stopAll();
+    this.registry.off('event', this.onPoolEvent);
+  }
+
+  // ---- reads ----
+
+  servers(): ServerView[] {
+    return this.cfg.servers.map((s) => serverView(s, this.settings, this.registry.has(s.name) ? this.registry.get(s.name).instances().length : 0));
+  }
+
+  configView(): ConfigView {
+    return describeConfig(this.cfg, this.settings);
+  }
+
+  /** The pools in config-file order. */
+  private orderedPools(): ServerPool[] {
+    const order = new Map(this.cfg.servers.map((s, i) => [s.name, i]));
+    return this.registry.pools().sort((a, b) => (order.get(a.name) ?? Infinity) - (order.get(b.name) ?? Infinity));
+  }
+
+  serverStatus(): ServerStatusView[] {
+    return this.orderedPools().map((pool) => {
+      const c = pool.config;
+      const instances = pool.instances();
+      const report = pool.protocolReport();
+      const cap = laneCap({ scope: c.limits.scope, max: c.limits.max });
+      const lanes: LaneView[] = [{ lane: 'own', max: cap, instances: instances.filter((i) => i.lane === 'own').length }];
+      if (c.preference === 'follow') {
+        lanes.push({
+          lane: 'legacy',
+          max: cap,
+          instances: instances.filter((i) => i.lane === 'legacy').length,
+          ...(report.legacyLane ? { state: report.legacyLane.state, ...(report.legacyLane.reason ? { reason: report.legacyLane.reason } : {}) } : {}),
+        });
+      }
+      return {
+        server: pool.name,
+        transport: 'command' in c.definition ? 'stdio' : 'http',
+        preference: c.preference,
+        lanes,
+        instances: instances.map(instanceView),
+      };
+    });
+  }
+
+  protocol(): { servers: ProtocolRow[] } {
+    const desired = new Map(this.desired().map((c) => [c.name, c]));
+    return {
+      servers: this.orderedPools().map((pool) => {
+        const row: ProtocolRow = pool.protocolReport();
+        const want = desired.get(pool.name);
+        if (this.deferred.has(pool.name) && want && want.preference !== row.preference) row.pendingPreference = want.preference;
+        return row;
+      }),
+    };
+  }
+
+  statechart(server: string): StatechartView {
+    const pool = this.pool(server);
+    const instances = pool.instances().map((i) => {
+      const state = i.sessionState ?? i.state;
+      return { id: i.id, lane: i.lane, state, poolState: i.state, activeStateIds: i.sessionState ? sessionStateIds(i.sessionState) : [] };
+    });
+    const active = instances.flatMap((i) => i.activeStateIds);
+    return { server: pool.name, mermaid: withActiveStates(sessionChart(), active), instances };
+  }
+
+  /** @throws McpxError MCPX_UNKNOWN_SERVER (a disabled server is named as such). */
+  pool(server: string): ServerPool {
+    if (!this.registry.has(server)) {
+      const s = this.cfg.servers.find((x) => x.name === server);
+      if (s?.disabled) {
+        throw new McpxError('MCPX_UNKNOWN_SERVER', `server ${JSON.stringify(server)} is disabled in ${this.cfg.file ?? 'the config'}`, { data: { server, disabled: true } });
+      }
+    }
+    return this.registry.get(server);
+  }
+
+  // ---- calls ----
+
+  /** Tools of one server, or of every server when `server` is undefined (starting them as needed). */
+  async tools(server: string | undefined, ctx: CallContext = {}): Promise<ToolsView> {
+    const names = server === undefined ? this.orderedPools().map((p) => p.name) : [this.pool(server).name];
+    const out: ToolsView = { ok: true, tools: [], lanes: {}, errors: [] };
+    const results = await Promise.all(
+      names.map(async (name) => {
+        try {
+          return await this.withPool(name, async (pool) => {
+            out.lanes[name] = pool.laneFor(ctx);
+            return { name, tools: await pool.listTools(ctx) };
+          });
+        } catch (err) {
+          if (server !== undefined && err instanceof McpxError && (err.code === 'MCPX_UNKNOWN_SERVER' || err.code === 'MCPX_BAD_REQUEST')) throw err;
+          return { name, error: errorOf(err) };
+        }
+      }),
+    );
+    for (const r of results) {
+      if ('error' in r) {
+        out.ok = false;
+        out.errors.push({ server: r.name, ...r.error });
+      } else {
+        for (const t of r.tools) out.tools.push({ server: r.name, ...t });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Calls a tool. Upstream and tool failures come back as `{ok:false}` with a stable code (a result
+   * with `isError: true` is MCPX_TOOL_ERROR, the result in `data.result`).
+   * @throws McpxError MCPX_UNKNOWN_SERVER; MCPX_BAD_REQUEST (e.g. a session-scoped server and no session).
+   */
+  async call(server: string, tool: string, args: Record<string, unknown>, ctx: CallContext = {}): Promise<CallOutcome> {
+    const started = Date.now();
+    const callId = ctx.callId ?? `call-${++this.nextCall}`;
+    let lane: Lane | undefined;
+    let outcome: CallOutcome;
+    try {
+      const result = await this.withPool(server, (pool) => {
+        lane = pool.laneFor(ctx);
+        return pool.callTool(tool, args, { ...ctx, callId });
+      });
+      outcome = result['isError'] === true
+        ? { ok: false, error: { code: 'MCPX_TOOL_ERROR', message: `${server}/${tool}: ${textOfResult(result)}`, data: { server, tool, result } } }
+        : { ok: true, result };
+    } catch (err) {
+      if (err instanceof McpxError && (err.code === 'MCPX_UNKNOWN_SERVER' || err.code === 'MCPX_BAD_REQUEST')) {
+        this.finished(server, tool, started, { ok: false, error: err.toJSON() }, lane, ctx);
+        throw err;
+      }
+      outcome = { ok: false, error: errorOf(err) };
+    }
+    this.finished(server, tool, started, outcome, lane, ctx);
+    return outcome;
+  }
+
+  private finished(server: string, tool: string, started: number, outcome: CallOutcome, lane: Lane | undefined, ctx: CallContext): void {
+    const ms = Date.now() - started;
+    const code = outcome.ok ? undefined : outcome.error.code;
+    this.log.info({ server, tool, ok: outcome.ok, ms, ...(code ? { code } : {}), ...(lane ? { lane } : {}) }, 'call finished');
+    this.hub.publish({
+      type: 'call.finished',
+      server,
+      tool,
+      ok: outcome.ok,
+      ms,
+      ...(code ? { code } : {}),
+      ...(lane ? { lane } : {}),
+      ...(ctx.callerProtocol ? { callerProtocol: ctx.callerProtocol } : {}),
+    });
+  }
+
+  /** Runs `fn` on the server's pool, counted as in flight (so a settings change does not replace the pool under it). */
+  private async withPool<T>(server: string, fn: (pool: ServerPool) => Promise<T>): Promise<T> {
+    // A call to a server being replaced waits for its new pool. From the check to the increment is
+    // synchronous: a reconcile deciding about this server either saw this call in flight or runs after it.
+    for (let c = this.changing.get(server); c; c = this.changing.get(server)) await c.catch(() => undefined);
+    const pool = this.pool(server);
+    const name = pool.name;
+    this.inflight.set(name, (this.inflight.get(name) ?? 0) + 1);
+    try {
+      return await fn(pool);
+    } finally {
+      const n = (this.inflight.get(name) ?? 1) - 1;
+      if (n <= 0) this.inflight.delete(name);
+      else this.inflight.set(name, n);
+      this.catchUp(name);
+    }
+  }
+
+  // ---- settings ----
+
+  settingsList(): { settings: SettingEntry[] } {
+    return { settings: this.settings.list() };
+  }
+
+  setting(path: string): SettingEntry {
+    return this.settings.entry(path);
+  }
+
+  /** @throws UnknownSettingError; SettingValueError (MCPX_BAD_SETTING, with `data.allowed` for an enum). */
+  async setSetting(path: string, value: unknown): Promise<SettingChangeView> {
+    const entry = this.settings.setRuntime(path, value);
+    return this.afterSettingChange(entry);
+  }
+
+  async unsetSetting(path: string): Promise<SettingChangeView> {
+    const entry = this.settings.unsetRuntime(path);
+    return this.afterSettingChange(entry);
+  }
+
+  private async afterSettingChange(entry: SettingEntry): Promise<SettingChangeView> {
+    const applies = appliesTo(entry.path);
+    this.log.info({ setting: entry.path, value: entry.display, source: entry.source, appliesTo: applies }, 'setting changed');
+    this.hub.publish({ type: 'setting.changed', path: entry.path, value: entry.value, source: entry.source });
+    if (applies !== APPLIES_TO.sessions) return { setting: entry, appliesTo: applies };
+    const r = await this.reconcile({ deferBusy: true });
+    return { setting: entry, appliesTo: applies, servers: { applied: [...r.added, ...r.replaced], deferred: r.deferred } };
+  }
+
+  // ---- config ----
+
+  /**
+   * Re-reads the config. A broken file is reported (log, `config.error`, the result) and the last good
+   * config stays in force; a good one is applied (added servers appear, removed ones stop, unchanged
+   * ones keep their processes).
+   */
+  reload(reason = 'api'): Promise<ReloadOutcome> {
+    const run = this.reloadChain.then(() => this.reloadNow(reason));
+    this.reloadChain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async reloadNow(reason: string): Promise<ReloadOutcome> {
+    if (!this.loader) {
+      return { ok: false, file: this.cfg.file ?? null, error: { code: 'MCPX_NOT_IMPLEMENTED', message: 'this daemon was started without a config source to reload' } };
+    }
+    let next: DaemonConfig;
+    try {
+      next = await this.loader();
+    } catch (err) {
+      return this.reloadFailed(this.cfg.file ?? null, new ConfigError([{ source: 'file', message: err instanceof Error ? err.message : String(err) }], this.cfg.file), reason);
+    }
+    if (next.errors.length > 0) return this.reloadFailed(next.file ?? null, new ConfigError(next.errors, next.file), reason);
+    const before = Object.fromEntries(RESTART_PATHS.map((p) => [p, stringify(this.settings.get(p))]));
+    try {
+      this.settings.resolve({ ...this.sources, file: next.settingsFile, ...(next.file === undefined ? {} : { filePath: next.file }) });
+    } catch (err) {
+      const problems: ConfigProblem[] = (err as { problems?: ConfigProblem[] }).problems ?? [{ source: 'file', message: err instanceof Error ? err.message : String(err) }];
+      return this.reloadFailed(next.file ?? null, new ConfigError(problems, next.file), reason);
+    }
+    this.cfg = next;
+    this.scrubber.setFromServers(next.servers);
+    const r = await this.reconcile({ deferBusy: false });
+    const restartNeeded = RESTART_PATHS.filter((p) => stringify(this.settings.get(p)) !== before[p]);
+    const failed = r.failed.map((f) => ({ server: f.name, message: f.error.message }));
+    const outcome: ReloadOutcome = {
+      ok: true,
+      file: next.file ?? null,
+      demo: next.demo === true,
+      added: r.added,
+      removed: r.removed,
+      replaced: r.replaced,
+      kept: r.kept,
+      failed,
+      warnings: next.warnings.map((w) => w.message),
+      restartNeeded,
+    };
+    this.log.info({ reason, file: next.file, added: r.added, removed: r.removed, replaced: r.replaced, kept: r.kept.length, failed: failed.length }, 'config reloaded');
+    for (const w of next.warnings) this.log.warn({ file: next.file }, w.message);
+    if (restartNeeded.length > 0) this.log.warn({ settings: restartNeeded }, 'these settings changed and take effect when the daemon restarts');
+    this.hub.publish({ type: 'config.reloaded', file: next.file ?? null, demo: next.demo === true, added: r.added, removed: r.removed, replaced: r.replaced, kept: r.kept, failed, restartNeeded });
+    return outcome;
+  }
+
+  private reloadFailed(file: string | null, err: ConfigError, reason: string): ReloadOutcome {
+    this.log.error({ reason, file, problems: err.problems.length }, `config not reloaded; the last good config stays in force: ${err.message}`);
+    this.hub.publish({
+      type: 'config.error',
+      file,
+      message: err.message,
+      problems: err.problems.map((p) => ({
+        message: p.message,
+        ...(p.key === undefined ? {} : { key: p.key }),
+        ...(p.server === undefined ? {} : { server: p.server }),
+        ...(p.line === undefined ? {} : { line: p.line }),
+        ...(p.column === undefined ? {} : { column: p.column }),
+      })),
+    });
+    return { ok: false, file, error: err.toJSON() };
+  }
+
+  // ---- bringing pools in line ----
+
+  private desired(): PoolServerConfig[] {
+    return resolvePoolConfigs(this.cfg, this.settings);
+  }
+
+  private busy(name: string, pool: ServerPool): boolean {
+    return (this.inflight.get(name) ?? 0) > 0 || pool.instances().length > 0;
+  }
+
+  /**
+   * Hands the effective configs to the registry. With `deferBusy`, a pool that would change but has
+   * live instances or calls in flight keeps its config for now (and is caught up once it has none).
+   */
+  reconcile(opts: { deferBusy: boolean }): Promise<ApplyResult & { deferred: string[] }> {
+    const run = this.chain.then(() => {
+      if (this.stopped) return { added: [], removed: [], replaced: [], kept: [], failed: [], deferred: [] };
+      return this.reconcileNow(opts);
+    });
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private reconcileNow(opts: { deferBusy: boolean }): Promise<ApplyResult & { deferred: string[] }> {
+    // Decided synchronously, and the servers it touches marked before anything is awaited, so no call slips in between.
+    const wantCache = this.settings.get('upstream.eraCache') === true;
+    const list: PoolServerConfig[] = [];
+    const deferred: string[] = [];
+    const refresh: string[] = [];
+    const touched = new Set<string>(this.registry.names());
+    for (const c of this.desired()) {
+      const pool = this.registry.has(c.name) ? this.registry.get(c.name) : undefined;
+      if (!pool) {
+        list.push(c);
+        continue;
+      }
+      const sameConfig = poolFingerprint(pool.config) === poolFingerprint(c);
+      const mode = CACHE_MODE.get(pool);
+      const sameCache = mode === undefined || mode === wantCache;
+      if (sameConfig && sameCache) {
+        list.push(c);
+        touched.delete(c.name);
+      } else if (opts.deferBusy && this.busy(c.name, pool)) {
+        list.push(pool.config);
+        deferred.push(c.name);
+        touched.delete(c.name);
+      } else {
+        list.push(c);
+        if (sameConfig) refresh.push(c.name); // only the era cache changed: the registry would keep it
+      }
+    }
+    const work = (async () => {
+      if (refresh.length > 0) await this.registry.apply(list.filter((c) => !refresh.includes(c.name)));
+      const result = await this.registry.apply(list);
+      if (refresh.length > 0) {
+        result.kept = result.kept.filter((n) => !refresh.includes(n));
+        result.replaced.push(...refresh.filter((n) => result.added.includes(n)));
+        result.added = result.added.filter((n) => !refresh.includes(n));
+      }
+      return result;
+    })();
+    for (const name of [...touched, ...list.map((c) => c.name).filter((n) => !this.registry.has(n))]) this.changing.set(name, work);
+    return work
+      .then((result) => {
+        this.deferred = new Set(deferred);
+        if (deferred.length > 0) this.log.info({ servers: deferred }, 'settings change waits for these servers\' live instances to stop');
+        return { ...result, deferred };
+      })
+      .finally(() => {
+        for (const [name, p] of this.changing) if (p === work) this.changing.delete(name);
+      });
+  }
+
+  /** A deferred server with nothing running any more takes its pending change. */
+  private catchUp(name: string): void {
+    if (this.stopped || this.catchUpQueued || !this.deferred.has(name) || !this.registry.has(name)) return;
+    if (this.busy(name, this.registry.get(name))) return;
+    this.catchUpQueued = true;
+    setImmediate(() => {
+      this.catchUpQueued = false;
+      void this.reconcile({ deferBusy: true }).catch((err: unknown) => this.log.error({ err }, 'could not apply a pending settings change'));
+    });
+  }
+
+  private poolEvent(e: PoolEvent): void {
+    this.hub.publish(e as DaemonEvent);
+    if (e.type === 'server.stop') setImmediate(() => this.catchUp(e.server));
+  }
+}
+
+function instanceView(i: InstanceStatus): InstanceView {
+  return {
+    id: i.id,
+    lane: i.lane,
+    pid: i.pid ?? null,
+    scopeKey: i.scopeKey,
+    holders: i.holders,
+    state: i.state,
+    sessionState: i.sessionState ?? null,
+    era: i.era,
+    negotiated: i.negotiated,
+    eraSource: i.eraSource,
+    startedAt: i.startedAt,
+    uptimeMs: i.uptimeMs,
+  };
+}

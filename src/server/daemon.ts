@@ -1,0 +1,305 @@
+/**
+ * `startDaemon`: the mcpx daemon (`mcpx daemon`, `npm start`).
+ *
+ * Config → settings (file < env < flags) → pools; the /v1 API on `<state>/daemon.sock` (0600) and,
+ * when daemon.port is set, on loopback TCP (bearer token in `<state>/daemon.json`, 0600). One daemon
+ * per state folder (daemon.lock; a crashed daemon's leftovers are cleaned up). The config file is
+ * watched (its folder, debounced) and reloaded on change, on `POST /v1/reload` and on SIGHUP; a broken
+ * edit is reported and the last good config stays. SIGINT/SIGTERM stop every pool (every upstream
+ * process), flush the era cache, remove the socket, daemon.json and the lock.
+ */
+import { randomBytes } from 'node:crypto';
+import { watch, type FSWatcher } from 'node:fs';
+import { chmod, mkdir, rm, stat } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
+import type { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { pino, type Logger as PinoLogger } from 'pino';
+import pretty from 'pino-pretty';
+import { ConfigError } from '../errors.js';
+import { Settings, type SettingsSources } from '../config/settings.js';
+import { EraCache } from '../upstream/era-cache.js';
+import { buildApp, type DaemonInfo } from './app.js';
+import { loadDaemonConfig } from './config-source.js';
+import { Controller, createPoolRegistry } from './controller.js';
+import { EventHub } from './events.js';
+import { packageVersion } from './package-info.js';
+import { Scrubber } from './secrets.js';
+import { acquireLock, DAEMON_JSON, ensureStateDir, socketAnswers, writeDaemonFile, type DaemonFile, type Lock } from './state-dir.js';
+
+export interface DaemonOptions {
+  /** `--config FILE`. */
+  configFlag?: string;
+  /** Setting flags by flag name (`--pool-max`, `poolMax`, …), as the CLI parsed them. */
+  flags?: SettingsSources['flags'];
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Install SIGINT/SIGTERM (stop) and SIGHUP (reload) handlers. Default false (the CLI turns it on). */
+  handleSignals?: boolean;
+  /** Where log lines go; default stdout (pretty on a TTY, JSON otherwise). */
+  logStream?: Writable;
+  /** Pretty logs; default: stdout is a TTY and no logStream was given. */
+  prettyLogs?: boolean;
+  /** Debounce of the config watcher; default 200 ms. */
+  watchDebounceMs?: number;
+  /** The demo config used when no file is found; default examples/demo.json. */
+  demoFile?: string;
+}
+
+export interface DaemonHandle {
+  pid: number;
+  version: string;
+  stateDir: string;
+  socket: string;
+  tcp: { host: string; port: number } | null;
+  /** The TCP bearer token (undefined when TCP is off or daemon.auth is none). */
+  token: string | undefined;
+  controller: Controller;
+  logger: PinoLogger;
+  /** Stops everything (idempotent). */
+  stop(reason?: string): Promise<void>;
+  /** Settles when the daemon has stopped. */
+  readonly stopped: Promise<void>;
+}
+
+function makeLogger(level: string, scrubber: Scrubber, opts: DaemonOptions): PinoLogger {
+  const usePretty = opts.prettyLogs ?? (opts.logStream === undefined && process.stdout.isTTY === true);
+  const stream: Writable | pino.DestinationStream = opts.logStream ?? (usePretty ? pretty({ colorize: true, sync: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'hostname,daemon' }) : pino.destination({ dest: 1, sync: true }));
+  return pino(
+    {
+      level,
+      base: { daemon: process.pid },
+      // Belt and braces: known secret values never reach a log line, whatever field they hide in.
+      hooks: { streamWrite: (s: string) => scrubber.scrub(s) },
+      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'token', '*.token', 'definition.env', 'definition.headers', 'env', 'headers'], censor: '<redacted>' },
+    },
+    stream as pino.DestinationStream,
+  );
+}
+
+/**
+ * Starts the daemon and resolves once it listens.
+ * @throws ConfigError (bad config, naming file, server and key), SettingValueError / UnknownSettingError
+ *   (bad env or flag), DaemonRunningError (another live daemon owns the state folder), or a listen error.
+ */
+export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandle> {
+  const env = opts.env ?? process.env;
+  const cwd = opts.cwd ?? process.cwd();
+  const version = packageVersion();
+  const configOpts = { ...(opts.configFlag === undefined ? {} : { configFlag: opts.configFlag }), env, cwd, ...(opts.demoFile ? { demoFile: opts.demoFile } : {}) };
+
+  const config = await loadDaemonConfig(configOpts);
+  if (config.errors.length > 0) throw new ConfigError(config.errors, config.file);
+  const sources: Omit<SettingsSources, 'file' | 'filePath' | 'runtime'> = { env, cwd, ...(opts.flags ? { flags: opts.flags } : {}) };
+  const settings = new Settings({ ...sources, file: config.settingsFile, ...(config.file === undefined ? {} : { filePath: config.file }) });
+
+  const scrubber = new Scrubber();
+  scrubber.setFromServers(config.servers);
+  const logger = makeLogger(settings.get('log.level'), scrubber, opts);
+  const log = logger.child({ component: 'daemon' });
+
+  const stateDir = settings.get('paths.state');
+  const socket = settings.get('daemon.socket');
+  await ensureStateDir(stateDir);
+  // A socket configured outside the state folder: create its folder if missing, never loosen or tighten an existing one.
+  await mkdir(dirname(socket), { recursive: true, mode: 0o700 });
+  const lock: Lock = await acquireLock(stateDir, socket);
+  if (lock.cleaned.length > 0) log.warn({ files: lock.cleaned }, 'cleaned up after a daemon that exited without doing so');
+
+  const cleanups: Array<() => Promise<void>> = [() => lock.release()];
+  const undo = async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  };
+
+  let controller: Controller;
+  let cache: EraCache;
+  const apps: FastifyInstance[] = [];
+  let token: string | undefined;
+  let tcp: { host: string; port: number } | null = null;
+  let stopping = false;
+  const startedAt = Date.now();
+  try {
+    cache = await EraCache.open(stateDir, { logger: logger.child({ component: 'era-cache' }) });
+    const registry = createPoolRegistry({ settings, cache, logger });
+    controller = new Controller({
+      settings,
+      registry,
+      config,
+      logger,
+      hub: new EventHub(),
+      scrubber,
+      settingsSources: sources,
+      loadConfig: () => loadDaemonConfig(configOpts),
+    });
+    cleanups.push(() => controller.stop());
+    settings.onChange((c) => {
+      if (c.path === 'log.level') logger.level = String(c.value);
+    });
+    await controller.start();
+
+    // the socket: whatever is there is stale (we hold the lock), unless something answers on it
+    if (await socketAnswers(socket)) {
+      throw new ConfigError([{ source: 'runtime', message: `something already answers on ${socket} (daemon.socket); is another daemon using it with a different state folder?` }]);
+    }
+    // Whatever is left at the socket path is stale (we hold the lock and nothing answers); only a socket is removed.
+    if (await stat(socket).then((s) => !s.isSocket(), () => false)) {
+      throw new ConfigError([{ source: 'runtime', message: `daemon.socket ${socket} exists and is not a socket; move it away or choose another path` }]);
+    }
+    await rm(socket, { force: true });
+    const info = (): DaemonInfo => ({
+      stateDir,
+      socket,
+      tcp: tcp ? { ...tcp, auth: settings.get('daemon.auth') } : null,
+    });
+    const shutdown = () => void handle.stop('shutdown requested over the API');
+    const common = { controller, logger, version, startedAt, info, shutdown, isStopping: () => stopping };
+    const socketApp = await buildApp({ ...common, listener: 'socket' });
+    apps.push(socketApp);
+    cleanups.push(() => socketApp.close());
+    await socketApp.listen({ path: socket });
+    cleanups.push(() => rm(socket, { force: true }));
+    await chmod(socket, 0o600);
+
+    const port = settings.get('daemon.port');
+    if (port !== null) {
+      const host = settings.get('daemon.host');
+      token = randomBytes(32).toString('base64url');
+      scrubber.addFixed(token);
+      const tcpApp = await buildApp({ ...common, listener: 'tcp', token: () => token });
+      apps.push(tcpApp);
+      cleanups.push(() => tcpApp.close());
+      await tcpApp.listen({ host, port });
+      tcp = { host, port };
+    }
+
+    await writeDaemonFile(stateDir, daemonFile());
+    cleanups.push(() => rm(`${stateDir}/${DAEMON_JSON}`, { force: true }));
+  } catch (err) {
+    await undo();
+    throw err;
+  }
+
+  function daemonFile(): DaemonFile {
+    const auth = settings.get('daemon.auth');
+    return {
+      pid: process.pid,
+      version,
+      stateDir,
+      socket,
+      host: tcp?.host ?? null,
+      port: tcp?.port ?? null,
+      auth,
+      ...(tcp && token && auth !== 'none' ? { token } : {}),
+      startedAt: new Date(startedAt).toISOString(),
+    };
+  }
+  // daemon.auth applies at once; daemon.json says whether a token is needed
+  settings.onChange((c) => {
+    if (c.path === 'daemon.auth' && !stopping) void writeDaemonFile(stateDir, daemonFile()).catch((err: unknown) => log.error({ err }, 'could not rewrite daemon.json'));
+  });
+
+  // ---- watching the config file ----
+  const debounceMs = opts.watchDebounceMs ?? 200;
+  let watcher: FSWatcher | undefined;
+  let watchedDir: string | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const rewatch = () => {
+    const file = controller.config.file;
+    const dir = file === undefined ? undefined : dirname(file);
+    if (dir === watchedDir) return;
+    watcher?.close();
+    watcher = undefined;
+    watchedDir = dir;
+    if (dir === undefined || file === undefined) return;
+    try {
+      watcher = watch(dir, { persistent: false }, (_event, name) => {
+        const current = controller.config.file;
+        if (current === undefined) return;
+        if (name !== null && name !== basename(current)) return;
+        if (timer) clearTimeout(timer);
+        timer = setTimeout(() => {
+          timer = undefined;
+          if (stopping) return;
+          void controller.reload('file changed').then(rewatch, (err: unknown) => log.error({ err }, 'reload failed'));
+        }, debounceMs);
+      });
+      watcher.on('error', (err) => log.warn({ err, dir }, 'config watcher failed; use mcpx reload'));
+      log.debug({ dir, file }, 'watching the config file');
+    } catch (err) {
+      log.warn({ err, dir }, 'cannot watch the config folder; use mcpx reload after editing');
+    }
+  };
+  rewatch();
+  controller.hub.subscribe((e) => {
+    if (e.type === 'config.reloaded') rewatch();
+  });
+
+  // ---- stopping ----
+  let resolveStopped!: () => void;
+  const stopped = new Promise<void>((r) => (resolveStopped = r));
+  let stopPromise: Promise<void> | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    log.info({ signal }, 'stopping');
+    void handle.stop(signal);
+  };
+  const onHup = () => {
+    void controller.reload('SIGHUP');
+  };
+
+  const handle: DaemonHandle = {
+    pid: process.pid,
+    version,
+    stateDir,
+    socket,
+    get tcp() {
+      return tcp;
+    },
+    get token() {
+      return tcp && settings.get('daemon.auth') !== 'none' ? token : undefined;
+    },
+    controller,
+    logger,
+    stopped,
+    stop(reason = 'stop') {
+      stopPromise ??= (async () => {
+        stopping = true;
+        const t0 = Date.now();
+        if (timer) clearTimeout(timer);
+        watcher?.close();
+        if (opts.handleSignals) {
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+          process.off('SIGHUP', onHup);
+        }
+        log.info({ reason }, 'stopping every server');
+        // Pools first: calls in flight fail at once, so closing the listeners does not wait on them.
+        await controller.stop().catch((err: unknown) => log.error({ err }, 'error while stopping the servers'));
+        await cache.whenIdle().catch((err: unknown) => log.error({ err }, 'could not flush the era cache'));
+        await undo();
+        log.info({ ms: Date.now() - t0 }, 'daemon stopped');
+        resolveStopped();
+      })();
+      return stopPromise;
+    },
+  };
+
+  if (opts.handleSignals) {
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    process.on('SIGHUP', onHup);
+  }
+
+  log.info(
+    {
+      version,
+      socket,
+      ...(tcp ? { tcp: `${tcp.host}:${tcp.port}`, auth: settings.get('daemon.auth') } : {}),
+      config: config.file ?? null,
+      demo: config.demo === true,
+      servers: config.servers.filter((s) => !s.disabled).map((s) => s.name),
+    },
+    'mcpx daemon ready',
+  );
+  for (const w of config.warnings) log.warn({ file: config.file }, w.message);
+  return handle;
+}

@@ -1,0 +1,87 @@
+/**
+ * The daemon's event stream (`GET /v1/events`): every PoolEvent, plus what the daemon itself does —
+ * calls finishing, config reloads (good and bad), settings changing.
+ */
+import { EventEmitter } from 'node:events';
+import type { PoolEvent } from '../pool/types.js';
+
+export interface CallFinishedEvent {
+  type: 'call.finished';
+  server: string;
+  tool: string;
+  ok: boolean;
+  ms: number;
+  code?: string;
+  lane?: 'own' | 'legacy';
+  callerProtocol?: string;
+}
+
+export interface ConfigReloadedEvent {
+  type: 'config.reloaded';
+  file: string | null;
+  demo: boolean;
+  added: string[];
+  removed: string[];
+  replaced: string[];
+  kept: string[];
+  failed: Array<{ server: string; message: string }>;
+  /** Settings whose new value needs a daemon restart (paths.state, daemon.*). */
+  restartNeeded: string[];
+}
+
+export interface ConfigErrorEvent {
+  type: 'config.error';
+  file: string | null;
+  message: string;
+  problems: Array<{ message: string; key?: string; server?: string; line?: number; column?: number }>;
+}
+
+export interface SettingChangedEvent {
+  type: 'setting.changed';
+  path: string;
+  value: unknown;
+  source: string;
+}
+
+export type DaemonEvent = PoolEvent | CallFinishedEvent | ConfigReloadedEvent | ConfigErrorEvent | SettingChangedEvent;
+
+export const EVENT_TYPES = [
+  'server.start',
+  'server.stop',
+  'server.era.stale',
+  'session.state',
+  'call.finished',
+  'config.reloaded',
+  'config.error',
+  'setting.changed',
+] as const satisfies ReadonlyArray<DaemonEvent['type']>;
+
+/** One emitter for every listener (SSE clients, the log); a throwing listener never breaks the sender. */
+export class EventHub {
+  private readonly emitter = new EventEmitter();
+  private seq = 0;
+
+  constructor() {
+    this.emitter.setMaxListeners(0);
+  }
+
+  publish(event: DaemonEvent): void {
+    const seq = ++this.seq;
+    for (const l of this.emitter.listeners('event')) {
+      try {
+        (l as (e: DaemonEvent, seq: number) => void)(event, seq);
+      } catch {
+        // a listener's problem, not the sender's
+      }
+    }
+  }
+
+  subscribe(listener: (event: DaemonEvent, seq: number) => void): () => void {
+    this.emitter.on('event', listener);
+    return () => this.emitter.off('event', listener);
+  }
+
+  get listeners(): number {
+    return this.emitter.listenerCount('event');
+  }
+}

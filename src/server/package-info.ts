@@ -1,0 +1,43 @@
+/**
+ * Where the package lives (its root holds package.json and examples/), whether this module runs
+ * from src/ (tests) or from dist/src/ (the built binary).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+let root: string | undefined;
+
+/** The folder holding mcpx's package.json. */
+export function packageRoot(): string {
+  if (root !== undefined) return root;
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const file = join(dir, 'package.json');
+    if (existsSync(file)) {
+      try {
+        const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: unknown };
+        if (pkg.name === 'mcpx') return (root = dir);
+      } catch {
+        // keep walking
+      }
+    }
+    const up = dirname(dir);
+    if (up === dir) throw new Error('cannot find the mcpx package root (package.json named "mcpx")');
+    dir = up;
+  }
+}
+
+let version: string | undefined;
+
+/** package.json `version`. */
+export function packageVersion(): string {
+  if (version !== undefined) return version;
+  const pkg = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version?: unknown };
+  return (version = typeof pkg.version === 'string' ? pkg.version : '0.0.0');
+}
+
+/** The bundled demo config, used when no config file is found. */
+export function demoConfigPath(): string {
+  return join(packageRoot(), 'examples', 'demo.json');
+}

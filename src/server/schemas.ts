@@ -1,0 +1,318 @@
+/**
+ * The /v1 API's shapes, as zod schemas: request bodies, queries and parameters are validated with
+ * them (a bad one → 400 naming the field), and `GET /v1/openapi.json` is generated from the very same
+ * schemas (`z.toJSONSchema`), so the document cannot drift from what the daemon checks.
+ */
+import { z } from 'zod';
+import { CANONICAL_PREFERENCES } from '../machines/preference.js';
+import { EVENT_TYPES } from './events.js';
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+/** An MCP revision as callers send it: `2025-11-25`, `2026-07-28`. */
+export const revisionSchema = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { error: 'must be an MCP protocol revision such as 2025-11-25 or 2026-07-28' });
+
+export const CALLER_PROTOCOL_HEADER = 'x-mcpx-caller-protocol';
+export const SESSION_HEADER = 'x-mcpx-session';
+
+export const callHeadersSchema = z.object({
+  [CALLER_PROTOCOL_HEADER]: revisionSchema.optional().meta({ description: 'The caller\'s MCP revision; a revision before 2026-07-28 is served over the legacy lane under `follow`. Absent: modern.' }),
+  [SESSION_HEADER]: z.string().min(1).optional().meta({ description: 'The caller\'s session id (the scope key under `scope: session`); the body\'s `session` wins.' }),
+});
+
+const nonEmpty = (what: string) => z.string({ error: `${what} must be a string` }).trim().min(1, { error: `${what} must not be empty` });
+
+export const callBodySchema = z
+  .object({
+    server: nonEmpty('server').meta({ description: 'A configured server name.' }),
+    tool: nonEmpty('tool').meta({ description: 'The tool name, as the server lists it.' }),
+    args: z.record(z.string(), z.unknown(), { error: 'args must be an object of tool arguments' }).default({}).meta({ description: 'The tool arguments (default {}).' }),
+    session: nonEmpty('session').optional().meta({ description: 'The caller\'s session id (CallContext.session).' }),
+    timeoutMs: z.number().int().positive().optional().meta({ description: 'Give up after this many milliseconds (waiting for an instance included).' }),
+  })
+  .strict();
+
+export const toolsQuerySchema = z
+  .object({
+    server: nonEmpty('server').optional().meta({ description: 'One server; omitted: every configured server (each started as needed).' }),
+    session: nonEmpty('session').optional(),
+  })
+  .strict();
+
+export const serverParamsSchema = z.object({ server: z.string().min(1) });
+export const settingParamsSchema = z.object({ path: z.string().min(1).meta({ description: 'A setting path such as upstream.protocol.' }) });
+
+export const settingPutSchema = z
+  .object({ value: z.unknown().meta({ description: 'The new value: JSON typed, or text as on the command line ("8", "90s", "yes"). upstream.protocol takes every alias.' }) })
+  .strict()
+  .superRefine((body, ctx) => {
+    if (!Object.hasOwn(body, 'value') || body.value === undefined) ctx.addIssue({ code: 'custom', path: ['value'], message: 'value is required' });
+  });
+
+export const statechartQuerySchema = z.object({ format: z.enum(['json', 'html']).default('json') }).strict();
+
+export const eventsQuerySchema = z
+  .object({
+    server: z.string().min(1).optional().meta({ description: 'Only events about this server.' }),
+    type: z.string().min(1).optional().meta({ description: `Comma-separated event types (${EVENT_TYPES.join(', ')}); a prefix such as "server." matches a family.` }),
+  })
+  .strict();
+
+// ---------------------------------------------------------------------------------------------
+// Responses (for the document; handlers build them from the controller's views)
+
+export const errorSchema = z.object({
+  code: z.string().meta({ description: 'A stable MCPX_* code.' }),
+  message: z.string(),
+  path: z.array(z.union([z.string(), z.number()])).optional().meta({ description: 'The offending field, for a 400.' }),
+  in: z.enum(['body', 'query', 'params', 'headers']).optional(),
+  allowed: z.array(z.string()).optional().meta({ description: 'The accepted values, when the field is an enum.' }),
+  data: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const errorBodySchema = z.object({ ok: z.literal(false), error: errorSchema });
+
+export const healthSchema = z.object({ ok: z.literal(true), version: z.string(), pid: z.number().int() });
+
+const laneSchema = z.enum(['own', 'legacy']);
+const preferenceOut = z.enum(CANONICAL_PREFERENCES);
+const eraOut = z.enum(['legacy', 'modern']).nullable();
+
+export const instanceSchema = z.object({
+  id: z.string(),
+  lane: laneSchema,
+  pid: z.number().int().nullable(),
+  scopeKey: z.string(),
+  holders: z.number().int(),
+  state: z.string().meta({ description: 'The pool slot: starting, ready, idle, stopping.' }),
+  sessionState: z.string().nullable().meta({ description: 'The session statechart state, e.g. connecting.discovering or ready.' }),
+  era: eraOut,
+  negotiated: z.string().nullable(),
+  eraSource: z.enum(['probe', 'cache', 'forced']).nullable(),
+  startedAt: z.string(),
+  uptimeMs: z.number(),
+});
+
+export const statusSchema = z.object({
+  ok: z.literal(true),
+  version: z.string(),
+  pid: z.number().int(),
+  startedAt: z.string(),
+  uptimeMs: z.number(),
+  daemon: z.object({
+    stateDir: z.string().nullable(),
+    socket: z.string().nullable(),
+    tcp: z.object({ host: z.string(), port: z.number().int(), auth: z.enum(['token', 'none']) }).nullable(),
+  }),
+  config: z.object({ file: z.string().nullable(), via: z.string().nullable(), demo: z.boolean() }),
+  servers: z.array(
+    z.object({
+      server: z.string(),
+      transport: z.enum(['stdio', 'http']),
+      preference: preferenceOut,
+      lanes: z.array(z.object({ lane: laneSchema, max: z.number().int(), instances: z.number().int(), state: z.string().optional(), reason: z.string().optional() })),
+      instances: z.array(instanceSchema),
+    }),
+  ),
+});
+
+export const serverViewSchema = z.object({
+  server: z.string(),
+  transport: z.enum(['stdio', 'http']),
+  disabled: z.boolean(),
+  preference: preferenceOut,
+  preferenceSource: z.enum(['server', 'setting']),
+  command: z.string().optional(),
+  args: z.array(z.string()).optional(),
+  cwd: z.string().optional(),
+  env: z.record(z.string(), z.string()).optional().meta({ description: 'Names only: every value is <redacted>.' }),
+  url: z.string().optional().meta({ description: 'Credentials and secret-looking query parameters redacted.' }),
+  headers: z.record(z.string(), z.string()).optional().meta({ description: 'Names only: every value is <redacted>.' }),
+  limits: z.object({ scope: z.string(), max: z.number().int(), sharing: z.string(), idleTimeoutMs: z.number() }),
+  probeTimeoutMs: z.number(),
+  instances: z.number().int(),
+});
+
+export const serversSchema = z.object({ servers: z.array(serverViewSchema) });
+
+export const toolsSchema = z.object({
+  ok: z.boolean(),
+  tools: z.array(z.object({ server: z.string(), name: z.string(), description: z.string().optional(), inputSchema: z.unknown().optional() }).passthrough()),
+  lanes: z.record(z.string(), laneSchema),
+  errors: z.array(z.object({ server: z.string(), code: z.string(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() })),
+});
+
+export const callResultSchema = z.union([
+  z.object({ ok: z.literal(true), result: z.record(z.string(), z.unknown()).meta({ description: 'The upstream tools/call result.' }) }),
+  z.object({ ok: z.literal(false), error: errorSchema }),
+]);
+
+export const settingEntrySchema = z.object({
+  path: z.string(),
+  value: z.unknown(),
+  display: z.string(),
+  default: z.unknown(),
+  defaultDisplay: z.string(),
+  source: z.enum(['default', 'file', 'env', 'flag', 'runtime']),
+  from: z.string().optional(),
+  type: z.string(),
+  allowed: z.array(z.string()).optional(),
+  env: z.string(),
+  envAliases: z.array(z.string()),
+  flag: z.string(),
+  flagAliases: z.array(z.string()),
+  key: z.string(),
+  description: z.string(),
+  restart: z.boolean(),
+});
+
+export const settingsListSchema = z.object({ settings: z.array(settingEntrySchema) });
+
+export const settingChangeSchema = z.object({
+  setting: settingEntrySchema,
+  appliesTo: z.string().meta({ description: '"sessions started from now on", "now", or "the next daemon start".' }),
+  servers: z.object({ applied: z.array(z.string()), deferred: z.array(z.string()) }).optional(),
+});
+
+const eraRecordOut = z.object({ era: z.enum(['legacy', 'modern']), version: z.string(), at: z.string(), source: z.string(), transport: z.string().optional() });
+
+export const protocolSchema = z.object({
+  servers: z.array(
+    z.object({
+      server: z.string(),
+      preference: preferenceOut,
+      era: eraOut,
+      negotiated: z.string().nullable(),
+      eraSource: z.enum(['probe', 'cache', 'forced']).nullable(),
+      cached: eraRecordOut.nullable(),
+      legacyLane: z.object({ state: z.enum(['unused', 'available', 'refused']), reason: z.string().optional() }).nullable(),
+      pendingPreference: preferenceOut.optional(),
+    }),
+  ),
+});
+
+export const statechartSchema = z.object({
+  server: z.string(),
+  mermaid: z.string().meta({ description: 'Mermaid stateDiagram-v2 of the session chart, live instances\' states in class "active".' }),
+  instances: z.array(z.object({ id: z.string(), lane: laneSchema, state: z.string(), poolState: z.string(), activeStateIds: z.array(z.string()) })),
+});
+
+export const configViewSchema = z.object({
+  file: z.string().nullable(),
+  via: z.string().nullable(),
+  demo: z.boolean(),
+  servers: z.array(serverViewSchema),
+  warnings: z.array(z.string()),
+});
+
+export const reloadSchema = z.union([
+  z.object({
+    ok: z.literal(true),
+    file: z.string().nullable(),
+    demo: z.boolean(),
+    added: z.array(z.string()),
+    removed: z.array(z.string()),
+    replaced: z.array(z.string()),
+    kept: z.array(z.string()),
+    failed: z.array(z.object({ server: z.string(), message: z.string() })),
+    warnings: z.array(z.string()),
+    restartNeeded: z.array(z.string()),
+  }),
+  z.object({ ok: z.literal(false), file: z.string().nullable(), error: errorSchema }),
+]);
+
+export const shutdownSchema = z.object({ ok: z.literal(true), stopping: z.literal(true), pid: z.number().int() });
+
+// ---------------------------------------------------------------------------------------------
+// The route table (the document is generated from it; app.ts registers a handler for each)
+
+export interface ResponseDef {
+  description: string;
+  schema?: z.ZodType;
+  contentType?: string;
+}
+
+export interface RouteDef {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  url: string;
+  summary: string;
+  params?: z.ZodType;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  headers?: z.ZodType;
+  responses: Record<number, ResponseDef>;
+}
+
+const bad = { description: 'The request is invalid; `error.path` names the field.', schema: errorBodySchema };
+const unknownServer = { description: 'No such server (MCPX_UNKNOWN_SERVER).', schema: errorBodySchema };
+const notYet = { description: 'Arrives with `mcpx serve` (MCPX_NOT_IMPLEMENTED).', schema: errorBodySchema };
+
+export const ROUTES = {
+  health: { method: 'GET', url: '/v1/health', summary: 'Liveness: version and pid.', responses: { 200: { description: 'Alive.', schema: healthSchema } } },
+  status: { method: 'GET', url: '/v1/status', summary: 'Servers, their lanes, live instances.', responses: { 200: { description: 'Status.', schema: statusSchema } } },
+  servers: { method: 'GET', url: '/v1/servers', summary: 'Configured servers, with transport and effective preference; secrets redacted.', responses: { 200: { description: 'Servers.', schema: serversSchema } } },
+  tools: {
+    method: 'GET',
+    url: '/v1/tools',
+    summary: 'Tools of one server or all, starting them as needed, for the lane of X-Mcpx-Caller-Protocol.',
+    query: toolsQuerySchema,
+    headers: callHeadersSchema,
+    responses: { 200: { description: 'Tools; servers that could not answer are in `errors`.', schema: toolsSchema }, 400: bad, 404: unknownServer },
+  },
+  call: {
+    method: 'POST',
+    url: '/v1/call',
+    summary: 'Call a tool. Upstream and tool failures are {ok:false} with a stable code.',
+    body: callBodySchema,
+    headers: callHeadersSchema,
+    responses: { 200: { description: 'The result, or ok:false with the error.', schema: callResultSchema }, 400: bad, 404: unknownServer },
+  },
+  settingsList: { method: 'GET', url: '/v1/settings', summary: 'Every setting: value, default, source.', responses: { 200: { description: 'Settings.', schema: settingsListSchema } } },
+  settingGet: {
+    method: 'GET',
+    url: '/v1/settings/:path',
+    summary: 'One setting.',
+    params: settingParamsSchema,
+    responses: { 200: { description: 'The setting.', schema: settingEntrySchema }, 404: { description: 'No such setting (MCPX_UNKNOWN_SETTING).', schema: errorBodySchema } },
+  },
+  settingPut: {
+    method: 'PUT',
+    url: '/v1/settings/:path',
+    summary: 'Set a runtime value (normalised; refused with the allowed values). Applies to sessions started from now on.',
+    params: settingParamsSchema,
+    body: settingPutSchema,
+    responses: { 200: { description: 'The setting as it now is, and when it applies.', schema: settingChangeSchema }, 400: bad, 404: { description: 'No such setting.', schema: errorBodySchema } },
+  },
+  settingDelete: {
+    method: 'DELETE',
+    url: '/v1/settings/:path',
+    summary: 'Drop the runtime value: back to flag, environment, file or default.',
+    params: settingParamsSchema,
+    responses: { 200: { description: 'The setting as it now is.', schema: settingChangeSchema }, 404: { description: 'No such setting.', schema: errorBodySchema } },
+  },
+  protocol: { method: 'GET', url: '/v1/protocol', summary: 'Per server: preference, era, negotiated version, eraSource, cached record, legacy lane (era-probe.md §7).', responses: { 200: { description: 'Protocol report.', schema: protocolSchema } } },
+  events: {
+    method: 'GET',
+    url: '/v1/events',
+    summary: 'Server-sent events: every pool event, call.finished, config.reloaded, config.error, setting.changed.',
+    query: eventsQuerySchema,
+    responses: { 200: { description: '`event: <type>` / `data: <json>` frames.', contentType: 'text/event-stream' }, 400: bad },
+  },
+  statechart: {
+    method: 'GET',
+    url: '/v1/statecharts/:server',
+    summary: 'The session chart with each live instance\'s current state (?format=html: a page).',
+    params: serverParamsSchema,
+    query: statechartQuerySchema,
+    responses: { 200: { description: 'The chart.', schema: statechartSchema }, 400: bad, 404: unknownServer },
+  },
+  config: { method: 'GET', url: '/v1/config', summary: 'The config in force, secrets redacted.', responses: { 200: { description: 'Config.', schema: configViewSchema } } },
+  reload: { method: 'POST', url: '/v1/reload', summary: 'Re-read the config; a broken one is reported and the last good one stays.', responses: { 200: { description: 'What changed, or ok:false with the problems.', schema: reloadSchema } } },
+  shutdown: { method: 'POST', url: '/v1/shutdown', summary: 'Stop the daemon (every upstream process with it).', responses: { 202: { description: 'Stopping.', schema: shutdownSchema } } },
+  openapi: { method: 'GET', url: '/v1/openapi.json', summary: 'This document.', responses: { 200: { description: 'OpenAPI 3.1.' } } },
+  ask: { method: 'POST', url: '/v1/ask', summary: 'Start an interruptible call (arrives with `mcpx serve`).', responses: { 501: notYet } },
+  askGet: { method: 'GET', url: '/v1/ask/:id', summary: 'Long-poll an interruptible call (arrives with `mcpx serve`).', responses: { 501: notYet } },
+  askAnswers: { method: 'POST', url: '/v1/ask/:id/answers', summary: 'Answer questions (arrives with `mcpx serve`).', responses: { 501: notYet } },
+  askAbandon: { method: 'POST', url: '/v1/ask/:id/abandon', summary: 'Abandon an interruptible call (arrives with `mcpx serve`).', responses: { 501: notYet } },
+} as const satisfies Record<string, RouteDef>;

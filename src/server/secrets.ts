@@ -1,0 +1,97 @@
+/**
+ * Secrets the daemon knows (configured env values and header values, credentials in URLs, its own
+ * bearer token) and a scrubber that blanks them out of any text: every log line the daemon writes
+ * and every /v1 response body go through it.
+ *
+ * This is defence in depth. Structurally nothing prints a definition unredacted (`redactConfig`
+ * does that for /v1/servers and `mcpx config`); the scrubber catches what slips through anyway, e.g.
+ * an upstream error message that quotes its own environment.
+ */
+import type { ResolvedServer } from '../config/config-file.js';
+import { REDACTED } from '../config/config-file.js';
+import { isStdioDefinition } from '../upstream/definition.js';
+
+/** Environment variable names whose values are treated as secrets. */
+const SECRET_NAME = /key|token|secret|pass|pwd|auth|cred|sig|private|session|cookie|bearer|jwt|api/i;
+/** Query parameters whose values are treated as secrets (as redactUrl does). */
+const SECRET_PARAM = /key|token|secret|pass|auth|sig|cred/i;
+/** Shorter values are too likely to occur by chance to be blanked everywhere. */
+const MIN_SECRET_LENGTH = 6;
+
+export class Scrubber {
+  private secrets: string[] = [];
+  private pattern: RegExp | null = null;
+  private readonly fixed = new Set<string>();
+
+  /** Adds a secret that stays for the life of the scrubber (the daemon's token). */
+  addFixed(secret: string | undefined): void {
+    if (secret && secret.length >= MIN_SECRET_LENGTH) {
+      this.fixed.add(secret);
+      this.rebuild(this.secrets);
+    }
+  }
+
+  /** Replaces the configured secrets (after a config load or reload). */
+  setFromServers(servers: readonly ResolvedServer[]): void {
+    this.rebuild(secretsOf(servers));
+  }
+
+  /** Every known secret replaced by `<redacted>`. */
+  scrub(text: string): string {
+    if (this.pattern === null || text.length < MIN_SECRET_LENGTH) return text;
+    this.pattern.lastIndex = 0;
+    return text.replace(this.pattern, REDACTED);
+  }
+
+  /** Whether `text` contains a known secret. */
+  leaks(text: string): boolean {
+    if (this.pattern === null) return false;
+    this.pattern.lastIndex = 0;
+    return this.pattern.test(text);
+  }
+
+  private rebuild(configured: string[]): void {
+    this.secrets = configured;
+    const all = [...new Set([...this.fixed, ...configured])].filter((s) => s.length >= MIN_SECRET_LENGTH);
+    // Longest first, so a secret that contains another is replaced whole.
+    all.sort((a, b) => b.length - a.length);
+    const variants = new Set<string>();
+    for (const s of all) {
+      variants.add(s);
+      // How the secret reads inside JSON text (quotes and backslashes escaped).
+      const json = JSON.stringify(s).slice(1, -1);
+      if (json !== s) variants.add(json);
+    }
+    this.pattern = variants.size === 0 ? null : new RegExp([...variants].map(escapeRegExp).join('|'), 'g');
+  }
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** The secret values of configured servers: env values under secret-looking names, every header value, URL credentials. */
+export function secretsOf(servers: readonly ResolvedServer[]): string[] {
+  const out: string[] = [];
+  for (const s of servers) {
+    const def = s.definition;
+    if (isStdioDefinition(def)) {
+      for (const [k, v] of Object.entries(def.env ?? {})) if (SECRET_NAME.test(k)) out.push(v);
+    } else {
+      for (const v of Object.values(def.headers ?? {})) {
+        out.push(v);
+        // `Bearer abc…`: the credential alone, too.
+        const m = /^\s*\S+\s+(\S.*)$/.exec(v);
+        if (m?.[1]) out.push(m[1]);
+      }
+      try {
+        const u = new URL(def.url);
+        if (u.password) out.push(decodeURIComponent(u.password), u.password);
+        for (const [k, v] of u.searchParams) if (SECRET_PARAM.test(k) && v) out.push(v);
+      } catch {
+        // not a URL: nothing to take from it
+      }
+    }
+  }
+  return out.filter((v) => v.length >= MIN_SECRET_LENGTH);
+}

@@ -1,0 +1,245 @@
+/**
+ * The daemon's state folder (paths.state): created 0700 (tightened if it exists looser), owned by
+ * the user; one daemon at a time, through `daemon.lock`; where clients find it, through
+ * `daemon.json` (0600: pid, socket, TCP port and bearer token).
+ *
+ * The lock is a file created exclusively ('wx') holding the owner's pid. A lock whose pid is gone
+ * (a crashed daemon) is stale: it is moved aside (so two starting daemons cannot both take it over),
+ * and the socket and daemon.json it left behind are removed. A lock whose pid is alive belongs to a
+ * running daemon — unless that process has not answered on its socket for a while and is not an mcpx
+ * daemon at all (the pid was reused), which also counts as stale.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { chmod, link, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { McpxError } from '../errors.js';
+
+export const LOCK_FILE = 'daemon.lock';
+export const DAEMON_JSON = 'daemon.json';
+export const DAEMON_LOG = 'daemon.log';
+
+/** What `<state>/daemon.json` holds. */
+export interface DaemonFile {
+  pid: number;
+  version: string;
+  stateDir: string;
+  socket: string;
+  host: string | null;
+  port: number | null;
+  auth: 'token' | 'none';
+  /** The TCP bearer token; absent when TCP is off or daemon.auth is none. */
+  token?: string;
+  startedAt: string;
+}
+
+interface LockContent {
+  pid: number;
+  socket?: string;
+  startedAt?: string;
+}
+
+const errCode = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code;
+
+/** Creates the state folder 0700, or tightens an existing one; refuses one owned by someone else. */
+export async function ensureStateDir(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const s = await stat(dir);
+  if (!s.isDirectory()) throw new McpxError('MCPX_BAD_SETTING', `paths.state ${dir} is not a folder`, { data: { stateDir: dir } });
+  const uid = process.getuid?.();
+  if (uid !== undefined && s.uid !== uid) {
+    throw new McpxError('MCPX_BAD_SETTING', `the state folder ${dir} belongs to another user (uid ${s.uid}); use a folder of your own (--state-dir or MCPX_STATE_DIR)`, { data: { stateDir: dir } });
+  }
+  if ((s.mode & 0o077) !== 0) await chmod(dir, 0o700);
+}
+
+/** Whether something accepts connections on the Unix socket. */
+export function socketAnswers(path: string, timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = connect({ path });
+    const done = (v: boolean) => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(v);
+    };
+    const timer = setTimeout(() => done(false), timeoutMs);
+    sock.once('connect', () => done(true));
+    sock.once('error', () => done(false));
+  });
+}
+
+/** Whether the process runs (an exited process not yet reaped — a zombie — does not). */
+export function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return errCode(err) === 'EPERM';
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return !existsSync('/proc/self/stat'); // gone meanwhile; or no /proc, and kill(pid, 0) is all we know
+  }
+}
+
+/** On Linux: whether the process looks like an mcpx daemon (its command line). Undefined when unknown. */
+function looksLikeDaemon(pid: number): boolean | undefined {
+  if (pid === process.pid) return true;
+  try {
+    const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+    return /\bdaemon\b/.test(cmd) && /node|mcpx|main/.test(cmd);
+  } catch {
+    return undefined;
+  }
+}
+
+function parseLock(text: string): LockContent | undefined {
+  try {
+    const v = JSON.parse(text) as Partial<LockContent>;
+    if (typeof v.pid === 'number') return { pid: v.pid, ...(typeof v.socket === 'string' ? { socket: v.socket } : {}), ...(typeof v.startedAt === 'string' ? { startedAt: v.startedAt } : {}) };
+  } catch {
+    const pid = Number.parseInt(text.trim(), 10);
+    if (Number.isInteger(pid)) return { pid };
+  }
+  return undefined;
+}
+
+export class DaemonRunningError extends McpxError {
+  readonly pid: number;
+  readonly socket: string;
+  constructor(pid: number, socket: string, stateDir: string, detail?: string) {
+    super(
+      'MCPX_DAEMON_RUNNING',
+      `another mcpx daemon (pid ${pid}) owns the state folder ${stateDir} and listens on ${socket}${detail ? ` ${detail}` : ''}; stop it first (mcpx stop) or use another state folder (--state-dir)`,
+      { data: { pid, socket, stateDir } },
+    );
+    this.pid = pid;
+    this.socket = socket;
+  }
+}
+
+export interface Lock {
+  file: string;
+  /** Stale files cleaned up on the way in (for the log). */
+  cleaned: string[];
+  release(): Promise<void>;
+}
+
+/**
+ * Takes `<state>/daemon.lock` for this process.
+ * @throws DaemonRunningError when a live daemon holds it.
+ */
+export async function acquireLock(stateDir: string, socket: string): Promise<Lock> {
+  const file = join(stateDir, LOCK_FILE);
+  const cleaned: string[] = [];
+  const content = `${JSON.stringify({ pid: process.pid, socket, startedAt: new Date().toISOString() })}\n`;
+  for (let attempt = 0; attempt < 10; attempt += 1) {
+    try {
+      const h = await open(file, 'wx', 0o600);
+      try {
+        await h.writeFile(content, 'utf8');
+      } finally {
+        await h.close();
+      }
+      return {
+        file,
+        cleaned,
+        release: async () => {
+          try {
+            if ((await readFile(file, 'utf8')) === content) await rm(file, { force: true });
+          } catch {
+            // already gone
+          }
+        },
+      };
+    } catch (err) {
+      if (errCode(err) !== 'EEXIST') throw err;
+    }
+    let text: string;
+    let mtimeMs: number;
+    try {
+      text = await readFile(file, 'utf8');
+      mtimeMs = (await stat(file)).mtimeMs;
+    } catch (err) {
+      if (errCode(err) === 'ENOENT') continue; // released meanwhile
+      throw err;
+    }
+    const holder = parseLock(text);
+    if (holder && pidAlive(holder.pid)) {
+      const holderSocket = holder.socket ?? socket;
+      if (await socketAnswers(holderSocket)) throw new DaemonRunningError(holder.pid, holderSocket, stateDir);
+      const young = Date.now() - mtimeMs < 10_000;
+      if (young) throw new DaemonRunningError(holder.pid, holderSocket, stateDir, '(it is starting up)');
+      if (looksLikeDaemon(holder.pid) !== false) {
+        throw new DaemonRunningError(holder.pid, holderSocket, stateDir, `(but it does not answer; if it is stuck, end it with kill ${holder.pid})`);
+      }
+      // pid reused by something else: the lock is stale
+    } else if (text.trim() === '' && Date.now() - mtimeMs < 2_000) {
+      // being written right now by a starting daemon
+      await new Promise((r) => setTimeout(r, 50));
+      continue;
+    }
+    if (await moveAsideIfUnchanged(file, text)) {
+      cleaned.push(file);
+      const leftSocket = holder?.socket;
+      if (leftSocket && (await stat(leftSocket).then((s) => s.isSocket(), () => false)) && !(await socketAnswers(leftSocket, 200))) {
+        await rm(leftSocket, { force: true }).catch(() => undefined);
+        cleaned.push(leftSocket);
+      }
+      const leftJson = join(stateDir, DAEMON_JSON);
+      if (existsSync(leftJson)) {
+        await rm(leftJson, { force: true }).catch(() => undefined);
+        cleaned.push(leftJson);
+      }
+    }
+  }
+  throw new McpxError('MCPX_DAEMON_RUNNING', `could not take the daemon lock ${file}: another daemon keeps taking it`, { data: { file } });
+}
+
+/** Moves a stale lock aside, checking it is still the one judged stale; a fresh one is put back. */
+async function moveAsideIfUnchanged(file: string, judged: string): Promise<boolean> {
+  const aside = `${file}.${process.pid}-${randomUUID().slice(0, 8)}.stale`;
+  try {
+    await rename(file, aside);
+  } catch {
+    return false; // someone else moved it first
+  }
+  try {
+    if ((await readFile(aside, 'utf8')) !== judged) {
+      await link(aside, file).catch(() => undefined);
+      return false;
+    }
+    return true;
+  } finally {
+    await rm(aside, { force: true }).catch(() => undefined);
+  }
+}
+
+/** Writes a file atomically with mode 0600 (temp file in the same folder, then rename). */
+export async function writePrivateFile(file: string, text: string): Promise<void> {
+  const tmp = `${file}.${process.pid}-${randomUUID().slice(0, 8)}.tmp`;
+  const h = await open(tmp, 'wx', 0o600);
+  try {
+    await h.chmod(0o600);
+    await h.writeFile(text, 'utf8');
+  } finally {
+    await h.close();
+  }
+  await rename(tmp, file);
+}
+
+export async function writeDaemonFile(stateDir: string, info: DaemonFile): Promise<void> {
+  await writePrivateFile(join(stateDir, DAEMON_JSON), `${JSON.stringify(info, null, 2)}\n`);
+}
+
+export async function readDaemonFile(stateDir: string): Promise<DaemonFile | undefined> {
+  try {
+    const v = JSON.parse(await readFile(join(stateDir, DAEMON_JSON), 'utf8')) as DaemonFile;
+    return typeof v.pid === 'number' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
