@@ -73,6 +73,8 @@ export interface SessionContext extends ServerIdentity {
   eraSource: EraSource | null;
   /** True once a DiscoverResult proved the server speaks modern (even if the session ended up legacy). */
   supportsModern: boolean;
+  /** True once the server refused initialize, or died with one pending (a modern-only server). */
+  initializeRefused: boolean;
   /** What the server answered, in order, for error messages and reports. */
   evidence: string[];
   error: SessionFailure | null;
@@ -146,10 +148,17 @@ export const sessionMachine = setup({
   guards: {
     forceInitialize: ({ context }) => context.preference === 'force-initialize',
     forceDiscover: ({ context }) => context.preference === 'force-discover',
-    /** prefer-initialize, or a cached legacy era under prefer-discover: initialize goes first. */
-    initializeFirst: ({ context }) =>
-      !isForced(context) &&
-      (context.cached ? context.cached.era === 'legacy' : context.preference === 'prefer-initialize'),
+    /**
+     * Initialize goes first under prefer-initialize, and for a cached legacy era. A cached modern era moves
+     * discover first under prefer-initialize only when the record says initialize is refused: a dual server
+     * cached modern must still get its legacy session there (the outcome of §2 does not change with a cache).
+     */
+    initializeFirst: ({ context }) => {
+      if (isForced(context)) return false;
+      if (context.cached?.era === 'legacy') return true;
+      if (context.preference !== 'prefer-initialize') return false;
+      return !(context.cached?.era === 'modern' && context.cached.initialize === 'refused');
+    },
     respawnedForInitialize: ({ context }) => context.afterRespawn === 'initialize',
     /** The HTTP+SSE transport is legacy-only: initialize, never discover. */
     onSse: ({ context }) => context.httpTransport === 'sse',
@@ -220,41 +229,49 @@ export const sessionMachine = setup({
       const d = discoverVerdictOf(context, event);
       const i = initializeVerdictOf(context, event);
       const line = d?.why ?? i?.why ?? describeClose(event);
+      // A refusal, or a process dying with initialize pending, marks initialize as refused for the cache.
+      const refused = i?.kind === 'refused' || i?.kind === 'http-refused' || (event.type === 'transport.closed' && context.initializeId !== null);
       enqueue.assign({
         evidence: line ? [...context.evidence, line] : context.evidence,
         discoverId: d ? null : context.discoverId,
         initializeId: i ? null : context.initializeId,
+        initializeRefused: context.initializeRefused || refused,
       });
     }),
 
-    settleModern: enqueueActions(({ context, event, enqueue }) => {
+    settleModern: assign(({ context, event }) => {
       const v = discoverVerdictOf(context, event);
-      if (v?.kind !== 'modern') return;
+      if (v?.kind !== 'modern') return {};
       const { serverInfo, capabilities, instructions } = v;
-      enqueue.assign({ era: 'modern', negotiated: v.version, eraSource: eraSourceFor(context, 'modern'), supportsModern: true, serverInfo, capabilities, instructions });
-      if (!isForced(context)) {
-        if (context.cached && context.cached.era !== 'modern') enqueue.emit({ type: 'era.stale', cached: context.cached, found: 'modern' });
-        if (!context.cached || context.cached.era !== 'modern' || context.cached.version !== v.version) {
-          enqueue.emit({ type: 'cache.write', record: { era: 'modern', version: v.version, source: 'probe' } });
-        }
-      }
+      return { era: 'modern' as const, negotiated: v.version, eraSource: eraSourceFor(context, 'modern'), supportsModern: true, serverInfo, capabilities, instructions };
     }),
-    settleLegacy: enqueueActions(({ context, event, enqueue }) => {
+    settleLegacy: assign(({ context, event }) => {
       const v = initializeVerdictOf(context, event);
-      if (v?.kind !== 'legacy') return;
+      if (v?.kind !== 'legacy') return {};
       const { serverInfo, capabilities, instructions } = v;
-      enqueue.assign({ era: 'legacy', negotiated: v.version, eraSource: eraSourceFor(context, 'legacy'), serverInfo, capabilities, instructions });
-      // The cache describes the server, not this session. Legacy is only recorded when discover was asked
-      // and did not prove modern: a dual server reached by initialize-first must not be cached as legacy,
-      // or later discover-first starts would never find its modern side.
-      // An HTTP+SSE server is legacy-only by its transport, so that is worth recording whatever came first.
-      const sse = context.httpTransport === 'sse';
-      if (!isForced(context) && (context.discoverTried || sse) && !context.supportsModern) {
-        if (context.cached && context.cached.era !== 'legacy') enqueue.emit({ type: 'era.stale', cached: context.cached, found: 'legacy' });
-        if (!context.cached || context.cached.era !== 'legacy' || context.cached.version !== v.version || (context.cached.transport === 'sse') !== sse) {
-          enqueue.emit({ type: 'cache.write', record: { era: 'legacy', version: v.version, source: 'probe', ...(sse ? { transport: 'sse' as const } : {}) } });
-        }
+      return { era: 'legacy' as const, negotiated: v.version, eraSource: eraSourceFor(context, 'legacy'), serverInfo, capabilities, instructions };
+    }),
+    /**
+     * On reaching ready: what the era cache should now say about this server, and whether the cached
+     * record was wrong. The cache describes the server, not this session: legacy is only recorded when
+     * discover was asked and did not prove modern (a dual server reached initialize-first must not be
+     * cached legacy, or discover-first starts would never find its modern side); an HTTP+SSE server is
+     * legacy-only by its transport, so that is worth recording whatever came first.
+     */
+    recordEra: enqueueActions(({ context, enqueue }) => {
+      if (isForced(context) || !context.era || !context.negotiated) return;
+      const cached = context.cached;
+      let record: Omit<EraRecord, 'at'> | null = null;
+      if (context.era === 'modern') {
+        record = { era: 'modern', version: context.negotiated, source: 'probe', ...(context.initializeRefused ? { initialize: 'refused' as const } : {}) };
+      } else if ((context.discoverTried || context.httpTransport === 'sse') && !context.supportsModern) {
+        record = { era: 'legacy', version: context.negotiated, source: 'probe', ...(context.httpTransport === 'sse' ? { transport: 'sse' as const } : {}) };
       }
+      if (!record) return;
+      if (cached && cached.era !== record.era) enqueue.emit({ type: 'era.stale', cached, found: record.era });
+      const same = cached && cached.era === record.era && cached.version === record.version && cached.transport === record.transport
+        && (cached.initialize === record.initialize || (record.era === 'modern' && !record.initialize && cached.initialize === 'refused' && !context.initializeTried));
+      if (!same) enqueue.emit({ type: 'cache.write', record });
     }),
     /** A discover answered after a legacy session won the race: the server speaks modern too; tell the cache. */
     learnLateModern: enqueueActions(({ context, event, enqueue }) => {
@@ -300,6 +317,7 @@ export const sessionMachine = setup({
     negotiated: null,
     eraSource: null,
     supportsModern: false,
+    initializeRefused: false,
     evidence: [],
     error: null,
     closeReason: null,
@@ -462,6 +480,7 @@ export const sessionMachine = setup({
     },
 
     ready: {
+      entry: 'recordEra',
       on: {
         'rpc.*': [
           { guard: 'discoverModern', actions: ['learnLateModern', 'note'] },

@@ -35,6 +35,11 @@ export interface EraRecord {
   source: 'probe' | 'cache' | (string & {});
   /** For HTTP servers: which transport answered (room for the HTTP+SSE fallback). */
   transport?: 'streamable-http' | 'sse';
+  /**
+   * `refused`: a modern server that refused initialize (or died on it). Lets prefer-initialize skip a
+   * doomed initialize; without it a cached modern era says nothing about the server's legacy side.
+   */
+  initialize?: 'refused';
 }
 
 export const eraRecordSchema = z.object({
@@ -43,6 +48,7 @@ export const eraRecordSchema = z.object({
   at: z.iso.datetime({ offset: true }),
   source: z.string().min(1),
   transport: z.enum(['streamable-http', 'sse']).optional(),
+  initialize: z.literal('refused').optional(),
 });
 
 /** The part of a pino logger the cache uses (src/log.ts's Logger fits). */
@@ -77,8 +83,8 @@ const kindOf = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ?
 function toRecord(value: unknown): EraRecord | undefined {
   const r = eraRecordSchema.safeParse(value);
   if (!r.success) return undefined;
-  const { era, version, at, source, transport } = r.data;
-  return Object.freeze(transport === undefined ? { era, version, at, source } : { era, version, at, source, transport });
+  const { era, version, at, source, transport, initialize } = r.data;
+  return Object.freeze({ era, version, at, source, ...(transport === undefined ? {} : { transport }), ...(initialize === undefined ? {} : { initialize }) });
 }
 
 async function readFileState(file: string): Promise<FileState> {

@@ -105,6 +105,7 @@ const serializeState = (s: SessionSnapshot) =>
 function cachedRecord(cache: CacheState): EraRecord | null {
   if (cache === 'none') return null;
   if (cache === 'legacy-sse') return { era: 'legacy', version: '2024-11-05', at: '2026-11-29T00:00:00Z', source: 'probe', transport: 'sse' };
+  if (cache === 'modern-refusing') return { era: 'modern', version: '2026-07-28', at: '2026-11-29T00:00:00Z', source: 'probe', initialize: 'refused' };
   return { era: cache, version: cache === 'legacy' ? '2025-11-25' : '2026-07-28', at: '2026-11-29T00:00:00Z', source: 'probe' };
 }
 
@@ -210,7 +211,7 @@ const combos: Array<[string, MachinePreference, CacheState, Profile]> = [];
 for (const p of [...PROFILES, ...HTTP_PROFILES]) {
   for (const pref of MACHINE_PREFERENCES) {
     combos.push([p.name, pref, 'none', p]);
-    if (pref.startsWith('prefer-')) combos.push([p.name, pref, 'legacy', p], [p.name, pref, 'modern', p]);
+    if (pref.startsWith('prefer-')) combos.push([p.name, pref, 'legacy', p], [p.name, pref, 'modern', p], [p.name, pref, 'modern-refusing', p]);
     if (pref.startsWith('prefer-') && p.http) combos.push([p.name, pref, 'legacy-sse', p]);
   }
 }
@@ -248,7 +249,7 @@ describe.each(combos)('%s under %s, cached era: %s', (_name, pref, cache, p) => 
       expect(upstream.wire.map((w) => w.method)).not.toContain('server/discover');
     }
     // A cached era that turns out wrong is reported stale and rewritten (§5).
-    const cachedEra = cache === 'legacy-sse' ? 'legacy' : cache;
+    const cachedEra = cache === 'legacy-sse' ? 'legacy' : cache === 'modern-refusing' ? 'modern' : cache;
     if (pref.startsWith('prefer-') && cache !== 'none' && 'era' in want && want.era !== cachedEra && session.snapshot.context.discoverTried) {
       expect(stale).toHaveLength(1);
       // The cache describes the server: one that proved modern stays modern even if this session is legacy.

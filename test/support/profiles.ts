@@ -163,14 +163,16 @@ export const HTTP_PROFILES: Profile[] = [
     now(refuseModern), [M, M, M, E(MISMATCH)], { ...http, modernVersions: ['2027-03-01', '2026-07-28'] }),
 ];
 
-export type CacheState = 'none' | 'legacy' | 'modern' | 'legacy-sse';
+export type CacheState = 'none' | 'legacy' | 'modern' | 'modern-refusing' | 'legacy-sse';
 
 /**
- * What the spec predicts with a cached era. A cached era is tried first (§2 last line, §5): a cached
- * legacy era makes the prefer-* values behave like prefer-initialize, a cached modern era like
- * prefer-discover. force-* never read the cache.
+ * What the spec predicts with a cached era (§2 last line, §5): the cached era is tried first. A cached
+ * legacy era makes the prefer-* values behave like prefer-initialize. A cached modern era is what
+ * prefer-discover tries anyway, and moves prefer-initialize to discover-first only when the record says
+ * the server refuses initialize — so for a cache that describes the server, the outcome is unchanged.
+ * force-* never read the cache.
  */
 export function expected(p: Profile, pref: MachinePreference, cache: CacheState): Expectation {
-  if (pref === 'force-discover' || pref === 'force-initialize' || cache === 'none') return p.expect[pref];
-  return p.expect[cache === 'modern' ? 'prefer-discover' : 'prefer-initialize'];
+  if (pref === 'force-discover' || pref === 'force-initialize' || cache === 'none' || cache === 'modern') return p.expect[pref];
+  return p.expect[cache === 'modern-refusing' ? 'prefer-discover' : 'prefer-initialize'];
 }

@@ -85,9 +85,24 @@ describe('first start vs cached start', () => {
     const log = join(dir.path, 'modern-pi.log');
     const first = await run(state, log, { fixture: 'modern-v2' }, 'prefer-initialize');
     expect(first.probeRequests).toEqual(['initialize', 'server/discover']);
+    expect(first.record).toMatchObject({ era: 'modern', initialize: 'refused' });
     const second = await run(state, log, { fixture: 'modern-v2' }, 'prefer-initialize');
     expect(second.probeRequests).toEqual(['server/discover']);
     expect(second.info.eraSource).toBe('cache');
+  });
+
+  it('a dual server cached modern still gets its legacy session under prefer-initialize (§2: the cache does not change the outcome)', async () => {
+    const state = await freshState();
+    const log = join(dir.path, 'dual-pd-then-pi.log');
+    const first = await run(state, log, { fixture: 'dual-v2' }, 'prefer-discover');
+    expect(first.record).toMatchObject({ era: 'modern' });
+    expect(first.record?.initialize).toBeUndefined();
+    const later = await run(state, log, { fixture: 'dual-v2' }, 'prefer-initialize');
+    expect(later.info.era).toBe('legacy');
+    expect(later.probeRequests).toEqual(['initialize']);
+    expect(later.stale).toEqual([]);
+    // …and the record still says what the server supports.
+    expect(later.record).toMatchObject({ era: 'modern' });
   });
 
   it('a dual server reached initialize-first is not cached as legacy (the cache must describe the server)', async () => {
