@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { McpxError } from '../errors.js';
+import { showValue as show } from './show-value.js';
 
 /** The longest delay `setTimeout` honours (2^31 - 1 ms, about 24.8 days). */
 export const MAX_DURATION_MS = 2_147_483_647;
@@ -23,17 +24,6 @@ const UNITS: readonly Unit[] = ['d', 'h', 'm', 's', 'ms'];
 
 export type DurationResult = { ok: true; ms: number } | { ok: false; message: string };
 
-function show(input: unknown): string {
-  if (typeof input === 'string') return JSON.stringify(input);
-  if (typeof input === 'number' || typeof input === 'boolean' || input === null) return String(input);
-  if (input === undefined) return 'nothing';
-  if (typeof input === 'bigint') return `${input}n`;
-  try {
-    return JSON.stringify(input) ?? String(input);
-  } catch {
-    return String(input);
-  }
-}
 
 const refuse = (input: unknown, why = 'is not a duration'): DurationResult => ({ ok: false, message: `${show(input)} ${why} (${DURATION_FORMS})` });
 

@@ -20,6 +20,7 @@ import { SettingValueError, UnknownSettingError, type ConfigProblem } from '../e
 import { CANONICAL_PREFERENCES, DEFAULT_PREFERENCE, preferenceSchema, type Preference } from '../machines/preference.js';
 import type { Scope, Sharing } from '../pool/types.js';
 import { formatDuration, tryParseDuration } from './duration.js';
+import { showValue } from './show-value.js';
 
 // ---------------------------------------------------------------------------------------------
 // Value kinds
@@ -48,16 +49,7 @@ export interface Codec<T> {
   allowed?: readonly string[];
 }
 
-/** A value as it appears in a message: strings quoted, everything else as JSON. */
-export function showValue(input: unknown): string {
-  if (input === undefined) return 'nothing';
-  if (typeof input === 'bigint') return `${input}n`;
-  try {
-    return JSON.stringify(input) ?? String(input);
-  } catch {
-    return String(input);
-  }
-}
+export { showValue } from './show-value.js';
 
 const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
 const fail = (message: string): Parsed<never> => ({ ok: false, message });

@@ -10,13 +10,14 @@
  * must be taken by some replay.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { SimulatedClock, __unsafe_getAllOwnEventDescriptors, type AnyStateNode, type InspectionEvent } from 'xstate';
+import { SimulatedClock, __unsafe_getAllOwnEventDescriptors } from 'xstate';
 import { getSimplePaths, type StatePath } from 'xstate/graph';
 import { sessionMachine, type SessionEvent, type SessionInput } from '../../src/machines/session.machine.js';
 import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
 import { UpstreamSession, type SessionSnapshot } from '../../src/upstream/session.js';
 import { expected, HTTP_PROFILES, MACHINE_PREFERENCES, PROFILES, type CacheState, type MachinePreference, type Outcome, type Profile } from '../support/profiles.js';
 import { SimulatedUpstream } from '../support/simulated-channel.js';
+import { allTransitions, transitionRecorder } from '../support/chart-coverage.js';
 
 const PROBE_TIMEOUT = 2_000;
 const START_TIMEOUT = 60_000;
@@ -131,20 +132,9 @@ function describePath(path: StatePath<SessionSnapshot, SessionEvent>): string {
 
 // ---- coverage bookkeeping ----
 
-function allTransitions(node: AnyStateNode, out = new Map<object, string>()): Map<object, string> {
-  for (const [event, defs] of node.transitions) {
-    defs.forEach((d, i) => out.set(d, `${node.id} --${event}[${i}]${d.guard ? ` [${JSON.stringify((d.guard as { type?: string }).type ?? 'fn')}]` : ''}--> ${(d.target ?? []).map((t) => t.id).join(',') || '(self)'}`));
-  }
-  (node.always ?? []).forEach((d, i) => out.set(d, `${node.id} --always[${i}]--> ${(d.target ?? []).map((t) => t.id).join(',')}`));
-  for (const child of Object.values(node.states)) allTransitions(child as AnyStateNode, out);
-  return out;
-}
-
 const universe = allTransitions(sessionMachine.root);
 const taken = new Set<object>();
-const recordCoverage = (ev: InspectionEvent) => {
-  if (ev.type === '@xstate.microstep') for (const t of (ev as unknown as { _transitions: object[] })._transitions) taken.add(t);
-};
+const recordCoverage = transitionRecorder(taken);
 
 // ---- replay on the real adapter ----
 

@@ -16,7 +16,7 @@
  *    pool's own inspection, and every transition of the chart must have been taken.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { SimulatedClock, __unsafe_getAllOwnEventDescriptors, createActor, transition, type AnyStateNode, type InspectionEvent, type SnapshotFrom } from 'xstate';
+import { SimulatedClock, __unsafe_getAllOwnEventDescriptors, createActor, transition, type SnapshotFrom } from 'xstate';
 import { getShortestPaths, type StatePath } from 'xstate/graph';
 import type { Lane, Preference } from '../../src/machines/preference.js';
 import type { Era } from '../../src/machines/versions.js';
@@ -25,6 +25,7 @@ import { ServerPool } from '../../src/pool/server-pool.js';
 import type { PoolLimits } from '../../src/pool/types.js';
 import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
 import { AutoUpstream, settle } from '../support/auto-upstream.js';
+import { allTransitions, transitionRecorder } from '../support/chart-coverage.js';
 
 type Snap = SnapshotFrom<typeof poolMachine>;
 type Path = StatePath<Snap, PoolMachineEvent>;
@@ -165,20 +166,9 @@ function checkInvariants(s: Snap): string[] {
 
 // ---- the chart's transitions, and which a run takes ----
 
-function allTransitions(node: AnyStateNode, out = new Map<object, string>()): Map<object, string> {
-  for (const [event, defs] of node.transitions) {
-    defs.forEach((d, i) => out.set(d, `${node.id} --${event}[${i}]${d.guard ? ` [${JSON.stringify((d.guard as { type?: string }).type ?? 'fn')}]` : ''}--> ${(d.target ?? []).map((t) => t.id).join(',') || '(self)'}`));
-  }
-  (node.always ?? []).forEach((d, i) => out.set(d, `${node.id} --always[${i}]--> ${(d.target ?? []).map((t) => t.id).join(',')}`));
-  for (const child of Object.values(node.states)) allTransitions(child as AnyStateNode, out);
-  return out;
-}
-
 const universe = allTransitions(poolMachine.root);
 const takenByReplays = new Set<object>();
-const recorder = (into: Set<object>) => (ev: InspectionEvent) => {
-  if (ev.type === '@xstate.microstep') for (const t of (ev as unknown as { _transitions: object[] })._transitions) if (universe.has(t)) into.add(t);
-};
+const recorder = (into: Set<object>) => transitionRecorder(into, universe);
 
 /** The transitions a path takes, from a bare pool actor (no sessions, no I/O). */
 function transitionsOf(m: ModelConfig, path: Path): Set<object> {
