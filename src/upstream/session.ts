@@ -14,7 +14,6 @@ import { sessionMachine, type EraSource, type SessionEmitted, type SessionFailur
 import type { SessionPreference } from '../machines/preference.js';
 import type { HttpFailure } from '../machines/verdict.js';
 import { RPC, type Era } from '../machines/versions.js';
-import { paramHeaderSpec, paramHeaders, type ParamHeader } from '../transports/mcp-param-headers.js';
 import { requestParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import { RpcPeer } from '../transports/rpc-peer.js';
 import { LegacySseChannel } from '../transports/sse-legacy.js';
@@ -24,6 +23,7 @@ import type { Channel, CloseInfo, JsonRpcRequest } from '../transports/types.js'
 import { isStdioDefinition, type ServerDefinition } from './definition.js';
 import type { EraCache, EraRecord } from './era-cache.js';
 import { eraCacheKey } from './process-key.js';
+import { ToolHeaders } from './tool-headers.js';
 
 export type SessionSnapshot = SnapshotFrom<typeof sessionMachine>;
 type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']>;
@@ -114,7 +114,7 @@ export class UpstreamSession extends EventEmitter {
    * SEP-2243, modern Streamable HTTP sessions only: from the latest complete listTools(), the
    * `Mcp-Param-*` headers each listed tool asks for, and the tools excluded for invalid annotations.
    */
-  private paramTools: { headers: Map<string, ParamHeader[]>; excluded: Map<string, string> } | undefined;
+  private paramTools: ToolHeaders | undefined;
   /** The tools/list callTool runs when it needs paramTools; shared by concurrent calls. */
   private paramToolsListing: Promise<void> | undefined;
 
@@ -316,7 +316,7 @@ export class UpstreamSession extends EventEmitter {
 
   /** Tools the last listTools() excluded for invalid `x-mcp-header` annotations, with the reason. */
   excludedTools(): Array<{ name: string; reason: string }> {
-    return [...(this.paramTools?.excluded ?? [])].map(([name, reason]) => ({ name, reason }));
+    return this.paramTools?.excluded() ?? [];
   }
 
   // ---- SEP-2243 Mcp-Param-* headers ----
@@ -326,30 +326,9 @@ export class UpstreamSession extends EventEmitter {
     return this.transport === 'streamable-http' && this.actor.getSnapshot().context.era === 'modern';
   }
 
-  /**
-   * "Clients using the Streamable HTTP transport MUST reject tool definitions where any x-mcp-header value
-   * violates these constraints. Rejection means the client MUST exclude the invalid tool from the result of
-   * tools/list. Clients SHOULD log a warning when rejecting a tool definition, including the tool name and
-   * the reason for rejection." Excluded rather than flagged, so that every consumer of listTools (the pool,
-   * the /v1 API, relayed MCP clients) sees the list a conforming client would; excludedTools() tells why.
-   */
   private admitTools(tools: Tool[]): Tool[] {
-    const previous = this.paramTools?.excluded;
-    const headers = new Map<string, ParamHeader[]>();
-    const excluded = new Map<string, string>();
-    const admitted = tools.filter((tool) => {
-      const spec = paramHeaderSpec(tool.inputSchema);
-      if (spec.ok) {
-        headers.set(tool.name, spec.params);
-        return true;
-      }
-      excluded.set(tool.name, spec.reason);
-      // Warn once per tool and reason, not on every listing.
-      const level = previous?.get(tool.name) === spec.reason ? 'debug' : 'warn';
-      this.log[level]({ tool: tool.name, reason: spec.reason }, 'excluding a tool whose x-mcp-header annotations are invalid (SEP-2243)');
-      return false;
-    });
-    this.paramTools = { headers, excluded };
+    const { table, admitted } = ToolHeaders.admit(tools, this.log, this.paramTools);
+    this.paramTools = table;
     return admitted;
   }
 
@@ -366,16 +345,8 @@ export class UpstreamSession extends EventEmitter {
     return this.paramToolsListing;
   }
 
-  /** The `Mcp-Param-*` headers for one call; a tool never listed gets none (the spec's SHOULD). */
   private paramHeadersFor(name: string, args: Record<string, unknown>): Record<string, string> {
-    const reason = this.paramTools?.excluded.get(name);
-    if (reason !== undefined && !this.paramTools?.headers.has(name)) {
-      throw new McpxError('MCPX_BAD_TOOL', `${this.name}: tool ${JSON.stringify(name)} is not callable: its x-mcp-header annotations are invalid (${reason})`, {
-        data: { server: this.name, tool: name, reason },
-      });
-    }
-    const params = this.paramTools?.headers.get(name);
-    return params === undefined ? {} : paramHeaders({ params }, args, `${this.name}: ${name}`);
+    return this.paramTools?.for(this.name, name, args) ?? {};
   }
 
   /** Stop the session and its process. Resolves when nothing is left running and the era cache is written. */
