@@ -329,10 +329,10 @@ export function needsNewInstance(c: PoolContext, w: Waiter): Lane | null {
 function cooldownError(c: PoolContext, lane: Lane): PoolFailure {
   const h = c.lanes[lane];
   const last = h.lastError ?? { code: 'MCPX_SPAWN_FAILED' as ErrorCode, message: `${c.server}: the last start failed` };
-  const which = c.follow ? `${lane} lane ` : '';
+  const which = c.follow ? ` (${lane} lane)` : '';
   return {
     code: last.code,
-    message: `${last.message} (mcpx retries this server's ${which}after a ${h.cooldownMs} ms cooldown; failed starts in a row: ${h.failures})`,
+    message: `${last.message} — mcpx starts this server${which} again after a ${h.cooldownMs} ms cooldown (failed starts in a row: ${h.failures})`,
     data: { ...last.data, lane, cooldownMs: h.cooldownMs, failures: h.failures },
   };
 }
