@@ -670,11 +670,11 @@ describe.concurrent('wire-log preload', () => {
   });
 
   it('fixtureCommand builds node --import <preload> <fixture> [mode] with the log env', () => {
-    const c = fixtureCommand('raw', { mode: 'silent', log: '/tmp/x.jsonl', env: { SLOW_MS: '1' } });
+    const c = fixtureCommand('raw', { mode: 'silent', log: '/var/log/x.jsonl', env: { SLOW_MS: '1' } });
     expect(c).toEqual({
       command: process.execPath,
       args: ['--import', expect.stringMatching(/test\/fixtures\/wire-log\.mjs$/), FIXTURES.raw, 'silent'],
-      env: { MCPX_FIXTURE_LOG: '/tmp/x.jsonl', SLOW_MS: '1' },
+      env: { MCPX_FIXTURE_LOG: '/var/log/x.jsonl', SLOW_MS: '1' },
     });
     expect(fixtureCommand('dual-v2').args).toHaveLength(3);
     expect(fixtureCommand('dual-v2').env).toEqual({});

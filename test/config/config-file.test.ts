@@ -41,7 +41,7 @@ async function put(path: string, text: string | object): Promise<string> {
 }
 
 const messages = (c: LoadedConfig): string[] => c.errors.map((e) => e.message);
-const parse = (text: string, file = '/cfg/.mcpx.json', e: NodeJS.ProcessEnv = { HOME: '/home/u' }): LoadedConfig => parseConfigText(text, file, { env: e });
+const parse = (text: string, file = '/cfg/.mcpx.json', e: NodeJS.ProcessEnv = { HOME: '/users/u' }): LoadedConfig => parseConfigText(text, file, { env: e });
 
 describe('discovery', () => {
   it('--config names the file alone (relative to cwd), over MCPX_CONFIG and any project file', async () => {
@@ -219,7 +219,7 @@ describe('files other tools write work unchanged', () => {
         old: { type: 'sse', url: 'https://sse.example.com/sse' },
       },
     });
-    const c = parse(text, '/proj/.mcp.json', { HOME: '/home/u', TOOLS_DIR: '/opt/tools', API_KEY: 'sk-live-123' });
+    const c = parse(text, '/proj/.mcp.json', { HOME: '/users/u', TOOLS_DIR: '/opt/tools', API_KEY: 'sk-live-123' });
     expect(c.errors).toEqual([]);
     expect(c.servers.map((s) => s.definition)).toEqual([
       { command: '/opt/tools/server', args: ['--port', '3000'], env: { API_KEY: 'sk-live-123' }, cwd: '/proj' },
@@ -249,7 +249,7 @@ describe('files other tools write work unchanged', () => {
     "github": { "type": "http", "url": "https://api.githubcopilot.com/mcp/" },
   },
 }`;
-    const c = parse(text, '/ws/.vscode/mcp.json', { HOME: '/home/u', PERPLEXITY_API_KEY: 'pplx-abc' });
+    const c = parse(text, '/ws/.vscode/mcp.json', { HOME: '/users/u', PERPLEXITY_API_KEY: 'pplx-abc' });
     expect(c.errors).toEqual([]);
     expect(c.serversKey).toBe('servers');
     expect(c.servers.map((s) => [s.name, s.transport])).toEqual([['Perplexity', 'stdio'], ['fetch', 'stdio'], ['github', 'http']]);
@@ -268,11 +268,11 @@ describe('files other tools write work unchanged', () => {
 });
 
 describe('variables', () => {
-  const ctx = { env: { A: 'x', EMPTY: '' }, home: '/home/u', workspaceFolder: '/ws' };
+  const ctx = { env: { A: 'x', EMPTY: '' }, home: '/users/u', workspaceFolder: '/ws' };
   it('expand as Claude Code, VS Code and Cursor do', () => {
     expect(expandVariables('${A}-${A:-d}-${B:-d}-${EMPTY:-e}-${env:A}-${userHome}-${workspaceFolder}-${workspaceFolderBasename}', ctx)).toEqual({
       ok: true,
-      value: 'x-x-d-e-x-/home/u-/ws-ws',
+      value: 'x-x-d-e-x-/users/u-/ws-ws',
       missingEnv: [],
     });
     expect(expandVariables('${env:NOPE}', ctx)).toEqual({ ok: true, value: '', missingEnv: ['NOPE'] });
@@ -327,7 +327,7 @@ describe('JSON with comments', () => {
 });
 
 describe('errors name the file, the server and the key', () => {
-  const F = '/home/u/.mcpx.json';
+  const F = '/users/u/.mcpx.json';
   const one = (server: object, e?: NodeJS.ProcessEnv): LoadedConfig => parse(JSON.stringify({ mcpServers: { remote: server } }, null, 2), F, e);
 
   it('a bad duration in the mcpx block (the brief example)', () => {

@@ -17,7 +17,7 @@ import {
 } from '../../src/config/settings.js';
 
 /** A fixed environment, so the machine running the tests cannot leak in. */
-const HOME = '/home/tester';
+const HOME = '/users/tester';
 const BASE_ENV: NodeJS.ProcessEnv = { HOME };
 const make = (sources: ConstructorParameters<typeof Settings>[0] = {}): Settings => new Settings({ env: BASE_ENV, ...sources });
 
@@ -446,7 +446,7 @@ describe('paths', () => {
 
   it('relative paths: against the config file folder in the file, against cwd elsewhere; ~ is the home folder', () => {
     expect(make({ file: { paths: { state: 'state' } }, filePath: '/proj/.mcpx.json', cwd: '/elsewhere' }).get('paths.state')).toBe('/proj/state');
-    expect(make({ env: { HOME, MCPX_STATE_DIR: 'st' }, cwd: '/work' }).get('paths.state')).toBe('/work/st');
+    expect(make({ env: { HOME, MCPX_STATE_DIR: 'st' }, cwd: '/srv/proj' }).get('paths.state')).toBe('/srv/proj/st');
     expect(make({ flags: { '--paths-state': '~/mystate' } }).get('paths.state')).toBe(join(HOME, 'mystate'));
   });
 });
