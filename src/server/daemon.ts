@@ -301,5 +301,12 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     'mcpx daemon ready',
   );
   for (const w of config.warnings) log.warn({ file: config.file }, w.message);
+  // The bundled demo exists to show the three eras: start its servers now, so the first `mcpx protocol`
+  // already shows them. A user's own servers start on first use (some are heavy: a browser, an index).
+  if (config.demo === true) {
+    for (const s of config.servers) {
+      if (!s.disabled) void controller.tools(s.name).catch((err: unknown) => log.warn({ server: s.name, err }, 'could not start a demo server'));
+    }
+  }
   return handle;
 }

@@ -212,6 +212,25 @@ describe.concurrent('config', () => {
     }
   });
 
+  it('the demo\'s servers start with the daemon, so a newcomer\'s first `mcpx protocol` shows three eras', async () => {
+    const h = await home('demo-warm');
+    const state = join(h, 'state');
+    const env = cleanEnv(h, { MCPX_STATE_DIR: state });
+    try {
+      expect((await mcpx(['status'], { env, cwd: h })).code).toBe(0); // auto-starts the daemon; no call is made
+      trackPid(readJson(join(state, 'daemon.json')).pid);
+      let eras: unknown[] = [];
+      for (let i = 0; i < 100; i++) {
+        eras = (await mcpxJson(['protocol'], { env, cwd: h })).servers.map((s: any) => [s.server, s.era, s.eraSource]);
+        if (eras.every((e: any) => e[1] !== null)) break;
+        await new Promise((r) => setTimeout(r, 150));
+      }
+      expect(eras).toEqual([['legacy-only', 'legacy', 'probe'], ['dual', 'modern', 'probe'], ['modern-only', 'modern', 'probe']]);
+    } finally {
+      expect((await mcpx(['stop'], { env, cwd: h })).code).toBe(0);
+    }
+  });
+
   it('a bad config names the file, the server and the key, and exits non-zero (config, daemon, auto-start)', async () => {
     const h = await home('badcfg');
     const file = writeConfig(h, { good: { fixture: 'dual-v2' }, broken: { fixture: 'dual-v2', mcpx: { maxx: 2 } } });
