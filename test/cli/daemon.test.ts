@@ -220,7 +220,7 @@ describe.concurrent('config', () => {
       expect((await mcpx(['status'], { env, cwd: h })).code).toBe(0); // auto-starts the daemon; no call is made
       trackPid(readJson(join(state, 'daemon.json')).pid);
       let eras: unknown[] = [];
-      for (let i = 0; i < 100; i++) {
+      for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
         eras = (await mcpxJson(['protocol'], { env, cwd: h })).servers.map((s: any) => [s.server, s.era, s.eraSource]);
         if (eras.every((e: any) => e[1] !== null)) break;
         await new Promise((r) => setTimeout(r, 150));
@@ -229,7 +229,7 @@ describe.concurrent('config', () => {
     } finally {
       expect((await mcpx(['stop'], { env, cwd: h })).code).toBe(0);
     }
-  });
+  }, 60_000);
 
   it('a bad config names the file, the server and the key, and exits non-zero (config, daemon, auto-start)', async () => {
     const h = await home('badcfg');
