@@ -14,6 +14,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { McpxError, MessageTooLargeError, TransportClosedError } from '../errors.js';
 import { HTTPStatusError, HttpConnectionError, HttpRedactor, UnauthorizedError, redactUrl } from './http-errors.js';
 import { classifyMessage, isRequest, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
+import { describeCause, headerValue, mediaType, readPrefix } from './http-body.js';
 import { SseDecoder } from './sse.js';
 import { DEFAULT_HTTP_MAX_MESSAGE_BYTES, normalizeConfiguredHeaders, parseHttpUrl } from './streamable-http.js';
 import type { Channel, CloseInfo, JsonRpcId, JsonRpcMessage } from './types.js';
@@ -36,35 +37,6 @@ export interface LegacySseChannelOptions {
 type MessageListener = (message: JsonRpcMessage, context?: unknown) => void;
 type CloseListener = (info: CloseInfo) => void;
 type RequestErrorListener = (id: JsonRpcId, error: Error) => void;
-
-function headerValue(headers: Dispatcher.ResponseData['headers'], name: string): string | undefined {
-  const v = headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-function describeCause(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const code = (err as { code?: unknown }).code;
-  return `${typeof code === 'string' && !err.message.includes(code) ? `${code}: ` : ''}${err.message}`;
-}
-
-async function readText(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
-  const parts: Buffer[] = [];
-  let total = 0;
-  try {
-    for await (const chunk of body) {
-      const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
-      parts.push(buf);
-      total += buf.length;
-      if (total > limit) break;
-    }
-  } catch {
-    // a partial body is enough for an error message
-  } finally {
-    body.destroy();
-  }
-  return Buffer.concat(parts).subarray(0, limit).toString('utf8');
-}
 
 export class LegacySseChannel implements Channel {
   readonly url: URL;
@@ -212,7 +184,7 @@ export class LegacySseChannel implements Channel {
     }
     const status = res.statusCode;
     if (status < 200 || status >= 300) {
-      const body = this.redactor.text(await readText(res.body, ERROR_BODY_READ_BYTES));
+      const body = this.redactor.text((await readPrefix(res.body, ERROR_BODY_READ_BYTES)).text);
       const init = { status, url: this.displayUrl, httpMethod: 'GET', body, ...(res.statusText ? { statusText: res.statusText } : {}) };
       if (status === 401 || status === 403) {
         const challenge = headerValue(res.headers, 'www-authenticate');
@@ -220,7 +192,7 @@ export class LegacySseChannel implements Channel {
       }
       throw new HTTPStatusError(init);
     }
-    const type = (headerValue(res.headers, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+    const type = mediaType(res.headers);
     if (type !== 'text/event-stream') {
       res.body.destroy();
       throw new McpxError('MCPX_BAD_CONFIG', `${this.displayUrl} is not an HTTP+SSE endpoint: GET answered HTTP ${status} with content-type ${JSON.stringify(type || '(none)')}`, {
@@ -362,7 +334,7 @@ export class LegacySseChannel implements Channel {
         await res.body.dump().catch(() => undefined);
         return;
       }
-      const body = this.redactor.text(await readText(res.body, ERROR_BODY_READ_BYTES));
+      const body = this.redactor.text((await readPrefix(res.body, ERROR_BODY_READ_BYTES)).text);
       const init = { status, url: redactUrl(endpoint), method: what, body, ...(res.statusText ? { statusText: res.statusText } : {}) };
       if (status === 401 || status === 403) {
         const challenge = headerValue(res.headers, 'www-authenticate');

@@ -35,6 +35,7 @@ import { classifyMessage, isNotification, isRequest, isResponse, silentLogger, t
 import { encodeParamValue } from './mcp-param-headers.js';
 import type { Channel, CloseInfo, JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, SendOptions } from './types.js';
 import { SseDecoder } from './sse.js';
+import { describeCause, discard, errorCode, headerValue, mediaType, readLimited, readPrefix, type ResponseHeaders } from './http-body.js';
 
 export const DEFAULT_HTTP_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 /** How much of a non-2xx body is read looking for a JSON-RPC answer. */
@@ -56,7 +57,6 @@ export interface StreamableHttpChannelOptions {
 type MessageListener = (message: JsonRpcMessage, context?: unknown) => void;
 type CloseListener = (info: CloseInfo) => void;
 type RequestErrorListener = (id: JsonRpcId, error: Error) => void;
-type ResponseHeaders = Dispatcher.ResponseData['headers'];
 
 /** One POST (and, after a session renewal, its retry). */
 interface Flight {
@@ -169,67 +169,6 @@ export function parseHttpUrl(raw: string, headers: Record<string, string>, what:
   const display = redactUrl(url);
   url.hash = '';
   return { url, display };
-}
-
-function headerValue(headers: ResponseHeaders, name: string): string | undefined {
-  const v = headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-function mediaType(headers: ResponseHeaders): string {
-  return (headerValue(headers, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-}
-
-function errorCode(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
-function describeCause(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const code = errorCode(err);
-  const inner = err.cause instanceof Error && err.cause.message !== err.message ? ` (${err.cause.message})` : '';
-  return `${code && !err.message.includes(code) ? `${code}: ` : ''}${err.message}${inner}`;
-}
-
-/** Read a whole body, refusing more than `limit` bytes. */
-async function readLimited(body: AsyncIterable<Buffer | Uint8Array>, limit: number, declared?: string): Promise<Buffer> {
-  if (declared !== undefined && Number(declared) > limit) throw new MessageTooLargeError(limit);
-  const parts: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of body) {
-    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
-    total += buf.length;
-    if (total > limit) throw new MessageTooLargeError(limit);
-    parts.push(buf);
-  }
-  return Buffer.concat(parts, total);
-}
-
-/** Read at most `limit` bytes of a body for an error report; the rest is discarded. */
-async function readPrefix(body: AsyncIterable<Buffer | Uint8Array> & { destroy(): unknown }, limit: number): Promise<{ text: string; complete: boolean }> {
-  const parts: Buffer[] = [];
-  let total = 0;
-  try {
-    for await (const chunk of body) {
-      const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
-      parts.push(buf);
-      total += buf.length;
-      if (total > limit) {
-        body.destroy();
-        return { text: Buffer.concat(parts).subarray(0, limit).toString('utf8'), complete: false };
-      }
-    }
-  } catch {
-    return { text: Buffer.concat(parts).toString('utf8'), complete: false };
-  }
-  return { text: Buffer.concat(parts).toString('utf8'), complete: true };
-}
-
-function discard(body: { destroy(): unknown; dump?: () => Promise<void> }): Promise<void> {
-  if (typeof body.dump === 'function') return body.dump().catch(() => undefined);
-  body.destroy();
-  return Promise.resolve();
 }
 
 // ------------------------------------------------------------------------------------ the channel
