@@ -11,6 +11,7 @@ import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixturePids, isGone, writeConfig, type ServerEntry } from '../server/helpers.js';
 import { tempDir } from '../support/real.js';
+import { collectEvents } from '../support/sse-events.js';
 import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, mcpxJson, readJson, trackPid, until } from './helpers.js';
 
 const SECRET_ENV = 's3cr3t-value';
@@ -262,24 +263,7 @@ describe.concurrent('config', () => {
     const ac = new AbortController();
     try {
       const res = await sse.request({ path: '/v1/events?type=config.', method: 'GET', signal: ac.signal });
-      void (async () => {
-        let buf = '';
-        try {
-          for await (const c of res.body) {
-            buf += c.toString();
-            let at;
-            while ((at = buf.indexOf('\n\n')) !== -1) {
-              const frame = buf.slice(0, at);
-              buf = buf.slice(at + 2);
-              const type = /^event: (.*)$/m.exec(frame)?.[1];
-              const data = /^data: (.*)$/m.exec(frame)?.[1];
-              if (type && data) events.push({ type, data: JSON.parse(data) });
-            }
-          }
-        } catch {
-          // aborted
-        }
-      })();
+      void collectEvents(res.body, events);
       const pidOf = async (server: string) => (await api(socket, 'GET', '/v1/status')).body.servers.find((s: any) => s.server === server)?.instances[0]?.pid;
       const names = async () => (await api(socket, 'GET', '/v1/servers')).body.servers.map((s: any) => s.server);
       const next = async (type: string, after: number) => {

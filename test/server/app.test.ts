@@ -7,6 +7,7 @@ import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CANONICAL_PREFERENCES, PREFERENCE_ALIASES } from '../../src/machines/preference.js';
 import { tempDir } from '../support/real.js';
+import { collectEvents } from '../support/sse-events.js';
 import { harness, textOf, type Harness } from './helpers.js';
 
 const SECRET_ENV = 's3cr3t-value';
@@ -217,25 +218,7 @@ describe('the /v1 API over real fixture servers', () => {
     try {
       const res = await client.request({ path: '/v1/events?server=secretive', method: 'GET', signal: ac.signal });
       expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
-      const reading = (async () => {
-        let buf = '';
-        try {
-          for await (const chunk of res.body) {
-            buf += chunk.toString();
-            let at;
-            while ((at = buf.indexOf('\n\n')) !== -1) {
-              const frame = buf.slice(0, at);
-              buf = buf.slice(at + 2);
-              const type = /^event: (.*)$/m.exec(frame)?.[1];
-              const data = /^data: (.*)$/m.exec(frame)?.[1];
-              if (type && data) events.push({ type, data: JSON.parse(data) });
-              if (type === 'call.finished') return;
-            }
-          }
-        } catch {
-          // aborted
-        }
-      })();
+      const reading = collectEvents(res.body, events, (e) => e.type === 'call.finished');
       // the secret, sent by the caller itself, comes back scrubbed: responses never carry a configured secret
       const call = await json(h, 'POST', '/v1/call', { server: 'secretive', tool: 'echo', args: { text: SECRET_ENV } });
       expect(call.body.ok).toBe(true);
