@@ -1,8 +1,8 @@
 import { describe, it, expect } from 'vitest';
 import { McpxError, RequestTimeoutError, TransportClosedError, UpstreamRpcError } from '../../src/errors.js';
-import type { TransportLogger } from '../../src/transports/jsonrpc.js';
 import { RpcPeer } from '../../src/transports/rpc-peer.js';
 import type { Channel, CloseInfo, JsonRpcMessage } from '../../src/transports/types.js';
+import { recordingLogger } from '../support/recording-logger.js';
 
 /** An in-memory Channel: records what the peer sends, lets the test play the server. */
 class FakeChannel implements Channel {
@@ -45,12 +45,6 @@ class FakeChannel implements Channel {
   }
 }
 
-function recordingLogger() {
-  const records: Array<{ level: string; obj: Record<string, unknown>; msg?: string }> = [];
-  const at = (level: string) => (obj: object, msg?: string) => records.push({ level, obj: obj as Record<string, unknown>, msg });
-  const logger: TransportLogger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-  return { logger, records };
-}
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
 

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { McpxError, SpawnError, TransportClosedError } from '../../src/errors.js';
-import type { TransportLogger } from '../../src/transports/jsonrpc.js';
 import { RpcPeer } from '../../src/transports/rpc-peer.js';
 import { StdioChannel, type StdioChannelOptions } from '../../src/transports/stdio.js';
 import type { CloseInfo, JsonRpcMessage, JsonRpcNotification } from '../../src/transports/types.js';
+import { recordingLogger } from '../support/recording-logger.js';
 
 const HELPER = fileURLToPath(new URL('./helpers/child.mjs', import.meta.url));
 
@@ -48,17 +48,6 @@ function isAlive(pid: number): boolean {
   }
 }
 
-interface LogRecord {
-  level: string;
-  obj: Record<string, unknown>;
-  msg: string | undefined;
-}
-
-function recordingLogger(): { logger: TransportLogger; records: LogRecord[] } {
-  const records: LogRecord[] = [];
-  const at = (level: string) => (obj: object, msg?: string) => records.push({ level, obj: obj as Record<string, unknown>, msg });
-  return { logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }, records };
-}
 
 function open(options: StdioChannelOptions) {
   const ch = new StdioChannel(options);

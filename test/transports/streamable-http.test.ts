@@ -13,6 +13,7 @@ import { StreamableHttpChannel, encodeMcpHeaderValue, type StreamableHttpChannel
 import type { CloseInfo, JsonRpcNotification, JsonRpcRequest } from '../../src/transports/types.js';
 import { startHttpFixture, type HttpFixture, type RawHttpMode } from '../fixtures/http/index.js';
 import { httpRequests, readHttpLog, responseTo, waitForHttpLog, type HttpRequestEvent, type HttpResponseEvent } from '../fixtures/http/log.js';
+import { recordingLogger } from '../support/recording-logger.js';
 
 const MODERN = '2026-07-28';
 const LEGACY = '2025-11-25';
@@ -48,17 +49,6 @@ afterEach(async () => {
 
 // ------------------------------------------------------------------------------------- helpers
 
-interface LogRecord {
-  level: string;
-  obj: Record<string, unknown>;
-  msg: string | undefined;
-}
-
-function recordingLogger(): { logger: TransportLogger; records: LogRecord[] } {
-  const records: LogRecord[] = [];
-  const at = (level: string) => (obj: object, msg?: string) => records.push({ level, obj: obj as Record<string, unknown>, msg });
-  return { logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }, records };
-}
 
 function open(url: string, extra: Partial<StreamableHttpChannelOptions> = {}) {
   const channel = new StreamableHttpChannel({ url, ...extra });

@@ -6,13 +6,13 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Logger } from '../../src/log.js';
 import { laneSessionPreference, type SessionPreference } from '../../src/machines/preference.js';
 import { EraCache } from '../../src/upstream/era-cache.js';
 import { UpstreamSession, type UpstreamSessionOptions } from '../../src/upstream/session.js';
 import { startHttpFixture, type HttpFixture } from '../fixtures/http/index.js';
 import { httpRequests, readHttpLog } from '../fixtures/http/log.js';
 import { tempDir, textOf } from '../support/real.js';
+import { recordingLogger } from '../support/recording-logger.js';
 
 let dir: { path: string; remove: () => Promise<void> };
 const fixtures: HttpFixture[] = [];
@@ -283,13 +283,6 @@ describe('attribution: questions reach the call that provoked them', () => {
 });
 
 describe('SEP-2243 Mcp-Param-* headers on 2026-07-28 Streamable HTTP', () => {
-  /** A Logger that keeps what it is given (the session logs through child loggers). */
-  function recordingLogger(): { logger: Logger; records: Array<{ level: string; obj: Record<string, unknown>; msg?: string }> } {
-    const records: Array<{ level: string; obj: Record<string, unknown>; msg?: string }> = [];
-    const at = (level: string) => (obj: object, msg?: string) => void records.push({ level, obj: obj as Record<string, unknown>, ...(msg === undefined ? {} : { msg }) });
-    const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: () => logger };
-    return { logger, records };
-  }
   const b64 = (s: string) => `=?base64?${Buffer.from(s, 'utf8').toString('base64')}?=`;
   const paramHeadersOf = (r: { headers: Record<string, string> }) => Object.fromEntries(Object.entries(r.headers).filter(([k]) => k.startsWith('mcp-param-')));
 
