@@ -28,11 +28,12 @@ export const META = {
   logLevel: 'io.modelcontextprotocol/logLevel',
 } as const;
 
-/** JSON-RPC error codes that mark a modern server (mcp-wire-facts.md §2.2). */
+/** JSON-RPC error codes mcpx reads or sends: the modern ones (mcp-wire-facts.md §2.2) and standard JSON-RPC ones. */
 export const RPC = {
   headerMismatch: -32020,
   missingClientCapability: -32021,
   unsupportedProtocolVersion: -32022,
   methodNotFound: -32601,
   invalidParams: -32602,
+  internalError: -32603,
 } as const;

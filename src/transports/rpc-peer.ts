@@ -4,6 +4,7 @@
  */
 import { McpxError, RequestTimeoutError, TransportClosedError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
 import { isNotification, isRequest, isResponse, silentLogger, type TransportLogger } from './jsonrpc.js';
+import { RPC } from '../machines/versions.js';
 import type {
   Channel,
   CloseInfo,
@@ -35,8 +36,8 @@ interface Pending {
   cleanup: () => void;
 }
 
-export const METHOD_NOT_FOUND = -32601;
-export const INTERNAL_ERROR = -32603;
+export const METHOD_NOT_FOUND = RPC.methodNotFound;
+export const INTERNAL_ERROR = RPC.internalError;
 
 export class RpcPeer {
   readonly channel: Channel;

@@ -450,10 +450,10 @@ export class UpstreamSession extends EventEmitter {
     if (call?.onServerRequest) return call.onServerRequest(req, call.context);
     if (this.opts.onServerRequest) return this.opts.onServerRequest(req, call?.context);
     if (this.askers.size > 1) {
-      const error: RpcErrorObject = { code: -32603, message: `mcpx cannot tell which of ${this.askers.size} calls in flight ${req.method} is for` };
+      const error: RpcErrorObject = { code: RPC.internalError, message: `mcpx cannot tell which of ${this.askers.size} calls in flight ${req.method} is for` };
       throw error;
     }
-    const error: RpcErrorObject = { code: -32601, message: `mcpx has no caller to ask (${req.method})` };
+    const error: RpcErrorObject = { code: RPC.methodNotFound, message: `mcpx has no caller to ask (${req.method})` };
     throw error;
   }
 
