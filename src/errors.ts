@@ -131,7 +131,7 @@ export class ProtocolValueError extends McpxError {
   }
 }
 
-/** The era cache file could not be written (or its lock taken). Reading problems never raise: a bad file reads as empty. */
+/** A state file (the era cache, the tool catalogue) could not be written (or its lock taken). Reading problems never raise: a bad file reads as empty. */
 export class CacheIoError extends McpxError {
   readonly file: string;
   constructor(file: string, message: string, cause?: unknown) {

@@ -175,13 +175,21 @@ function buildProgram(): Command {
     process.exit(0);
   });
 
-  // ---- serve (a later release) ----
-  program
-    .command('serve')
-    .description('(coming with a later release) an MCP server on stdio that speaks both eras to its callers')
-    .option('--passthrough <name>', 'serve one upstream\'s tools under their own names')
-    .action(async () => {
-      throw new McpxError('MCPX_NOT_IMPLEMENTED', 'mcpx serve is not available yet: it arrives with a later release (with the /mcp endpoint and /v1/ask)');
+  // ---- serve ----
+  withTarget(
+    program
+      .command('serve')
+      .description('an MCP server on stdio for one MCP client (Claude Desktop, Claude Code, Cursor, VS Code): every configured server, in the caller\'s own era, through the daemon (started when none runs)'),
+  )
+    .option('--passthrough <name>', 'serve one server under its own names (tools, prompts, resources, templates, completions)')
+    .option('--servers <a,b>', 'show only these servers (aggregate mode)')
+    .action(async (o: CommonOpts & { passthrough?: string; servers?: string }) => {
+      if (o.passthrough !== undefined && o.servers !== undefined) throw new UsageError('--passthrough and --servers do not go together: passthrough serves one server');
+      const servers = o.servers?.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+      if (servers !== undefined && servers.length === 0) throw new UsageError('--servers needs at least one server name');
+      const target = await resolveTarget(clientOptions(o));
+      const { runServe } = await import('../serve/stdio-entry.js');
+      await runServe({ target, entry: ENTRY, ...(o.passthrough === undefined ? {} : { passthrough: o.passthrough }), ...(servers === undefined ? {} : { servers }) });
     });
 
   // ---- status ----
@@ -255,7 +263,7 @@ function buildProgram(): Command {
         const path = `/v1/tools${q.size > 0 ? `?${q}` : ''}`;
         const { body } = await withProgress(client, server, () => api<ToolsView>(client, 'GET', path, undefined, callHeaders(o)));
         if (o.json) printJson(body);
-        else out(table(['SERVER', 'TOOL', 'DESCRIPTION'], body.tools.map((t) => [t.server, t.name, clip(typeof t.description === 'string' ? t.description : '', 70)])));
+        else out(table(['SERVER', 'TOOL', 'MCP NAME', 'DESCRIPTION'], body.tools.map((t) => [t.server, t.name, t.exposed, clip(typeof t.description === 'string' ? t.description : '', 60)])));
         if (body.errors.length > 0) {
           for (const e of body.errors.slice(1)) process.stderr.write(`mcpx: ${e.server}: ${e.message}\n`);
           const first = body.errors[0]!;

@@ -20,9 +20,21 @@ import { isForced, type Lane } from '../machines/preference.js';
 import { eraOfRevision, type Era } from '../machines/versions.js';
 import type { EraCache, EraRecord } from '../upstream/era-cache.js';
 import { eraCacheKey } from '../upstream/process-key.js';
-import { stateName, UpstreamSession, type CallOptions, type SessionInfo, type SessionSnapshot, type Tool, type UpstreamSessionOptions } from '../upstream/session.js';
+import {
+  FORWARDED_METHODS,
+  isForwardedMethod,
+  stateName,
+  UpstreamSession,
+  type CallOptions,
+  type ChangedList,
+  type ListKind,
+  type SessionInfo,
+  type SessionSnapshot,
+  type Tool,
+  type UpstreamSessionOptions,
+} from '../upstream/session.js';
 import { poolMachine, type PoolEmitted, type PoolFailure, type PoolMachineEvent } from './pool.machine.js';
-import type { CallContext, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport, ServerPoolApi } from './types.js';
+import type { CallContext, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport, ServerPoolApi, UpstreamInfo } from './types.js';
 
 type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']>;
 
@@ -89,6 +101,8 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   private stopPromise: Promise<void> | undefined;
   /** The own lane's most recent ready instance, as it was when ready (§7). */
   private ownReport: Pick<SessionInfo, 'era' | 'negotiated' | 'eraSource'> & { id: string } | null = null;
+  /** Each lane's most recent ready instance's self-description, kept after it stops (for catalogues). */
+  private readonly laneInfo = new Map<Lane, UpstreamInfo>();
 
   constructor(config: PoolServerConfig, deps: ServerPoolDeps = {}) {
     super();
@@ -129,6 +143,31 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
 
   callTool(tool: string, args: Record<string, unknown>, ctx: CallContext = {}): Promise<Record<string, unknown>> {
     return this.use(ctx, (session, opts) => session.callTool(tool, args, opts));
+  }
+
+  /**
+   * A client request a front relays (FORWARDED_METHODS), run like callTool: the caller's lane and scope
+   * key, a lease, its signal and timeout, and the session's era. Anything else is refused before an
+   * instance is acquired (MCPX_BAD_REQUEST).
+   */
+  async request(method: string, params: Record<string, unknown> | undefined, ctx: CallContext = {}): Promise<Record<string, unknown>> {
+    if (!isForwardedMethod(method)) {
+      throw new McpxError('MCPX_BAD_REQUEST', `${this.name}: mcpx does not relay ${JSON.stringify(method)}; it relays ${FORWARDED_METHODS.join(', ')}`, {
+        data: { server: this.name, method, field: 'method', allowed: [...FORWARDED_METHODS] },
+      });
+    }
+    return this.use(ctx, (session, opts) => session.forward(method, params, opts));
+  }
+
+  /** Every item of a listing (tools, prompts, resources, resourceTemplates), all pages, on one lease. */
+  listAll(kind: ListKind, ctx: CallContext = {}): Promise<Array<Record<string, unknown>>> {
+    return this.use(ctx, (session, opts) => (kind === 'tools' ? session.listTools(opts) : session.listAll(kind, opts)));
+  }
+
+  /** The last known serverInfo, capabilities and instructions of a lane's ready instance (null: none was ready yet). */
+  upstreamInfo(lane: Lane = 'own'): UpstreamInfo | null {
+    const known = this.laneInfo.get(lane);
+    return known ? { ...known } : null;
   }
 
   instances(): InstanceStatus[] {
@@ -233,6 +272,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
         ...(ctx.capabilities ? { capabilities: ctx.capabilities as CallOptions['capabilities'] } : {}),
         ...(ctx.onInputRequired ? { onInputRequired: ctx.onInputRequired } : {}),
         ...(ctx.onServerRequest ? { onServerRequest: ctx.onServerRequest } : {}),
+        ...(ctx.onProgress ? { onProgress: ctx.onProgress } : {}),
       };
       return await op(live.session, opts);
     } catch (err) {
@@ -354,6 +394,11 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
     session.on('era.stale', (s: { cached: EraRecord; found: Era }) => {
       this.publish({ type: 'server.era.stale', server: this.name, cached: s.cached, found: s.found });
     });
+    session.on('list_changed', (c: { list: ChangedList }) => {
+      if (l.stopRequested) return;
+      this.log.debug({ instance: l.id, lane: l.lane, list: c.list }, 'upstream list changed');
+      this.publish({ type: 'server.list_changed', server: this.name, instance: l.id, lane: l.lane, list: c.list });
+    });
     session.on('closed', (info: { reason?: string; code?: number | null; signal?: string | null }) => {
       if (l.stopRequested || l.crashed !== null) return;
       l.crashed = describeExit(info);
@@ -368,6 +413,10 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
         l.pid = info.pid;
         const readyMs = Date.now() - l.startedAt;
         if (l.lane === 'own') this.ownReport = { id: l.id, era: info.era, negotiated: info.negotiated, eraSource: info.eraSource };
+        this.laneInfo.set(l.lane, {
+          lane: l.lane, instance: l.id, era: info.era, negotiated: info.negotiated,
+          serverInfo: info.serverInfo, capabilities: info.capabilities, instructions: info.instructions,
+        });
         this.log.info({ instance: l.id, lane: l.lane, pid: info.pid, era: info.era, readyMs }, 'instance ready');
         this.publish({ type: 'server.start', server: this.name, instance: l.id, pid: info.pid, lane: l.lane, era: info.era, negotiated: info.negotiated, eraSource: info.eraSource, readyMs });
         this.send({ type: 'instance.ready', id: l.id, era: info.era ?? 'legacy' });

@@ -7,7 +7,7 @@ import type { EraSource } from '../machines/session.machine.js';
 import type { Era } from '../machines/versions.js';
 import type { ServerDefinition } from '../upstream/definition.js';
 import type { EraRecord } from '../upstream/era-cache.js';
-import type { InputRequiredHandler, ServerRequestHandler, Tool } from '../upstream/session.js';
+import type { ChangedList, InputRequiredHandler, ListKind, ProgressListener, ServerRequestHandler, Tool } from '../upstream/session.js';
 
 export type Scope = 'global' | 'session' | 'call';
 export type Sharing = 'shared' | 'exclusive';
@@ -61,6 +61,8 @@ export interface CallContext {
   onInputRequired?: InputRequiredHandler;
   /** Capabilities the caller can honour, declared upstream on its behalf. */
   capabilities?: Record<string, unknown>;
+  /** Receives the upstream's progress notifications for this call (mcpx sends its own progressToken upstream). */
+  onProgress?: ProgressListener;
 }
 
 export interface InstanceStatus {
@@ -96,17 +98,37 @@ export interface ProtocolReport {
   legacyLane: LegacyLaneReport | null;
 }
 
+/** What a lane's most recent ready instance said about itself (discover or initialize), for catalogues. */
+export interface UpstreamInfo {
+  lane: Lane;
+  /** The instance it came from (it may have stopped since). */
+  instance: string;
+  era: Era | null;
+  negotiated: string | null;
+  serverInfo: unknown;
+  capabilities: unknown;
+  instructions: string | undefined;
+}
+
 /** Events a pool emits (for the daemon's event stream and logs). */
 export type PoolEvent =
   | { type: 'server.start'; server: string; instance: string; pid: number | undefined; lane: Lane; era: Era | null; negotiated: string | null; eraSource: EraSource | null; readyMs: number }
   | { type: 'server.stop'; server: string; instance: string; lane: Lane; reason: string }
   | { type: 'server.era.stale'; server: string; cached: EraRecord; found: Era }
-  | { type: 'session.state'; server: string; instance: string; lane: Lane; state: string; event: string };
+  | { type: 'session.state'; server: string; instance: string; lane: Lane; state: string; event: string }
+  /** The upstream said `notifications/<list>/list_changed`: list it again. */
+  | { type: 'server.list_changed'; server: string; instance: string; lane: Lane; list: ChangedList };
 
 export interface ServerPoolApi {
   readonly name: string;
   listTools(ctx?: CallContext): Promise<Tool[]>;
   callTool(tool: string, args: Record<string, unknown>, ctx?: CallContext): Promise<Record<string, unknown>>;
+  /** Any relayed client request (FORWARDED_METHODS in src/upstream/session.ts); others: MCPX_BAD_REQUEST. */
+  request(method: string, params: Record<string, unknown> | undefined, ctx?: CallContext): Promise<Record<string, unknown>>;
+  /** Every item of a listing, all pages. */
+  listAll(kind: ListKind, ctx?: CallContext): Promise<Array<Record<string, unknown>>>;
+  /** The last known self-description of a lane's ready instance; null before one was ready. */
+  upstreamInfo(lane?: Lane): UpstreamInfo | null;
   instances(): InstanceStatus[];
   protocolReport(): ProtocolReport;
   /** Stop every instance and child process. */

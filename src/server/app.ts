@@ -24,6 +24,9 @@ import { buildOpenApi } from './openapi.js';
 import { packageVersion } from './package-info.js';
 import { CALLER_PROTOCOL_HEADER, callHeadersSchema, ROUTES, SESSION_HEADER, type RouteDef } from './schemas.js';
 import { localMermaid, MERMAID_ASSET_URL, statechartPage } from './statechart-page.js';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { ControllerBackend } from '../serve/controller-backend.js';
+import { McpHttpEntry, type EntryMode } from '../serve/http-entry.js';
 
 export interface DaemonInfo {
   stateDir: string | null;
@@ -49,6 +52,8 @@ export interface AppDeps {
   shutdown?: () => void;
   /** While true, every request but health and status gets 503 MCPX_SHUTTING_DOWN. */
   isStopping?: () => boolean;
+  /** The `/mcp` entry, shared by the daemon's listeners (one set of legacy sessions); default: one of its own. */
+  mcp?: McpHttpEntry;
 }
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
@@ -174,7 +179,7 @@ export function isLoopbackOrigin(origin: string | undefined): boolean {
 
 const NOT_YET = {
   code: 'MCPX_NOT_IMPLEMENTED',
-  feature: 'mcpx serve (the /mcp endpoint and interruptible /v1/ask calls)',
+  feature: 'interruptible /v1/ask calls (questions relayed across eras)',
 } as const;
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -302,9 +307,35 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   route(ROUTES.servers, async () => ({ servers: controller.servers() }));
 
-  route(ROUTES.tools, async ({ query, headers }, _req, reply) => controller.tools(query.server, contextOf(reply, headers, query.session)));
+  route(ROUTES.tools, async ({ query, headers }, _req, reply) =>
+    controller.tools(query.server, contextOf(reply, headers, query.session), { fresh: query.fresh === 'true' || query.fresh === '1' }));
 
   route(ROUTES.call, async ({ body, headers }, _req, reply) => controller.call(body.server, body.tool, body.args, contextOf(reply, headers, body.session, body.timeoutMs)));
+
+  route(ROUTES.catalog, async ({ headers }, _req, reply) => controller.catalog.view(contextOf(reply, headers, undefined)));
+
+  route(ROUTES.request, async ({ body, headers }, req, reply) => {
+    const ctx = contextOf(reply, headers, body.session, body.timeoutMs);
+    if (!/\btext\/event-stream\b/.test(req.headers.accept ?? '')) return controller.request(body.server, body.method, body.params, ctx);
+    // Streamed: progress frames while the request runs, then the outcome. Checked before the stream
+    // opens, so an unknown server is still a plain 404.
+    controller.pool(body.server);
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
+    const frame = (event: string, data: unknown) => {
+      if (!res.writableEnded) res.write(`event: ${event}\ndata: ${scrub(JSON.stringify(data))}\n\n`);
+    };
+    let outcome: unknown;
+    try {
+      outcome = await controller.request(body.server, body.method, body.params, { ...ctx, onProgress: (p) => frame('progress', p) });
+    } catch (err) {
+      outcome = { ok: false, error: toApiError(err).error };
+    }
+    frame('result', outcome);
+    res.end();
+    return undefined;
+  });
 
   route(ROUTES.settingsList, async () => controller.settingsList());
   route(ROUTES.settingGet, async ({ params }) => controller.setting(params.path));
@@ -374,7 +405,30 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       data: { feature: NOT_YET.feature },
     });
   for (const def of [ROUTES.ask, ROUTES.askGet, ROUTES.askAnswers, ROUTES.askAbandon]) app.route({ method: def.method, url: def.url, handler: notYet });
-  app.all('/mcp', notYet);
+
+  // ---- /mcp: the MCP front over Streamable HTTP (both eras), under the same access rules ----
+  const mcp = deps.mcp ?? new McpHttpEntry({ backend: new ControllerBackend(controller), version, ...(deps.logger ? { logger: deps.logger } : {}) });
+  if (!deps.mcp) app.addHook('onClose', async () => mcp.close());
+  const known = (name: string) => controller.config.servers.some((s) => s.name === name && !s.disabled);
+  const serveMcp = async (req: FastifyRequest, reply: FastifyReply, mode: EntryMode) => {
+    const missing = [mode.passthrough, ...(mode.servers ?? [])].find((n) => n !== undefined && !known(n));
+    if (missing !== undefined) return send(reply, 404, { code: 'MCPX_UNKNOWN_SERVER', message: `no server ${JSON.stringify(missing)} is configured` });
+    reply.hijack();
+    const body = req.body;
+    await toNodeHandler({ fetch: (request) => mcp.fetch(request, body, mode) }, { onerror: (err) => log?.error({ err }, '/mcp failed') })(req.raw as never, reply.raw as never, body);
+    return undefined;
+  };
+  const mcpMethods: Array<'GET' | 'POST' | 'DELETE'> = ['GET', 'POST', 'DELETE'];
+  app.route({
+    method: mcpMethods,
+    url: '/mcp',
+    handler: async (req, reply) => {
+      const servers = (req.query as { servers?: unknown }).servers;
+      const list = typeof servers === 'string' ? servers.split(',').map((x) => x.trim()).filter((x) => x.length > 0) : undefined;
+      return serveMcp(req, reply, list ? { servers: list } : {});
+    },
+  });
+  app.route({ method: mcpMethods, url: '/mcp/:server', handler: async (req, reply) => serveMcp(req, reply, { passthrough: (req.params as { server: string }).server }) });
 
   await app.ready();
   return app;

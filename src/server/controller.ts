@@ -26,6 +26,10 @@ import { ServerPool, type ServerPoolDeps } from '../pool/server-pool.js';
 import type { CallContext, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport } from '../pool/types.js';
 import type { EraCache } from '../upstream/era-cache.js';
 import type { Tool } from '../upstream/session.js';
+import type { CatalogStore } from '../catalog/catalog-store.js';
+import { RELAYED_METHODS, type RelayedMethod } from '../serve/backend.js';
+import { Catalog } from '../serve/catalog.js';
+import { exposeNames } from '../serve/names.js';
 import { EventHub, type DaemonEvent } from './events.js';
 import { Scrubber } from './secrets.js';
 
@@ -119,6 +123,8 @@ export interface ProtocolRow extends ProtocolReport {
 
 export interface ToolView extends Tool {
   server: string;
+  /** The name MCP clients see through `mcpx serve` and `/mcp` (aggregate mode). */
+  exposed: string;
 }
 
 export interface ToolsView {
@@ -268,6 +274,8 @@ export interface ControllerOptions {
   loadConfig?: () => Promise<DaemonConfig>;
   /** Env, flags and working directory for `Settings.resolve` on reload (the file part comes from the new config). */
   settingsSources?: Omit<SettingsSources, 'file' | 'filePath' | 'runtime'>;
+  /** The persisted tool catalogue (`<state>/tool-catalog.json`); none: listings are kept in memory only. */
+  catalogStore?: CatalogStore | null;
 }
 
 export class Controller {
@@ -275,6 +283,8 @@ export class Controller {
   readonly registry: PoolRegistry;
   readonly hub: EventHub;
   readonly scrubber: Scrubber;
+  /** What each server offers, answered without starting servers (`mcpx serve`, `/mcp`). */
+  readonly catalog: Catalog;
   private readonly log: Logger;
   private cfg: DaemonConfig;
   private readonly loader: (() => Promise<DaemonConfig>) | undefined;
@@ -302,6 +312,13 @@ export class Controller {
     this.loader = opts.loadConfig;
     this.sources = opts.settingsSources;
     this.registry.on('event', this.onPoolEvent);
+    this.catalog = new Catalog({
+      store: opts.catalogStore ?? null,
+      servers: () => this.cfg.servers.filter((s) => !s.disabled && this.registry.has(s.name)).map((s) => ({ name: s.name, definition: s.definition })),
+      withPool: (server, fn) => this.withPool(server, fn),
+      logger: this.log,
+    });
+    this.catalog.onChange((c) => this.hub.publish({ type: 'catalog.changed', ...(c.server === undefined ? {} : { server: c.server }), lists: c.lists }));
   }
 
   get config(): DaemonConfig {
@@ -398,29 +415,31 @@ export class Controller {
 
   // ---- calls ----
 
-  /** Tools of one server, or of every server when `server` is undefined (starting them as needed). */
-  async tools(server: string | undefined, ctx: CallContext = {}): Promise<ToolsView> {
-    const names = server === undefined ? this.orderedPools().map((p) => p.name) : [this.pool(server).name];
+  /**
+   * Tools of one server, or of every server when `server` is undefined, from the tool catalogue
+   * (servers with no listing yet are started and listed; `fresh` lists the asked ones live now),
+   * each with the name MCP clients see. Names are given over every configured server's known
+   * listing, exactly as the fronts give them, so the mapping shown is the one clients get.
+   * @throws McpxError MCPX_UNKNOWN_SERVER; MCPX_BAD_REQUEST (one server pooled per session, and no session).
+   */
+  async tools(server: string | undefined, ctx: CallContext = {}, opts: { fresh?: boolean } = {}): Promise<ToolsView> {
+    if (server !== undefined) this.pool(server);
+    const view = await this.catalog.view(ctx, { ...(server === undefined ? {} : { only: [server] }), ...(opts.fresh ? { fresh: true } : {}) });
+    const named = exposeNames(view.servers.flatMap((s) => s.tools.filter((t) => typeof t['name'] === 'string').map((t) => ({ server: s.server, name: t['name'] as string }))));
+    const exposed = new Map(named.map((n) => [`${n.server}\0${n.original}`, n.name]));
     const out: ToolsView = { ok: true, tools: [], lanes: {}, errors: [] };
-    const results = await Promise.all(
-      names.map(async (name) => {
-        try {
-          return await this.withPool(name, async (pool) => {
-            out.lanes[name] = pool.laneFor(ctx);
-            return { name, tools: await pool.listTools(ctx) };
-          });
-        } catch (err) {
-          if (server !== undefined && err instanceof McpxError && (err.code === 'MCPX_UNKNOWN_SERVER' || err.code === 'MCPX_BAD_REQUEST')) throw err;
-          return { name, error: errorOf(err) };
-        }
-      }),
-    );
-    for (const r of results) {
-      if ('error' in r) {
+    for (const row of view.servers) {
+      if (server !== undefined && row.server !== server) continue;
+      out.lanes[row.server] = row.lane;
+      if (row.error) {
+        if (server !== undefined && row.error.code === 'MCPX_BAD_REQUEST') throw new McpxError('MCPX_BAD_REQUEST', row.error.message, row.error.data ? { data: row.error.data } : undefined);
         out.ok = false;
-        out.errors.push({ server: r.name, ...r.error });
-      } else {
-        for (const t of r.tools) out.tools.push({ server: r.name, ...t });
+        out.errors.push({ server: row.server, ...row.error });
+        continue;
+      }
+      for (const t of row.tools) {
+        if (typeof t['name'] !== 'string') continue;
+        out.tools.push({ ...(t as Tool), server: row.server, exposed: exposed.get(`${row.server}\0${t['name']}`) ?? t['name'] });
       }
     }
     return out;
@@ -452,6 +471,32 @@ export class Controller {
       outcome = { ok: false, error: errorOf(err) };
     }
     this.finished(server, tool, started, outcome, lane, ctx);
+    return outcome;
+  }
+
+  /**
+   * Relays one MCP request (tools/call, prompts/get, resources/read, completion/complete) to a
+   * server's pool in the session's era, for the MCP fronts. The result is the upstream's own
+   * (an `isError` tool result is `ok: true`: the caller shows it as it is).
+   */
+  async request(server: string, method: RelayedMethod, params: Record<string, unknown>, ctx: CallContext = {}): Promise<CallOutcome> {
+    if (!(RELAYED_METHODS as readonly string[]).includes(method)) {
+      throw new McpxError('MCPX_BAD_REQUEST', `method must be one of ${RELAYED_METHODS.join(', ')}`, { data: { field: 'method' } });
+    }
+    const started = Date.now();
+    let lane: Lane | undefined;
+    let outcome: CallOutcome;
+    try {
+      const result = await this.withPool(server, (pool) => {
+        lane = pool.laneFor(ctx);
+        return pool.request(method, params, ctx);
+      });
+      outcome = { ok: true, result };
+    } catch (err) {
+      if (err instanceof McpxError && (err.code === 'MCPX_UNKNOWN_SERVER' || err.code === 'MCPX_BAD_REQUEST')) throw err;
+      outcome = { ok: false, error: errorOf(err) };
+    }
+    if (method === 'tools/call') this.finished(server, String(params['name'] ?? ''), started, outcome, lane, ctx);
     return outcome;
   }
 
@@ -571,6 +616,7 @@ export class Controller {
     for (const w of next.warnings) this.log.warn({ file: next.file }, w.message);
     if (restartNeeded.length > 0) this.log.warn({ settings: restartNeeded }, 'these settings changed and take effect when the daemon restarts');
     this.hub.publish({ type: 'config.reloaded', file: next.file ?? null, demo: next.demo === true, added: r.added, removed: r.removed, replaced: r.replaced, kept: r.kept, failed, restartNeeded });
+    if (r.added.length > 0 || r.removed.length > 0 || r.replaced.length > 0) this.catalog.serversChanged();
     return outcome;
   }
 
@@ -678,6 +724,8 @@ export class Controller {
   private poolEvent(e: PoolEvent): void {
     this.hub.publish(e as DaemonEvent);
     if (e.type === 'server.stop') setImmediate(() => this.catchUp(e.server));
+    // A fresh instance, or an upstream that says its lists changed: list it again (in the background).
+    if (e.type === 'server.start' || e.type === 'server.list_changed') setImmediate(() => this.catalog.refresh(e.server, e.lane));
   }
 }
 

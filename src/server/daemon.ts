@@ -19,6 +19,9 @@ import pretty from 'pino-pretty';
 import { ConfigError } from '../errors.js';
 import { Settings, type SettingsSources } from '../config/settings.js';
 import { EraCache } from '../upstream/era-cache.js';
+import { CatalogStore } from '../catalog/catalog-store.js';
+import { ControllerBackend } from '../serve/controller-backend.js';
+import { McpHttpEntry } from '../serve/http-entry.js';
 import { buildApp, type DaemonInfo } from './app.js';
 import { loadDaemonConfig } from './config-source.js';
 import { Controller, createPoolRegistry } from './controller.js';
@@ -113,6 +116,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
 
   let controller: Controller;
   let cache: EraCache;
+  let catalogStore: CatalogStore;
   const apps: FastifyInstance[] = [];
   let token: string | undefined;
   let tcp: { host: string; port: number } | null = null;
@@ -120,6 +124,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
   const startedAt = Date.now();
   try {
     cache = await EraCache.open(stateDir, { logger: logger.child({ component: 'era-cache' }) });
+    catalogStore = await CatalogStore.open(stateDir, { logger: logger.child({ component: 'catalog' }) });
     const registry = createPoolRegistry({ settings, cache, logger });
     controller = new Controller({
       settings,
@@ -130,6 +135,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
       scrubber,
       settingsSources: sources,
       loadConfig: () => loadDaemonConfig(configOpts),
+      catalogStore,
     });
     cleanups.push(() => controller.stop());
     settings.onChange((c) => {
@@ -152,7 +158,10 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
       tcp: tcp ? { ...tcp, auth: settings.get('daemon.auth') } : null,
     });
     const shutdown = () => void handle.stop('shutdown requested over the API');
-    const common = { controller, logger, version, startedAt, info, shutdown, isStopping: () => stopping };
+    // One /mcp entry for both listeners: a legacy MCP session is the same whichever way it came in.
+    const mcp = new McpHttpEntry({ backend: new ControllerBackend(controller), version, logger });
+    cleanups.push(() => mcp.close());
+    const common = { controller, logger, version, startedAt, info, shutdown, isStopping: () => stopping, mcp };
     const socketApp = await buildApp({ ...common, listener: 'socket' });
     apps.push(socketApp);
     cleanups.push(() => socketApp.close());
@@ -275,6 +284,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
         // Pools first: calls in flight fail at once, so closing the listeners does not wait on them.
         await controller.stop().catch((err: unknown) => log.error({ err }, 'error while stopping the servers'));
         await cache.whenIdle().catch((err: unknown) => log.error({ err }, 'could not flush the era cache'));
+        await catalogStore.whenIdle().catch((err: unknown) => log.error({ err }, 'could not flush the tool catalogue'));
         await undo();
         log.info({ ms: Date.now() - t0 }, 'daemon stopped');
         resolveStopped();

@@ -43,17 +43,26 @@ export interface SettingChangedEvent {
   source: string;
 }
 
-export type DaemonEvent = PoolEvent | CallFinishedEvent | ConfigReloadedEvent | ConfigErrorEvent | SettingChangedEvent;
+/** What a server offers changed (or the set of servers did, when `server` is absent): MCP fronts tell their callers. */
+export interface CatalogChangedEvent {
+  type: 'catalog.changed';
+  server?: string;
+  lists: Array<'tools' | 'prompts' | 'resources'>;
+}
+
+export type DaemonEvent = PoolEvent | CallFinishedEvent | ConfigReloadedEvent | ConfigErrorEvent | SettingChangedEvent | CatalogChangedEvent;
 
 export const EVENT_TYPES = [
   'server.start',
   'server.stop',
   'server.era.stale',
   'session.state',
+  'server.list_changed',
   'call.finished',
   'config.reloaded',
   'config.error',
   'setting.changed',
+  'catalog.changed',
 ] as const satisfies ReadonlyArray<DaemonEvent['type']>;
 
 /** One emitter for every listener (SSE clients, the log); a throwing listener never breaks the sender. */

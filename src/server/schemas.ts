@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { CANONICAL_PREFERENCES } from '../machines/preference.js';
+import { RELAYED_METHODS } from '../serve/backend.js';
 import { EVENT_TYPES } from './events.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -33,10 +34,21 @@ export const callBodySchema = z
   })
   .strict();
 
+export const requestBodySchema = z
+  .object({
+    server: nonEmpty('server').meta({ description: 'A configured server name.' }),
+    method: z.enum(RELAYED_METHODS).meta({ description: 'The MCP request to relay.' }),
+    params: z.record(z.string(), z.unknown(), { error: 'params must be an object' }).default({}).meta({ description: 'The request params, as the server names things (no `_meta` envelope: mcpx adds what the server\'s era needs).' }),
+    session: nonEmpty('session').optional().meta({ description: 'The caller\'s session id (CallContext.session).' }),
+    timeoutMs: z.number().int().positive().max(2_147_483_647).optional().meta({ description: 'Give up after this many milliseconds (waiting for an instance included).' }),
+  })
+  .strict();
+
 export const toolsQuerySchema = z
   .object({
     server: nonEmpty('server').optional().meta({ description: 'One server; omitted: every configured server (each started as needed).' }),
     session: nonEmpty('session').optional(),
+    fresh: z.enum(['true', 'false', '1', '0']).optional().meta({ description: 'List live now, instead of from the tool catalogue (which is what answers by default, when it has the server).' }),
   })
   .strict();
 
@@ -142,6 +154,29 @@ export const toolsSchema = z.object({
   lanes: z.record(z.string(), laneSchema),
   errors: z.array(z.object({ server: z.string(), code: z.string(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() })),
 });
+
+const catalogItems = z.array(z.record(z.string(), z.unknown()));
+
+export const catalogSchema = z.object({
+  servers: z.array(
+    z.object({
+      server: z.string(),
+      lane: laneSchema,
+      source: z.enum(['live', 'catalog', 'none']).meta({ description: 'live: listed in this daemon\'s lifetime; catalog: from the persisted catalogue (may be stale); none: see error.' }),
+      at: z.string().optional(),
+      tools: catalogItems,
+      prompts: catalogItems,
+      resources: catalogItems,
+      resourceTemplates: catalogItems,
+      error: z.object({ code: z.string(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() }).optional(),
+    }),
+  ),
+});
+
+export const requestResultSchema = z.union([
+  z.object({ ok: z.literal(true), result: z.record(z.string(), z.unknown()).meta({ description: 'The upstream result, as the upstream sent it (an isError tool result included).' }) }),
+  z.object({ ok: z.literal(false), error: errorSchema }),
+]);
 
 export const callResultSchema = z.union([
   z.object({ ok: z.literal(true), result: z.record(z.string(), z.unknown()).meta({ description: 'The upstream tools/call result.' }) }),
@@ -267,6 +302,21 @@ export const ROUTES = {
     body: callBodySchema,
     headers: callHeadersSchema,
     responses: { 200: { description: 'The result, or ok:false with the error.', schema: callResultSchema }, 400: bad, 404: unknownServer },
+  },
+  catalog: {
+    method: 'GET',
+    url: '/v1/catalog',
+    summary: 'What every configured server offers (tools, prompts, resources, templates) for the lane of X-Mcpx-Caller-Protocol, from the persisted catalogue; servers with none yet are started and listed.',
+    headers: callHeadersSchema,
+    responses: { 200: { description: 'The catalogue, in config order.', schema: catalogSchema }, 400: bad },
+  },
+  request: {
+    method: 'POST',
+    url: '/v1/request',
+    summary: 'Relay one MCP request (tools/call, prompts/get, resources/read, completion/complete) to a server in its era. With `Accept: text/event-stream`, progress arrives as `event: progress` frames and the answer as `event: result`.',
+    body: requestBodySchema,
+    headers: callHeadersSchema,
+    responses: { 200: { description: 'The upstream result, or ok:false with the error.', schema: requestResultSchema }, 400: bad, 404: unknownServer },
   },
   settingsList: { method: 'GET', url: '/v1/settings', summary: 'Every setting: value, default, source.', responses: { 200: { description: 'Settings.', schema: settingsListSchema } } },
   settingGet: {

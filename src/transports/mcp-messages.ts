@@ -46,15 +46,18 @@ export function initializeParams(version: string, capabilities: ClientCapabiliti
 
 /**
  * Params of an ordinary request in an era. Modern requests carry the `_meta` envelope (merged with any
- * `_meta` the caller gave, e.g. a progressToken); legacy requests carry no envelope.
+ * `_meta` the caller gave); legacy requests carry no envelope. `meta` adds request-level `_meta` keys
+ * in both eras (e.g. `progressToken`, legal in every revision); the envelope keys always win.
  */
 export function requestParams(
   era: 'modern' | 'legacy',
   version: string,
   params: Record<string, unknown> | undefined,
   capabilities: ClientCapabilities = {},
+  meta?: Record<string, unknown>,
 ): Record<string, unknown> | undefined {
-  if (era === 'legacy') return params;
   const callerMeta = params && typeof params._meta === 'object' && params._meta !== null ? (params._meta as Record<string, unknown>) : undefined;
-  return { ...params, _meta: modernMeta(version, capabilities, callerMeta) };
+  const extra = meta === undefined ? callerMeta : { ...callerMeta, ...meta };
+  if (era === 'legacy') return meta === undefined ? params : { ...params, _meta: extra };
+  return { ...params, _meta: modernMeta(version, capabilities, extra) };
 }

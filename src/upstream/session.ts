@@ -19,7 +19,7 @@ import { RpcPeer } from '../transports/rpc-peer.js';
 import { LegacySseChannel } from '../transports/sse-legacy.js';
 import { StdioChannel } from '../transports/stdio.js';
 import { StreamableHttpChannel } from '../transports/streamable-http.js';
-import type { Channel, CloseInfo, JsonRpcRequest } from '../transports/types.js';
+import type { Channel, CloseInfo, JsonRpcNotification, JsonRpcRequest } from '../transports/types.js';
 import { isStdioDefinition, type ServerDefinition } from './definition.js';
 import type { EraCache, EraRecord } from './era-cache.js';
 import { eraCacheKey } from './process-key.js';
@@ -73,6 +73,53 @@ export interface UpstreamSessionOptions {
   clock?: Clock;
 }
 
+/** One `notifications/progress` the upstream sent for a request, as its caller sees it. */
+export interface ProgressUpdate {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+export type ProgressListener = (p: ProgressUpdate) => void;
+
+/** The listings a session can page through, and the server capability each needs (tools: none — always asked). */
+export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
+export const LISTINGS: Readonly<Record<ListKind, { method: string; key: string; capability: 'prompts' | 'resources' | null }>> = {
+  tools: { method: 'tools/list', key: 'tools', capability: null },
+  prompts: { method: 'prompts/list', key: 'prompts', capability: 'prompts' },
+  resources: { method: 'resources/list', key: 'resources', capability: 'resources' },
+  resourceTemplates: { method: 'resources/templates/list', key: 'resourceTemplates', capability: 'resources' },
+};
+
+/** The client requests forward() relays: those both eras share (the 2026-07-28 ClientRequest union minus server/discover and subscriptions/listen). */
+export const FORWARDED_METHODS = [
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'completion/complete',
+  'tools/list',
+  'tools/call',
+] as const;
+export type ForwardedMethod = (typeof FORWARDED_METHODS)[number];
+
+export const isForwardedMethod = (m: unknown): m is ForwardedMethod => typeof m === 'string' && (FORWARDED_METHODS as readonly string[]).includes(m);
+
+/** Which list a `notifications/<list>/list_changed` is about. */
+export type ChangedList = 'tools' | 'prompts' | 'resources';
+const LIST_CHANGED: ReadonlyMap<string, ChangedList> = new Map([
+  ['notifications/tools/list_changed', 'tools'],
+  ['notifications/prompts/list_changed', 'prompts'],
+  ['notifications/resources/list_changed', 'resources'],
+]);
+
+/** A listing longer than this many pages is cut off (a guard against servers that page forever). */
+const MAX_LIST_PAGES = 1000;
+
+/** Progress tokens are unique across every session of the process, so a log line names one request. */
+let progressTokens = 0;
+
 export interface CallOptions {
   /** The caller's context; reaches the server-request handler for questions this call provokes. */
   context?: unknown;
@@ -84,6 +131,11 @@ export interface CallOptions {
   onServerRequest?: ServerRequestHandler;
   onInputRequired?: InputRequiredHandler;
   maxInputRounds?: number;
+  /**
+   * Receives the upstream's `notifications/progress` for this call: each upstream request (every
+   * input_required round is one) carries a fresh `_meta.progressToken`, forgotten when it settles.
+   */
+  onProgress?: ProgressListener;
 }
 
 export interface Tool {
@@ -117,6 +169,8 @@ export class UpstreamSession extends EventEmitter {
   private paramTools: ToolHeaders | undefined;
   /** The tools/list callTool runs when it needs paramTools; shared by concurrent calls. */
   private paramToolsListing: Promise<void> | undefined;
+  /** Requests in flight that asked for progress, by the progressToken they carry. */
+  private readonly progress = new Map<string, { listener: ProgressListener; call: InFlightCall }>();
 
   constructor(opts: UpstreamSessionOptions) {
     super();
@@ -247,12 +301,20 @@ export class UpstreamSession extends EventEmitter {
   ): Promise<Record<string, unknown>> {
     let current = params;
     for (let round = 0; ; round++) {
-      const raw = await peer.request(method, requestParams(era, negotiated, current, opts.capabilities ?? this.opts.clientCapabilities), {
-        timeoutMs: opts.timeoutMs ?? this.opts.requestTimeoutMs ?? 300_000,
-        ...(opts.signal ? { signal: opts.signal } : {}),
-        context: call,
-        ...(headers !== undefined && Object.keys(headers).length > 0 ? { headers } : {}),
-      });
+      // Each round is a new upstream request, so it gets its own token (the spec: unique per request).
+      const token = opts.onProgress ? `mcpx-p-${++progressTokens}` : undefined;
+      if (token !== undefined) this.progress.set(token, { listener: opts.onProgress!, call });
+      let raw: unknown;
+      try {
+        raw = await peer.request(method, requestParams(era, negotiated, current, opts.capabilities ?? this.opts.clientCapabilities, token === undefined ? undefined : { progressToken: token }), {
+          timeoutMs: opts.timeoutMs ?? this.opts.requestTimeoutMs ?? 300_000,
+          ...(opts.signal ? { signal: opts.signal } : {}),
+          context: call,
+          ...(headers !== undefined && Object.keys(headers).length > 0 ? { headers } : {}),
+        });
+      } finally {
+        if (token !== undefined) this.progress.delete(token);
+      }
       if (!isObject(raw)) throw new McpxError('MCPX_BAD_RESULT', `${this.name}: ${method} returned a result that is not an object`);
       const resultType = raw.resultType ?? 'complete';
       if (resultType === 'complete') return raw;
@@ -275,15 +337,83 @@ export class UpstreamSession extends EventEmitter {
   }
 
   async listTools(opts: CallOptions = {}): Promise<Tool[]> {
-    const tools: Tool[] = [];
+    const tools = (await this.listAll('tools', opts)) as Tool[];
+    return this.mirrorsParams() ? this.admitTools(tools) : tools;
+  }
+
+  /**
+   * Every item of a listing, following `nextCursor` (at most MAX_LIST_PAGES pages; a cursor that comes
+   * back twice is MCPX_BAD_RESULT). Prompts and resources are listed only when the server declared the
+   * capability (many servers answer -32601 otherwise): an undeclared one is an empty list, nothing sent.
+   * Tools are returned as listed (listTools() also applies SEP-2243's exclusions).
+   */
+  async listAll(kind: ListKind, opts: CallOptions = {}): Promise<Array<Record<string, unknown>>> {
+    const { method, key, capability } = LISTINGS[kind];
+    if (!this.isReady) await this.start();
+    if (capability !== null && !this.declares(capability)) return [];
+    const items: Array<Record<string, unknown>> = [];
+    const seen = new Set<string>();
     let cursor: string | undefined;
-    for (let page = 0; page < 1000; page++) {
-      const result = await this.request('tools/list', cursor ? { cursor } : undefined, opts);
-      if (Array.isArray(result.tools)) tools.push(...(result.tools.filter(isObject) as Tool[]));
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      const result = await this.request(method, cursor ? { cursor } : undefined, opts);
+      const list = result[key];
+      if (Array.isArray(list)) items.push(...list.filter(isObject));
       cursor = typeof result.nextCursor === 'string' && result.nextCursor ? result.nextCursor : undefined;
       if (!cursor) break;
+      if (seen.has(cursor)) {
+        throw new McpxError('MCPX_BAD_RESULT', `${this.name}: ${method} returned the cursor ${JSON.stringify(cursor)} twice; the listing would never end`, {
+          data: { method, cursor, pages: page + 1 },
+        });
+      }
+      seen.add(cursor);
     }
-    return this.mirrorsParams() ? this.admitTools(tools) : tools;
+    return items;
+  }
+
+  /**
+   * One client request as a front relays it (FORWARDED_METHODS), in the session's era: `tools/call`
+   * goes through callTool (SEP-2243 headers), a prompts/resources listing the server did not declare
+   * is answered empty without sending anything, a tools/list page on a modern Streamable HTTP session
+   * leaves out the tools SEP-2243 excludes. Other methods are refused (MCPX_BAD_REQUEST).
+   */
+  async forward(method: string, params: Record<string, unknown> | undefined, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+    if (!isForwardedMethod(method)) {
+      throw new McpxError('MCPX_BAD_REQUEST', `${this.name}: mcpx does not relay ${JSON.stringify(method)}; it relays ${FORWARDED_METHODS.join(', ')}`, {
+        data: { server: this.name, method, allowed: [...FORWARDED_METHODS] },
+      });
+    }
+    if (params !== undefined && !isObject(params)) {
+      throw new McpxError('MCPX_BAD_REQUEST', `${this.name}: ${method} params must be an object`, { data: { server: this.name, method, field: 'params' } });
+    }
+    if (!this.isReady) await this.start();
+    if (method === 'tools/call') {
+      const name = params?.name;
+      const args = params?.arguments ?? {};
+      if (typeof name !== 'string' || !isObject(args)) {
+        throw new McpxError('MCPX_BAD_REQUEST', `${this.name}: tools/call needs a string "name" and an object "arguments"`, {
+          data: { server: this.name, method, field: typeof name !== 'string' ? 'name' : 'arguments' },
+        });
+      }
+      return this.callToolWith({ ...params, name, arguments: args }, opts);
+    }
+    const listing = Object.values(LISTINGS).find((l) => l.method === method);
+    if (listing?.capability && !this.declares(listing.capability)) return { [listing.key]: [] };
+    const result = await this.request(method, params, opts);
+    if (method === 'tools/list' && this.mirrorsParams() && Array.isArray(result.tools)) {
+      const tools = result.tools.filter(isObject) as Tool[];
+      // A whole listing (first page, no next) replaces the header table; a page only filters.
+      const whole = params?.cursor === undefined && (typeof result.nextCursor !== 'string' || result.nextCursor === '');
+      return { ...result, tools: whole ? this.admitTools(tools) : ToolHeaders.admit(tools, this.log, this.paramTools).admitted };
+    }
+    return result;
+  }
+
+  /** Whether the server declared a capability (from discover or initialize); with nothing known, assume it did. */
+  private declares(capability: string): boolean {
+    const caps = this.actor.getSnapshot().context.capabilities;
+    if (!isObject(caps)) return true;
+    const value = caps[capability];
+    return value !== undefined && value !== null && value !== false;
   }
 
   /**
@@ -292,8 +422,15 @@ export class UpstreamSession extends EventEmitter {
    * before any listing lists the tools once first. A tool excluded for invalid annotations is refused
    * (MCPX_BAD_TOOL), and so is an argument with no header form (MCPX_BAD_REQUEST); nothing is sent.
    */
-  async callTool(name: string, args: Record<string, unknown> = {}, opts: CallOptions = {}): Promise<Record<string, unknown>> {
-    const params = { name, arguments: args };
+  callTool(name: string, args: Record<string, unknown> = {}, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+    return this.callToolWith({ name, arguments: args }, opts);
+  }
+
+  /** callTool with whole params (a relayed call may carry `_meta` or other fields besides name and arguments). */
+  private async callToolWith(
+    params: Record<string, unknown> & { name: string; arguments: Record<string, unknown> }, opts: CallOptions,
+  ): Promise<Record<string, unknown>> {
+    const { name, arguments: args } = params;
     if (!this.isReady) await this.start();
     if (!this.mirrorsParams()) return this.request('tools/call', params, opts);
     if (!this.paramTools) await this.listParamTools();
@@ -376,6 +513,9 @@ export class UpstreamSession extends EventEmitter {
     this.channel = channel;
     this.peer = peer;
     peer.onRequest((req, ctx) => this.answerServerRequest(req, ctx.context));
+    peer.onNotification((n, ctx) => {
+      if (peer === this.peer) this.onNotification(n, ctx.context);
+    });
     channel.onClose((info) => {
       this.lastClose = info;
       if (channel !== this.channel) return; // a replaced process: the machine already moved on
@@ -436,6 +576,42 @@ export class UpstreamSession extends EventEmitter {
       // A cache that cannot be written costs a probe next time; it never breaks the session.
       this.log.warn({ err }, 'could not write the era cache');
     }
+  }
+
+  /**
+   * Notifications mcpx acts on: progress for a request in flight (matched by its token; over HTTP it
+   * also arrives with the context of the POST that carried it, which must be that request's), and
+   * `list_changed`, re-emitted as a `list_changed` event once the session is ready. The rest are
+   * logged and dropped.
+   */
+  private onNotification(n: JsonRpcNotification, context: unknown): void {
+    if (n.method === 'notifications/progress') {
+      const p = n.params ?? {};
+      const entry = typeof p.progressToken === 'string' ? this.progress.get(p.progressToken) : undefined;
+      if (!entry || (isInFlightCall(context) && context !== entry.call) || typeof p.progress !== 'number' || !Number.isFinite(p.progress)) {
+        this.log.debug({ progressToken: p.progressToken }, 'dropping a progress notification that matches no request in flight');
+        return;
+      }
+      const update: ProgressUpdate = {
+        progress: p.progress,
+        ...(typeof p.total === 'number' && Number.isFinite(p.total) ? { total: p.total } : {}),
+        ...(typeof p.message === 'string' ? { message: p.message } : {}),
+      };
+      try {
+        entry.listener(update);
+      } catch (err) {
+        this.log.warn({ err }, 'a progress listener threw');
+      }
+      return;
+    }
+    const list = LIST_CHANGED.get(n.method);
+    if (list !== undefined) {
+      if (!this.isReady) return; // whoever starts using the session lists it afresh anyway
+      this.log.debug({ list }, 'upstream list changed');
+      this.emit('list_changed', { server: this.name, list });
+      return;
+    }
+    this.log.debug({ method: n.method }, 'ignoring an upstream notification');
   }
 
   /**

@@ -73,8 +73,8 @@ describe.concurrent('a daemon started by a client command', () => {
     outputs.push(first.stdout, first.stderr);
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
-    expect(first.stdout).toMatch(/^SERVER\s+TOOL\s+DESCRIPTION\n/);
-    expect(first.stdout).toMatch(/\nechoer\s+echo\s+Echo the text back/);
+    expect(first.stdout).toMatch(/^SERVER\s+TOOL\s+MCP NAME\s+DESCRIPTION\n/);
+    expect(first.stdout).toMatch(/\nechoer\s+echo\s+echoer__echo\s+Echo the text back/);
     trackPid(readJson(join(state, 'daemon.json')).pid);
   });
   afterAll(async () => {
@@ -205,9 +205,12 @@ describe.concurrent('config', () => {
       expect(status.config).toMatchObject({ demo: true, file: expect.stringMatching(/examples\/demo\.json$/) });
       const eras = (await mcpxJson(['protocol'], { env, cwd })).servers.map((s: any) => [s.server, s.era]);
       expect(eras).toEqual([['legacy-only', 'legacy'], ['dual', 'modern'], ['modern-only', 'modern']]);
-      const serve = await mcpx(['serve'], { env, cwd });
-      expect(serve.code).toBe(1);
-      expect(serve.stderr).toMatch(/^mcpx: mcpx serve is not available yet/);
+      // mcpx serve answers an MCP client on stdout with protocol messages only, and stops when stdin ends.
+      const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+      const serve = await mcpx(['serve'], { env, cwd, input: `${JSON.stringify(init)}\n` });
+      expect(serve.code).toBe(0);
+      const lines = serve.stdout.trim().split('\n').map((l) => JSON.parse(l));
+      expect(lines).toEqual([expect.objectContaining({ id: 1, result: expect.objectContaining({ protocolVersion: '2025-11-25', serverInfo: expect.objectContaining({ name: 'mcpx' }) }) })]);
     } finally {
       expect((await mcpx(['stop'], { env, cwd })).code).toBe(0);
     }

@@ -172,12 +172,23 @@ describe('the /v1 API over real fixture servers', () => {
       expect((await get('/v1/nothing-here')).body.error.code).toBe('MCPX_NOT_FOUND');
     });
 
-    it('/mcp and /v1/ask answer 501 naming the later feature', async () => {
-      for (const [method, url] of [['POST', '/mcp'], ['GET', '/mcp'], ['POST', '/v1/ask'], ['GET', '/v1/ask/1?waitMs=10'], ['POST', '/v1/ask/1/answers'], ['POST', '/v1/ask/1/abandon']] as const) {
+    it('/v1/ask answers 501 naming the later feature', async () => {
+      for (const [method, url] of [['POST', '/v1/ask'], ['GET', '/v1/ask/1?waitMs=10'], ['POST', '/v1/ask/1/answers'], ['POST', '/v1/ask/1/abandon']] as const) {
         const r = await h.app.inject({ method, url });
         expect(r.statusCode, url).toBe(501);
-        expect(r.json().error).toMatchObject({ code: 'MCPX_NOT_IMPLEMENTED', message: expect.stringContaining('mcpx serve') });
+        expect(r.json().error).toMatchObject({ code: 'MCPX_NOT_IMPLEMENTED', message: expect.stringContaining('questions relayed across eras') });
       }
+    });
+
+    it('/mcp refuses a request that is neither a 2026-07-28 request nor a legacy initialize, and an unknown server', async () => {
+      const bare = await h.app.inject({ method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+      expect(bare.statusCode).toBe(400);
+      expect(bare.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32000, message: expect.stringContaining('No valid session ID') } });
+      const unknown = await h.app.inject({ method: 'POST', url: '/mcp/nobody', headers: { 'content-type': 'application/json' }, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+      expect(unknown.statusCode).toBe(404);
+      expect(unknown.json().error).toMatchObject({ code: 'MCPX_UNKNOWN_SERVER' });
+      const session = await h.app.inject({ method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json', 'mcp-session-id': 'no-such-session' }, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+      expect(session.statusCode).toBe(404);
     });
 
     it('GET /v1/openapi.json is generated from the zod schemas', async () => {

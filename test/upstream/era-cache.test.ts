@@ -257,7 +257,7 @@ describe('EraCache', () => {
 
 describe('EraCache across processes', () => {
   const DIST = join(ROOT, 'dist', 'src', 'upstream', 'era-cache.js');
-  const SOURCES = [join(ROOT, 'src', 'upstream', 'era-cache.ts'), join(ROOT, 'src', 'errors.ts')];
+  const SOURCES = [join(ROOT, 'src', 'upstream', 'era-cache.ts'), join(ROOT, 'src', 'state', 'locked-json-file.ts'), join(ROOT, 'src', 'errors.ts')];
   const HELPER = join(ROOT, 'test', 'upstream', 'helpers', 'era-writer.mjs');
   const WRITERS = 6;
   const PER_WRITER = 20;

@@ -1,0 +1,114 @@
+/**
+ * The tool catalog: what each upstream offered when last listed, per process definition and lane,
+ * kept in memory and in `<stateDir>/tool-catalog.json`:
+ *
+ *   {"version":1,"servers":{"<sha256>:own":{"at":"…","era":"modern","tools":[…],"prompts":[…],…}}}
+ *
+ * The listed items are kept exactly as the upstream sent them: only their identifying field is
+ * checked (`name` for tools and prompts, `uri` for resources, `uriTemplate` for templates), and
+ * nothing inside them (JSON Schemas in `inputSchema`/`outputSchema` included) is stripped or reordered.
+ *
+ * Durability is the era cache's: reading never fails, bad records are dropped, and each write is a
+ * locked re-read, merge and atomic 0600 rename shared safely by every process on the state folder
+ * (src/state/locked-json-file.ts).
+ */
+import stringify from 'safe-stable-stringify';
+import { z } from 'zod';
+import type { Lane } from '../machines/preference.js';
+import { LockedJsonFile, type StateFileFormat, type StateFileLogger, type StateFileOptions } from '../state/locked-json-file.js';
+import { eraCacheKey, type ProcessDefinitionInput } from '../upstream/process-key.js';
+
+export const CATALOG_FILE = 'tool-catalog.json';
+export const CATALOG_VERSION = 1;
+
+/** One listed tool, prompt, resource or template: a plain JSON object as the upstream sent it. */
+export type CatalogItem = Record<string, unknown>;
+
+export interface CatalogRecord {
+  /** When it was listed, ISO 8601. */
+  at: string;
+  /** The era the listing was made in. */
+  era?: 'legacy' | 'modern';
+  /** Each has a string `name`. */
+  tools: CatalogItem[];
+  /** Each has a string `name`. */
+  prompts?: CatalogItem[];
+  /** Each has a string `uri`. */
+  resources?: CatalogItem[];
+  /** Each has a string `uriTemplate`. */
+  resourceTemplates?: CatalogItem[];
+  capabilities?: Record<string, unknown>;
+  serverInfo?: Record<string, unknown>;
+  instructions?: string;
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+// z.custom passes the object through untouched; z.object/z.looseObject would drop or reorder keys.
+const plainObject = z.custom<Record<string, unknown>>(isPlainObject, 'expected a JSON object');
+const itemWith = (field: string) =>
+  z.custom<CatalogItem>((v) => isPlainObject(v) && typeof v[field] === 'string', `expected a JSON object with a string "${field}"`);
+
+export const catalogRecordSchema: z.ZodType<CatalogRecord> = z.object({
+  at: z.iso.datetime({ offset: true }),
+  era: z.enum(['legacy', 'modern']).optional(),
+  tools: z.array(itemWith('name')),
+  prompts: z.array(itemWith('name')).optional(),
+  resources: z.array(itemWith('uri')).optional(),
+  resourceTemplates: z.array(itemWith('uriTemplate')).optional(),
+  capabilities: plainObject.optional(),
+  serverInfo: plainObject.optional(),
+  instructions: z.string().optional(),
+});
+
+/** The store's key for a server definition's listing on one lane: `<eraCacheKey>:<lane>`. */
+export function catalogKey<T extends ProcessDefinitionInput>(definition: T, lane: Lane): string {
+  return `${eraCacheKey(definition)}:${lane}`;
+}
+
+/**
+ * Whether two records list the same tools, prompts, resources and templates (key order inside an
+ * item does not matter; item order does). `at`, `era`, capabilities, serverInfo and instructions are
+ * not compared, and an absent list equals an empty one: both offer nothing.
+ */
+export function sameListing(a: CatalogRecord, b: CatalogRecord): boolean {
+  const listing = (r: CatalogRecord): string | undefined =>
+    stringify([r.tools, r.prompts ?? [], r.resources ?? [], r.resourceTemplates ?? []]);
+  return listing(a) === listing(b);
+}
+
+/** The part of a pino logger the store uses (src/log.ts's Logger fits). */
+export type CatalogStoreLogger = StateFileLogger;
+
+/**
+ * `enabled`: when false nothing is read or written and `get` always answers undefined. A write waits
+ * up to `lockTimeoutMs` (3000) for the lock before failing with MCPX_CACHE_IO; a lock older than
+ * `staleLockMs` (10000) is left over from a crashed writer and removed.
+ */
+export type CatalogStoreOptions = StateFileOptions;
+
+const FORMAT: StateFileFormat<CatalogRecord> = {
+  fileName: CATALOG_FILE,
+  version: CATALOG_VERSION,
+  schema: catalogRecordSchema,
+  label: 'tool catalog',
+  recordLabel: 'catalog record',
+};
+
+/**
+ * Reads like EraCache: `open`, then `get`, `entries`, `set` (settles once on disk; TypeError for an
+ * invalid record, CacheIoError MCPX_CACHE_IO when the file cannot be written, the record staying in
+ * memory for the next write), `delete`, `whenIdle`, `file`, `enabled`. Records handed out are frozen.
+ */
+export class CatalogStore extends LockedJsonFile<CatalogRecord> {
+  private constructor(stateDir: string, opts: CatalogStoreOptions) {
+    super(stateDir, FORMAT, opts);
+  }
+
+  /** Loads `<stateDir>/tool-catalog.json`. Never throws for what the file contains (or for failing to read it). */
+  static async open(stateDir: string, opts: CatalogStoreOptions = {}): Promise<CatalogStore> {
+    const store = new CatalogStore(stateDir, opts);
+    await store.load();
+    return store;
+  }
+}

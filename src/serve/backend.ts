@@ -1,0 +1,97 @@
+/**
+ * What an MCP front (`mcpx serve` on stdio, `/mcp` in the daemon) needs from the daemon, as one
+ * interface with two implementations: the daemon's own controller (for `/mcp`, in process) and a
+ * client of the daemon's Unix socket (for `mcpx serve`, ./socket-backend.ts). The front decides
+ * nothing about upstream eras; it names things, routes each request to its server, and speaks the
+ * caller's era.
+ */
+import type { Lane } from '../machines/preference.js';
+
+export type CatalogItem = Record<string, unknown>;
+
+/** What one server offers, for the lane the caller's era selects. */
+export interface ServerCatalog {
+  server: string;
+  lane: Lane;
+  /**
+   * Where the listing came from: `live` (listed from a running instance in this daemon's lifetime),
+   * `catalog` (the persisted catalogue, written by an earlier run: it may be stale), `none` (nothing
+   * could be listed: see `error`).
+   */
+  source: 'live' | 'catalog' | 'none';
+  /** When it was listed (ISO 8601). */
+  at?: string;
+  tools: CatalogItem[];
+  prompts: CatalogItem[];
+  resources: CatalogItem[];
+  resourceTemplates: CatalogItem[];
+  error?: { code: string; message: string; data?: Record<string, unknown> };
+}
+
+export interface CatalogView {
+  /** Every configured, enabled server, in config order (the order names are given in). */
+  servers: ServerCatalog[];
+}
+
+export interface Progress {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+/** Who is asking: what the pool needs to pick the lane and scope key, and how to reach the caller. */
+export interface RelayContext {
+  /** The caller's MCP revision (absent: modern). */
+  callerProtocol?: string;
+  /** The caller's session, the scope key for servers pooled per session. */
+  session?: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  onProgress?: (p: Progress) => void;
+}
+
+/** A relayed request failed: an mcpx code, and the upstream's JSON-RPC error when it answered with one. */
+export class RelayError extends Error {
+  readonly code: string;
+  readonly data: Record<string, unknown> | undefined;
+  constructor(code: string, message: string, data?: Record<string, unknown>) {
+    super(message);
+    this.name = 'RelayError';
+    this.code = code;
+    this.data = data;
+  }
+
+  /** The upstream's own JSON-RPC error, when the upstream answered with one. */
+  get rpc(): { code: number; message: string; data?: unknown } | undefined {
+    const code = this.data?.['rpcCode'];
+    if (typeof code !== 'number') return undefined;
+    const message = typeof this.data?.['rpcMessage'] === 'string' ? (this.data['rpcMessage'] as string) : this.message;
+    return { code, message, ...(this.data?.['rpcData'] === undefined ? {} : { data: this.data['rpcData'] }) };
+  }
+}
+
+export type ListKind = 'tools' | 'prompts' | 'resources';
+
+export interface CatalogChange {
+  /** The server whose listing changed; absent: the set of servers changed (a config reload). */
+  server?: string;
+  lists: ListKind[];
+}
+
+/** The MCP client requests a front relays to one server. */
+export const RELAYED_METHODS = [
+  'tools/call',
+  'prompts/get',
+  'resources/read',
+  'completion/complete',
+] as const;
+export type RelayedMethod = (typeof RELAYED_METHODS)[number];
+
+export interface FrontBackend {
+  /** What every configured server offers for this caller (starting servers that have no catalogue yet). */
+  catalog(ctx: RelayContext): Promise<CatalogView>;
+  /** Runs one request on one server; rejects with a RelayError. */
+  request(server: string, method: RelayedMethod, params: Record<string, unknown>, ctx: RelayContext): Promise<Record<string, unknown>>;
+  /** Changes callers should hear about (list_changed); returns the unsubscribe function. */
+  onChange(listener: (change: CatalogChange) => void): () => void;
+}

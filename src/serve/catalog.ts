@@ -1,0 +1,166 @@
+/**
+ * The tool catalogue as the daemon serves it: what each configured server offers (tools, prompts,
+ * resources, resource templates), per lane, answered without starting servers.
+ *
+ * - A listing comes from the persisted catalogue (`<state>/tool-catalog.json`, keyed by the process
+ *   definition and lane, so a renamed server keeps its listing and an edited command does not) when
+ *   there is one; it is `live` once a running instance confirmed it in this daemon's lifetime, and
+ *   `catalog` (may be stale) until then.
+ * - A server with no listing yet is started and listed on the spot.
+ * - Whenever an instance becomes ready (global scope: the same instance callers use, so nothing extra
+ *   starts), or an upstream says `list_changed`, the server is listed again in the background; a
+ *   listing that differs is written and announced (`catalog.changed`), so fronts tell their callers.
+ * - A config reload that adds or removes servers is announced the same way.
+ */
+import { EventEmitter } from 'node:events';
+import { McpxError } from '../errors.js';
+import { silentLogger, type Logger } from '../log.js';
+import type { Lane } from '../machines/preference.js';
+import type { ServerPool } from '../pool/server-pool.js';
+import type { CallContext } from '../pool/types.js';
+import type { ServerDefinition } from '../upstream/definition.js';
+import { catalogKey, sameListing, type CatalogRecord, type CatalogStore } from '../catalog/catalog-store.js';
+import type { CatalogChange, CatalogView, ListKind, ServerCatalog } from './backend.js';
+
+export interface CatalogDeps {
+  store: CatalogStore | null;
+  /** Configured, enabled servers in config order. */
+  servers(): Array<{ name: string; definition: ServerDefinition }>;
+  /** The pool of a server (throws MCPX_UNKNOWN_SERVER); runs `fn` counted as in flight. */
+  withPool<T>(server: string, fn: (pool: ServerPool) => Promise<T>): Promise<T>;
+  logger?: Logger;
+}
+
+const LISTS = ['tools', 'prompts', 'resources', 'resourceTemplates'] as const;
+type ListName = (typeof LISTS)[number];
+
+/** A caller context for a background listing on one lane (a legacy revision selects the legacy lane). */
+function laneContext(lane: Lane): CallContext {
+  return lane === 'legacy' ? { callerProtocol: '2025-11-25' } : {};
+}
+
+export class Catalog {
+  private readonly deps: CatalogDeps;
+  private readonly log: Logger;
+  private readonly events = new EventEmitter();
+  /** Keys confirmed by a live listing in this daemon's lifetime. */
+  private readonly confirmed = new Set<string>();
+  /** Listings held in memory (the store's view, plus listings made while the store is off). */
+  private readonly memory = new Map<string, CatalogRecord>();
+  private readonly listing = new Map<string, Promise<CatalogRecord>>();
+
+  constructor(deps: CatalogDeps) {
+    this.deps = deps;
+    this.log = (deps.logger ?? silentLogger).child({ component: 'catalog' });
+    this.events.setMaxListeners(0);
+  }
+
+  onChange(listener: (change: CatalogChange) => void): () => void {
+    this.events.on('change', listener);
+    return () => this.events.off('change', listener);
+  }
+
+  /** Tells fronts that the set of servers changed. */
+  serversChanged(): void {
+    this.emit({ lists: ['tools', 'prompts', 'resources'] });
+  }
+
+  /**
+   * Every server's offer for this caller's lane; servers with no listing yet are started and listed.
+   * `only`: start and list only these (the others answer from what is known, or empty); `fresh`:
+   * list them live even when a listing is known.
+   */
+  async view(ctx: CallContext = {}, opts: { only?: readonly string[]; fresh?: boolean } = {}): Promise<CatalogView> {
+    const servers = this.deps.servers();
+    const rows = await Promise.all(servers.map((s) => this.row(s.name, s.definition, ctx, opts.only === undefined || opts.only.includes(s.name), opts.fresh === true)));
+    return { servers: rows };
+  }
+
+  private async row(server: string, definition: ServerDefinition, ctx: CallContext, wanted: boolean, fresh: boolean): Promise<ServerCatalog> {
+    let lane: Lane = 'own';
+    const empty = { tools: [], prompts: [], resources: [], resourceTemplates: [] };
+    try {
+      return await this.deps.withPool(server, async (pool) => {
+        lane = pool.laneFor(ctx);
+        const key = catalogKey(definition, lane);
+        let record = fresh && wanted ? undefined : this.known(key);
+        let source: ServerCatalog['source'] = this.confirmed.has(key) ? 'live' : 'catalog';
+        if (!record) {
+          if (!wanted) return { server, lane, source: 'none', ...empty };
+          record = await this.list(server, key, pool, ctx);
+          source = 'live';
+        }
+        return { server, lane, source, at: record.at, ...pick(record) };
+      });
+    } catch (err) {
+      const e: { code: string; message: string; data?: Record<string, unknown> } = err instanceof McpxError ? err.toJSON() : { code: 'MCPX_INTERNAL', message: err instanceof Error ? err.message : String(err) };
+      return { server, lane, source: 'none', ...empty, error: { code: e.code, message: e.message, ...(e.data ? { data: e.data } : {}) } };
+    }
+  }
+
+  private known(key: string): CatalogRecord | undefined {
+    return this.memory.get(key) ?? this.deps.store?.get(key);
+  }
+
+  /** Lists a server on the pool (one listing per key at a time), records it, announces a difference. */
+  private list(server: string, key: string, pool: ServerPool, ctx: CallContext): Promise<CatalogRecord> {
+    let p = this.listing.get(key);
+    if (!p) {
+      p = this.listNow(server, key, pool, ctx).finally(() => this.listing.delete(key));
+      this.listing.set(key, p);
+    }
+    return p;
+  }
+
+  private async listNow(server: string, key: string, pool: ServerPool, ctx: CallContext): Promise<CatalogRecord> {
+    const listCtx: CallContext = { ...ctx };
+    delete listCtx.signal; // a listing others may wait on is not the caller's to cancel
+    const [tools, prompts, resources, resourceTemplates] = await Promise.all(LISTS.map((kind) => pool.listAll(kind, listCtx)));
+    const record: CatalogRecord = { at: new Date().toISOString(), tools: tools!, prompts: prompts!, resources: resources!, resourceTemplates: resourceTemplates! };
+    const before = this.known(key);
+    this.memory.set(key, record);
+    this.confirmed.add(key);
+    if (this.deps.store) {
+      this.deps.store.set(key, record).catch((err: unknown) => this.log.warn({ err, server }, 'could not write the tool catalogue'));
+    }
+    if (before && !sameListing(before, record)) {
+      const lists = changedLists(before, record);
+      this.log.info({ server, lists }, 'the server\'s listing changed');
+      this.emit({ server, lists });
+    }
+    return record;
+  }
+
+  /**
+   * Lists a server again in the background (an instance became ready, or the upstream said
+   * list_changed). Only for global scope, where this reuses the instance callers share.
+   */
+  refresh(server: string, lane: Lane): void {
+    const entry = this.deps.servers().find((s) => s.name === server);
+    if (!entry) return;
+    void this.deps
+      .withPool(server, async (pool) => {
+        if (pool.config.limits.scope !== 'global') return;
+        const ctx = laneContext(lane);
+        await this.list(server, catalogKey(entry.definition, pool.laneFor(ctx)), pool, ctx);
+      })
+      .catch((err: unknown) => this.log.debug({ err, server }, 'could not refresh the catalogue'));
+  }
+
+  private emit(change: CatalogChange): void {
+    this.events.emit('change', change);
+  }
+}
+
+function pick(r: CatalogRecord): Pick<ServerCatalog, ListName> {
+  return { tools: r.tools, prompts: r.prompts ?? [], resources: r.resources ?? [], resourceTemplates: r.resourceTemplates ?? [] };
+}
+
+function changedLists(a: CatalogRecord, b: CatalogRecord): ListKind[] {
+  const out: ListKind[] = [];
+  const same = (x: unknown, y: unknown) => JSON.stringify(x ?? []) === JSON.stringify(y ?? []);
+  if (!same(a.tools, b.tools)) out.push('tools');
+  if (!same(a.prompts, b.prompts)) out.push('prompts');
+  if (!same(a.resources, b.resources) || !same(a.resourceTemplates, b.resourceTemplates)) out.push('resources');
+  return out.length > 0 ? out : ['tools'];
+}

@@ -1,0 +1,48 @@
+/**
+ * The front's backend inside the daemon (`/mcp`): the controller itself, no socket in between.
+ * Results pass the same secret scrubber every /v1 response passes.
+ */
+import type { CallContext } from '../pool/types.js';
+import type { Controller } from '../server/controller.js';
+import { RelayError, type CatalogChange, type CatalogView, type FrontBackend, type RelayContext, type RelayedMethod } from './backend.js';
+
+function callContext(ctx: RelayContext): CallContext {
+  return {
+    ...(ctx.callerProtocol ? { callerProtocol: ctx.callerProtocol } : {}),
+    ...(ctx.session ? { session: ctx.session } : {}),
+    ...(ctx.signal ? { signal: ctx.signal } : {}),
+    ...(ctx.timeoutMs === undefined ? {} : { timeoutMs: ctx.timeoutMs }),
+    ...(ctx.onProgress ? { onProgress: ctx.onProgress } : {}),
+  };
+}
+
+export class ControllerBackend implements FrontBackend {
+  constructor(private readonly controller: Controller) {}
+
+  private scrubbed<T>(value: T): T {
+    const text = JSON.stringify(value);
+    const clean = this.controller.scrubber.scrub(text);
+    return clean === text ? value : (JSON.parse(clean) as T);
+  }
+
+  async catalog(ctx: RelayContext): Promise<CatalogView> {
+    return this.scrubbed(await this.controller.catalog.view(callContext(ctx)));
+  }
+
+  async request(server: string, method: RelayedMethod, params: Record<string, unknown>, ctx: RelayContext): Promise<Record<string, unknown>> {
+    let outcome;
+    try {
+      outcome = await this.controller.request(server, method, params, callContext(ctx));
+    } catch (err) {
+      const e = err as { code?: string; message?: string; data?: Record<string, unknown> };
+      throw new RelayError(e.code ?? 'MCPX_INTERNAL', this.controller.scrubber.scrub(e.message ?? String(err)), e.data);
+    }
+    if (outcome.ok) return this.scrubbed(outcome.result);
+    const error = this.scrubbed(outcome.error);
+    throw new RelayError(error.code, error.message, error.data);
+  }
+
+  onChange(listener: (change: CatalogChange) => void): () => void {
+    return this.controller.catalog.onChange(listener);
+  }
+}

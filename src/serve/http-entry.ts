@@ -1,0 +1,194 @@
+/**
+ * `/mcp`: the front over Streamable HTTP, both eras, as one web-standard `fetch`.
+ *
+ * - 2026-07-28 callers are stateless: `createMcpHandler(factory, { legacy: 'reject' })` builds a front
+ *   per request and does the 2026 header rules (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`
+ *   against the body → 400 / -32020), `subscriptions/listen` streams, and 405 for GET/DELETE.
+ * - Legacy callers (an `initialize`, or a request that claims no 2026 revision) get a **sessionful**
+ *   Streamable HTTP transport: a legacy server can ask its caller something only over a session
+ *   (stateless legacy HTTP has no way back), and list_changed reaches them on the GET stream.
+ *   Sessions are bounded in number and expire when idle.
+ *
+ * The split uses the SDK's own `isLegacyRequest`, so it routes exactly as the SDK's entry would.
+ * Access rules (Host, Origin, bearer token) are the daemon's and run before any of this.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  createMcpHandler,
+  isInitializeRequest,
+  isLegacyRequest,
+  WebStandardStreamableHTTPServerTransport,
+  type McpHttpHandler,
+} from '@modelcontextprotocol/server';
+import { silentLogger, type Logger } from '../log.js';
+import type { FrontBackend } from './backend.js';
+import { frontFactory } from './front.js';
+
+export interface HttpEntryOptions {
+  backend: FrontBackend;
+  version: string;
+  logger?: Logger;
+  /** Legacy sessions kept at most (the least recently used one is closed past this). Default 256. */
+  maxSessions?: number;
+  /** A legacy session unused this long is closed. Default 30 minutes. */
+  sessionIdleMs?: number;
+}
+
+export interface EntryMode {
+  passthrough?: string;
+  servers?: readonly string[];
+}
+
+interface LegacySession {
+  transport: WebStandardStreamableHTTPServerTransport;
+  close(): Promise<void>;
+  lastUsed: number;
+  mode: string;
+}
+
+const jsonRpcError = (status: number, code: number, message: string) =>
+  new Response(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }), { status, headers: { 'content-type': 'application/json' } });
+
+export class McpHttpEntry {
+  private readonly opts: HttpEntryOptions;
+  private readonly log: Logger;
+  private readonly modern = new Map<string, { handler: McpHttpHandler; factory: ReturnType<typeof frontFactory> }>();
+  private readonly legacyFactories = new Map<string, ReturnType<typeof frontFactory>>();
+  private readonly sessions = new Map<string, LegacySession>();
+  private readonly sweeper: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(opts: HttpEntryOptions) {
+    this.opts = opts;
+    this.log = (opts.logger ?? silentLogger).child({ component: 'mcp-http' });
+    this.sweeper = setInterval(() => this.sweep(), Math.min(60_000, this.idleMs())).unref();
+  }
+
+  private idleMs(): number {
+    return this.opts.sessionIdleMs ?? 30 * 60_000;
+  }
+
+  /** Serves one HTTP request for the front in `mode`. */
+  async fetch(request: Request, parsedBody: unknown, mode: EntryMode = {}): Promise<Response> {
+    if (this.closed) return jsonRpcError(503, -32603, 'mcpx is shutting down');
+    const key = modeKey(mode);
+    const sessionId = request.headers.get('mcp-session-id');
+    if (sessionId !== null) return this.legacy(request, parsedBody, key, mode, sessionId);
+    if (await isLegacyRequest(request, parsedBody)) return this.legacy(request, parsedBody, key, mode, null);
+    return this.modernHandler(key, mode).fetch(request, parsedBody === undefined ? {} : { parsedBody });
+  }
+
+  private modernHandler(key: string, mode: EntryMode): McpHttpHandler {
+    let entry = this.modern.get(key);
+    if (!entry) {
+      const factory = frontFactory({ ...this.frontConfig(mode) });
+      const handler = createMcpHandler(factory, { legacy: 'reject', onerror: (err) => this.log.debug({ err }, 'modern request refused or failed') });
+      // The SDK's listen router delivers these to 2026-07-28 callers that subscribed.
+      const unsubscribe = this.opts.backend.onChange((c) => {
+        if (c.lists.includes('tools')) handler.notify.toolsChanged();
+        if (c.lists.includes('prompts')) handler.notify.promptsChanged();
+        if (c.lists.includes('resources')) handler.notify.resourcesChanged();
+      });
+      const close = factory.close;
+      factory.close = () => {
+        unsubscribe();
+        close();
+      };
+      entry = { handler, factory };
+      this.modern.set(key, entry);
+    }
+    return entry.handler;
+  }
+
+  private frontConfig(mode: EntryMode) {
+    return {
+      backend: this.opts.backend,
+      version: this.opts.version,
+      logger: this.log,
+      ...(mode.passthrough === undefined ? {} : { passthrough: mode.passthrough }),
+      ...(mode.servers === undefined ? {} : { servers: mode.servers }),
+    };
+  }
+
+  private async legacy(request: Request, parsedBody: unknown, key: string, mode: EntryMode, sessionId: string | null): Promise<Response> {
+    if (sessionId !== null) {
+      const s = this.sessions.get(sessionId);
+      // The spec: an unknown or ended session is 404, and the client starts a new one with initialize.
+      if (!s || s.mode !== key) return jsonRpcError(404, -32001, 'Session not found');
+      s.lastUsed = Date.now();
+      const res = await s.transport.handleRequest(request, parsedBody === undefined ? {} : { parsedBody });
+      if (request.method === 'DELETE') this.sessions.delete(sessionId);
+      return res;
+    }
+    if (request.method !== 'POST' || !isInitializeRequest(parsedBody)) {
+      return jsonRpcError(400, -32000, 'Bad Request: No valid session ID provided (a 2025-era caller starts with initialize; a 2026-07-28 caller sends MCP-Protocol-Version and _meta)');
+    }
+    let factory = this.legacyFactories.get(key);
+    if (!factory) {
+      factory = frontFactory(this.frontConfig(mode));
+      this.legacyFactories.set(key, factory);
+    }
+    const id = randomUUID();
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => id });
+    const server = await factory({ era: 'legacy' });
+    const session: LegacySession = {
+      transport,
+      lastUsed: Date.now(),
+      mode: key,
+      close: async () => {
+        this.sessions.delete(id);
+        await server.close().catch(() => undefined);
+      },
+    };
+    transport.onclose = () => {
+      this.sessions.delete(id);
+    };
+    await server.connect(transport);
+    this.sessions.set(id, session);
+    this.trim();
+    return transport.handleRequest(request, parsedBody === undefined ? {} : { parsedBody });
+  }
+
+  /** Keeps the number of legacy sessions bounded: the least recently used go first. */
+  private trim(): void {
+    const max = this.opts.maxSessions ?? 256;
+    if (this.sessions.size <= max) return;
+    const oldest = [...this.sessions.entries()].sort((a, b) => a[1].lastUsed - b[1].lastUsed).slice(0, this.sessions.size - max);
+    for (const [id, s] of oldest) {
+      this.log.info({ session: id }, 'closing the least recently used legacy /mcp session (too many open)');
+      void s.close();
+    }
+  }
+
+  private sweep(): void {
+    const cutoff = Date.now() - this.idleMs();
+    for (const [id, s] of this.sessions) {
+      if (s.lastUsed < cutoff) {
+        this.log.info({ session: id }, 'closing an idle legacy /mcp session');
+        void s.close();
+      }
+    }
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    await Promise.all([...this.sessions.values()].map((s) => s.close()));
+    for (const { handler, factory } of this.modern.values()) {
+      factory.close();
+      await handler.close().catch(() => undefined);
+    }
+    for (const f of this.legacyFactories.values()) f.close();
+    this.modern.clear();
+    this.legacyFactories.clear();
+  }
+}
+
+function modeKey(mode: EntryMode): string {
+  if (mode.passthrough !== undefined) return `passthrough:${mode.passthrough}`;
+  return mode.servers === undefined ? 'all' : `servers:${[...mode.servers].sort().join(',')}`;
+}

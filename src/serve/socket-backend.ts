@@ -1,0 +1,208 @@
+/**
+ * The front's backend in `mcpx serve`: the daemon, over its Unix socket.
+ *
+ * - The daemon is found through the state folder like every client command, and started when none
+ *   answers — also later, when it went away between two requests.
+ * - Every request carries the caller's revision (`X-Mcpx-Caller-Protocol`) and session, so the pool
+ *   picks the lane and the scope key. Requests stream (`Accept: text/event-stream`) so progress
+ *   reaches the caller while the upstream works; a cancelled caller request aborts the HTTP request,
+ *   which cancels the upstream one.
+ * - A request in flight when the daemon dies fails with MCPX_DAEMON_UNAVAILABLE and is never retried
+ *   (a tool may have side effects); listings are safe to repeat and are retried once on a fresh daemon.
+ * - Catalogue changes arrive on `GET /v1/events?type=catalog.changed`.
+ */
+import { EventEmitter } from 'node:events';
+import { Client } from 'undici';
+import { silentLogger, type Logger } from '../log.js';
+import { DaemonClient, isNotRunning, startDaemonInBackground, type Target } from '../cli/client.js';
+import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from '../server/schemas.js';
+import { SseDecoder } from '../transports/sse.js';
+import { RelayError, type CatalogChange, type CatalogView, type FrontBackend, type RelayContext, type RelayedMethod } from './backend.js';
+
+export interface SocketBackendOptions {
+  target: Target;
+  /** The CLI entry that runs `daemon` when one must be started. */
+  entry: string;
+  logger?: Logger;
+}
+
+const GONE = 'the mcpx daemon went away';
+
+export class SocketBackend implements FrontBackend {
+  private readonly opts: SocketBackendOptions;
+  private readonly log: Logger;
+  private readonly events = new EventEmitter();
+  private http: Client | undefined;
+  private following: { stop: () => void } | undefined;
+  private starting: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(opts: SocketBackendOptions) {
+    this.opts = opts;
+    this.log = (opts.logger ?? silentLogger).child({ component: 'serve' });
+    this.events.setMaxListeners(0);
+  }
+
+  /** Finds the daemon, or starts one; follows its catalogue changes. */
+  connect(): Promise<void> {
+    return this.ensure();
+  }
+
+  /** A daemon that answers: the one there, or a new one started in the background. */
+  private ensure(): Promise<void> {
+    this.starting ??= (async () => {
+      const probe = new DaemonClient(this.opts.target.socket);
+      if (!(await probe.alive())) {
+        this.log.info({ socket: this.opts.target.socket }, 'starting the mcpx daemon');
+        await startDaemonInBackground(this.opts.target, { entry: this.opts.entry });
+        this.changed({ lists: ['tools', 'prompts', 'resources'] });
+      }
+      this.follow();
+    })().finally(() => {
+      this.starting = undefined;
+    });
+    return this.starting;
+  }
+
+  private client(): Client {
+    this.http ??= new Client('http://localhost', { socketPath: this.opts.target.socket, headersTimeout: 0, bodyTimeout: 0 });
+    return this.http;
+  }
+
+  private headers(ctx: RelayContext): Record<string, string> {
+    return {
+      ...(ctx.callerProtocol ? { [CALLER_PROTOCOL_HEADER]: ctx.callerProtocol } : {}),
+      ...(ctx.session ? { [SESSION_HEADER]: ctx.session } : {}),
+    };
+  }
+
+  async catalog(ctx: RelayContext): Promise<CatalogView> {
+    for (let attempt = 0; ; attempt++) {
+      await this.ensure();
+      try {
+        const res = await this.client().request({ path: '/v1/catalog', method: 'GET', headers: { accept: 'application/json', ...this.headers(ctx) }, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+        const body = (await res.body.json()) as CatalogView & { error?: { code: string; message: string } };
+        if (res.statusCode !== 200) throw new RelayError(body.error?.code ?? 'MCPX_INTERNAL', body.error?.message ?? `the daemon answered ${res.statusCode}`);
+        return body;
+      } catch (err) {
+        // A listing is safe to repeat: once, on a fresh daemon.
+        if (attempt === 0 && isNotRunning(err)) {
+          this.reset();
+          continue;
+        }
+        throw this.relayError(err);
+      }
+    }
+  }
+
+  async request(server: string, method: RelayedMethod, params: Record<string, unknown>, ctx: RelayContext): Promise<Record<string, unknown>> {
+    await this.ensure();
+    let outcome: Outcome | undefined;
+    try {
+      const res = await this.client().request({
+        path: '/v1/request',
+        method: 'POST',
+        // Streamed only when the caller wants progress: an upstream told of no progress token behaves as for a direct caller.
+        headers: { accept: ctx.onProgress ? 'text/event-stream' : 'application/json', 'content-type': 'application/json', ...this.headers(ctx) },
+        body: JSON.stringify({ server, method, params, ...(ctx.session ? { session: ctx.session } : {}), ...(ctx.timeoutMs === undefined ? {} : { timeoutMs: ctx.timeoutMs }) }),
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+      });
+      if ((res.headers['content-type'] ?? '').toString().startsWith('text/event-stream')) outcome = await readStream(res.body, ctx);
+      else {
+        const body = (await res.body.json()) as Outcome;
+        if (res.statusCode === 200 && typeof body.ok === 'boolean') outcome = body;
+        else throw new RelayError(body.error?.code ?? 'MCPX_INTERNAL', body.error?.message ?? `the daemon answered ${res.statusCode}`, body.error?.data);
+      }
+    } catch (err) {
+      if (isNotRunning(err) || isSocketError(err)) {
+        this.reset();
+        throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} during this request; it was not retried, since a tool may have side effects (the next request starts a new daemon)`);
+      }
+      throw this.relayError(err);
+    }
+    if (!outcome) {
+      this.reset();
+      throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} before answering; the request was not retried, since a tool may have side effects`);
+    }
+    if (outcome.ok && outcome.result) return outcome.result;
+    const e = outcome.error ?? { code: 'MCPX_INTERNAL', message: 'the daemon gave no result' };
+    throw new RelayError(e.code, e.message, e.data);
+  }
+
+  onChange(listener: (change: CatalogChange) => void): () => void {
+    this.events.on('change', listener);
+    return () => this.events.off('change', listener);
+  }
+
+  private changed(change: CatalogChange): void {
+    this.events.emit('change', change);
+  }
+
+  /** Follows the daemon's catalogue changes until it goes away. */
+  private follow(): void {
+    if (this.following || this.closed) return;
+    const client = new DaemonClient(this.opts.target.socket);
+    const f = client.follow('?type=catalog.changed', (type, data) => {
+      if (type !== 'catalog.changed') return;
+      const d = data as { server?: string; lists?: CatalogChange['lists'] };
+      this.changed({ ...(d.server === undefined ? {} : { server: d.server }), lists: d.lists ?? ['tools', 'prompts', 'resources'] });
+    });
+    this.following = f;
+  }
+
+  /** The daemon went away: forget the connection (the next request finds or starts a daemon). */
+  private reset(): void {
+    this.following?.stop();
+    this.following = undefined;
+    const http = this.http;
+    this.http = undefined;
+    void http?.destroy().catch(() => undefined);
+  }
+
+  private relayError(err: unknown): RelayError {
+    if (err instanceof RelayError) return err;
+    const e = err as { name?: string; code?: string; message?: string; data?: Record<string, unknown> };
+    if (e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED') return new RelayError('MCPX_REQUEST_CANCELLED', 'the caller cancelled the request');
+    return new RelayError(typeof e.code === 'string' && e.code.startsWith('MCPX_') ? e.code : 'MCPX_INTERNAL', e.message ?? String(err), e.data);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.following?.stop();
+    this.following = undefined;
+    await this.http?.close().catch(() => undefined);
+    this.http = undefined;
+  }
+}
+
+interface Outcome {
+  ok: boolean;
+  result?: Record<string, unknown>;
+  error?: { code: string; message: string; data?: Record<string, unknown> };
+}
+
+/** A streamed /v1/request: progress frames to the caller, then the outcome (none: the stream broke off). */
+async function readStream(body: AsyncIterable<unknown>, ctx: RelayContext): Promise<Outcome | undefined> {
+  let outcome: Outcome | undefined;
+  const decoder = new SseDecoder({
+    onEvent: (e) => {
+      if (e.event === 'progress') {
+        try {
+          ctx.onProgress?.(JSON.parse(e.data));
+        } catch {
+          // a progress frame we cannot read is only progress
+        }
+      } else if (e.event === 'result') {
+        outcome = JSON.parse(e.data) as Outcome;
+      }
+    },
+  });
+  for await (const chunk of body) decoder.push(chunk as Buffer);
+  decoder.end();
+  return outcome;
+}
+
+function isSocketError(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_CLOSED';
+}
