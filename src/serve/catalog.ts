@@ -20,7 +20,7 @@ import type { ServerPool } from '../pool/server-pool.js';
 import type { CallContext } from '../pool/types.js';
 import type { ServerDefinition } from '../upstream/definition.js';
 import { catalogKey, sameListing, type CatalogRecord, type CatalogStore } from '../catalog/catalog-store.js';
-import type { CatalogChange, CatalogView, ListKind, ServerCatalog } from './backend.js';
+import type { CatalogChange, CatalogView, ListKind, Progress, ServerCatalog } from './backend.js';
 
 export interface CatalogDeps {
   store: CatalogStore | null;
@@ -28,6 +28,8 @@ export interface CatalogDeps {
   servers(): Array<{ name: string; definition: ServerDefinition }>;
   /** The pool of a server (throws MCPX_UNKNOWN_SERVER); runs `fn` counted as in flight. */
   withPool<T>(server: string, fn: (pool: ServerPool) => Promise<T>): Promise<T>;
+  /** The lane a caller gets on a server (throws MCPX_UNKNOWN_SERVER). */
+  laneFor(server: string, ctx: CallContext): Lane;
   logger?: Logger;
 }
 
@@ -70,10 +72,31 @@ export class Catalog {
    * `only`: start and list only these (the others answer from what is known, or empty); `fresh`:
    * list them live even when a listing is known.
    */
-  async view(ctx: CallContext = {}, opts: { only?: readonly string[]; fresh?: boolean } = {}): Promise<CatalogView> {
+  async view(ctx: CallContext = {}, opts: { only?: readonly string[]; fresh?: boolean; onProgress?: (p: Progress) => void } = {}): Promise<CatalogView> {
     const servers = this.deps.servers();
-    const rows = await Promise.all(servers.map((s) => this.row(s.name, s.definition, ctx, opts.only === undefined || opts.only.includes(s.name), opts.fresh === true)));
+    const wanted = (name: string) => opts.only === undefined || opts.only.includes(name);
+    // Servers listed live now (no listing known, or fresh asked): a caller that asked for progress hears of each.
+    const starting = servers.filter((s) => wanted(s.name) && (opts.fresh === true || !this.knownFor(s.name, s.definition, ctx)));
+    let done = 0;
+    const report = opts.onProgress && starting.length > 0 ? opts.onProgress : undefined;
+    report?.({ progress: 0, total: starting.length, message: `starting ${starting.map((s) => s.name).join(', ')}` });
+    const rows = await Promise.all(
+      servers.map(async (s) => {
+        const row = await this.row(s.name, s.definition, ctx, wanted(s.name), opts.fresh === true);
+        if (report && starting.includes(s)) report({ progress: ++done, total: starting.length, message: `${s.name}: ${row.error ? row.error.message : 'listed'}` });
+        return row;
+      }),
+    );
     return { servers: rows };
+  }
+
+  /** Whether a listing is known for the lane this caller would get (without starting anything). */
+  private knownFor(server: string, definition: ServerDefinition, ctx: CallContext): boolean {
+    try {
+      return this.known(catalogKey(definition, this.deps.laneFor(server, ctx))) !== undefined;
+    } catch {
+      return true; // an unknown server: nothing will start for it
+    }
   }
 
   private async row(server: string, definition: ServerDefinition, ctx: CallContext, wanted: boolean, fresh: boolean): Promise<ServerCatalog> {

@@ -26,7 +26,7 @@ export class ControllerBackend implements FrontBackend {
   }
 
   async catalog(ctx: RelayContext): Promise<CatalogView> {
-    return this.scrubbed(await this.controller.catalog.view(callContext(ctx)));
+    return this.scrubbed(await this.controller.catalog.view(callContext(ctx), ctx.onProgress ? { onProgress: ctx.onProgress } : {}));
   }
 
   async request(server: string, method: RelayedMethod, params: Record<string, unknown>, ctx: RelayContext): Promise<Record<string, unknown>> {

@@ -251,10 +251,17 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger): Se
     }
   };
 
-  server.setRequestHandler('tools/list', async (_req, ctx) => {
-    const v = await view(relayContext(ctx));
-    return { tools: v.listTools() } as never;
-  });
+  /** A listing; a caller that sent a progress token hears of each server started for it. */
+  const listing = async (ctx: ServerContext): Promise<FrontView> => {
+    const p = withProgress(ctx, relayContext(ctx));
+    try {
+      return await view(p.rctx);
+    } finally {
+      await p.flush();
+    }
+  };
+
+  server.setRequestHandler('tools/list', async (_req, ctx) => ({ tools: (await listing(ctx)).listTools() }) as never);
 
   server.setRequestHandler('tools/call', async (req, ctx) => {
     const rctx = relayContext(ctx);
@@ -272,7 +279,7 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger): Se
     }
   });
 
-  server.setRequestHandler('prompts/list', async (_req, ctx) => ({ prompts: (await view(relayContext(ctx))).listPrompts() }) as never);
+  server.setRequestHandler('prompts/list', async (_req, ctx) => ({ prompts: (await listing(ctx)).listPrompts() }) as never);
 
   server.setRequestHandler('prompts/get', async (req, ctx) => {
     const rctx = relayContext(ctx);
@@ -282,9 +289,9 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger): Se
     return fromUpstream(await relayed(ctx, rctx, (r) => relay(cfg.backend, target.server, 'prompts/get', params, r))) as never;
   });
 
-  server.setRequestHandler('resources/list', async (_req, ctx) => ({ resources: (await view(relayContext(ctx))).resources.map((r) => r.item) }) as never);
+  server.setRequestHandler('resources/list', async (_req, ctx) => ({ resources: (await listing(ctx)).resources.map((r) => r.item) }) as never);
 
-  server.setRequestHandler('resources/templates/list', async (_req, ctx) => ({ resourceTemplates: (await view(relayContext(ctx))).templates.map((t) => t.item) }) as never);
+  server.setRequestHandler('resources/templates/list', async (_req, ctx) => ({ resourceTemplates: (await listing(ctx)).templates.map((t) => t.item) }) as never);
 
   server.setRequestHandler('resources/read', async (req, ctx) => {
     const rctx = relayContext(ctx);

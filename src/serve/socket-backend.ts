@@ -80,9 +80,17 @@ export class SocketBackend implements FrontBackend {
     for (let attempt = 0; ; attempt++) {
       await this.ensure();
       try {
-        const res = await this.client().request({ path: '/v1/catalog', method: 'GET', headers: { accept: 'application/json', ...this.headers(ctx) }, ...(ctx.signal ? { signal: ctx.signal } : {}) });
-        const body = (await res.body.json()) as CatalogView & { error?: { code: string; message: string } };
-        if (res.statusCode !== 200) throw new RelayError(body.error?.code ?? 'MCPX_INTERNAL', body.error?.message ?? `the daemon answered ${res.statusCode}`);
+        const res = await this.client().request({
+          path: '/v1/catalog',
+          method: 'GET',
+          headers: { accept: ctx.onProgress ? 'text/event-stream' : 'application/json', ...this.headers(ctx) },
+          ...(ctx.signal ? { signal: ctx.signal } : {}),
+        });
+        let body: (CatalogView & { ok?: false; error?: { code: string; message: string } }) | undefined;
+        if ((res.headers['content-type'] ?? '').toString().startsWith('text/event-stream')) body = (await readStream(res.body, ctx)) as typeof body;
+        else body = (await res.body.json()) as typeof body;
+        if (!body) throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} before answering`);
+        if (res.statusCode !== 200 || body.ok === false) throw new RelayError(body.error?.code ?? 'MCPX_INTERNAL', body.error?.message ?? `the daemon answered ${res.statusCode}`);
         return body;
       } catch (err) {
         // A listing is safe to repeat: once, on a fresh daemon.
@@ -181,7 +189,7 @@ interface Outcome {
   error?: { code: string; message: string; data?: Record<string, unknown> };
 }
 
-/** A streamed /v1/request: progress frames to the caller, then the outcome (none: the stream broke off). */
+/** A streamed /v1/request or /v1/catalog: progress frames to the caller, then the outcome (none: the stream broke off). */
 async function readStream(body: AsyncIterable<unknown>, ctx: RelayContext): Promise<Outcome | undefined> {
   let outcome: Outcome | undefined;
   const decoder = new SseDecoder({

@@ -287,6 +287,26 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     };
   }
 
+  /** `Accept: text/event-stream`: the caller wants progress frames before the outcome. */
+  const wantsStream = (req: FastifyRequest) => /\btext\/event-stream\b/.test(req.headers.accept ?? '');
+
+  /** An SSE response for progress frames and a closing `result` frame (scrubbed like every payload). */
+  function openStream(reply: FastifyReply): { frame: (event: string, data: unknown) => void; end: (event: string, data: unknown) => void } {
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
+    const frame = (event: string, data: unknown) => {
+      if (!res.writableEnded) res.write(`event: ${event}\ndata: ${scrub(JSON.stringify(data))}\n\n`);
+    };
+    return {
+      frame,
+      end: (event, data) => {
+        frame(event, data);
+        res.end();
+      },
+    };
+  }
+
   // ---- routes ----
 
   route(ROUTES.health, async () => ({ ok: true, version, pid }));
@@ -312,28 +332,35 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   route(ROUTES.call, async ({ body, headers }, _req, reply) => controller.call(body.server, body.tool, body.args, contextOf(reply, headers, body.session, body.timeoutMs)));
 
-  route(ROUTES.catalog, async ({ headers }, _req, reply) => controller.catalog.view(contextOf(reply, headers, undefined)));
-
-  route(ROUTES.request, async ({ body, headers }, req, reply) => {
-    const ctx = contextOf(reply, headers, body.session, body.timeoutMs);
-    if (!/\btext\/event-stream\b/.test(req.headers.accept ?? '')) return controller.request(body.server, body.method, body.params, ctx);
-    // Streamed: progress frames while the request runs, then the outcome. Checked before the stream
-    // opens, so an unknown server is still a plain 404.
-    controller.pool(body.server);
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
-    const frame = (event: string, data: unknown) => {
-      if (!res.writableEnded) res.write(`event: ${event}\ndata: ${scrub(JSON.stringify(data))}\n\n`);
-    };
+  route(ROUTES.catalog, async ({ headers }, req, reply) => {
+    const ctx = contextOf(reply, headers, undefined);
+    if (!wantsStream(req)) return controller.catalog.view(ctx);
+    // Streamed: a progress frame as each server that had no listing yet is started and listed.
+    const stream = openStream(reply);
     let outcome: unknown;
     try {
-      outcome = await controller.request(body.server, body.method, body.params, { ...ctx, onProgress: (p) => frame('progress', p) });
+      outcome = await controller.catalog.view(ctx, { onProgress: (p) => stream.frame('progress', p) });
     } catch (err) {
       outcome = { ok: false, error: toApiError(err).error };
     }
-    frame('result', outcome);
-    res.end();
+    stream.end('result', outcome);
+    return undefined;
+  });
+
+  route(ROUTES.request, async ({ body, headers }, req, reply) => {
+    const ctx = contextOf(reply, headers, body.session, body.timeoutMs);
+    if (!wantsStream(req)) return controller.request(body.server, body.method, body.params, ctx);
+    // Streamed: progress frames while the request runs, then the outcome. Checked before the stream
+    // opens, so an unknown server is still a plain 404.
+    controller.pool(body.server);
+    const stream = openStream(reply);
+    let outcome: unknown;
+    try {
+      outcome = await controller.request(body.server, body.method, body.params, { ...ctx, onProgress: (p) => stream.frame('progress', p) });
+    } catch (err) {
+      outcome = { ok: false, error: toApiError(err).error };
+    }
+    stream.end('result', outcome);
     return undefined;
   });
 

@@ -316,6 +316,7 @@ export class Controller {
       store: opts.catalogStore ?? null,
       servers: () => this.cfg.servers.filter((s) => !s.disabled && this.registry.has(s.name)).map((s) => ({ name: s.name, definition: s.definition })),
       withPool: (server, fn) => this.withPool(server, fn),
+      laneFor: (server, ctx) => this.pool(server).laneFor(ctx),
       logger: this.log,
     });
     this.catalog.onChange((c) => this.hub.publish({ type: 'catalog.changed', ...(c.server === undefined ? {} : { server: c.server }), lists: c.lists }));

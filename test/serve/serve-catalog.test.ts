@@ -84,7 +84,14 @@ describe('the tool catalogue', () => {
     const daemon = await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env });
     const c = await stdioCaller('modern', { env });
     try {
-      expect((await c.listTools()).tools.map((t) => t['name'])).toEqual(['solo__echo', 'solo__whoami']);
+      // A client that sends a progress token hears of the server being started for its listing.
+      const seen: Array<{ progress: number; total?: number; message?: string }> = [];
+      const listed = await c.raw.listTools(undefined, { onprogress: (p: any) => seen.push(p) });
+      expect(listed.tools.map((t: any) => t.name)).toEqual(['solo__echo', 'solo__whoami']);
+      expect(seen).toEqual([
+        { progress: 0, total: 1, message: 'starting solo' },
+        { progress: 1, total: 1, message: 'solo: listed' },
+      ]);
       expect(pids(readWireLog(join(dir.path, 'solo.wire.log')))).toHaveLength(1);
     } finally {
       await c.close();

@@ -87,6 +87,40 @@ describe('mcpx serve and /mcp: features', () => {
       }), 60_000);
   }
 
+  it('/mcp keeps the /v1 access rules (token, loopback Host and Origin) and the 2026-07-28 header rules', async () => {
+    const { request } = await import('undici');
+    const port = new URL(url).port;
+    const modernBody = (id: number, method: string, params: Record<string, unknown> = {}) => JSON.stringify({
+      jsonrpc: '2.0', id, method,
+      params: { ...params, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 't', version: '1' } } },
+    });
+    const post = async (headers: Record<string, string>, body: string, target = url) => {
+      const r = await request(target, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body });
+      return { status: r.statusCode, text: await r.body.text() };
+    };
+    const good = { authorization: `Bearer ${token}`, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' };
+    expect((await post(good, modernBody(1, 'tools/list'))).status).toBe(200);
+    // no token, a wrong token
+    expect((await post({ ...good, authorization: '' }, modernBody(1, 'tools/list'))).status).toBe(401);
+    expect((await post({ ...good, authorization: 'Bearer nope' }, modernBody(1, 'tools/list'))).status).toBe(401);
+    // a browser page on another origin; DNS rebinding (a foreign Host that resolves to loopback)
+    expect((await post({ ...good, origin: 'https://evil.example' }, modernBody(1, 'tools/list'))).status).toBe(403);
+    expect((await post({ ...good, host: `evil.example:${port}` }, modernBody(1, 'tools/list'))).status).toBe(403);
+    expect((await post({ ...good, origin: `http://localhost:${port}` }, modernBody(1, 'tools/list'))).status).toBe(200);
+    // headers that disagree with the body, or are missing: 400 with -32020 (HeaderMismatch)
+    const mismatch = await post({ ...good, 'mcp-method': 'prompts/list' }, modernBody(1, 'tools/list'));
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.text).toContain('-32020');
+    const noVersion = await post({ authorization: `Bearer ${token}`, 'mcp-method': 'tools/list' }, modernBody(1, 'tools/list'));
+    expect(noVersion.status).toBe(400);
+    const wrongName = await post({ ...good, 'mcp-method': 'tools/call', 'mcp-name': 'other__tool' }, modernBody(2, 'tools/call', { name: 'rich__echo', arguments: { text: 'x' } }));
+    expect(wrongName.status).toBe(400);
+    expect(wrongName.text).toContain('-32020');
+    const rightName = await post({ ...good, 'mcp-method': 'tools/call', 'mcp-name': 'rich__echo' }, modernBody(2, 'tools/call', { name: 'rich__echo', arguments: { text: 'x' } }));
+    expect(rightName.status).toBe(200);
+    expect(rightName.text).toContain('x era=modern');
+  }, 60_000);
+
   it('names: long and dotted tool names within the rules, and the mapping mcpx tools shows is the one clients get', async () => {
     const cli = await mcpxJson<{ tools: Array<{ server: string; name: string; exposed: string }> }>(['tools'], { env });
     await using(await connect('legacy', 'stdio'), async (c) => {
