@@ -1,52 +1,390 @@
 /**
- * `npm run conformance`: the official MCP conformance suite's client scenarios, with mcpx's upstream
- * session as the client under test (scripts/conformance-client.ts). Prints one line per scenario and a
- * final "N passed, N failed" line; exits non-zero when a scenario fails. Not part of `npm test`: the
- * suite is an alpha and its scenarios change.
+ * `npm run conformance`: the official MCP conformance suite's *client* scenarios, with mcpx's upstream
+ * session as the client under test (scripts/conformance-client.ts), at 2025-11-25 and 2026-07-28.
+ *
+ *   node dist/scripts/conformance.js [--spec-version V]… [--scenario NAME]… [--parallel N]
+ *                                    [--timeout S] [--json FILE] [--output DIR]
+ *
+ *   --spec-version V   2025-11-25 and/or 2026-07-28 (repeatable; default both)
+ *   --scenario NAME    only these scenarios (repeatable; default every one `conformance list --client
+ *                      --spec-version V` names)
+ *   --parallel N       CLI runs at a time (default 2)
+ *   --timeout S        per-run limit in seconds (default 30): the CLI gives the client S - 5 seconds, and
+ *                      the CLI's process group is killed at S
+ *   --json FILE        write the results (scenario, version, counts, failing checks, verdict) as JSON
+ *   --output DIR       keep every run's checks.json and CLI output under DIR/<version>/<scenario>/
+ *
+ * The scenarios come from the CLI itself (`list --client`), so a new one is run as soon as the pinned
+ * package has it. Two committed files say what is not expected to pass, each entry with a one-line reason:
+ *   conformance/client-not-applicable.yml     scenarios mcpx has no business passing (not run)
+ *   conformance/client-expected-failures.yml  applicable scenarios mcpx fails today (run; must still fail)
+ * Prints the table scenario × version → checks passed/failed, then every failing check. Exit status 0 when
+ * every run passes or is an expected failure and no entry of either file is stale, 1 otherwise, 2 when
+ * the run itself could not be done.
+ *
+ * The mock servers the CLI starts bind 127.0.0.1 only (scripts/conformance/loopback.mjs, preloaded
+ * next to the Node 20 fs.globSync shim); each CLI runs in its own process group, killed when it overruns.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
 const require = createRequire(import.meta.url);
 const cli = join(dirname(require.resolve('@modelcontextprotocol/conformance/package.json')), 'dist', 'index.js');
-const shim = join(root, 'scripts', 'conformance', 'register.mjs');
+const preloads = ['register.mjs', 'loopback.mjs'].flatMap((f) => ['--import', join(root, 'scripts', 'conformance', f)]);
 const adapter = join(root, 'dist', 'scripts', 'conformance-client.js');
+const NOT_APPLICABLE = join(root, 'conformance', 'client-not-applicable.yml');
+const EXPECTED_FAILURES = join(root, 'conformance', 'client-expected-failures.yml');
 
-/** Scenario, spec version. `request-metadata` is left out on purpose: see docs/decisions.md (-32022). */
-const SCENARIOS: Array<[string, string | undefined]> = [
-  ['initialize', undefined],
-  ['tools_call', undefined],
-  ['tools_call', '2026-07-28'],
-  ['http-standard-headers', '2026-07-28'],
-  ['http-custom-headers', '2026-07-28'],
-  ['http-invalid-tool-headers', '2026-07-28'],
-  ['sep-2322-client-request-state', '2026-07-28'],
-  ['json-schema-2020-12-preservation', '2026-07-28'],
-];
+const DEFAULT_VERSIONS = ['2025-11-25', '2026-07-28'];
+/** The client gets this much less than the run, so the CLI can still write its checks after killing it. */
+const CLIENT_MARGIN_MS = 5_000;
 
-const out = mkdtempSync(join(tmpdir(), 'mcpx-conformance-'));
-let passed = 0;
-let failed = 0;
-try {
-  for (const [scenario, version] of SCENARIOS) {
-    const args = [cli, 'client', '--command', `${process.execPath} ${adapter}`, '--scenario', scenario, '-o', out, ...(version ? ['--spec-version', version] : [])];
-    const r = spawnSync(process.execPath, ['--import', shim, ...args], { encoding: 'utf8', timeout: 120_000 });
-    const text = `${r.stdout}\n${r.stderr}`;
-    const summary = /Passed: (\d+)\/(\d+), (\d+) failed/.exec(text);
-    const ok = r.status === 0 && /OVERALL: PASSED/.test(text);
-    if (ok) passed++;
-    else failed++;
-    console.log(`${ok ? 'PASS' : 'FAIL'}  ${scenario}${version ? ` @${version}` : ''}  ${summary ? `${summary[1]}/${summary[2]} checks` : '(no summary)'}`);
-    if (!ok) console.log(text.split('\n').filter((l) => /FAILURE|WARNING|Error|exited/.test(l)).slice(0, 10).join('\n'));
-  }
-} finally {
-  rmSync(out, { recursive: true, force: true });
+type Status = 'SUCCESS' | 'FAILURE' | 'WARNING' | 'SKIPPED' | 'INFO';
+
+interface Check {
+  id: string;
+  status: Status;
+  errorMessage?: string;
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+
+interface RunResult {
+  scenario: string;
+  version: string;
+  ms: number;
+  /** The CLI's own verdict: exit 0 and "OVERALL: PASSED" (a client that exits non-zero fails the run). */
+  passed: boolean;
+  checks: Check[];
+  /** Why the run has no checks.json, or what the CLI said about the client (exited with an error, timed out). */
+  problem?: string;
+}
+
+/** A line of one of the two files: a scenario name, or `prefix/*`, with its reason. */
+interface Entry {
+  pattern: string;
+  reason: string;
+  /** undefined: every spec version. */
+  version?: string;
+  file: string;
+  line: number;
+}
+
+class UsageError extends Error {}
+
+// ------------------------------------------------------------------ arguments
+
+function parseOptions() {
+  const { values } = parseArgs({
+    options: {
+      'spec-version': { type: 'string', multiple: true, default: [] },
+      scenario: { type: 'string', multiple: true, default: [] },
+      parallel: { type: 'string', default: '2' },
+      timeout: { type: 'string', default: '30' },
+      json: { type: 'string' },
+      output: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) {
+    const doc = readFileSync(fileURLToPath(import.meta.url), 'utf8');
+    console.log(/\/\*\*([\s\S]*?)\*\//.exec(doc)?.[1]?.replace(/^ \* ?/gm, '') ?? 'see scripts/conformance.ts');
+    process.exit(0);
+  }
+  const parallel = Number(values.parallel);
+  if (!Number.isInteger(parallel) || parallel < 1) throw new UsageError(`--parallel wants a positive integer, got ${values.parallel}`);
+  const timeoutS = Number(values.timeout);
+  if (!Number.isFinite(timeoutS) || timeoutS * 1000 <= CLIENT_MARGIN_MS) throw new UsageError(`--timeout wants more than ${CLIENT_MARGIN_MS / 1000} seconds, got ${values.timeout}`);
+  return {
+    versions: values['spec-version'].length > 0 ? values['spec-version'] : DEFAULT_VERSIONS,
+    scenarios: values.scenario,
+    parallel,
+    timeoutMs: Math.round(timeoutS * 1000),
+    json: values.json === undefined ? undefined : resolve(values.json),
+    output: values.output === undefined ? undefined : resolve(values.output),
+  };
+}
+
+// ------------------------------------------------------------------ the two files
+
+/**
+ * Top-level keys holding lists of `  - <scenario or prefix/*>  # reason`. `keys` maps each accepted key
+ * to the spec version it is for (undefined: all).
+ */
+function readEntries(file: string, keys: (key: string) => { version?: string } | null): Entry[] {
+  const entries: Entry[] = [];
+  let key: { version?: string } | null | undefined;
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .forEach((raw, i) => {
+      const line = i + 1;
+      if (/^\s*(#.*)?$/.test(raw)) return;
+      const top = /^([A-Za-z0-9_.-]+):\s*(\[\s*\])?\s*(#.*)?$/.exec(raw);
+      if (top) {
+        key = keys(top[1] as string);
+        if (key === null) throw new UsageError(`${file}:${line}: unknown key ${top[1]}`);
+        return;
+      }
+      const item = /^\s+-\s+([A-Za-z0-9_./*-]+)\s*(?:#\s*(.*?))?\s*$/.exec(raw);
+      if (!item || !key) throw new UsageError(`${file}:${line}: expected '<key>:' or '  - <scenario>  # reason', got ${JSON.stringify(raw)}`);
+      const pattern = item[1] as string;
+      if (pattern.includes('*') && !/^[^*]+\/\*$/.test(pattern)) throw new UsageError(`${file}:${line}: a pattern is a scenario name or '<prefix>/*', got ${pattern}`);
+      const reason = (item[2] ?? '').trim();
+      if (reason === '') throw new UsageError(`${file}:${line}: ${pattern} needs a reason: '  - ${pattern}  # why'`);
+      entries.push({ pattern, reason, ...(key.version !== undefined && { version: key.version }), file, line });
+    });
+  return entries;
+}
+
+const matches = (e: Entry, scenario: string, version: string) =>
+  (e.version === undefined || e.version === version) && (e.pattern.endsWith('/*') ? scenario.startsWith(e.pattern.slice(0, -1)) : scenario === e.pattern);
+
+const versionKeys = (prefix: string) => (key: string) => (key === prefix ? {} : key.startsWith(`${prefix}-`) ? { version: key.slice(prefix.length + 1) } : null);
+
+// ------------------------------------------------------------------ child processes
+
+const children = new Set<ChildProcess>();
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    /* already gone */
+  }
+}
+
+/** Run the conformance CLI in its own process group; resolves with its output when it exits or was killed at `limitMs`. */
+function runCli(args: string[], limitMs: number): Promise<{ code: number | null; out: string; killed: boolean }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [...preloads, cli, ...args], { cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let out = '';
+    const keep = (b: Buffer) => {
+      out += b.toString('utf8');
+      if (out.length > 400_000) out = out.slice(-200_000);
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    let killed = false;
+    const timer = setTimeout(() => {
+      killed = true;
+      killGroup(child);
+    }, limitMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      // The client command (the adapter) is in the CLI's group: nothing of the run outlives it.
+      killGroup(child);
+      children.delete(child);
+      done({ code, out, killed });
+    });
+  });
+}
+
+/** `  - name [tags]` lines after the "Client scenarios" header of `conformance list`. */
+async function listClient(version: string): Promise<string[]> {
+  const r = await runCli(['list', '--client', '--spec-version', version], 30_000);
+  const lines = r.out.split('\n');
+  const start = lines.findIndex((l) => /^Client scenarios/.test(l));
+  const names: string[] = [];
+  for (const line of start === -1 ? [] : lines.slice(start + 1)) {
+    const m = /^\s+- (\S+)/.exec(line);
+    if (!m) break;
+    names.push(m[1] as string);
+  }
+  if (r.code !== 0 || names.length === 0) throw new Error(`conformance list --client --spec-version ${version} failed (exit ${r.code}):\n${r.out.slice(-2000)}`);
+  return names;
+}
+
+// ------------------------------------------------------------------ one run
+
+async function runScenario(scenario: string, version: string, timeoutMs: number, outRoot: string): Promise<RunResult> {
+  const dir = join(outRoot, version, scenario.replace(/\//g, '__'));
+  mkdirSync(dir, { recursive: true });
+  const started = Date.now();
+  const args = ['client', '--command', `${process.execPath} ${adapter}`, '--scenario', scenario, '--spec-version', version, '--timeout', String(timeoutMs - CLIENT_MARGIN_MS), '-o', dir];
+  const r = await runCli(args, timeoutMs);
+  const ms = Date.now() - started;
+  const text = r.out.replace(/\x1b\[[0-9;]*m/g, '');
+  writeFileSync(join(dir, 'output.txt'), text);
+  const passed = r.code === 0 && /OVERALL: PASSED/.test(text);
+  const client = /CLIENT (EXITED WITH ERROR \(code \d+\)|TIMED OUT)/.exec(text)?.[0];
+  const sub = readdirSync(dir, { withFileTypes: true }).find((d) => d.isDirectory() && existsSync(join(dir, d.name, 'checks.json')));
+  if (sub) {
+    const checks = JSON.parse(readFileSync(join(dir, sub.name, 'checks.json'), 'utf8')) as Check[];
+    return { scenario, version, ms, passed, checks, ...(client && { problem: client.toLowerCase() }) };
+  }
+  const tail = text.trim().split('\n').slice(-4).join(' | ');
+  const problem = r.killed ? `killed after ${timeoutMs / 1000} s without results` : `no checks.json (exit ${r.code}): ${tail}`;
+  return { scenario, version, ms, passed: false, checks: [], problem };
+}
+
+/** Run `jobs` with at most `parallel` at a time, in order of start. */
+async function pool<T, R>(jobs: T[], parallel: number, run: (job: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(jobs.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const i = next++;
+      results[i] = await run(jobs[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(parallel, jobs.length) }, worker));
+  return results;
+}
+
+// ------------------------------------------------------------------ report
+
+const count = (r: RunResult, ...s: Status[]) => r.checks.filter((c) => s.includes(c.status)).length;
+const failing = (c: Check) => c.status === 'FAILURE' || c.status === 'WARNING';
+
+type Verdict = 'pass' | 'FAIL' | 'xfail' | 'STALE';
+
+function verdictOf(r: RunResult, expected: Entry[]): Verdict {
+  const listed = expected.some((e) => matches(e, r.scenario, r.version));
+  if (listed) return r.passed ? 'STALE' : 'xfail';
+  return r.passed ? 'pass' : 'FAIL';
+}
+
+function cell(r: RunResult, expected: Entry[]): string {
+  const counts = r.checks.length === 0 ? 'no checks' : `${count(r, 'SUCCESS')} passed, ${count(r, 'FAILURE', 'WARNING')} failed`;
+  return `${verdictOf(r, expected)} ${counts}`;
+}
+
+function printTable(rows: string[][]): void {
+  const widths = (rows[0] ?? []).map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  for (const r of rows) console.log(r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
+}
+
+// ------------------------------------------------------------------ main
+
+async function main(): Promise<number> {
+  const opts = parseOptions();
+  const notApplicable = readEntries(NOT_APPLICABLE, (k) => (k === 'not-applicable' ? {} : null));
+  const expected = readEntries(EXPECTED_FAILURES, versionKeys('client'));
+  const t0 = Date.now();
+  const outRoot = opts.output ?? mkdtempSync(join(tmpdir(), 'mcpx-conformance-client-'));
+  const cleanup = () => {
+    for (const c of children) killGroup(c);
+    if (!opts.output) rmSync(outRoot, { recursive: true, force: true });
+  };
+  const onSignal = () => {
+    cleanup();
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  try {
+    const listed = new Map<string, string[]>();
+    for (const version of opts.versions) listed.set(version, await listClient(version));
+    const all = [...new Set([...listed.values()].flat())];
+    for (const s of opts.scenarios) if (!all.includes(s)) throw new UsageError(`no client scenario named ${s} at ${opts.versions.join(', ')}`);
+
+    const plan: Array<{ scenario: string; version: string }> = [];
+    const skipped: Array<{ scenario: string; version: string; entry: Entry }> = [];
+    for (const [version, names] of listed) {
+      for (const scenario of names) {
+        if (opts.scenarios.length > 0 && !opts.scenarios.includes(scenario)) continue;
+        const entry = notApplicable.find((e) => matches(e, scenario, version));
+        if (entry) skipped.push({ scenario, version, entry });
+        else plan.push({ scenario, version });
+      }
+    }
+    // An entry matching nothing the CLI lists is stale (renamed or dropped upstream).
+    const stale: string[] = [];
+    if (opts.scenarios.length === 0) {
+      for (const e of notApplicable) if (!skipped.some((s) => s.entry === e)) stale.push(`${e.file}:${e.line}: ${e.pattern} matches no client scenario listed`);
+      for (const e of expected) {
+        if (![...listed].some(([v, names]) => names.some((n) => matches(e, n, v)))) stale.push(`${e.file}:${e.line}: ${e.pattern} matches no client scenario listed`);
+      }
+    }
+
+    console.log(`${plan.length} runs (${opts.parallel} at a time, ${opts.timeoutMs / 1000} s each at most); ${skipped.length} runs not applicable`);
+    const results = await pool(plan, opts.parallel, async (p) => {
+      const r = await runScenario(p.scenario, p.version, opts.timeoutMs, outRoot);
+      console.log(`  ${p.version} ${p.scenario}: ${cell(r, expected)}${r.problem ? ` (${r.problem})` : ''} ${(r.ms / 1000).toFixed(1)} s`);
+      return r;
+    });
+
+    // The table: every scenario the CLI lists, in its order; not-applicable ones folded by their entry.
+    const rows: string[][] = [['SCENARIO', ...opts.versions]];
+    const seen = new Set<string>();
+    for (const scenario of all) {
+      if (opts.scenarios.length > 0 && !opts.scenarios.includes(scenario)) continue;
+      const na = skipped.filter((s) => s.scenario === scenario);
+      const key = na[0]?.entry.pattern ?? scenario;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const group = na.length > 0 ? new Set(skipped.filter((s) => s.entry.pattern === key).map((s) => s.scenario)) : new Set([scenario]);
+      const name = na.length > 0 && key.endsWith('/*') ? `${key} (${group.size} scenarios)` : scenario;
+      rows.push([
+        name,
+        ...opts.versions.map((v) => {
+          const r = results.find((x) => x.scenario === scenario && x.version === v);
+          if (r) return cell(r, expected);
+          return skipped.some((s) => group.has(s.scenario) && s.version === v) ? 'n/a' : '-';
+        }),
+      ]);
+    }
+    console.log('');
+    printTable(rows);
+    console.log("\npass / FAIL: the CLI's verdict (a failed or warning check, or a client that exits non-zero, fails);");
+    console.log(`xfail: fails, as ${EXPECTED_FAILURES.slice(root.length + 1)} expects; STALE: listed there but passes;`);
+    console.log(`n/a: not run (${NOT_APPLICABLE.slice(root.length + 1)}); '-': not a scenario of that spec version.`);
+    const reasons = [...new Map(skipped.map((s) => [s.entry, s.entry])).values()];
+    for (const e of [...reasons, ...expected]) console.log(`  ${e.pattern}${e.version ? ` @${e.version}` : ''}: ${e.reason}`);
+
+    const details = results.flatMap((r) => [
+      ...(r.problem && !r.passed ? [`  ${r.version} ${r.scenario}: ${r.problem}`] : []),
+      ...r.checks.filter(failing).map((c) => `  ${r.version} ${r.scenario} [${c.id}] ${c.status}: ${(c.errorMessage ?? '').replace(/\s+/g, ' ').slice(0, 240)}`),
+    ]);
+    if (details.length > 0) console.log(`\nFailing checks:\n${details.join('\n')}`);
+
+    const verdicts = results.map((r) => verdictOf(r, expected));
+    const n = (v: Verdict) => verdicts.filter((x) => x === v).length;
+    stale.push(...results.filter((_, i) => verdicts[i] === 'STALE').map((r) => `${r.scenario} @${r.version} passes: remove it from ${EXPECTED_FAILURES.slice(root.length + 1)}`));
+    for (const s of stale) console.log(`stale: ${s}`);
+    const seconds = (Date.now() - t0) / 1000;
+    const ok = n('FAIL') === 0 && stale.length === 0;
+    console.log(`\n${results.length} runs in ${seconds.toFixed(1)} s: ${n('pass')} passed, ${n('xfail')} expected failures, ${n('FAIL')} failed, ${stale.length} stale; ${skipped.length} runs not applicable`);
+    if (opts.output) console.log(`results kept in ${opts.output}`);
+    if (opts.json) {
+      const out = {
+        seconds,
+        ok,
+        results: results.map((r, i) => ({
+          scenario: r.scenario,
+          version: r.version,
+          verdict: verdicts[i],
+          ms: r.ms,
+          passed: count(r, 'SUCCESS'),
+          failed: count(r, 'FAILURE', 'WARNING'),
+          ...(r.problem && { problem: r.problem }),
+          failing: r.checks.filter(failing).map((c) => ({ id: c.id, status: c.status, errorMessage: c.errorMessage })),
+        })),
+        notApplicable: skipped.map((s) => ({ scenario: s.scenario, version: s.version, reason: s.entry.reason })),
+        stale,
+      };
+      writeFileSync(opts.json, `${JSON.stringify(out, null, 2)}\n`);
+    }
+    return ok ? 0 : 1;
+  } finally {
+    cleanup();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err instanceof UsageError ? `conformance: ${err.message}` : err);
+    process.exit(2);
+  },
+);

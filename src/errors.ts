@@ -51,6 +51,15 @@ export type ErrorCode =
   | 'MCPX_DAEMON_RUNNING'
   | 'MCPX_DAEMON_UNAVAILABLE'
   | 'MCPX_INTERNAL'
+  // /v1/ask (src/serve/asks.ts): too many asks running; an answer to a question the ask does not have, or
+  // to one answered already or closed (refused, timed out, the ask over); a question mcpx refused on the
+  // caller's behalf (a modern round then ends the call); an ask that outlived its maximum age
+  | 'MCPX_TOO_MANY_ASKS'
+  | 'MCPX_UNKNOWN_QUESTION'
+  | 'MCPX_ALREADY_ANSWERED'
+  | 'MCPX_QUESTION_CLOSED'
+  | 'MCPX_QUESTION_REFUSED'
+  | 'MCPX_ASK_EXPIRED'
   // a tool the upstream listed but mcpx will not call: on 2026-07-28 Streamable HTTP, its x-mcp-header
   // annotations are invalid (SEP-2243), so it is excluded from listTools() and callTool() refuses it
   | 'MCPX_BAD_TOOL';

@@ -12,7 +12,7 @@ import { Client } from 'undici';
 import { McpxError } from '../errors.js';
 import { loadConfig } from '../config/config-file.js';
 import { Settings } from '../config/settings.js';
-import { DAEMON_LOG, ensureStateDir } from '../server/state-dir.js';
+import { checkSocketPath, DAEMON_LOG, ensureStateDir } from '../server/state-dir.js';
 
 export interface ClientOptions {
   /** `--config FILE`. */
@@ -203,6 +203,7 @@ function lastError(logFile: string): string | undefined {
 export async function startDaemonInBackground(target: Target, opts: StartOptions): Promise<{ pid: number | undefined }> {
   const env = opts.env ?? process.env;
   const timeoutMs = opts.timeoutMs ?? (Number(env['MCPX_DAEMON_START_TIMEOUT']) || 20_000);
+  checkSocketPath(target.socket); // the daemon would refuse it too; say so before starting one
   await ensureStateDir(target.stateDir);
   const logFile = join(target.stateDir, DAEMON_LOG);
   const fd = openSync(logFile, 'a', 0o600);

@@ -28,6 +28,8 @@ import type { SettingEntry } from '../config/settings.js';
 import { DaemonClient, isNotRunning, resolveTarget, startDaemonInBackground, type ApiResponse, type ClientOptions, type Target } from './client.js';
 import { ago, clip, table } from './format.js';
 import { progressEnabled, startProgress } from './progress.js';
+import { answerSources, runAsk } from './ask-call.js';
+import { capabilitiesFor } from './questions.js';
 
 const ENTRY = fileURLToPath(import.meta.url);
 
@@ -277,7 +279,10 @@ function buildProgram(): Command {
     .option('--session <id>', 'the caller session (CallContext.session)')
     .option('--caller-protocol <revision>', 'call as a caller on this MCP revision (X-Mcpx-Caller-Protocol), e.g. 2025-11-25')
     .option('--timeout <duration>', 'give up after this long (e.g. 30s)')
-    .action(async (server: string, tool: string, json: string | undefined, o: CommonOpts & { session?: string; callerProtocol?: string; timeout?: string }) => {
+    .option('--answer <key=json>', 'answer a question\'s form field without a terminal (repeatable), e.g. --answer name=\'"Ada"\'', (v: string, acc: string[] = []) => [...acc, v])
+    .option('--answers <file>', 'answers from a JSON file: form fields, and "$sampling" (a CreateMessageResult) to answer sampling')
+    .option('--roots <dir...>', 'the roots to give a server that asks for them (default: none)')
+    .action(async (server: string, tool: string, json: string | undefined, o: CommonOpts & { session?: string; callerProtocol?: string; timeout?: string; answer?: string[]; answers?: string; roots?: string[] }) => {
       let args: unknown = {};
       if (json !== undefined) {
         const text = json === '-' ? readFileSync(0, 'utf8') : json;
@@ -296,18 +301,22 @@ function buildProgram(): Command {
           throw new UsageError((err as Error).message);
         }
       }
+      const sources = answerSources(o, json === '-');
       await withClient(o, async (client) => {
-        const body = { server, tool, args, ...(o.session ? { session: o.session } : {}), ...(timeoutMs === undefined ? {} : { timeoutMs }) };
-        const res = await withProgress(client, server, () => client.request<{ ok: boolean; result?: Record<string, unknown>; error?: { code: string; message: string } }>('POST', '/v1/call', body, callHeaders(o)).catch((err: unknown) => {
-          if (isNotRunning(err)) throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon on ${client.socket} went away`);
-          throw err;
-        }));
-        if (o.json) printJson(res.body);
-        const b = res.body as { ok?: boolean; result?: Record<string, unknown>; error?: { code?: string; message?: string } } | null;
-        if (res.status >= 400 || !b?.ok) {
-          throw new McpxError((b?.error?.code as McpxError['code'] | undefined) ?? 'MCPX_INTERNAL', b?.error?.message ?? `the daemon answered ${res.status}`);
-        }
-        if (!o.json) out(resultText(b.result ?? {}));
+        const body = { server, tool, args, capabilities: capabilitiesFor(sources), ...(o.session ? { session: o.session } : {}), ...(timeoutMs === undefined ? {} : { timeoutMs }) };
+        // Through /v1/ask, so a server that asks something in the middle of the call is answered here.
+        // The progress line (a TTY only) gives way to the first question.
+        const progress = progressEnabled() ? startProgress(client, server) : undefined;
+        await progress?.ready;
+        const outcome = await runAsk(client, body, callHeaders(o), sources, () => progress?.stop())
+          .catch((err: unknown) => {
+            if (isNotRunning(err)) throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon on ${client.socket} went away`);
+            throw err;
+          })
+          .finally(() => progress?.stop());
+        if (o.json) printJson(outcome);
+        if (!outcome.ok) throw new McpxError((outcome.error?.code as McpxError['code'] | undefined) ?? 'MCPX_INTERNAL', outcome.error?.message ?? 'the call failed');
+        if (!o.json) out(resultText(outcome.result ?? {}));
       });
     });
 

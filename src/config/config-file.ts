@@ -48,6 +48,8 @@ export interface ResolvedServer {
   /** From the `mcpx` block: only the keys it gives. */
   limits: Partial<PoolLimits>;
   timeouts: ServerTimeouts;
+  /** From the `mcpx` block (stdio only): inherit the daemon's whole environment; absent: `upstream.inheritEnv`. */
+  inheritEnv?: boolean;
   disabled: boolean;
 }
 
@@ -201,6 +203,7 @@ export const MCPX_BLOCK_KEYS = {
   probeTimeout: 'upstream.probeTimeout',
   startTimeout: 'upstream.startTimeout',
   requestTimeout: 'upstream.requestTimeout',
+  inheritEnv: 'upstream.inheritEnv',
 } as const satisfies Record<string, SettingPath>;
 
 /** `type`/`transport` spellings other tools use, and what they mean here. */
@@ -223,6 +226,12 @@ type Expanded = { ok: true; value: string; missingEnv: string[] } | { ok: false;
 
 const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** A variable's value; never something inherited from Object.prototype (`${constructor}`). */
+const envValue = (env: NodeJS.ProcessEnv, name: string): string | undefined => {
+  const v = Object.hasOwn(env, name) ? env[name] : undefined;
+  return typeof v === 'string' ? v : undefined;
+};
+
 /**
  * Expands the variables other tools expand in these files. `${NAME}` with NAME unset is an error (as in
  * Claude Code); `${env:NAME}` unset is empty (as in VS Code, and reported as a warning); `${input:…}`
@@ -239,7 +248,7 @@ export function expandVariables(text: string, ctx: ExpandContext): Expanded {
     if (v === 'pathSeparator' || v === '/') return sep;
     if (v.startsWith('env:')) {
       const name = v.slice(4);
-      const got = ctx.env[name];
+      const got = envValue(ctx.env, name);
       if (got === undefined) missingEnv.push(name);
       return got ?? '';
     }
@@ -250,7 +259,7 @@ export function expandVariables(text: string, ctx: ExpandContext): Expanded {
     const dash = v.indexOf(':-');
     const name = dash === -1 ? v : v.slice(0, dash);
     if (!VAR_NAME.test(name)) return whole;
-    const got = ctx.env[name];
+    const got = envValue(ctx.env, name);
     if (dash !== -1) return got === undefined || got === '' ? v.slice(dash + 2) : got;
     if (got === undefined) {
       error ??= `${whole} is not set in the environment (write \${${name}:-default} to give a fallback)`;
@@ -308,6 +317,13 @@ export function parseConfigText(rawText: string, file: string, opts: ParseConfig
     list.push({ source: 'file', file, key: dottedKey(path), ...(server === undefined ? {} : { server }), ...locate(path), message: `config ${file}: ${dottedKey(path)}: ${message}` });
   };
 
+  // `__proto__` as a key: the parser made it the object's prototype, so it would vanish without a word
+  // (a server, an env variable, a header). Refused wherever it is, as any other bad key is.
+  for (const path of protoKeyPaths(tree)) {
+    const server = (path[0] === 'mcpServers' || path[0] === 'servers') && typeof path[1] === 'string' ? path[1] : undefined;
+    problemAt(errors, path, `"__proto__" cannot be used as a name here (JavaScript reserves it); rename it`, server);
+  }
+
   // the setting blocks
   const settingsFile: Record<string, unknown> = {};
   for (const block of SETTING_BLOCKS) if (Object.hasOwn(doc, block)) settingsFile[block] = doc[block];
@@ -356,6 +372,27 @@ export function parseConfigText(rawText: string, file: string, opts: ParseConfig
     if (server !== undefined) base.servers.push(server);
   }
   return base;
+}
+
+/** The key paths of every `__proto__` property in the document (iterative: a deep file cannot overflow the stack). */
+function protoKeyPaths(tree: Node | undefined): KeyPath[] {
+  const found: KeyPath[] = [];
+  const stack: Array<[Node, KeyPath]> = tree === undefined ? [] : [[tree, []]];
+  while (stack.length > 0) {
+    const [node, path] = stack.pop()!;
+    if (node.type === 'object') {
+      for (const prop of node.children ?? []) {
+        const key = prop.children?.[0]?.value;
+        const value = prop.children?.[1];
+        if (typeof key !== 'string') continue;
+        if (key === '__proto__') found.push([...path, key]);
+        if (value !== undefined) stack.push([value, [...path, key]]);
+      }
+    } else if (node.type === 'array') {
+      (node.children ?? []).forEach((child, i) => stack.push([child, [...path, i]]));
+    }
+  }
+  return found.sort((a, b) => dottedKey(a).localeCompare(dottedKey(b)));
 }
 
 interface ServerCheckContext {
@@ -408,7 +445,8 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
   for (const key of ['type', 'transport'] as const) {
     if (!Object.hasOwn(entry, key)) continue;
     const raw = entry[key];
-    const t = typeof raw === 'string' ? TRANSPORT_NAMES[raw.trim().toLowerCase()] : undefined;
+    const spelled = typeof raw === 'string' ? raw.trim().toLowerCase() : undefined;
+    const t = spelled !== undefined && Object.hasOwn(TRANSPORT_NAMES, spelled) ? TRANSPORT_NAMES[spelled] : undefined; // not "constructor"'s
     if (t === undefined) {
       problem([...at, key], `${showValue(raw)} is not a transport mcpx knows (use stdio, http, streamable-http or sse)`);
       continue;
@@ -510,6 +548,7 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
 
   const limits: Partial<PoolLimits> = {};
   const timeouts: ServerTimeouts = {};
+  let inheritEnv: boolean | undefined;
   if (Object.hasOwn(entry, 'mcpx') && entry['mcpx'] !== undefined) {
     const block = entry['mcpx'];
     const known = Object.keys(MCPX_BLOCK_KEYS);
@@ -536,13 +575,17 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
           case 'probeTimeout': timeouts.probeTimeoutMs = r.value as number; break;
           case 'startTimeout': timeouts.startTimeoutMs = r.value as number; break;
           case 'requestTimeout': timeouts.requestTimeoutMs = r.value as number; break;
+          case 'inheritEnv':
+            if (transport === 'stdio') inheritEnv = r.value as boolean;
+            else c.warn([...at, 'mcpx', k], 'is for stdio servers and is ignored on an HTTP server');
+            break;
         }
       }
     }
   }
 
   if (bad || definition === undefined) return undefined;
-  return { name, transport, definition, ...(preference === undefined ? {} : { preference }), limits, timeouts, disabled };
+  return { name, transport, definition, ...(preference === undefined ? {} : { preference }), limits, timeouts, ...(inheritEnv === undefined ? {} : { inheritEnv }), disabled };
 }
 
 /** `env` or `headers`: an object of strings. Values are never quoted in messages (they are often secrets). */
@@ -588,7 +631,7 @@ export function resolvePoolConfigs(config: Pick<LoadedConfig, 'servers'>, settin
     .filter((s) => !s.disabled)
     .map((s) => ({
       name: s.name,
-      definition: s.definition,
+      definition: withInheritEnv(s, settings),
       preference: s.preference ?? (settings.get('upstream.protocol') as Preference),
       limits: {
         scope: s.limits.scope ?? (settings.get('pool.scope') as Scope),
@@ -602,6 +645,13 @@ export function resolvePoolConfigs(config: Pick<LoadedConfig, 'servers'>, settin
     }));
 }
 
+/** A stdio definition carries `inheritEnv: true` when the server's block or `upstream.inheritEnv` says so (absent otherwise). */
+function withInheritEnv(s: ResolvedServer, settings: SettingsReader): ServerDefinition {
+  if (s.transport !== 'stdio') return s.definition;
+  const inherit = s.inheritEnv ?? settings.get('upstream.inheritEnv') === true;
+  return inherit ? { ...s.definition, inheritEnv: true } : s.definition;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Secrets
 
@@ -611,17 +661,22 @@ export const REDACTED = '<redacted>';
 const SECRET_PARAM = /key|token|secret|pass|auth|sig|cred/i;
 const MARK = 'mcpx-redacted-0c5e1f';
 
+/** In a text that does not parse as a URL: `name=value` after `?`, `&` or `;`, for a secret-looking name. */
+const SECRET_PARAM_TEXT = /([?&;][^=&;#\s]*(?:key|token|secret|pass|auth|sig|cred)[^=&;#\s]*=)[^&;#\s"']*/gi;
+
 /**
  * The URL with its userinfo password, and the values of query parameters named like secrets
- * (`api_key`, `token`, `auth`, …), replaced by `<redacted>`. A text that is not a URL has any
- * `//user:password@` part redacted.
+ * (`api_key`, `token`, `auth`, …), replaced by `<redacted>`. A text that is not a URL (a bad port, a
+ * typo) gets the same treatment by pattern: it is shown in config errors, and a secret in it must not be.
  */
 export function redactUrl(url: string): string {
   let u: URL;
   try {
     u = new URL(url);
   } catch {
-    return url.replace(/\/\/([^/@:\s]*):[^/@\s]*@/, `//$1:${REDACTED}@`);
+    return url
+      .replace(/\/\/([^/@:\s]*):[^/@\s]*@/, `//$1:${REDACTED}@`)
+      .replace(SECRET_PARAM_TEXT, `$1${REDACTED}`);
   }
   let changed = false;
   if (u.password !== '') {

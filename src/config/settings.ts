@@ -310,6 +310,12 @@ export const SETTINGS = [
     description: 'How long one request to an upstream may go unanswered.',
   }),
   setting({
+    path: 'upstream.inheritEnv',
+    codec: booleanCodec,
+    default: false,
+    description: 'Give stdio upstreams the daemon\'s whole environment. Off: only HOME, LOGNAME, PATH, SHELL, TERM and USER (their equivalents on Windows), plus the server\'s own `env`; a server\'s `mcpx.inheritEnv` overrides it.',
+  }),
+  setting({
     path: 'pool.scope',
     codec: enumCodec(SCOPES),
     default: 'global' as Scope,

@@ -59,7 +59,10 @@ export interface SessionContext extends ServerIdentity {
   /** The id of the discover / initialize request still waiting for an answer, if any. */
   discoverId: string | null;
   initializeId: string | null;
-  triedVersions: string[];
+  /** The version the latest server/discover was sent at. */
+  discoverVersion: string | null;
+  /** The pending discover is the one retry a -32022 allows (verdict.ts versionRefusal); another -32022 is final. */
+  versionRetried: boolean;
   discoverTried: boolean;
   initializeTried: boolean;
   /** Processes (or connections) started so far; a probe may replace one process once. */
@@ -114,7 +117,7 @@ function isAnswerTo(event: SessionEvent, id: string | null): boolean {
 export function discoverVerdictOf(context: SessionContext, event: SessionEvent): DiscoverVerdict | null {
   const answer = answerOf(event);
   if (!answer || !isAnswerTo(event, context.discoverId)) return null;
-  return discoverVerdict(answer, context.modernVersions, context.triedVersions);
+  return discoverVerdict(answer, context.modernVersions, context.versionRetried);
 }
 
 export function initializeVerdictOf(context: SessionContext, event: SessionEvent): InitializeVerdict | null {
@@ -203,13 +206,17 @@ export const sessionMachine = setup({
     respawnFor: assign((_, params: { next: 'initialize' | 'discover' | 'modern' | null }) => ({ afterRespawn: params.next })),
     useTransport: assign((_, params: { transport: 'streamable-http' | 'sse' }) => ({ httpTransport: params.transport })),
 
-    /** Send server/discover at the newest offered version not tried yet (or the version a -32022 asked for). */
+    /**
+     * Send server/discover at the newest offered version, or — the one retry a -32022 allows — at the version
+     * the verdict picked (possibly the one just refused).
+     */
     sendDiscover: enqueueActions(({ context, event, enqueue }) => {
       const verdict = discoverVerdictOf(context, event);
-      const version = verdict?.kind === 'retry' ? verdict.version : context.modernVersions.find((v) => !context.triedVersions.includes(v)) ?? context.modernVersions[0]!;
+      const retry = verdict?.kind === 'retry';
+      const version = retry ? verdict.version : context.modernVersions[0]!;
       const id = `mcpx-discover-${context.nextId}`;
       enqueue.assign({
-        nextId: context.nextId + 1, discoverId: id, discoverTried: true, triedVersions: [...context.triedVersions, version],
+        nextId: context.nextId + 1, discoverId: id, discoverTried: true, discoverVersion: version, versionRetried: retry,
         evidence: verdict ? [...context.evidence, verdict.why] : context.evidence,
       });
       enqueue.emit({ type: 'request', id, method: 'server/discover', params: discoverParams(version, context.clientCapabilities) });
@@ -303,7 +310,8 @@ export const sessionMachine = setup({
     nextId: 1,
     discoverId: null,
     initializeId: null,
-    triedVersions: [],
+    discoverVersion: null,
+    versionRetried: false,
     discoverTried: false,
     initializeTried: false,
     spawns: 0,

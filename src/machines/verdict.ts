@@ -1,7 +1,8 @@
 /**
  * The verdict table: what one answer from an upstream means for its era (era-probe.md §3, §4).
  * Pure functions, no I/O and no state: the session machine's guards call them, and
- * test/machines/verdict.test.ts checks them row by row. Nothing else in mcpx decides eras.
+ * test/machines/verdict.test.ts checks them row by row. Nothing else in mcpx decides eras. The -32022
+ * rule (versionRefusal) is here too, because ordinary modern requests follow the same rule as the probe.
  */
 import type { RpcErrorObject } from '../errors.js';
 import { eraOfRevision, isLegacyVersion, LEGACY_VERSIONS, META, RPC } from './versions.js';
@@ -28,13 +29,13 @@ export interface ServerIdentity {
 export type DiscoverVerdict =
   /** A DiscoverResult naming a version mcpx offers: speak modern at `version`. */
   | ({ kind: 'modern'; version: string; supported: string[]; why: string } & ServerIdentity)
-  /** -32022 naming a mutual version not tried yet: ask again with `version`. */
+  /** -32022 naming a version mcpx offers, and this discover is not the retry yet: ask again, once, with `version`. */
   | { kind: 'retry'; version: string; supported: string[]; why: string }
   /** Not a modern server (or one whose modern side offers nothing usable): fall back to initialize. */
   | { kind: 'legacy'; why: string; legacyVersions: string[] }
   /** A modern server that refused us with a modern error: never fall back. */
   | { kind: 'modern-error'; code: number; why: string }
-  /** A modern server with no version in common with mcpx. */
+  /** A modern server with no version in common with mcpx, or one that refused the one -32022 retry too. */
   | { kind: 'no-common'; supported: string[]; why: string }
   /** HTTP 401/403: an auth problem, never era evidence. */
   | { kind: 'unauthorized'; why: string }
@@ -61,9 +62,9 @@ function describeError(e: RpcErrorObject): string {
   return `error ${e.code} (${JSON.stringify(String(e.message ?? '').slice(0, 120))})`;
 }
 
-/** Pick the newest of `offered` (newest first) that `supported` names and `skip` does not. */
-function newestMutual(offered: readonly string[], supported: readonly string[], skip: readonly string[] = []): string | undefined {
-  return offered.find((v) => supported.includes(v) && !skip.includes(v));
+/** Pick the newest of `offered` (newest first) that `supported` names. */
+function newestMutual(offered: readonly string[], supported: readonly string[]): string | undefined {
+  return offered.find((v) => supported.includes(v));
 }
 
 /** Legacy revisions a list names, newest first, restricted to the ones mcpx speaks. */
@@ -82,11 +83,6 @@ function identityFromDiscover(result: Record<string, unknown>): ServerIdentity {
   return out;
 }
 
-/**
- * What an answer to `server/discover` means.
- * @param offered modern versions mcpx speaks, newest first
- * @param tried versions already sent in a discover (each version is tried once)
- */
 /** What an HTTP failure means for either probe request; null when it is era evidence (a plain 4xx). */
 function httpFailureVerdict(method: string, f: HttpFailure): { kind: 'unauthorized' | 'unavailable'; why: string } | null {
   if (f.kind === 'unauthorized') return { kind: 'unauthorized', why: `${method} was refused as unauthorized (HTTP ${f.status ?? '401'}); check the server's headers` };
@@ -95,7 +91,51 @@ function httpFailureVerdict(method: string, f: HttpFailure): { kind: 'unauthoriz
   return null;
 }
 
-export function discoverVerdict(answer: Answer, offered: readonly string[], tried: readonly string[]): DiscoverVerdict {
+/**
+ * What a -32022 (UnsupportedProtocolVersion) means for the modern request it answered. The one rule for
+ * every 2026-07-28 request — the probe's `server/discover` and ordinary requests alike (UpstreamSession):
+ * retry **once**, at the newest version mcpx offers that `data.supported` names, even when that is the
+ * version just sent (the spec: "select a mutually supported version from the supported list and retry";
+ * a server may list the very version it refused, as the official conformance scenario `request-metadata`
+ * does). A second -32022 for the same request is final, so a server that keeps refusing cannot loop us.
+ */
+export type VersionRefusal =
+  /** Send the same request again, once, at `version`. */
+  | { kind: 'retry'; version: string; supported: string[]; why: string }
+  /** `supported` names only legacy revisions mcpx speaks (newest first): nothing to retry in the modern era. */
+  | { kind: 'legacy-only'; legacyVersions: string[]; supported: string[]; why: string }
+  /** Final: `supported` names nothing mcpx speaks, or this was the retry and it was refused too. */
+  | { kind: 'final'; supported: string[]; why: string }
+  /** No `supported` list: a modern error with nothing to retry with. */
+  | { kind: 'malformed'; why: string };
+
+/**
+ * @param method the refused request's method, for the explanation
+ * @param offered modern versions mcpx speaks, newest first
+ * @param retried whether the refused request was already the one retry
+ */
+export function versionRefusal(method: string, error: RpcErrorObject, offered: readonly string[], retried: boolean): VersionRefusal {
+  const data = isObject(error.data) ? error.data : {};
+  if (!Array.isArray(data.supported)) return { kind: 'malformed', why: `${method} got ${describeError(error)} without a supported list` };
+  const supported = strings(data.supported);
+  const listed = supported.join(', ') || 'no listed revision';
+  const requested = typeof data.requested === 'string' ? ` at ${data.requested}` : '';
+  const next = newestMutual(offered, supported);
+  if (next && !retried) return { kind: 'retry', version: next, supported, why: `${method}${requested} got -32022; retrying once with ${next} (server supports ${listed})` };
+  if (next) {
+    return { kind: 'final', supported, why: `${method}${requested} got -32022 again after its one retry (server supports ${listed}); a second -32022 for the same request is final` };
+  }
+  const legacy = legacyOf(supported);
+  if (legacy.length > 0) return { kind: 'legacy-only', legacyVersions: legacy, supported, why: `${method} got -32022 naming only legacy revisions (${listed})` };
+  return { kind: 'final', supported, why: `${method}${requested} got -32022: the server supports ${listed}; mcpx speaks ${[...offered, ...LEGACY_VERSIONS].join(', ')}` };
+}
+
+/**
+ * What an answer to `server/discover` means.
+ * @param offered modern versions mcpx speaks, newest first
+ * @param retried whether this discover was already the one -32022 retry (versionRefusal)
+ */
+export function discoverVerdict(answer: Answer, offered: readonly string[], retried: boolean): DiscoverVerdict {
   if ('failure' in answer) {
     const f = answer.failure;
     // Any other 4xx without a recognised modern JSON-RPC error falls back to initialize (era-probe.md §4).
@@ -104,18 +144,11 @@ export function discoverVerdict(answer: Answer, offered: readonly string[], trie
   if ('error' in answer) {
     const e = answer.error;
     if (e.code === RPC.unsupportedProtocolVersion) {
-      const data = isObject(e.data) ? e.data : {};
-      if (!Array.isArray(data.supported)) {
-        return { kind: 'modern-error', code: e.code, why: `server/discover got ${describeError(e)} without a supported list` };
-      }
-      const supported = strings(data.supported);
-      const next = newestMutual(offered, supported, tried);
-      if (next) return { kind: 'retry', version: next, supported, why: `server/discover got -32022; retrying with ${next} (server supports ${supported.join(', ')})` };
-      const legacy = legacyOf(supported);
-      if (legacy.length > 0) {
-        return { kind: 'legacy', legacyVersions: legacy, why: `server/discover got -32022 naming only legacy revisions (${supported.join(', ')})` };
-      }
-      return { kind: 'no-common', supported, why: `server supports ${supported.join(', ') || 'no listed revision'}; mcpx speaks ${[...offered, ...LEGACY_VERSIONS].join(', ')}` };
+      const v = versionRefusal('server/discover', e, offered, retried);
+      if (v.kind === 'malformed') return { kind: 'modern-error', code: e.code, why: v.why };
+      if (v.kind === 'legacy-only') return { kind: 'legacy', legacyVersions: v.legacyVersions, why: v.why };
+      if (v.kind === 'final') return { kind: 'no-common', supported: v.supported, why: v.why };
+      return v;
     }
     if (e.code === RPC.headerMismatch || e.code === RPC.missingClientCapability) {
       return { kind: 'modern-error', code: e.code, why: `server/discover got modern ${describeError(e)}` };

@@ -1,6 +1,6 @@
 /**
  * Protocol revisions mcpx speaks, newest first. The wire facts behind them are in
- * ../shared/reference/mcp-wire-facts.md §2 and §5.
+ * mcp-wire-facts.md §2 and §5 (the project's reference notes on the MCP wire).
  */
 export const MODERN_VERSIONS = ['2026-07-28'] as const;
 export const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'] as const;

@@ -45,6 +45,8 @@ export function poolFingerprint(config: PoolServerConfig): string {
   }
   return stringify({
     process,
+    // Not in the era-cache key (the program is the same), but a running process was started with or without it.
+    inheritEnv: (config.definition as { inheritEnv?: boolean }).inheritEnv === true,
     preference: config.preference,
     limits: config.limits,
     probeTimeoutMs: config.probeTimeoutMs,

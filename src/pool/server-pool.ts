@@ -14,6 +14,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { createActor, waitFor, type Actor, type ActorOptions, type AnyActorLogic, type InspectionEvent } from 'xstate';
+import { MAX_DURATION_MS } from '../config/duration.js';
 import { McpxError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { isForced, type Lane } from '../machines/preference.js';
@@ -315,7 +316,8 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       });
       signal?.addEventListener('abort', onAbort, { once: true });
       if (deadline !== undefined) {
-        timer = setTimeout(() => leave(this.timeoutError(ctx.timeoutMs!, `waiting for a free instance (key ${JSON.stringify(key)})`)), Math.max(0, deadline - Date.now()));
+        // Bounded: setTimeout fires at once for a delay past 2^31−1 ms.
+        timer = setTimeout(() => leave(this.timeoutError(ctx.timeoutMs!, `waiting for a free instance (key ${JSON.stringify(key)})`)), Math.min(MAX_DURATION_MS, Math.max(0, deadline - Date.now())));
       }
       this.send({ type: 'acquire', requestId, want, key });
     });

@@ -87,6 +87,38 @@ export const RELAYED_METHODS = [
 ] as const;
 export type RelayedMethod = (typeof RELAYED_METHODS)[number];
 
+/** A question an upstream asked during an ask (an elicitation, a sampling request, roots). */
+export interface AskQuestion {
+  id: string;
+  method: string;
+  params?: Record<string, unknown>;
+  /** The upstream's own key for it (a 2026-07-28 upstream's inputRequests key). */
+  key?: string;
+}
+
+/** Where an interruptible call is (`GET /v1/ask/:id`). */
+export interface AskView {
+  id: string;
+  status: string;
+  questions: AskQuestion[];
+  result?: Record<string, unknown>;
+  error?: { code: string; message: string; data?: Record<string, unknown> };
+}
+
+/** Calls the upstream may interrupt with questions (`/v1/ask`), held daemon-side between rounds. */
+export interface AskBackend {
+  ask(
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    ctx: RelayContext & { capabilities: Record<string, unknown>; method?: 'tools/call' | 'prompts/get' | 'resources/read'; params?: Record<string, unknown> },
+  ): Promise<{ id: string }>;
+  /** Waits up to `waitMs` for questions or the end. */
+  askPoll(id: string, waitMs: number, ctx: RelayContext): Promise<AskView>;
+  askAnswer(id: string, answers: Record<string, unknown>): Promise<void>;
+  askAbandon(id: string): Promise<void>;
+}
+
 export interface FrontBackend {
   /** What every configured server offers for this caller (starting servers that have no catalogue yet). */
   catalog(ctx: RelayContext): Promise<CatalogView>;
@@ -94,4 +126,6 @@ export interface FrontBackend {
   request(server: string, method: RelayedMethod, params: Record<string, unknown>, ctx: RelayContext): Promise<Record<string, unknown>>;
   /** Changes callers should hear about (list_changed); returns the unsubscribe function. */
   onChange(listener: (change: CatalogChange) => void): () => void;
+  /** Interruptible calls, for callers that can answer questions. */
+  asks?: AskBackend;
 }

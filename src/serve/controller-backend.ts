@@ -4,7 +4,7 @@
  */
 import type { CallContext } from '../pool/types.js';
 import type { Controller } from '../server/controller.js';
-import { RelayError, type CatalogChange, type CatalogView, type FrontBackend, type RelayContext, type RelayedMethod } from './backend.js';
+import { RelayError, type AskBackend, type AskView, type CatalogChange, type CatalogView, type FrontBackend, type RelayContext, type RelayedMethod } from './backend.js';
 
 function callContext(ctx: RelayContext): CallContext {
   return {
@@ -41,6 +41,32 @@ export class ControllerBackend implements FrontBackend {
     const error = this.scrubbed(outcome.error);
     throw new RelayError(error.code, error.message, error.data);
   }
+
+  /** The daemon's own ask store: the call is held between rounds, whichever front instance serves the next one. */
+  readonly asks: AskBackend = {
+    ask: async (server, tool, args, ctx) => {
+      this.controller.pool(server);
+      const v = this.controller.asks.start({
+        server,
+        tool,
+        args,
+        ...(ctx.method === undefined ? {} : { method: ctx.method }),
+        ...(ctx.params === undefined ? {} : { params: ctx.params }),
+        capabilities: ctx.capabilities,
+        ...(ctx.callerProtocol ? { callerProtocol: ctx.callerProtocol } : {}),
+        ...(ctx.session ? { session: ctx.session } : {}),
+        ...(ctx.timeoutMs === undefined ? {} : { timeoutMs: ctx.timeoutMs }),
+      });
+      return { id: v.id };
+    },
+    askPoll: async (id, waitMs, ctx) => this.scrubbed((await this.controller.asks.wait(id, waitMs, ctx.signal, ctx.onProgress)) as unknown as AskView),
+    askAnswer: async (id, answers) => {
+      this.controller.asks.answer(id, answers);
+    },
+    askAbandon: async (id) => {
+      this.controller.asks.abandon(id);
+    },
+  };
 
   onChange(listener: (change: CatalogChange) => void): () => void {
     return this.controller.catalog.onChange(listener);

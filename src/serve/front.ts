@@ -12,19 +12,23 @@
  * Aggregate mode (the default): tools and prompts as `<server>__<name>` (./names.ts), resources and
  * templates by their own URIs. Passthrough mode: one server under its own names.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import {
+  CLIENT_CAPABILITIES_META_KEY,
+  createRequestStateCodec,
+  inputRequired,
   PROTOCOL_VERSION_META_KEY,
   ProtocolError,
   ResourceNotFoundError,
   Server,
   UriTemplate,
   type McpServerFactory,
+  type RequestStateCodec,
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import { silentLogger, type Logger } from '../log.js';
 import { eraOfRevision } from '../machines/versions.js';
-import { RelayError, type CatalogItem, type CatalogView, type FrontBackend, type Progress, type RelayContext, type ServerCatalog } from './backend.js';
+import { RelayError, type AskBackend, type AskView, type CatalogItem, type CatalogView, type FrontBackend, type Progress, type RelayContext, type ServerCatalog } from './backend.js';
 import { NameTable, sanitize, SEPARATOR } from './names.js';
 
 export interface FrontConfig {
@@ -37,7 +41,32 @@ export interface FrontConfig {
   logger?: Logger;
   /** The caller's session when the entry has no session of its own (stdio: one per connection). */
   session?: string;
+  /**
+   * Signs the `requestState` a 2026-07-28 caller echoes between rounds of a question (HMAC-SHA256,
+   * 32 bytes or more). Default: a random key per factory, i.e. per daemon (`/mcp`) or per `mcpx serve`.
+   */
+  stateKey?: Uint8Array;
+  /** How long a caller has to answer a question round (default 10 minutes). */
+  questionTtlSeconds?: number;
 }
+
+/** What a `requestState` carries between rounds: the daemon-side ask, the questions put ([key the caller saw, question id]), what was asked for. */
+interface AskState {
+  ask: string;
+  questions: Array<[string, string]>;
+  name: string;
+}
+
+/** What an ask runs: a tool call, or a prompts/get or resources/read with its params. */
+interface AskStart {
+  tool: string;
+  args: Record<string, unknown>;
+  method?: 'prompts/get' | 'resources/read';
+  params?: Record<string, unknown>;
+}
+
+/** How long one poll of an ask waits before polling again (the caller's signal ends it sooner). */
+const ASK_POLL_MS = 20_000;
 
 /** JSON-RPC error codes the front answers with itself. */
 const INVALID_PARAMS = -32602;
@@ -158,6 +187,16 @@ export class FrontView {
  */
 export function frontFactory(cfg: FrontConfig): McpServerFactory & { close(): void } {
   const log = (cfg.logger ?? silentLogger).child({ component: 'front' });
+  // Bound to the method, the tool and the caller's session: a state minted for one call cannot be
+  // replayed on another (and each ask's questions can be answered once: see ask()).
+  // The scope key of a caller with no session of its own: the stdio connection (cfg.session), else one
+  // key for this entry's stateless (2026-07-28 HTTP) callers. A legacy HTTP caller has its Mcp-Session-Id.
+  const session = cfg.session ?? `mcp-${randomUUID()}`;
+  const codec = createRequestStateCodec<AskState>({
+    key: cfg.stateKey ?? randomBytes(32),
+    ttlSeconds: cfg.questionTtlSeconds ?? 600,
+    bind: (ctx) => `${ctx.mcpReq.method}\0${ctx.sessionId ?? ''}`,
+  });
   const live = new Set<Server>();
   // Every instance announces changes to its caller: legacy connections get list_changed
   // notifications, 2026-07-28 callers get them on their subscriptions/listen streams.
@@ -171,7 +210,7 @@ export function frontFactory(cfg: FrontConfig): McpServerFactory & { close(): vo
     }
   });
   const factory = ((ctx: { era: 'legacy' | 'modern' }) => {
-    const server = buildFront(cfg, ctx.era, log);
+    const server = buildFront(cfg, ctx.era, log, codec, session);
     live.add(server);
     const prev = server.onclose;
     server.onclose = () => {
@@ -192,7 +231,7 @@ function shownBy(cfg: FrontConfig, server: string): boolean {
   return cfg.servers === undefined || cfg.servers.includes(server);
 }
 
-function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger): Server {
+function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, codec: RequestStateCodec<AskState>, session: string): Server {
   const server = new Server(
     { name: cfg.passthrough === undefined ? 'mcpx' : `mcpx/${cfg.passthrough}`, version: cfg.version },
     {
@@ -202,13 +241,14 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger): Se
         resources: { listChanged: true },
         completions: {},
       },
+      // A tampered, expired or rebound state is refused by the SDK with -32602 before the handler runs.
+      requestState: { verify: (state, ctx) => codec.verify(state, ctx) },
     },
   );
   const mode = {
     ...(cfg.passthrough === undefined ? {} : { passthrough: cfg.passthrough }),
     ...(cfg.servers === undefined ? {} : { servers: cfg.servers }),
   };
-  const connectionSession = cfg.session ?? `mcpx-${randomUUID()}`;
 
   /** The caller's revision: the request's own `_meta` (2026-07-28), else the one negotiated at initialize. */
   const relayContext = (ctx: ServerContext): RelayContext => {
@@ -216,7 +256,7 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger): Se
     const callerProtocol = typeof claimed === 'string' ? claimed : server.getNegotiatedProtocolVersion() ?? (era === 'legacy' ? '2025-03-26' : undefined);
     return {
       ...(callerProtocol ? { callerProtocol } : {}),
-      session: ctx.sessionId ?? connectionSession,
+      session: ctx.sessionId ?? session,
       signal: ctx.mcpReq.signal,
     };
   };
@@ -241,8 +281,8 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger): Se
     return { rctx: { ...rctx, onProgress }, flush: async () => void (await Promise.all([...sending])) };
   };
 
-  /** Relays with the caller's progress, and lets the progress out before the result. */
-  const relayed = async (ctx: ServerContext, rctx: RelayContext, fn: (rctx: RelayContext) => Promise<Record<string, unknown>>): Promise<Record<string, unknown>> => {
+  /** Runs `fn` with the caller's progress relayed, and lets the progress out before the result. */
+  const relayed = async <T>(ctx: ServerContext, rctx: RelayContext, fn: (rctx: RelayContext) => Promise<T>): Promise<T> => {
     const p = withProgress(ctx, rctx);
     try {
       return await fn(p.rctx);
@@ -252,14 +292,7 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger): Se
   };
 
   /** A listing; a caller that sent a progress token hears of each server started for it. */
-  const listing = async (ctx: ServerContext): Promise<FrontView> => {
-    const p = withProgress(ctx, relayContext(ctx));
-    try {
-      return await view(p.rctx);
-    } finally {
-      await p.flush();
-    }
-  };
+  const listing = (ctx: ServerContext): Promise<FrontView> => relayed(ctx, relayContext(ctx), view);
 
   server.setRequestHandler('tools/list', async (_req, ctx) => ({ tools: (await listing(ctx)).listTools() }) as never);
 
@@ -269,15 +302,102 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger): Se
     const v = await view(rctx);
     const target = v.resolve('tools', name) ?? v.resolveUnlisted(name);
     if (!target) throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${name}`);
+    const can = askable(ctx);
+    if (can) {
+      try {
+        const out = await ask(can.asks, ctx, rctx, name, target.server, { tool: target.original, args: (req.params.arguments ?? {}) as Record<string, unknown> }, can.caps);
+        if ('input' in out) return out.input as never;
+        if (out.done.result !== undefined) return fromUpstream(out.done.result) as never;
+        const e = out.done.error!;
+        return toolFailure(target.server, new RelayError(e.code, e.message, e.data)) as never;
+      } catch (err) {
+        if (err instanceof ProtocolError) throw err;
+        return toolFailure(target.server, err) as never;
+      }
+    }
     try {
       const result = await relayed(ctx, rctx, (r) => cfg.backend.request(target.server, 'tools/call', { name: target.original, arguments: req.params.arguments ?? {} }, r));
       return fromUpstream(result) as never;
     } catch (err) {
-      if (err instanceof RelayError && err.rpc && isProtocolMisuse(err.rpc.code)) throw new ProtocolError(err.rpc.code, err.rpc.message, err.rpc.data);
+      // A 2026-07-28 caller is told of a capability it must declare (-32021, requiredCapabilities);
+      // a legacy caller has no such error: it sees the tool fail, saying why.
+      if (err instanceof RelayError && err.rpc && isProtocolMisuse(err.rpc.code) && !(err.rpc.code === -32021 && era === 'legacy')) {
+        throw new ProtocolError(err.rpc.code, err.rpc.message, err.rpc.data);
+      }
       // A client shows a tool result to the person; a JSON-RPC error it may swallow.
       return toolFailure(target.server, err) as never;
     }
   });
+
+  /**
+   * A request the upstream may interrupt with questions (tools/call, prompts/get, resources/read). It
+   * runs daemon-side as an ask; its questions go to the caller as `inputRequired(...)`: a 2026-07-28
+   * caller gets an input_required result and retries with its answers and the signed state; a legacy
+   * caller gets real elicitation/sampling/roots requests from the SDK's legacy shim, which re-enters
+   * the handler with the answers. Each round's answers are posted to the ask, and the request goes on.
+   * Resolves with the final view (a result or an error), or the inputRequired result to return.
+   */
+  const ask = async (asks: AskBackend, ctx: ServerContext, rctx: RelayContext, name: string, upstream: string, start: AskStart, caps: Record<string, unknown>): Promise<{ done: AskView } | { input: Record<string, unknown> }> => {
+    let id: string;
+    const state = ctx.mcpReq.inputResponses === undefined ? undefined : ctx.mcpReq.requestState<AskState>();
+    if (state !== undefined) {
+      if (typeof state !== 'object' || state === null || state.name !== name || !Array.isArray(state.questions)) throw new ProtocolError(INVALID_PARAMS, 'Invalid or expired requestState');
+      id = state.ask;
+      const given = ctx.mcpReq.inputResponses ?? {};
+      const answers = Object.fromEntries(state.questions.filter(([key]) => key in given).map(([key, qid]) => [qid, given[key]]));
+      try {
+        // No answer at all: the questions are simply put again below (a server re-requests what is missing).
+        if (Object.keys(answers).length > 0) await asks.askAnswer(id, answers);
+      } catch (err) {
+        // Answered already (a replay), or the ask is gone (expired, abandoned): the state is no good.
+        throw new ProtocolError(INVALID_PARAMS, `Invalid or expired requestState (${err instanceof Error ? err.message : String(err)})`);
+      }
+    } else {
+      // inputResponses with no requestState answer nothing mcpx asked: ignored, as unknown params are.
+      id = (await asks.ask(upstream, start.tool, start.args, { ...rctx, capabilities: caps, ...(start.method ? { method: start.method } : {}), ...(start.params ? { params: start.params } : {}) })).id;
+    }
+    const abandon = () => void asks.askAbandon(id).catch(() => undefined);
+    ctx.mcpReq.signal.addEventListener('abort', abandon, { once: true });
+    try {
+      return await relayed(ctx, rctx, async (r) => {
+        for (;;) {
+          const v: AskView = await asks.askPoll(id, ASK_POLL_MS, r);
+          if (v.result !== undefined || v.error !== undefined) return { done: v };
+          if (v.status === 'abandoned' || v.status === 'expired') return { done: { ...v, error: { code: 'MCPX_REQUEST_CANCELLED', message: `the request was ${v.status} while it waited for answers` } } };
+          if (v.questions.length > 0) {
+            // The upstream's own keys where it gave them (and they are unique), else mcpx's question ids.
+            const keys = v.questions.map((q) => q.key ?? q.id);
+            const pairs: Array<[string, string]> = v.questions.map((q, i) => [new Set(keys).size === keys.length ? keys[i]! : q.id, q.id]);
+            const inputRequests = Object.fromEntries(v.questions.map((q, i) => [pairs[i]![0], { method: q.method, ...(q.params === undefined ? {} : { params: q.params }) }]));
+            const requestState = await codec.mint({ ask: id, questions: pairs, name }, ctx);
+            ctx.mcpReq.signal.removeEventListener('abort', abandon);
+            return { input: inputRequired({ inputRequests: inputRequests as never, requestState }) as never };
+          }
+          if (ctx.mcpReq.signal.aborted) throw new RelayError('MCPX_REQUEST_CANCELLED', 'the caller cancelled the request');
+        }
+      });
+    } finally {
+      ctx.mcpReq.signal.removeEventListener('abort', abandon);
+    }
+  };
+
+  /** Asks, when the caller can answer questions and the backend holds asks; otherwise undefined. */
+  const askable = (ctx: ServerContext): { asks: AskBackend; caps: Record<string, unknown> } | undefined => {
+    const asks = cfg.backend.asks;
+    const caps = answerableCapabilities(server, ctx);
+    if (!asks || (!caps && ctx.mcpReq.requestState() === undefined)) return undefined;
+    return { asks, caps: caps ?? {} };
+  };
+
+  /** An ask's outcome for prompts/get and resources/read: the result, or a JSON-RPC error. */
+  const requestOutcome = (upstream: string, out: { done: AskView } | { input: Record<string, unknown> }): Record<string, unknown> => {
+    if ('input' in out) return out.input;
+    if (out.done.result !== undefined) return fromUpstream(out.done.result);
+    const e = out.done.error!;
+    const rpc = new RelayError(e.code, e.message, e.data).rpc;
+    if (rpc) throw new ProtocolError(rpc.code, rpc.message, rpc.data);
+    throw new ProtocolError(INTERNAL_ERROR, `mcpx: ${upstream}: ${e.code}: ${e.message}`, { server: upstream, code: e.code });
+  };
 
   server.setRequestHandler('prompts/list', async (_req, ctx) => ({ prompts: (await listing(ctx)).listPrompts() }) as never);
 
@@ -286,6 +406,8 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger): Se
     const target = (await view(rctx)).resolve('prompts', req.params.name);
     if (!target) throw new ProtocolError(INVALID_PARAMS, `Unknown prompt: ${req.params.name}`);
     const params = { name: target.original, ...(req.params.arguments ? { arguments: req.params.arguments } : {}) };
+    const can = askable(ctx);
+    if (can) return requestOutcome(target.server, await ask(can.asks, ctx, rctx, req.params.name, target.server, { tool: target.original, args: {}, method: 'prompts/get', params }, can.caps)) as never;
     return fromUpstream(await relayed(ctx, rctx, (r) => relay(cfg.backend, target.server, 'prompts/get', params, r))) as never;
   });
 
@@ -298,6 +420,8 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger): Se
     const uri = req.params.uri;
     const target = (await view(rctx)).serverForUri(uri);
     if (!target) throw new ResourceNotFoundError(uri);
+    const can = askable(ctx);
+    if (can) return requestOutcome(target, await ask(can.asks, ctx, rctx, uri, target, { tool: uri, args: {}, method: 'resources/read', params: { uri } }, can.caps)) as never;
     return fromUpstream(await relayed(ctx, rctx, (r) => relay(cfg.backend, target, 'resources/read', { uri }, r))) as never;
   });
 
@@ -320,6 +444,20 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger): Se
   });
 
   return server;
+}
+
+/**
+ * The question kinds this caller can answer: the request's own `_meta` (2026-07-28), else what it
+ * declared at initialize. None: the call runs as a plain relay, and the upstream is told the caller
+ * can answer nothing.
+ */
+function answerableCapabilities(server: Server, ctx: ServerContext): Record<string, unknown> | undefined {
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  const declared = (envelope?.[CLIENT_CAPABILITIES_META_KEY] ?? server.getClientCapabilities()) as Record<string, unknown> | undefined;
+  if (!declared) return undefined;
+  const caps: Record<string, unknown> = {};
+  for (const k of ['elicitation', 'sampling', 'roots'] as const) if (isObject(declared[k])) caps[k] = declared[k];
+  return Object.keys(caps).length > 0 ? caps : undefined;
 }
 
 /** A relayed request whose failure is a JSON-RPC error (prompts, resources, completions). */

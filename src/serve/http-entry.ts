@@ -21,8 +21,10 @@ import {
   type McpHttpHandler,
 } from '@modelcontextprotocol/server';
 import { silentLogger, type Logger } from '../log.js';
+import { RPC } from '../machines/versions.js';
+import { paramHeaderProblem, paramHeaderSpec } from '../transports/mcp-param-headers.js';
 import type { FrontBackend } from './backend.js';
-import { frontFactory } from './front.js';
+import { frontFactory, FrontView } from './front.js';
 
 export interface HttpEntryOptions {
   backend: FrontBackend;
@@ -75,7 +77,33 @@ export class McpHttpEntry {
     const sessionId = request.headers.get('mcp-session-id');
     if (sessionId !== null) return this.legacy(request, parsedBody, key, mode, sessionId);
     if (await isLegacyRequest(request, parsedBody)) return this.legacy(request, parsedBody, key, mode, null);
+    const mismatch = await this.paramHeaderMismatch(request, parsedBody, mode);
+    if (mismatch) return mismatch;
     return this.modernHandler(key, mode).fetch(request, parsedBody === undefined ? {} : { parsedBody });
+  }
+
+  /**
+   * SEP-2243: a 2026-07-28 `tools/call` must carry the `Mcp-Param-*` headers its tool's `x-mcp-header`
+   * annotations name, agreeing with the arguments. The SDK cannot check that for tools it does not
+   * know, and the upstream (often stdio) never sees the headers, so mcpx checks them here, before the
+   * call goes anywhere: 400 with HeaderMismatch.
+   */
+  private async paramHeaderMismatch(request: Request, body: unknown, mode: EntryMode): Promise<Response | undefined> {
+    if (request.method !== 'POST' || typeof body !== 'object' || body === null) return undefined;
+    const msg = body as { id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: unknown; _meta?: Record<string, unknown> } };
+    if (msg.method !== 'tools/call' || typeof msg.params?.name !== 'string') return undefined;
+    const revision = msg.params._meta?.['io.modelcontextprotocol/protocolVersion'];
+    const view = new FrontView(await this.opts.backend.catalog(typeof revision === 'string' ? { callerProtocol: revision } : {}), mode);
+    const tool = view.resolve('tools', msg.params.name);
+    if (!tool) return undefined;
+    const spec = paramHeaderSpec(tool.item['inputSchema']);
+    if (!spec.ok || spec.params.length === 0) return undefined;
+    const problem = paramHeaderProblem(spec, msg.params.arguments ?? {}, (h) => request.headers.get(h));
+    if (!problem) return undefined;
+    return new Response(JSON.stringify({ jsonrpc: '2.0', id: msg.id ?? null, error: { code: RPC.headerMismatch, message: `Header mismatch: ${problem}` } }), {
+      status: 400,
+      headers: { 'content-type': 'application/json' },
+    });
   }
 
   private modernHandler(key: string, mode: EntryMode): McpHttpHandler {

@@ -17,7 +17,7 @@ import { silentLogger, type Logger } from '../log.js';
 import { DaemonClient, isNotRunning, startDaemonInBackground, type Target } from '../cli/client.js';
 import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from '../server/schemas.js';
 import { SseDecoder } from '../transports/sse.js';
-import { RelayError, type CatalogChange, type CatalogView, type FrontBackend, type RelayContext, type RelayedMethod } from './backend.js';
+import { RelayError, type AskBackend, type AskView, type CatalogChange, type CatalogView, type FrontBackend, type RelayContext, type RelayedMethod } from './backend.js';
 
 export interface SocketBackendOptions {
   target: Target;
@@ -135,6 +135,55 @@ export class SocketBackend implements FrontBackend {
     if (outcome.ok && outcome.result) return outcome.result;
     const e = outcome.error ?? { code: 'MCPX_INTERNAL', message: 'the daemon gave no result' };
     throw new RelayError(e.code, e.message, e.data);
+  }
+
+  /** `/v1/ask`: the call is held by the daemon between rounds, so a question survives a slow caller. */
+  readonly asks: AskBackend = {
+    ask: async (server, tool, args, ctx) => {
+      await this.ensure();
+      const body = {
+        server,
+        tool,
+        args,
+        capabilities: ctx.capabilities,
+        ...(ctx.method === undefined ? {} : { method: ctx.method }),
+        ...(ctx.params === undefined ? {} : { params: ctx.params }),
+        ...(ctx.session ? { session: ctx.session } : {}),
+      };
+      return this.json<{ id: string }>('POST', '/v1/ask', body, ctx);
+    },
+    askPoll: (id, waitMs, ctx) => this.json<AskView>('GET', `/v1/ask/${encodeURIComponent(id)}?waitMs=${waitMs}`, undefined, ctx),
+    askAnswer: async (id, answers) => {
+      await this.json('POST', `/v1/ask/${encodeURIComponent(id)}/answers`, { answers }, {});
+    },
+    askAbandon: async (id) => {
+      await this.json('POST', `/v1/ask/${encodeURIComponent(id)}/abandon`, {}, {});
+    },
+  };
+
+  /** One JSON request to the daemon; a non-2xx answer is a RelayError with the daemon's code. */
+  private async json<T>(method: 'GET' | 'POST', path: string, body: unknown, ctx: RelayContext): Promise<T> {
+    try {
+      const res = await this.client().request({
+        path,
+        method,
+        headers: { accept: ctx.onProgress ? 'text/event-stream' : 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...this.headers(ctx) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+      });
+      const streamed = (res.headers['content-type'] ?? '').toString().startsWith('text/event-stream');
+      const parsed = (streamed ? await readStream(res.body, ctx) : await res.body.json()) as T & { ok?: false; error?: { code: string; message: string; data?: Record<string, unknown> } };
+      if (parsed === undefined) throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} before answering`);
+      if (streamed && parsed.ok === false) throw new RelayError(parsed.error?.code ?? 'MCPX_INTERNAL', parsed.error?.message ?? 'the daemon gave no answer', parsed.error?.data);
+      if (res.statusCode >= 400) throw new RelayError(parsed.error?.code ?? 'MCPX_INTERNAL', parsed.error?.message ?? `the daemon answered ${res.statusCode}`, parsed.error?.data);
+      return parsed;
+    } catch (err) {
+      if (isNotRunning(err) || isSocketError(err)) {
+        this.reset();
+        throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} during this call; it was not retried, since a tool may have side effects (the next request starts a new daemon)`);
+      }
+      throw this.relayError(err);
+    }
   }
 
   onChange(listener: (change: CatalogChange) => void): () => void {

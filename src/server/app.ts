@@ -84,10 +84,17 @@ export function statusFor(code: string): number {
       return 401;
     case 'MCPX_FORBIDDEN':
       return 403;
+    case 'MCPX_UNKNOWN_QUESTION':
+      return 400;
     case 'MCPX_UNKNOWN_SERVER':
     case 'MCPX_UNKNOWN_SETTING':
     case 'MCPX_NOT_FOUND':
       return 404;
+    case 'MCPX_ALREADY_ANSWERED':
+    case 'MCPX_QUESTION_CLOSED':
+      return 409;
+    case 'MCPX_TOO_MANY_ASKS':
+      return 429;
     case 'MCPX_NOT_IMPLEMENTED':
       return 501;
     case 'MCPX_SHUTTING_DOWN':
@@ -176,11 +183,6 @@ export function isLoopbackOrigin(origin: string | undefined): boolean {
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return false;
   return loopbackHost(u.hostname) !== undefined;
 }
-
-const NOT_YET = {
-  code: 'MCPX_NOT_IMPLEMENTED',
-  feature: 'interruptible /v1/ask calls (questions relayed across eras)',
-} as const;
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { controller } = deps;
@@ -424,14 +426,55 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     res.once('close', end);
   });
 
-  // ---- what a later issue brings: answered now, so clients can tell "not yet" from "not found" ----
-  const notYet = async (req: FastifyRequest, reply: FastifyReply) =>
-    send(reply, 501, {
-      code: NOT_YET.code,
-      message: `${req.method} ${req.url.split('?')[0]} is not available yet: it arrives with ${NOT_YET.feature}`,
-      data: { feature: NOT_YET.feature },
+  // ---- /v1/ask: a call the upstream may interrupt with questions (src/serve/asks.ts) ----
+
+  /** An ask error naming an answer (`data.path`), as a 4xx naming that body field. */
+  const askFailure = (reply: FastifyReply, err: unknown) => {
+    const path = err instanceof McpxError ? err.data?.['path'] : undefined;
+    if (!(err instanceof McpxError) || !Array.isArray(path)) throw err;
+    return send(reply, statusFor(err.code), { ...err.toJSON(), path: path as Array<string | number>, in: 'body' });
+  };
+
+  route(ROUTES.ask, async ({ body, headers }, _req, reply) => {
+    controller.pool(body.server); // an unknown server is a 404 now, not a failed ask later
+    const callerProtocol = headers[CALLER_PROTOCOL_HEADER];
+    const session = body.session ?? headers[SESSION_HEADER];
+    const started = controller.asks.start({
+      server: body.server,
+      tool: body.tool,
+      args: body.args,
+      ...(body.method === undefined ? {} : { method: body.method }),
+      ...(body.params === undefined ? {} : { params: body.params }),
+      capabilities: body.capabilities ?? {},
+      ...(callerProtocol ? { callerProtocol } : {}),
+      ...(session ? { session } : {}),
+      ...(body.timeoutMs === undefined ? {} : { timeoutMs: body.timeoutMs }),
     });
-  for (const def of [ROUTES.ask, ROUTES.askGet, ROUTES.askAnswers, ROUTES.askAbandon]) app.route({ method: def.method, url: def.url, handler: notYet });
+    return reply.code(202).send({ id: started.id, status: started.status });
+  });
+
+  route(ROUTES.askGet, async ({ params, query }, req, reply) => {
+    // A poller that goes away stops waiting (the ask itself goes on).
+    const gone = new AbortController();
+    reply.raw.once('close', () => gone.abort());
+    if (!wantsStream(req)) return controller.asks.wait(params.id, query.waitMs ?? 0, gone.signal);
+    // Streamed: the call's progress while this poll waits, then the view.
+    controller.asks.get(params.id); // an unknown ask is still a plain 404
+    const stream = openStream(reply);
+    const view = await controller.asks.wait(params.id, query.waitMs ?? 0, gone.signal, (p) => stream.frame('progress', p)).catch((err: unknown) => ({ ok: false, error: toApiError(err).error }));
+    stream.end('result', view);
+    return undefined;
+  });
+
+  route(ROUTES.askAnswers, async ({ params, body }, _req, reply) => {
+    try {
+      return controller.asks.answer(params.id, body.answers);
+    } catch (err) {
+      return askFailure(reply, err);
+    }
+  });
+
+  route(ROUTES.askAbandon, async ({ params }) => controller.asks.abandon(params.id));
 
   // ---- /mcp: the MCP front over Streamable HTTP (both eras), under the same access rules ----
   const mcp = deps.mcp ?? new McpHttpEntry({ backend: new ControllerBackend(controller), version, ...(deps.logger ? { logger: deps.logger } : {}) });

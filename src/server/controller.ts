@@ -28,6 +28,8 @@ import type { EraCache } from '../upstream/era-cache.js';
 import type { Tool } from '../upstream/session.js';
 import type { CatalogStore } from '../catalog/catalog-store.js';
 import { RELAYED_METHODS, type RelayedMethod } from '../serve/backend.js';
+import { AskingSession } from '../serve/ask-session.js';
+import { AskStore } from '../serve/asks.js';
 import { Catalog } from '../serve/catalog.js';
 import { exposeNames } from '../serve/names.js';
 import { EventHub, type DaemonEvent } from './events.js';
@@ -53,7 +55,8 @@ export function createPoolRegistry(opts: CreateRegistryOptions): PoolRegistry {
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
     createPool: (config, deps) => {
       const on = opts.settings.get('upstream.eraCache') === true && opts.cache != null;
-      const pool = new ServerPool(config, { ...deps, cache: on ? opts.cache ?? null : null });
+      // AskingSession: legacy sessions declare at initialize the questions mcpx can relay (/v1/ask).
+      const pool = new ServerPool(config, { sessionFactory: (o) => new AskingSession(o), ...deps, cache: on ? opts.cache ?? null : null });
       CACHE_MODE.set(pool, on);
       return pool;
     },
@@ -285,6 +288,8 @@ export class Controller {
   readonly scrubber: Scrubber;
   /** What each server offers, answered without starting servers (`mcpx serve`, `/mcp`). */
   readonly catalog: Catalog;
+  /** Calls the upstream may interrupt with questions (`/v1/ask`). */
+  readonly asks: AskStore;
   private readonly log: Logger;
   private cfg: DaemonConfig;
   private readonly loader: (() => Promise<DaemonConfig>) | undefined;
@@ -320,6 +325,14 @@ export class Controller {
       logger: this.log,
     });
     this.catalog.onChange((c) => this.hub.publish({ type: 'catalog.changed', ...(c.server === undefined ? {} : { server: c.server }), lists: c.lists }));
+    this.asks = new AskStore({
+      // tools/call keeps /v1/call's outcome (an isError result is MCPX_TOOL_ERROR with the result); prompts/get
+      // and resources/read, which may ask too, are relayed as they are.
+      run: (a, ctx) => (a.method === undefined || a.method === 'tools/call' ? this.call(a.server, a.tool, a.args, ctx) : this.request(a.server, a.method, a.params ?? {}, ctx)),
+      // A question waits as long as an upstream request may: the server's own request timeout.
+      questionTimeoutMs: (server) => (this.registry.has(server) ? this.registry.get(server).config.requestTimeoutMs : undefined) ?? (this.settings.get('upstream.requestTimeout') as number),
+      logger: this.log,
+    });
   }
 
   get config(): DaemonConfig {
@@ -336,6 +349,7 @@ export class Controller {
   /** Stops every pool (every upstream process). */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.asks.close();
     await this.registry.stopAll();
     this.registry.off('event', this.onPoolEvent);
   }

@@ -3,10 +3,11 @@
  *
  * Config → settings (file < env < flags) → pools; the /v1 API on `<state>/daemon.sock` (0600) and,
  * when daemon.port is set, on loopback TCP (bearer token in `<state>/daemon.json`, 0600). One daemon
- * per state folder (daemon.lock; a crashed daemon's leftovers are cleaned up). The config file is
- * watched (its folder, debounced) and reloaded on change, on `POST /v1/reload` and on SIGHUP; a broken
- * edit is reported and the last good config stays. SIGINT/SIGTERM stop every pool (every upstream
- * process), flush the era cache, remove the socket, daemon.json and the lock.
+ * per state folder (daemon.lock; a crashed daemon's leftovers are cleaned up, its upstream processes
+ * included: src/server/orphans.ts). The config file is watched (its folder, debounced) and reloaded
+ * on change, on `POST /v1/reload` and on SIGHUP; a broken edit is reported and the last good config
+ * stays. SIGINT/SIGTERM stop every pool (every upstream process), flush the era cache, remove the
+ * socket, daemon.json, the process ledger and the lock.
  */
 import { randomBytes } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
@@ -26,9 +27,10 @@ import { buildApp, type DaemonInfo } from './app.js';
 import { loadDaemonConfig } from './config-source.js';
 import { Controller, createPoolRegistry } from './controller.js';
 import { EventHub } from './events.js';
+import { ProcessLedger, sweepOrphans } from './orphans.js';
 import { packageVersion } from './package-info.js';
 import { Scrubber } from './secrets.js';
-import { acquireLock, DAEMON_JSON, ensureStateDir, socketAnswers, writeDaemonFile, type DaemonFile, type Lock } from './state-dir.js';
+import { acquireLock, checkSocketPath, DAEMON_JSON, ensureStateDir, socketAnswers, writeDaemonFile, type DaemonFile, type Lock } from './state-dir.js';
 
 export interface DaemonOptions {
   /** `--config FILE`. */
@@ -103,13 +105,17 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
 
   const stateDir = settings.get('paths.state');
   const socket = settings.get('daemon.socket');
+  checkSocketPath(socket); // before anything is created: a cut path would bind outside the folder
   await ensureStateDir(stateDir);
   // A socket configured outside the state folder: create its folder if missing, never loosen or tighten an existing one.
   await mkdir(dirname(socket), { recursive: true, mode: 0o700 });
   const lock: Lock = await acquireLock(stateDir, socket);
   if (lock.cleaned.length > 0) log.warn({ files: lock.cleaned }, 'cleaned up after a daemon that exited without doing so');
+  // Upstreams a crashed daemon left running (recorded in the folder), before this one starts any.
+  await sweepOrphans(stateDir, { logger: log });
+  const processLedger = new ProcessLedger(stateDir, logger.child({ component: 'processes' }));
 
-  const cleanups: Array<() => Promise<void>> = [() => lock.release()];
+  const cleanups: Array<() => Promise<void>> = [() => lock.release(), () => processLedger.close()];
   const undo = async () => {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   };

@@ -7,6 +7,8 @@ import { z } from 'zod';
 import { CANONICAL_PREFERENCES } from '../machines/preference.js';
 import { RELAYED_METHODS } from '../serve/backend.js';
 import { EVENT_TYPES } from './events.js';
+import { MAX_DURATION_MS } from '../config/duration.js';
+import { boundedDepth, MAX_JSON_DEPTH } from './json-depth.js';
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -28,9 +30,9 @@ export const callBodySchema = z
   .object({
     server: nonEmpty('server').meta({ description: 'A configured server name.' }),
     tool: nonEmpty('tool').meta({ description: 'The tool name, as the server lists it.' }),
-    args: z.record(z.string(), z.unknown(), { error: 'args must be an object of tool arguments' }).default({}).meta({ description: 'The tool arguments (default {}).' }),
+    args: boundedDepth(z.record(z.string(), z.unknown(), { error: 'args must be an object of tool arguments' }), 'args').default({}).meta({ description: `The tool arguments (default {}); at most ${MAX_JSON_DEPTH} levels deep.` }),
     session: nonEmpty('session').optional().meta({ description: 'The caller\'s session id (CallContext.session).' }),
-    timeoutMs: z.number().int().positive().optional().meta({ description: 'Give up after this many milliseconds (waiting for an instance included).' }),
+    timeoutMs: z.number().int().positive().max(MAX_DURATION_MS).optional().meta({ description: 'Give up after this many milliseconds (waiting for an instance included); at most 2^31−1, what a timer can wait.' }),
   })
   .strict();
 
@@ -38,11 +40,57 @@ export const requestBodySchema = z
   .object({
     server: nonEmpty('server').meta({ description: 'A configured server name.' }),
     method: z.enum(RELAYED_METHODS).meta({ description: 'The MCP request to relay.' }),
-    params: z.record(z.string(), z.unknown(), { error: 'params must be an object' }).default({}).meta({ description: 'The request params, as the server names things (no `_meta` envelope: mcpx adds what the server\'s era needs).' }),
+    params: boundedDepth(z.record(z.string(), z.unknown(), { error: 'params must be an object' }), 'params').default({}).meta({ description: `The request params, as the server names things (no \`_meta\` envelope: mcpx adds what the server's era needs); at most ${MAX_JSON_DEPTH} levels deep.` }),
     session: nonEmpty('session').optional().meta({ description: 'The caller\'s session id (CallContext.session).' }),
     timeoutMs: z.number().int().positive().max(2_147_483_647).optional().meta({ description: 'Give up after this many milliseconds (waiting for an instance included).' }),
   })
   .strict();
+
+/** The MCP client capabilities a caller of /v1/ask can answer (extra keys pass: they are declared upstream as given). */
+export const askCapabilitiesSchema = z
+  .looseObject({
+    elicitation: z
+      .looseObject({ form: z.looseObject({}).optional(), url: z.looseObject({}).optional() }, { error: 'capabilities.elicitation must be an object' })
+      .optional()
+      .meta({ description: 'Elicitation: `form` and/or `url` mode; `{}` means form mode.' }),
+    sampling: z.looseObject({}, { error: 'capabilities.sampling must be an object' }).optional(),
+    roots: z.looseObject({}, { error: 'capabilities.roots must be an object' }).optional(),
+  }, { error: 'capabilities must be an object of MCP client capabilities' });
+
+export const askBodySchema = callBodySchema
+  .extend({
+    method: z.enum(['tools/call', 'prompts/get', 'resources/read']).optional().meta({ description: 'The request (default tools/call). For prompts/get and resources/read, `params` is the request\'s params and `tool` names the prompt or resource.' }),
+    params: z.record(z.string(), z.unknown(), { error: 'params must be an object' }).optional(),
+    capabilities: askCapabilitiesSchema.optional().meta({
+      description: 'The MCP client capabilities the caller can answer. A modern upstream gets them in each request\'s `_meta`; a question needing one not declared here is refused at once. Default {}: nothing can be asked.',
+    }),
+  })
+  .strict();
+
+export const askParamsSchema = z.object({ id: z.string().min(1).meta({ description: 'The ask id from POST /v1/ask.' }) });
+
+export const ASK_MAX_WAIT_MS = 60_000;
+export const askQuerySchema = z
+  .object({
+    waitMs: z
+      .string()
+      .regex(/^\d{1,9}$/, { error: 'waitMs must be a whole number of milliseconds' })
+      .transform(Number)
+      .pipe(z.number().max(ASK_MAX_WAIT_MS, { error: `waitMs must be at most ${ASK_MAX_WAIT_MS}` }))
+      .optional()
+      .meta({ description: `Wait up to this many milliseconds (at most ${ASK_MAX_WAIT_MS}; default 0) for the ask to change, unless it has open questions or finished.` }),
+  })
+  .strict();
+
+export const askAnswersBodySchema = z
+  .object({
+    answers: z
+      .record(z.string().min(1), z.record(z.string(), z.unknown(), { error: 'each answer must be an object: the result MCP defines for its question' }), { error: 'answers must be an object of question id → result' })
+      .meta({ description: 'Question id → the result MCP defines for it: ElicitResult {action, content?}, CreateMessageResult {role, content, model}, ListRootsResult {roots}.' }),
+  })
+  .strict();
+
+export const askAbandonBodySchema = z.object({}).strict().optional();
 
 export const toolsQuerySchema = z
   .object({
@@ -183,6 +231,37 @@ export const callResultSchema = z.union([
   z.object({ ok: z.literal(false), error: errorSchema }),
 ]);
 
+const askErrorSchema = z.object({ code: z.string(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() });
+
+export const askStartedSchema = z.object({ id: z.string(), status: z.string() });
+
+export const askViewSchema = z.object({
+  id: z.string(),
+  server: z.string(),
+  tool: z.string(),
+  status: z.enum(['working', 'input_required', 'completed', 'failed', 'abandoned', 'expired']).meta({
+    description: 'working: running, nothing asked; input_required: questions wait; completed/failed: the call finished; abandoned; expired.',
+  }),
+  questions: z
+    .array(
+      z.object({
+        id: z.string().meta({ description: 'The key to answer under.' }),
+        method: z.enum(['elicitation/create', 'sampling/createMessage', 'roots/list']),
+        params: z.record(z.string(), z.unknown()),
+        via: z.enum(['server-request', 'input-required']).meta({ description: 'A legacy server-to-client request, or a modern input_required round.' }),
+        key: z.string().optional().meta({ description: 'A modern question\'s key in the upstream\'s inputRequests (unique within its round).' }),
+        askedAt: z.string(),
+      }),
+    )
+    .meta({ description: 'The questions waiting for an answer.' }),
+  asked: z.number().int(),
+  refused: z.array(z.object({ questionId: z.string().optional(), method: z.string(), reason: z.string(), message: z.string() })).meta({ description: 'Questions mcpx refused on the caller\'s behalf, and why.' }),
+  createdAt: z.string(),
+  finishedAt: z.string().optional(),
+  result: z.record(z.string(), z.unknown()).optional().meta({ description: 'The tool result (also on failed, when the tool reported isError).' }),
+  error: askErrorSchema.optional(),
+});
+
 export const settingEntrySchema = z.object({
   path: z.string(),
   value: z.unknown(),
@@ -281,7 +360,7 @@ export interface RouteDef {
 
 const bad = { description: 'The request is invalid; `error.path` names the field.', schema: errorBodySchema };
 const unknownServer = { description: 'No such server (MCPX_UNKNOWN_SERVER).', schema: errorBodySchema };
-const notYet = { description: 'Arrives with `mcpx serve` (MCPX_NOT_IMPLEMENTED).', schema: errorBodySchema };
+const unknownAsk = { description: 'No such ask, or it finished too long ago (MCPX_NOT_FOUND).', schema: errorBodySchema };
 
 export const ROUTES = {
   health: { method: 'GET', url: '/v1/health', summary: 'Liveness: version and pid.', responses: { 200: { description: 'Alive.', schema: healthSchema } } },
@@ -361,8 +440,46 @@ export const ROUTES = {
   reload: { method: 'POST', url: '/v1/reload', summary: 'Re-read the config; a broken one is reported and the last good one stays.', responses: { 200: { description: 'What changed, or ok:false with the problems.', schema: reloadSchema } } },
   shutdown: { method: 'POST', url: '/v1/shutdown', summary: 'Stop the daemon (every upstream process with it).', responses: { 202: { description: 'Stopping.', schema: shutdownSchema } } },
   openapi: { method: 'GET', url: '/v1/openapi.json', summary: 'This document.', responses: { 200: { description: 'OpenAPI 3.1.' } } },
-  ask: { method: 'POST', url: '/v1/ask', summary: 'Start an interruptible call (arrives with `mcpx serve`).', responses: { 501: notYet } },
-  askGet: { method: 'GET', url: '/v1/ask/:id', summary: 'Long-poll an interruptible call (arrives with `mcpx serve`).', responses: { 501: notYet } },
-  askAnswers: { method: 'POST', url: '/v1/ask/:id/answers', summary: 'Answer questions (arrives with `mcpx serve`).', responses: { 501: notYet } },
-  askAbandon: { method: 'POST', url: '/v1/ask/:id/abandon', summary: 'Abandon an interruptible call (arrives with `mcpx serve`).', responses: { 501: notYet } },
+  ask: {
+    method: 'POST',
+    url: '/v1/ask',
+    summary: 'Start a tool call the upstream may interrupt with questions (elicitation, sampling, roots), whatever its era; poll it with GET /v1/ask/:id.',
+    body: askBodySchema,
+    headers: callHeadersSchema,
+    responses: {
+      202: { description: 'Started.', schema: askStartedSchema },
+      400: bad,
+      404: unknownServer,
+      429: { description: 'Too many asks running (MCPX_TOO_MANY_ASKS).', schema: errorBodySchema },
+    },
+  },
+  askGet: {
+    method: 'GET',
+    url: '/v1/ask/:id',
+    summary: 'An ask: its open questions, or its outcome. Answers at once when there are questions or it finished, else waits up to waitMs for a change.',
+    params: askParamsSchema,
+    query: askQuerySchema,
+    responses: { 200: { description: 'The ask.', schema: askViewSchema }, 400: bad, 404: unknownAsk },
+  },
+  askAnswers: {
+    method: 'POST',
+    url: '/v1/ask/:id/answers',
+    summary: 'Answer open questions (all checked before any is handed on).',
+    params: askParamsSchema,
+    body: askAnswersBodySchema,
+    responses: {
+      200: { description: 'The ask after the answers.', schema: askViewSchema },
+      400: { description: 'A bad answer or an unknown question (MCPX_BAD_REQUEST, MCPX_UNKNOWN_QUESTION); `error.path` names it.', schema: errorBodySchema },
+      404: unknownAsk,
+      409: { description: 'Answered already (MCPX_ALREADY_ANSWERED), or closed: refused, timed out, the ask over (MCPX_QUESTION_CLOSED).', schema: errorBodySchema },
+    },
+  },
+  askAbandon: {
+    method: 'POST',
+    url: '/v1/ask/:id/abandon',
+    summary: 'Give up: open questions are refused upstream and the upstream call is cancelled.',
+    params: askParamsSchema,
+    body: askAbandonBodySchema,
+    responses: { 200: { description: 'The ask, abandoned (or as it finished).', schema: askViewSchema }, 400: bad, 404: unknownAsk },
+  },
 } as const satisfies Record<string, RouteDef>;

@@ -6,21 +6,27 @@
  * This is defence in depth. Structurally nothing prints a definition unredacted (`redactConfig`
  * does that for /v1/servers and `mcpx config`); the scrubber catches what slips through anyway, e.g.
  * an upstream error message that quotes its own environment.
+ *
+ * Text mcpx cuts short (a stderr line, a log excerpt) ends in `…`; a secret cut there is no longer
+ * whole, so the start of a known secret right before a `…` is blanked as well (from MIN_FRAGMENT
+ * characters: a shorter tail says little, and blanking it would mangle ordinary words). The stdio
+ * transport already redacts its own server's secrets before it cuts; this catches the others.
  */
 import type { ResolvedServer } from '../config/config-file.js';
 import { REDACTED } from '../config/config-file.js';
+import { CUT_MARK, MIN_SECRET_LENGTH, SECRET_ENV_NAME as SECRET_NAME, secretFragmentAtEnd } from '../transports/secret-text.js';
 import { isStdioDefinition } from '../upstream/definition.js';
 
-/** Environment variable names whose values are treated as secrets. */
-const SECRET_NAME = /key|token|secret|pass|pwd|auth|cred|sig|private|session|cookie|bearer|jwt|api/i;
 /** Query parameters whose values are treated as secrets (as redactUrl does). */
 const SECRET_PARAM = /key|token|secret|pass|auth|sig|cred/i;
-/** Shorter values are too likely to occur by chance to be blanked everywhere. */
-const MIN_SECRET_LENGTH = 6;
+/** The shortest start of a secret blanked before a cut mark. */
+export const MIN_FRAGMENT = 3;
 
 export class Scrubber {
   private secrets: string[] = [];
   private pattern: RegExp | null = null;
+  /** Every secret and its JSON-escaped form, for the fragment check. */
+  private variants: string[] = [];
   private readonly fixed = new Set<string>();
 
   /** Adds a secret that stays for the life of the scrubber (the daemon's token). */
@@ -36,11 +42,22 @@ export class Scrubber {
     this.rebuild(secretsOf(servers));
   }
 
-  /** Every known secret replaced by `<redacted>`. */
+  /** Every known secret replaced by `<redacted>`, and so is the start of one cut short by a `…`. */
   scrub(text: string): string {
     if (this.pattern === null || text.length < MIN_SECRET_LENGTH) return text;
     this.pattern.lastIndex = 0;
-    return text.replace(this.pattern, REDACTED);
+    const whole = text.replace(this.pattern, REDACTED);
+    return whole.includes(CUT_MARK) ? this.blankCutFragments(whole) : whole;
+  }
+
+  private blankCutFragments(text: string): string {
+    const parts = text.split(CUT_MARK);
+    for (let i = 0; i < parts.length - 1; i += 1) {
+      const before = parts[i]!;
+      const k = secretFragmentAtEnd(before, this.variants, MIN_FRAGMENT);
+      if (k > 0) parts[i] = `${before.slice(0, before.length - k)}${REDACTED}`;
+    }
+    return parts.join(CUT_MARK);
   }
 
   /** Whether `text` contains a known secret. */
@@ -62,6 +79,7 @@ export class Scrubber {
       const json = JSON.stringify(s).slice(1, -1);
       if (json !== s) variants.add(json);
     }
+    this.variants = [...variants];
     this.pattern = variants.size === 0 ? null : new RegExp([...variants].map(escapeRegExp).join('|'), 'g');
   }
 }

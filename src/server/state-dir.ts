@@ -42,6 +42,26 @@ interface LockContent {
 
 const errCode = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code;
 
+/**
+ * The longest Unix socket path the kernel takes: `sun_path` is 108 bytes on Linux, 104 on macOS and
+ * the BSDs, NUL included. A longer path is cut short silently, and the socket bound wherever the cut
+ * lands (often a stray file in the parent folder), so such a path is refused before anything is created.
+ */
+export const MAX_SOCKET_PATH_BYTES = process.platform === 'linux' ? 107 : 103;
+
+/** @throws McpxError MCPX_BAD_SETTING when `socket` is longer than a Unix socket path can be. */
+export function checkSocketPath(socket: string): void {
+  if (process.platform === 'win32') return; // named pipes have no such limit
+  const bytes = Buffer.byteLength(socket, 'utf8');
+  if (bytes <= MAX_SOCKET_PATH_BYTES) return;
+  throw new McpxError(
+    'MCPX_BAD_SETTING',
+    `the daemon socket ${socket} is ${bytes} bytes long, and a Unix socket path can be at most ${MAX_SOCKET_PATH_BYTES} bytes on ${process.platform}; ` +
+      'use a shorter state folder (--state-dir, MCPX_STATE_DIR) or put the socket on a shorter path (--daemon-socket, MCPX_DAEMON_SOCKET)',
+    { data: { socket, bytes, limit: MAX_SOCKET_PATH_BYTES, setting: 'daemon.socket' } },
+  );
+}
+
 /** Creates the state folder 0700, or tightens an existing one; refuses one owned by someone else. */
 export async function ensureStateDir(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });

@@ -231,3 +231,42 @@ export function paramHeaders(spec: { params: readonly ParamHeader[] }, args: unk
   }
   return out;
 }
+
+/** The text a header carries for an argument value, or undefined when the value has none. */
+function headerText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
+  return undefined;
+}
+
+/**
+ * The server side of SEP-2243 (mcpx serving 2026-07-28 callers over HTTP): whether the `Mcp-Param-*`
+ * headers of one `tools/call` agree with its arguments. Returns what is wrong (the caller gets 400 with
+ * HeaderMismatch), or undefined. A value is compared after trimming optional white space and decoding
+ * `=?base64?…?=`; a raw value outside visible ASCII, a header for an absent argument, a missing header for
+ * a present one, or a different value are each refused.
+ */
+export function paramHeaderProblem(spec: { params: readonly ParamHeader[] }, args: unknown, get: (header: string) => string | null | undefined): string | undefined {
+  for (const { property, header } of spec.params) {
+    const arg = property.join('.');
+    const value = valueAt(args, property);
+    const raw = get(header);
+    if (value === undefined || value === null) {
+      if (raw !== null && raw !== undefined) return `${header} is sent, but the argument ${JSON.stringify(arg)} is absent`;
+      continue;
+    }
+    if (raw === null || raw === undefined) return `${header} is missing, but the argument ${JSON.stringify(arg)} is in the body`;
+    const trimmed = raw.trim();
+    if (/[^\x20-\x7e]/.test(trimmed)) return `${header} carries characters a header value may not (encode them as ${BASE64_PREFIX}…${BASE64_SUFFIX})`;
+    let received = trimmed;
+    if (trimmed.startsWith(BASE64_PREFIX) && trimmed.endsWith(BASE64_SUFFIX)) {
+      const b64 = trimmed.slice(BASE64_PREFIX.length, trimmed.length - BASE64_SUFFIX.length);
+      // Strict RFC 4648: whole quanta, with the padding a short last quantum needs.
+      if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(b64)) return `${header} is not valid base64`;
+      received = Buffer.from(b64, 'base64').toString('utf8');
+    }
+    if (received !== headerText(value)) return `${header} does not match the argument ${JSON.stringify(arg)}`;
+  }
+  return undefined;
+}

@@ -17,6 +17,9 @@ import type {
   RequestOptions,
 } from './types.js';
 
+/** The longest delay setTimeout honours (2^31−1 ms, ~24.8 days); a longer one fires at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
 export interface ServerRequestContext {
   /** The context the channel delivered with the request (HTTP: the provoking request's context). */
   context?: unknown;
@@ -97,7 +100,7 @@ export class RpcPeer {
           cleanup();
           reject(new RequestTimeoutError(method, ms));
           this.sendCancelled(method, id, `timed out after ${ms} ms`, opts.context);
-        }, ms);
+        }, Math.min(ms, MAX_TIMER_MS)); // a longer delay would fire at once
       }
       if (signal) {
         onAbort = () => {

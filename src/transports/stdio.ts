@@ -4,21 +4,33 @@
  * The child is spawned detached, so it leads its own process group: stopping signals the whole
  * group, which takes wrapper grandchildren (the node process behind `npx`, a python behind a shell
  * script) down with it. stderr is never an error, only a ring buffer for error messages.
+ *
+ * The child gets a short allowlist of the daemon's environment (INHERITED_ENV_VARS, as the official
+ * SDK's stdio transport does) plus its configured `env`, unless `inheritEnv` asks for everything: the
+ * daemon's shell may hold credentials no upstream should see. Each process is reported on the
+ * `mcpx:upstream-process` diagnostics channel when it starts and when it is gone, so the daemon can
+ * record what it started and sweep what a crash of its own left behind (src/server/orphans.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { channel as diagnosticsChannel } from 'node:diagnostics_channel';
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { MessageTooLargeError, SpawnError, TransportClosedError } from '../errors.js';
 import { parseMessage, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
 import { encode, NdjsonDecoder } from './ndjson.js';
+import { procStat } from './proc-stat.js';
+import { cutRedacted, redactSecrets, secretEnvValues } from './secret-text.js';
 import type { Channel, CloseInfo, JsonRpcMessage } from './types.js';
 
 export interface StdioChannelOptions {
   command: string;
   args?: string[];
-  /** Merged over process.env. */
+  /** The server's configured variables, over the inherited ones. */
   env?: Record<string, string>;
+  /** Inherit the daemon's whole environment; default false: only INHERITED_ENV_VARS. */
+  inheritEnv?: boolean;
   cwd?: string;
   /** Largest accepted stdout line. Default 64 MiB; a larger one closes the channel. */
   maxMessageBytes?: number;
@@ -26,6 +38,36 @@ export interface StdioChannelOptions {
   stopGraceMs?: number;
   logger?: TransportLogger;
 }
+
+/** What a child inherits by default: the official SDK's list (getDefaultEnvironment), per platform. */
+export const INHERITED_ENV_VARS: readonly string[] = process.platform === 'win32'
+  ? ['APPDATA', 'HOMEDRIVE', 'HOMEPATH', 'LOCALAPPDATA', 'PATH', 'PROCESSOR_ARCHITECTURE', 'SYSTEMDRIVE', 'SYSTEMROOT', 'TEMP', 'USERNAME', 'USERPROFILE', 'PROGRAMFILES']
+  : ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER'];
+
+/** The inherited part of a child's environment: all of `source`, or the allowlist (shell functions left out, as the SDK does). */
+export function inheritedEnvironment(source: NodeJS.ProcessEnv, all = false): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of all ? Object.entries(source) : INHERITED_ENV_VARS.map((k) => [k, source[k]] as const)) {
+    if (v === undefined || v.startsWith('()')) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * Set in every child's environment (its descendants inherit it): names the mcpx process that started
+ * it. A sweep after a crash checks it before signalling a process it did not start itself (a child of
+ * an upstream whose leader is gone).
+ */
+export const SPAWN_TAG_VAR = 'MCPX_SPAWN_TAG';
+export const SPAWN_TAG = randomBytes(16).toString('hex');
+
+/** What the `mcpx:upstream-process` diagnostics channel carries. */
+export type UpstreamProcessEvent =
+  | { type: 'spawn'; pid: number; pgid: number; start: number | null; tag: string; command: string }
+  | { type: 'gone'; pid: number };
+export const UPSTREAM_PROCESS_CHANNEL = 'mcpx:upstream-process';
+const processEvents = diagnosticsChannel(UPSTREAM_PROCESS_CHANNEL);
 
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_STOP_GRACE_MS = 2000;
@@ -44,6 +86,11 @@ export class StdioChannel implements Channel {
   private readonly command: string;
   private readonly args: string[];
   private readonly env: Record<string, string> | undefined;
+  private readonly inheritEnv: boolean;
+  /** Configured secret values (env under secret-looking names): redacted from stderr before it is cut. */
+  private readonly secrets: string[];
+  /** How much of a stderr line is kept before redaction: the shown part plus the longest secret, so a secret crossing the cut is seen whole. */
+  private readonly stderrKeep: number;
   private readonly cwd: string | undefined;
   private readonly maxMessageBytes: number;
   private readonly stopGraceMs: number;
@@ -80,6 +127,9 @@ export class StdioChannel implements Channel {
     this.command = options.command;
     this.args = options.args ?? [];
     this.env = options.env;
+    this.inheritEnv = options.inheritEnv ?? false;
+    this.secrets = secretEnvValues(options.env);
+    this.stderrKeep = STDERR_LINE_CHARS + (this.secrets[0]?.length ?? 0);
     this.cwd = options.cwd;
     this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     this.stopGraceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
@@ -96,7 +146,7 @@ export class StdioChannel implements Channel {
     return this.isClosed;
   }
 
-  /** The last lines the child wrote to stderr (at most 20, each at most 500 characters). */
+  /** The last lines the child wrote to stderr (at most 20, each at most 500 characters and a cut mark), configured secrets redacted. */
   get stderrTail(): string[] {
     return [...this.stderrLines];
   }
@@ -146,7 +196,7 @@ export class StdioChannel implements Channel {
       try {
         child = spawn(this.command, this.args, {
           stdio: ['pipe', 'pipe', 'pipe'],
-          env: { ...process.env, ...this.env },
+          env: { ...inheritedEnvironment(process.env, this.inheritEnv), ...this.env, [SPAWN_TAG_VAR]: SPAWN_TAG },
           cwd: this.cwd,
           detached: true,
           windowsHide: true,
@@ -159,6 +209,7 @@ export class StdioChannel implements Channel {
 
       child.once('spawn', () => {
         this.spawned = true;
+        this.report(child);
         this.log.info({ command: this.command, pid: child.pid }, 'upstream process started');
         this.log.debug({ command: this.command, args: this.args, cwd: this.cwd, pid: child.pid }, 'spawn details');
         resolve();
@@ -197,6 +248,16 @@ export class StdioChannel implements Channel {
     });
   }
 
+  /** Announces the new process (pid, group, start time) to whoever records them. */
+  private report(child: ChildProcess): void {
+    const pid = child.pid;
+    if (pid === undefined || !processEvents.hasSubscribers) return;
+    const stat = procStat(pid);
+    // Detached: the child leads its own group (setsid), so its group id is its pid.
+    const event: UpstreamProcessEvent = { type: 'spawn', pid, pgid: stat?.pgrp ?? pid, start: stat?.start ?? null, tag: SPAWN_TAG, command: this.command };
+    processEvents.publish(event);
+  }
+
   private spawnFailure(err: unknown, reject: (e: Error) => void): void {
     this.spawnFailed = true;
     this.exited = true;
@@ -219,7 +280,7 @@ export class StdioChannel implements Channel {
     if (this.closeFired) return;
     const parsed = parseMessage(line);
     if (!parsed.ok) {
-      this.log.warn({ pid: this.pid, reason: parsed.reason, line: truncate(line, 200) }, 'ignoring a stdout line that is not a JSON-RPC message');
+      this.log.warn({ pid: this.pid, reason: parsed.reason, line: truncate(redactSecrets(line, this.secrets), 200) }, 'ignoring a stdout line that is not a JSON-RPC message');
       return;
     }
     for (const listener of this.messageListeners) {
@@ -248,16 +309,17 @@ export class StdioChannel implements Channel {
   private appendStderr(piece: string): void {
     if (this.stderrTruncated || piece.length === 0) return;
     this.stderrPartial += piece;
-    if (this.stderrPartial.length > STDERR_LINE_CHARS) {
-      this.stderrPartial = this.stderrPartial.slice(0, STDERR_LINE_CHARS);
+    if (this.stderrPartial.length > this.stderrKeep) {
+      this.stderrPartial = this.stderrPartial.slice(0, this.stderrKeep);
       this.stderrTruncated = true;
     }
   }
 
   private flushStderrLine(): void {
-    let line = this.stderrPartial;
-    if (line.endsWith('\r')) line = line.slice(0, -1);
-    if (this.stderrTruncated) line += '…';
+    let raw = this.stderrPartial;
+    if (raw.endsWith('\r')) raw = raw.slice(0, -1);
+    // Redact, then cut: a secret cut in half no longer matches any scrubber.
+    const line = cutRedacted(raw, STDERR_LINE_CHARS, this.secrets, this.stderrTruncated);
     this.stderrPartial = '';
     this.stderrTruncated = false;
     if (line.trim() === '') return;
@@ -363,6 +425,7 @@ export class StdioChannel implements Channel {
     }
 
     await this.sweepGroup(pid);
+    if (processEvents.hasSubscribers) processEvents.publish({ type: 'gone', pid } satisfies UpstreamProcessEvent);
     if (!this.stdoutDone) await withTimeout(this.stdoutSeen, STDOUT_DRAIN_MS);
     child.stdin?.destroy();
     child.stdout?.destroy();

@@ -4,6 +4,11 @@ export interface StdioDefinition {
   args?: string[];
   env?: Record<string, string>;
   cwd?: string;
+  /**
+   * The whole daemon environment under `env` (true), or only a short allowlist (absent). Not part of
+   * the era-cache key (docs/decisions.md): it does not change which program answers.
+   */
+  inheritEnv?: boolean;
 }
 
 export interface HttpDefinition {

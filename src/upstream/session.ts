@@ -12,7 +12,7 @@ import { McpxError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { sessionMachine, type EraSource, type SessionEmitted, type SessionFailure, type WireTransport } from '../machines/session.machine.js';
 import type { SessionPreference } from '../machines/preference.js';
-import type { HttpFailure } from '../machines/verdict.js';
+import { versionRefusal, type HttpFailure } from '../machines/verdict.js';
 import { RPC, type Era } from '../machines/versions.js';
 import { requestParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import { RpcPeer } from '../transports/rpc-peer.js';
@@ -161,6 +161,8 @@ export class UpstreamSession extends EventEmitter {
   private transport: WireTransport | undefined;
   /** Calls in flight that can answer questions, for transports that cannot attribute them (stdio). */
   private readonly askers = new Set<InFlightCall>();
+  /** The turns of asking calls on a legacy stdio session (see askTurn). */
+  private askQueue: Promise<void> = Promise.resolve();
   private lastClose: CloseInfo | undefined;
   /**
    * SEP-2243, modern Streamable HTTP sessions only: from the latest complete listTools(), the
@@ -287,12 +289,39 @@ export class UpstreamSession extends EventEmitter {
     const maxRounds = opts.maxInputRounds ?? 8;
     // The call travels with its request: HTTP hands it back with any question that request provokes.
     const call: InFlightCall = { context: opts.context, ...(opts.onServerRequest ? { onServerRequest: opts.onServerRequest } : {}) };
+    // stdio says nothing of which call a legacy server's question is for: calls that can answer
+    // questions take turns there, so a question always has exactly one call to go to.
+    const release = call.onServerRequest && this.transport === 'stdio' && era === 'legacy' ? await this.askTurn(opts.signal) : undefined;
     if (call.onServerRequest) this.askers.add(call);
     try {
       return await this.requestRounds(peer, era, negotiated, method, params, opts, call, maxRounds, headers);
     } finally {
       this.askers.delete(call);
+      release?.();
     }
+  }
+
+  /** Waits for the turn of the next asking call on this session; resolves with its release. */
+  private async askTurn(signal: AbortSignal | undefined): Promise<() => void> {
+    const previous = this.askQueue;
+    let release!: () => void;
+    const mine = new Promise<void>((resolve) => (release = resolve));
+    this.askQueue = previous.then(() => mine);
+    if (signal) {
+      const aborted = new Promise<never>((_, reject) => {
+        if (signal.aborted) reject(new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: cancelled while waiting for its turn`));
+        signal.addEventListener('abort', () => reject(new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: cancelled while waiting for its turn`)), { once: true });
+      });
+      try {
+        await Promise.race([previous, aborted]);
+      } catch (err) {
+        release(); // leave the line without holding up those behind
+        throw err;
+      }
+    } else {
+      await previous;
+    }
+    return release;
   }
 
   private async requestRounds(
@@ -306,12 +335,20 @@ export class UpstreamSession extends EventEmitter {
       if (token !== undefined) this.progress.set(token, { listener: opts.onProgress!, call });
       let raw: unknown;
       try {
-        raw = await peer.request(method, requestParams(era, negotiated, current, opts.capabilities ?? this.opts.clientCapabilities, token === undefined ? undefined : { progressToken: token }), {
-          timeoutMs: opts.timeoutMs ?? this.opts.requestTimeoutMs ?? 300_000,
-          ...(opts.signal ? { signal: opts.signal } : {}),
-          context: call,
-          ...(headers !== undefined && Object.keys(headers).length > 0 ? { headers } : {}),
-        });
+        // A -32022 gets the one retry the version rule allows (retryVersion); a second one is thrown.
+        for (let version = negotiated, retried = false; ; retried = true) {
+          try {
+            raw = await peer.request(method, requestParams(era, version, current, opts.capabilities ?? this.opts.clientCapabilities, token === undefined ? undefined : { progressToken: token }), {
+              timeoutMs: opts.timeoutMs ?? this.opts.requestTimeoutMs ?? 300_000,
+              ...(opts.signal ? { signal: opts.signal } : {}),
+              context: call,
+              ...(headers !== undefined && Object.keys(headers).length > 0 ? { headers } : {}),
+            });
+            break;
+          } catch (err) {
+            version = this.retryVersion(err, era, method, retried);
+          }
+        }
       } finally {
         if (token !== undefined) this.progress.delete(token);
       }
@@ -334,6 +371,22 @@ export class UpstreamSession extends EventEmitter {
       // requestState is echoed byte-exact when given, and never invented when not.
       if (typeof raw.requestState === 'string') current.requestState = raw.requestState;
     }
+  }
+
+  /**
+   * The version to send a modern request again at after a -32022, per the rule in src/machines/verdict.ts
+   * (versionRefusal: once, at the best mutual version); throws `err` when it is not a -32022, and
+   * MCPX_NO_COMMON_VERSION (keeping the upstream's error in `data`) when the rule says it is final.
+   */
+  private retryVersion(err: unknown, era: Era, method: string, retried: boolean): string {
+    if (era !== 'modern' || !(err instanceof UpstreamRpcError) || err.rpc.code !== RPC.unsupportedProtocolVersion) throw err;
+    const v = versionRefusal(method, err.rpc, this.actor.getSnapshot().context.modernVersions, retried);
+    if (v.kind === 'retry') {
+      this.log.info({ method, version: v.version, supported: v.supported }, v.why);
+      return v.version;
+    }
+    if (v.kind === 'malformed') throw err;
+    throw new McpxError('MCPX_NO_COMMON_VERSION', `${this.name}: ${v.why}`, { cause: err, data: { ...err.data, method, supported: v.supported } });
   }
 
   async listTools(opts: CallOptions = {}): Promise<Tool[]> {
@@ -522,7 +575,10 @@ export class UpstreamSession extends EventEmitter {
       const detail = closeDetail(info);
       this.log.info({ reason: info.reason, code: info.code, signal: info.signal }, 'upstream closed');
       this.actor.send({ type: 'transport.closed', reason: info.reason, ...(detail ? { detail } : {}) });
-      this.emit('closed', info);
+      // `closed` means the chart closed the session (ready → closed). A process lost while connecting is
+      // the chart's business (a respawn, or a start failure start() reports): announcing it would let
+      // listeners take it for the successor's.
+      if (this.actor.getSnapshot().matches('closed')) this.emit('closed', info);
     });
     channel.start().then(
       () => {
@@ -674,6 +730,7 @@ function createChannel(def: ServerDefinition, transport: WireTransport, opts: Up
     command: def.command,
     ...(def.args ? { args: def.args } : {}),
     ...(def.env ? { env: def.env } : {}),
+    ...(def.inheritEnv ? { inheritEnv: true } : {}),
     ...(def.cwd ? { cwd: def.cwd } : {}),
     ...(opts.stopGraceMs === undefined ? {} : { stopGraceMs: opts.stopGraceMs }),
     ...(opts.maxMessageBytes === undefined ? {} : { maxMessageBytes: opts.maxMessageBytes }),

@@ -340,8 +340,8 @@ describe('errors name the file, the server and the key', () => {
   it('an unknown key in the mcpx block, with a suggestion', () => {
     const c = one({ command: 'x', mcpx: { idelTimeout: '5m', colour: 'blue' } });
     expect(messages(c)).toEqual([
-      `config ${F}: mcpServers.remote.mcpx.idelTimeout: is not an mcpx key (did you mean idleTimeout?); use scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout`,
-      `config ${F}: mcpServers.remote.mcpx.colour: is not an mcpx key; use scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout`,
+      `config ${F}: mcpServers.remote.mcpx.idelTimeout: is not an mcpx key (did you mean idleTimeout?); use scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv`,
+      `config ${F}: mcpServers.remote.mcpx.colour: is not an mcpx key; use scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv`,
     ]);
   });
 
@@ -354,7 +354,7 @@ describe('errors name the file, the server and the key', () => {
       `config ${F}: mcpServers.remote.mcpx.probeTimeout: -5 is negative: not a duration (use e.g. 500ms, 2s, 5m, 1h, 1m30s, or a number of milliseconds)`,
     ]);
     expect(messages(one({ command: 'x', mcpx: 'fast' }))).toEqual([
-      `config ${F}: mcpServers.remote.mcpx: must be an object with the keys scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout`,
+      `config ${F}: mcpServers.remote.mcpx: must be an object with the keys scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv`,
     ]);
   });
 

@@ -40,6 +40,7 @@ const NAMES: Record<string, { env: string; flag: string; envAliases?: string[]; 
   'upstream.probeTimeout': { env: 'MCPX_UPSTREAM_PROBE_TIMEOUT', flag: '--upstream-probe-timeout' },
   'upstream.startTimeout': { env: 'MCPX_UPSTREAM_START_TIMEOUT', flag: '--upstream-start-timeout' },
   'upstream.requestTimeout': { env: 'MCPX_UPSTREAM_REQUEST_TIMEOUT', flag: '--upstream-request-timeout' },
+  'upstream.inheritEnv': { env: 'MCPX_UPSTREAM_INHERIT_ENV', flag: '--upstream-inherit-env' },
   'pool.scope': { env: 'MCPX_POOL_SCOPE', flag: '--pool-scope' },
   'pool.max': { env: 'MCPX_POOL_MAX', flag: '--pool-max' },
   'pool.sharing': { env: 'MCPX_POOL_SHARING', flag: '--pool-sharing' },
@@ -59,6 +60,7 @@ const SAMPLE: Record<string, [string, unknown]> = {
   'upstream.probeTimeout': ['750ms', 750],
   'upstream.startTimeout': ['3m', 180_000],
   'upstream.requestTimeout': ['45s', 45_000],
+  'upstream.inheritEnv': ['yes', true],
   'pool.scope': ['Session', 'session'],
   'pool.max': ['9', 9],
   'pool.sharing': ['exclusive', 'exclusive'],
@@ -119,6 +121,7 @@ describe('declarations', () => {
       'upstream.probeTimeout': 2_000,
       'upstream.startTimeout': 120_000,
       'upstream.requestTimeout': 300_000,
+      'upstream.inheritEnv': false,
       'pool.scope': 'global',
       'pool.max': 4,
       'pool.sharing': 'shared',
@@ -287,7 +290,7 @@ describe('bad values name their source', () => {
   it('config file: unknown keys in a block and blocks that are not objects', () => {
     const err = caught(() => make({ file: { upstream: { protocl: 'follow' }, pool: 'big' }, filePath: '/x/.mcpx.json' })) as SettingValueError;
     expect(err.problems.map((p) => p.message)).toEqual([
-      'config /x/.mcpx.json: upstream.protocl: not a setting (did you mean upstream.protocol?); upstream takes protocol, eraCache, probeTimeout, startTimeout, requestTimeout',
+      'config /x/.mcpx.json: upstream.protocl: not a setting (did you mean upstream.protocol?); upstream takes protocol, eraCache, probeTimeout, startTimeout, requestTimeout, inheritEnv',
       'config /x/.mcpx.json: pool: must be an object with the keys scope, max, sharing, idleTimeout',
     ]);
   });

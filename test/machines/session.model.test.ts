@@ -15,12 +15,14 @@ import { getSimplePaths, type StatePath } from 'xstate/graph';
 import { sessionMachine, type SessionEvent, type SessionInput } from '../../src/machines/session.machine.js';
 import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
 import { UpstreamSession, type SessionSnapshot } from '../../src/upstream/session.js';
-import { expected, HTTP_PROFILES, MACHINE_PREFERENCES, PROFILES, type CacheState, type MachinePreference, type Outcome, type Profile } from '../support/profiles.js';
-import { SimulatedUpstream } from '../support/simulated-channel.js';
+import { MODERN_VERSIONS } from '../../src/machines/versions.js';
+import { expected, HTTP_PROFILES, MACHINE_PREFERENCES, PROFILES, type CacheState, type Expectation, type MachinePreference, type Outcome, type Profile } from '../support/profiles.js';
+import { SimulatedUpstream, type WireRecord } from '../support/simulated-channel.js';
 import { allTransitions, transitionRecorder } from '../support/chart-coverage.js';
 
 const PROBE_TIMEOUT = 2_000;
 const START_TIMEOUT = 60_000;
+const MAX_PROBE_REQUESTS = 10;
 
 // ---- the model: what a simulated upstream can do next, given the machine's state ----
 
@@ -36,6 +38,9 @@ function modelEvents(p: Profile) {
       return [fails ? { type: 'transport.closed', reason: 'spawn-failed', detail: 'spawn ENOENT' } : { type: 'transport.ready' }];
     }
     const c = s.context;
+    // No probe needs this many requests; a chart that loops (say, retrying -32022 forever) would make the
+    // graph infinite, so its paths end here, still open, and fail the oracle instead of exhausting memory.
+    if (c.nextId > MAX_PROBE_REQUESTS) return [];
     const events: SessionEvent[] = [];
     // A stdio server answers in order; a request it never answers does not hold up later ones.
     const pending = [c.discoverId, c.initializeId].filter((id): id is string => id !== null).sort((a, b) => order(a) - order(b));
@@ -45,7 +50,8 @@ function modelEvents(p: Profile) {
     for (const id of pending) {
       const method = id.startsWith('mcpx-discover') ? 'server/discover' : 'initialize';
       const wire = c.transport === 'stdio' ? 'stdio' : c.httpTransport ?? 'streamable-http';
-      const r = p.react(method, method === 'server/discover' ? c.triedVersions[c.triedVersions.length - 1]! : '2025-11-25', wire);
+      // A process gets one initialize, and one discover plus at most the one -32022 retry.
+      const r = p.react(method, method === 'server/discover' ? c.discoverVersion! : '2025-11-25', wire, method === 'server/discover' && c.versionRetried ? 1 : 0);
       if (r.kind === 'silent') continue;
       // A server that exits on a request does so when it reads it, whatever else is pending.
       if (r.kind === 'exit') {
@@ -94,7 +100,8 @@ const serializeState = (s: SessionSnapshot) =>
     st: s.status,
     d: s.context.discoverId,
     i: s.context.initializeId,
-    t: s.context.triedVersions,
+    dv: s.context.discoverVersion,
+    vr: s.context.versionRetried,
     sp: s.context.spawns,
     r: s.context.afterRespawn,
     era: s.context.era,
@@ -195,6 +202,32 @@ async function replay(p: Profile, pref: MachinePreference, cache: CacheState, pa
   return { session, upstream, writes, stale };
 }
 
+/**
+ * The -32022 rule, read off the wire (docs/decisions.md): on each process, a discover refused with -32022
+ * whose `supported` names a version mcpx offers is sent again once, at the newest such version (even the
+ * one just refused), unless a legacy session had already won the race; the refusal of that retry is
+ * final (MCPX_NO_COMMON_VERSION), and no process ever gets a third discover.
+ */
+function expectVersionRule(wire: WireRecord[], offered: readonly string[], want: Expectation): void {
+  const legacyWon = 'era' in want && want.era === 'legacy';
+  for (const process of new Set(wire.map((w) => w.process))) {
+    const discovers = wire.filter((w) => w.process === process && w.method === 'server/discover');
+    expect(discovers.length, `process ${process} got at most a discover and its one retry`).toBeLessThanOrEqual(2);
+    discovers.forEach((d, i) => {
+      const error = d.answer && 'error' in d.answer ? d.answer.error : undefined;
+      const supported = error?.code === -32022 && Array.isArray((error.data as { supported?: unknown })?.supported) ? ((error.data as { supported: string[] }).supported) : undefined;
+      const best = supported && offered.find((v) => supported.includes(v));
+      if (!best) return;
+      if (i === 0) {
+        if (discovers[1]) expect(discovers[1].version, 'the retry goes to the newest mutual version').toBe(best);
+        else expect(legacyWon, 'a -32022 naming a mutual version is retried').toBe(true);
+      } else if (!legacyWon) {
+        expect(want, 'a second -32022 for the same request is final').toEqual({ error: 'MCPX_NO_COMMON_VERSION' });
+      }
+    });
+  }
+}
+
 // ---- the tests ----
 
 const combos: Array<[string, MachinePreference, CacheState, Profile]> = [];
@@ -230,6 +263,7 @@ describe.each(combos)('%s under %s, cached era: %s', (_name, pref, cache, p) => 
     expect(outcomeOf(path.state), 'the model path ends where §2/§3 predict').toEqual(want);
 
     const { session, upstream, writes, stale } = await replay(p, pref, cache, path);
+    const input = inputFor(p, pref, cache);
     expect(outcomeOf(session.snapshot)).toEqual(want);
 
     // force-* values never read or write the cache (§5).
@@ -245,6 +279,7 @@ describe.each(combos)('%s under %s, cached era: %s', (_name, pref, cache, p) => 
       // The cache describes the server: one that proved modern stays modern even if this session is legacy.
       expect(writes.at(-1)?.era).toBe(session.snapshot.context.supportsModern ? 'modern' : want.era);
     }
+    expectVersionRule(upstream.wire, input.modernVersions ?? MODERN_VERSIONS, want);
     // Every modern request carries _meta with the version on the wire; initialize never does.
     for (const w of upstream.wire) if (w.method === 'server/discover') expect(w.version).toMatch(/^20\d\d-/);
     // HTTP: no probe timeout, so never an initialize alongside a pending discover, and never discover over HTTP+SSE.

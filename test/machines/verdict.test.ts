@@ -3,7 +3,7 @@
  * with the verdict the spec assigns to it.
  */
 import { describe, expect, it } from 'vitest';
-import { discoverVerdict, initializeVerdict } from '../../src/machines/verdict.js';
+import { discoverVerdict, initializeVerdict, versionRefusal } from '../../src/machines/verdict.js';
 
 const OFFERED = ['2026-07-28'] as const;
 const discoverResult = (extra: Record<string, unknown> = {}) => ({
@@ -21,60 +21,75 @@ const err = (code: number, data?: unknown) => ({ error: { code, message: 'm', ..
 
 describe('discover verdicts (era-probe.md §3)', () => {
   it('a DiscoverResult with a mutual version is modern, at the newest mutual version', () => {
-    const v = discoverVerdict(discoverResult(), OFFERED, ['2026-07-28']);
+    const v = discoverVerdict(discoverResult(), OFFERED, false);
     expect(v).toMatchObject({ kind: 'modern', version: '2026-07-28', serverInfo: { name: 'srv' }, capabilities: { tools: {} } });
   });
 
   it('picks the newest mutual version when several are offered and supported', () => {
-    const v = discoverVerdict(discoverResult({ supportedVersions: ['2026-07-28', '2027-03-01'] }), ['2027-03-01', '2026-07-28'], []);
+    const v = discoverVerdict(discoverResult({ supportedVersions: ['2026-07-28', '2027-03-01'] }), ['2027-03-01', '2026-07-28'], false);
     expect(v).toMatchObject({ kind: 'modern', version: '2027-03-01' });
   });
 
   it('accepts serverInfo top-level, as early servers sent it', () => {
-    const v = discoverVerdict({ result: { supportedVersions: ['2026-07-28'], capabilities: {}, serverInfo: { name: 'early', version: '0' } } }, OFFERED, []);
+    const v = discoverVerdict({ result: { supportedVersions: ['2026-07-28'], capabilities: {}, serverInfo: { name: 'early', version: '0' } } }, OFFERED, false);
     expect(v).toMatchObject({ kind: 'modern', serverInfo: { name: 'early' } });
   });
 
   it('a DiscoverResult naming only legacy revisions means legacy, offering the newest of them', () => {
-    const v = discoverVerdict(discoverResult({ supportedVersions: ['2025-03-26', '2025-06-18'] }), OFFERED, []);
+    const v = discoverVerdict(discoverResult({ supportedVersions: ['2025-03-26', '2025-06-18'] }), OFFERED, false);
     expect(v).toEqual(expect.objectContaining({ kind: 'legacy', legacyVersions: ['2025-06-18', '2025-03-26'] }));
   });
 
   it('a DiscoverResult with nothing in common is an error', () => {
-    expect(discoverVerdict(discoverResult({ supportedVersions: ['2031-01-01'] }), OFFERED, []).kind).toBe('no-common');
-    expect(discoverVerdict(discoverResult({ supportedVersions: [] }), OFFERED, []).kind).toBe('no-common');
+    expect(discoverVerdict(discoverResult({ supportedVersions: ['2031-01-01'] }), OFFERED, false).kind).toBe('no-common');
+    expect(discoverVerdict(discoverResult({ supportedVersions: [] }), OFFERED, false).kind).toBe('no-common');
   });
 
-  it('-32022 naming a mutual version not yet tried means retry with it', () => {
-    const v = discoverVerdict(err(-32022, { supported: ['2026-07-28'], requested: '2027-03-01' }), ['2027-03-01', '2026-07-28'], ['2027-03-01']);
+  // The -32022 rule (docs/decisions.md): retry once, at the newest offered version `supported` names — even
+  // the one just sent — and a second -32022 for the same request is final.
+  it('-32022 naming a mutual version means retry with it, the newest mutual one', () => {
+    const v = discoverVerdict(err(-32022, { supported: ['2026-07-28'], requested: '2027-03-01' }), ['2027-03-01', '2026-07-28'], false);
     expect(v).toMatchObject({ kind: 'retry', version: '2026-07-28' });
+    const both = discoverVerdict(err(-32022, { supported: ['2026-07-28', '2027-03-01'], requested: '2028-01-01' }), ['2028-01-01', '2027-03-01', '2026-07-28'], false);
+    expect(both).toMatchObject({ kind: 'retry', version: '2027-03-01' });
   });
 
-  it('-32022 retries each version once: a refused version is never retried', () => {
-    const v = discoverVerdict(err(-32022, { supported: ['2026-07-28'] }), OFFERED, ['2026-07-28']);
-    expect(v.kind).toBe('no-common');
+  it('-32022 listing the very version it refused means retry with that version (the request-metadata scenario)', () => {
+    const v = discoverVerdict(err(-32022, { supported: ['2026-07-28'], requested: '2026-07-28' }), OFFERED, false);
+    expect(v).toMatchObject({ kind: 'retry', version: '2026-07-28', supported: ['2026-07-28'] });
   });
 
-  it('-32022 whose supported names only legacy revisions means legacy', () => {
-    const v = discoverVerdict(err(-32022, { supported: ['2025-06-18'] }), OFFERED, ['2026-07-28']);
-    expect(v).toMatchObject({ kind: 'legacy', legacyVersions: ['2025-06-18'] });
+  it('a second -32022 for the same request is final, with an error that says so', () => {
+    const v = discoverVerdict(err(-32022, { supported: ['2026-07-28'], requested: '2026-07-28' }), OFFERED, true);
+    expect(v).toMatchObject({ kind: 'no-common', supported: ['2026-07-28'] });
+    expect(v.why).toMatch(/again after its one retry.*final/);
+    // Also when the retry went to another version than the first choice.
+    const other = discoverVerdict(err(-32022, { supported: ['2026-07-28'], requested: '2026-07-28' }), ['2027-03-01', '2026-07-28'], true);
+    expect(other.kind).toBe('no-common');
+  });
+
+  it('-32022 whose supported names only legacy revisions means legacy, whether or not it answered the retry', () => {
+    for (const retried of [false, true]) {
+      const v = discoverVerdict(err(-32022, { supported: ['2025-06-18'] }), OFFERED, retried);
+      expect(v).toMatchObject({ kind: 'legacy', legacyVersions: ['2025-06-18'] });
+    }
   });
 
   it('-32022 naming only revisions mcpx does not speak is "no common version"', () => {
-    const v = discoverVerdict(err(-32022, { supported: ['2031-01-01'] }), OFFERED, ['2026-07-28']);
+    const v = discoverVerdict(err(-32022, { supported: ['2031-01-01'] }), OFFERED, false);
     expect(v).toMatchObject({ kind: 'no-common', supported: ['2031-01-01'] });
   });
 
   it('-32022 without a supported list is a modern error', () => {
-    expect(discoverVerdict(err(-32022), OFFERED, []).kind).toBe('modern-error');
+    expect(discoverVerdict(err(-32022), OFFERED, false).kind).toBe('modern-error');
   });
 
   it.each([-32020, -32021])('%i is a modern error: never fall back', (code) => {
-    expect(discoverVerdict(err(code), OFFERED, []).kind).toBe('modern-error');
+    expect(discoverVerdict(err(code), OFFERED, false).kind).toBe('modern-error');
   });
 
   it.each([-32601, -32602, -32000, -32001, -32603, 1])('any other error (%i) means legacy', (code) => {
-    expect(discoverVerdict(err(code), OFFERED, []).kind).toBe('legacy');
+    expect(discoverVerdict(err(code), OFFERED, false).kind).toBe('legacy');
   });
 
   it.each([
@@ -84,7 +99,7 @@ describe('discover verdicts (era-probe.md §3)', () => {
     ['an array', []],
     ['supportedVersions not an array', { supportedVersions: '2026-07-28' }],
   ])('a success that is not a DiscoverResult (%s) means legacy', (_, result) => {
-    expect(discoverVerdict({ result }, OFFERED, []).kind).toBe('legacy');
+    expect(discoverVerdict({ result }, OFFERED, false).kind).toBe('legacy');
   });
 });
 
@@ -105,5 +120,27 @@ describe('initialize verdicts (era-probe.md §3, last paragraph)', () => {
   it('a refusal naming modern revisions hints at a modern-only server', () => {
     expect(initializeVerdict(err(-32022, { supported: ['2026-07-28'] }))).toMatchObject({ kind: 'refused', modernHint: true });
     expect(initializeVerdict(err(-32602))).toMatchObject({ kind: 'refused', modernHint: false });
+  });
+});
+
+describe('the -32022 rule for ordinary modern requests (versionRefusal)', () => {
+  const refusal = (data?: unknown) => ({ code: -32022, message: 'Unsupported protocol version', ...(data === undefined ? {} : { data }) });
+
+  it('retries once at the newest offered version the server lists, even the one just sent', () => {
+    expect(versionRefusal('tools/list', refusal({ supported: ['2026-07-28'], requested: '2026-07-28' }), OFFERED, false)).toMatchObject({ kind: 'retry', version: '2026-07-28' });
+    expect(versionRefusal('tools/list', refusal({ supported: ['2026-07-28', '2027-03-01'] }), ['2027-03-01', '2026-07-28'], false)).toMatchObject({ kind: 'retry', version: '2027-03-01' });
+  });
+
+  it('never a second retry: the refusal of the retry is final, naming the method', () => {
+    const v = versionRefusal('tools/call', refusal({ supported: ['2026-07-28'], requested: '2026-07-28' }), OFFERED, true);
+    expect(v).toMatchObject({ kind: 'final', supported: ['2026-07-28'] });
+    expect(v.why).toContain('tools/call at 2026-07-28 got -32022 again');
+  });
+
+  it('nothing mcpx speaks is final at once; only legacy revisions is legacy-only; no list is malformed', () => {
+    expect(versionRefusal('tools/list', refusal({ supported: ['2031-01-01'] }), OFFERED, false)).toMatchObject({ kind: 'final', supported: ['2031-01-01'] });
+    expect(versionRefusal('tools/list', refusal({ supported: ['2025-11-25', '2025-06-18'] }), OFFERED, false)).toMatchObject({ kind: 'legacy-only', legacyVersions: ['2025-11-25', '2025-06-18'] });
+    expect(versionRefusal('tools/list', refusal(), OFFERED, false).kind).toBe('malformed');
+    expect(versionRefusal('tools/list', refusal({ supported: '2026-07-28' }), OFFERED, false).kind).toBe('malformed');
   });
 });

@@ -172,12 +172,20 @@ describe('the /v1 API over real fixture servers', () => {
       expect((await get('/v1/nothing-here')).body.error.code).toBe('MCPX_NOT_FOUND');
     });
 
-    it('/v1/ask answers 501 naming the later feature', async () => {
-      for (const [method, url] of [['POST', '/v1/ask'], ['GET', '/v1/ask/1?waitMs=10'], ['POST', '/v1/ask/1/answers'], ['POST', '/v1/ask/1/abandon']] as const) {
+    it('/v1/ask: an unknown ask is 404, a bad body or query is 400 naming the field (the rest: test/server/asks.test.ts)', async () => {
+      for (const [method, url] of [['GET', '/v1/ask/nope?waitMs=10'], ['POST', '/v1/ask/nope/abandon']] as const) {
         const r = await h.app.inject({ method, url });
-        expect(r.statusCode, url).toBe(501);
-        expect(r.json().error).toMatchObject({ code: 'MCPX_NOT_IMPLEMENTED', message: expect.stringContaining('questions relayed across eras') });
+        expect(r.statusCode, url).toBe(404);
+        expect(r.json().error).toMatchObject({ code: 'MCPX_NOT_FOUND' });
       }
+      const noServer = await post('/v1/ask', { server: 'nobody', tool: 'echo' });
+      expect(noServer.status).toBe(404);
+      expect(noServer.body.error.code).toBe('MCPX_UNKNOWN_SERVER');
+      const badCaps = await post('/v1/ask', { server: 'dual', tool: 'echo', capabilities: { sampling: true } });
+      expect(badCaps.status).toBe(400);
+      expect(badCaps.body.error).toMatchObject({ code: 'MCPX_BAD_REQUEST', path: ['capabilities', 'sampling'], in: 'body' });
+      const badWait = await get('/v1/ask/nope?waitMs=soon');
+      expect(badWait.body.error).toMatchObject({ code: 'MCPX_BAD_REQUEST', path: ['waitMs'], in: 'query' });
     });
 
     it('/mcp refuses a request that is neither a 2026-07-28 request nor a legacy initialize, and an unknown server', async () => {

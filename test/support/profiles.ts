@@ -28,8 +28,11 @@ export const MACHINE_PREFERENCES: MachinePreference[] = ['prefer-discover', 'pre
 
 export interface Profile {
   name: string;
-  /** How the server reacts to a probe request. `version` is what mcpx offered; `wire` the transport it came over. */
-  react(method: 'server/discover' | 'initialize', version: string, wire: WireTransport): Reaction;
+  /**
+   * How the server reacts to a probe request. `version` is what mcpx offered; `wire` the transport it came
+   * over; `nth` how many requests of this method the same process received before this one.
+   */
+  react(method: 'server/discover' | 'initialize', version: string, wire: WireTransport, nth: number): Reaction;
   /** An HTTP upstream (the session machine's HTTP rules apply). */
   http?: boolean;
   spawnFails?: boolean | WireTransport[];
@@ -68,15 +71,15 @@ const E = (code: string): Outcome => ({ error: code });
 
 function profile(
   name: string,
-  discover: Reaction | ((version: string) => Reaction),
+  discover: Reaction | ((version: string, nth: number) => Reaction),
   initialize: Reaction | ((wire: WireTransport) => Reaction),
   expect: [Expectation, Expectation, Expectation, Expectation],
   extra: Partial<Profile> = {},
 ): Profile {
   return {
     name,
-    react: (method, version, wire) =>
-      method === 'server/discover' ? (typeof discover === 'function' ? discover(version) : discover) : typeof initialize === 'function' ? initialize(wire) : initialize,
+    react: (method, version, wire, nth) =>
+      method === 'server/discover' ? (typeof discover === 'function' ? discover(version, nth) : discover) : typeof initialize === 'function' ? initialize(wire) : initialize,
     expect: { 'prefer-discover': expect[0], 'prefer-initialize': expect[1], 'force-discover': expect[2], 'force-initialize': expect[3] },
     ...extra,
   };
@@ -106,6 +109,13 @@ export const PROFILES: Profile[] = [
   profile('-32022 then retry with a mutual version',
     (v) => (v === '2026-07-28' ? now(discoverResult(['2026-07-28'])) : now(error(-32022, { supported: ['2026-07-28'], requested: v }))),
     now(refuseModern), [M, M, M, E(MISMATCH)], { modernVersions: ['2027-03-01', '2026-07-28'] }),
+  // The -32022 rule: one retry at the best mutual version, even the one just refused; a second -32022 is final.
+  profile('modern, refuses the first discover listing the version it refused (request-metadata)',
+    (v, nth) => (nth === 0 ? now(error(-32022, { supported: ['2026-07-28'], requested: v })) : now(discoverResult())), now(refuseModern), [M, M, M, E(MISMATCH)]),
+  profile('modern, refuses every discover listing the version it refused', (v) => now(error(-32022, { supported: ['2026-07-28'], requested: v })), now(refuseModern),
+    [E('MCPX_NO_COMMON_VERSION'), E('MCPX_NO_COMMON_VERSION'), E('MCPX_NO_COMMON_VERSION'), E(MISMATCH)]),
+  profile('modern, refuses every discover at any version it lists', (v) => now(error(-32022, { supported: ['2027-03-01', '2026-07-28'], requested: v })), now(refuseModern),
+    [E('MCPX_NO_COMMON_VERSION'), E('MCPX_NO_COMMON_VERSION'), E('MCPX_NO_COMMON_VERSION'), E(MISMATCH)], { modernVersions: ['2027-03-01', '2026-07-28'] }),
   profile('modern error -32020', now(error(-32020)), now(initResult()), [E('MCPX_MODERN_PROTOCOL_ERROR'), L, E('MCPX_MODERN_PROTOCOL_ERROR'), L]),
   profile('modern error -32021', now(error(-32021, { requiredCapabilities: { elicitation: {} } })), now(initResult()), [E('MCPX_MODERN_PROTOCOL_ERROR'), L, E('MCPX_MODERN_PROTOCOL_ERROR'), L]),
   profile('legacy answering an unknown revision', now(error(-32601)), now(initResult('1999-01-01')),
@@ -121,6 +131,12 @@ export const PROFILES: Profile[] = [
     [M, M, M, E(MISMATCH)], { modernVersions: ['2027-03-01', '2026-07-28'] }),
   profile('modern, slow -32022 then retry, answers out of order', (v) => late(v === '2026-07-28' ? discoverResult() : error(-32022, { supported: ['2026-07-28'], requested: v })), now(refuseModern),
     [M, M, M, E(MISMATCH)], { modernVersions: ['2027-03-01', '2026-07-28'], outOfOrder: true }),
+  profile('modern, slow, refuses the first discover listing the version it refused',
+    (v, nth) => late(nth === 0 ? error(-32022, { supported: ['2026-07-28'], requested: v }) : discoverResult()), now(refuseModern), [M, M, M, E(MISMATCH)]),
+  profile('modern, slow, refuses every discover listing the version it refused', (v) => late(error(-32022, { supported: ['2026-07-28'], requested: v })), now(refuseModern),
+    [E('MCPX_NO_COMMON_VERSION'), E('MCPX_NO_COMMON_VERSION'), E('MCPX_NO_COMMON_VERSION'), E(MISMATCH)]),
+  profile('modern, slow, refuses every discover listing the version it refused, out of order', (v) => late(error(-32022, { supported: ['2026-07-28'], requested: v })), now(refuseModern),
+    [E('MCPX_NO_COMMON_VERSION'), E('MCPX_NO_COMMON_VERSION'), E('MCPX_NO_COMMON_VERSION'), E(MISMATCH)], { outOfOrder: true }),
   profile('modern error -32020, slow', late(error(-32020)), now(initResult()), [E('MCPX_MODERN_PROTOCOL_ERROR'), L, E('MCPX_MODERN_PROTOCOL_ERROR'), L]),
   profile('modern error -32020, slow, refusal out of order', late(error(-32020)), now(refuseModern), [E('MCPX_MODERN_PROTOCOL_ERROR'), E('MCPX_MODERN_PROTOCOL_ERROR'), E('MCPX_MODERN_PROTOCOL_ERROR'), E(MISMATCH)], { outOfOrder: true }),
   profile('no common revision, slow', late(error(-32022, { supported: ['2031-01-01'] })), now(error(-32022, { supported: ['2031-01-01'] })),
@@ -158,6 +174,8 @@ export const HTTP_PROFILES: Profile[] = [
   profile('http 503 to initialize', now(error(-32601)), fail('status', 503), [E(UNAVAILABLE), E(UNAVAILABLE), E(MISMATCH), E(UNAVAILABLE)], http),
   profile('http 401', fail('unauthorized', 401), fail('unauthorized', 401), [E('MCPX_UNAUTHORIZED'), E('MCPX_UNAUTHORIZED'), E('MCPX_UNAUTHORIZED'), E('MCPX_UNAUTHORIZED')], http),
   profile('http connection refused', fail('connection'), fail('connection'), [E(UNAVAILABLE), E(UNAVAILABLE), E(UNAVAILABLE), E(UNAVAILABLE)], http),
+  profile('http modern, refuses the first request listing the version it refused (request-metadata)',
+    (v, nth) => (nth === 0 ? now(error(-32022, { supported: ['2026-07-28'], requested: v })) : now(discoverResult())), now(refuseModern), [M, M, M, E(MISMATCH)], http),
   profile('http -32022 in a 400, then retry',
     (v) => (v === '2026-07-28' ? now(discoverResult()) : now(error(-32022, { supported: ['2026-07-28'], requested: v }))),
     now(refuseModern), [M, M, M, E(MISMATCH)], { ...http, modernVersions: ['2027-03-01', '2026-07-28'] }),

@@ -4,6 +4,7 @@
  */
 import type { WireTransport } from '../../src/machines/session.machine.js';
 import { McpxError } from '../../src/errors.js';
+import type { Answer } from '../../src/machines/verdict.js';
 import type { Channel, CloseInfo, JsonRpcId, JsonRpcMessage, JsonRpcRequest } from '../../src/transports/types.js';
 import type { Profile } from './profiles.js';
 
@@ -13,6 +14,10 @@ export interface WireRecord {
   method: string;
   id?: string | number;
   version?: string;
+  /** How many requests of this method the process had received before this one. */
+  nth?: number;
+  /** The JSON-RPC answer the process gave, once it gave one. */
+  answer?: Answer;
 }
 
 export class SimulatedUpstream {
@@ -41,6 +46,8 @@ export class SimulatedChannel implements Channel {
   private startResolve: (() => void) | undefined;
   private startReject: ((e: Error) => void) | undefined;
   private isClosed = false;
+  /** This process's record of each request it received, by id. */
+  private readonly records = new Map<string | number, WireRecord>();
   readonly pid: number;
 
   constructor(private readonly upstream: SimulatedUpstream, readonly attempt: number, readonly transport: WireTransport = 'stdio') {
@@ -71,8 +78,14 @@ export class SimulatedChannel implements Channel {
     const params = (message.params ?? {}) as Record<string, unknown>;
     const meta = (params._meta ?? {}) as Record<string, unknown>;
     const version = (meta['io.modelcontextprotocol/protocolVersion'] ?? params.protocolVersion) as string | undefined;
-    this.upstream.wire.push({ process: this.attempt, transport: this.transport, method: message.method, ...('id' in message ? { id: message.id } : {}), ...(version ? { version } : {}) });
-    if ('id' in message) this.pending.push(message);
+    const record: WireRecord = { process: this.attempt, transport: this.transport, method: message.method, ...(version ? { version } : {}) };
+    if ('id' in message) {
+      record.id = message.id;
+      record.nth = [...this.records.values()].filter((r) => r.method === message.method).length;
+      this.records.set(message.id, record);
+      this.pending.push(message);
+    }
+    this.upstream.wire.push(record);
   }
 
   /** Answer the request with this id the way the profile says. Returns false when the profile stays silent. */
@@ -80,8 +93,8 @@ export class SimulatedChannel implements Channel {
     const idx = this.pending.findIndex((r) => r.id === id);
     if (idx < 0) throw new Error(`process ${this.attempt} has no pending request ${id}; pending: ${this.pending.map((r) => r.id).join(', ')}`);
     const req = this.pending[idx]!;
-    const version = String((((req.params ?? {})._meta ?? {}) as Record<string, unknown>)['io.modelcontextprotocol/protocolVersion'] ?? (req.params ?? {}).protocolVersion);
-    const reaction = this.upstream.profile.react(req.method as 'server/discover' | 'initialize', version, this.transport);
+    const record = this.records.get(req.id)!;
+    const reaction = this.upstream.profile.react(req.method as 'server/discover' | 'initialize', record.version ?? '', this.transport, record.nth ?? 0);
     if (reaction.kind === 'silent') return 'silent';
     if (reaction.kind === 'exit') {
       this.exit(1);
@@ -95,6 +108,7 @@ export class SimulatedChannel implements Channel {
       for (const l of this.requestErrorListeners) l(req.id, error);
       return 'failed';
     }
+    record.answer = reaction.answer;
     const message = { jsonrpc: '2.0' as const, id: req.id, ...reaction.answer } as JsonRpcMessage;
     for (const l of this.messageListeners) l(message);
     return 'answered';

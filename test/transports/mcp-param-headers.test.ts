@@ -7,7 +7,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { McpxError } from '../../src/errors.js';
 import { requestParams } from '../../src/transports/mcp-messages.js';
-import { encodeParamValue, paramHeaderSpec, paramHeaders, type ParamHeader } from '../../src/transports/mcp-param-headers.js';
+import { encodeParamValue, paramHeaderProblem, paramHeaderSpec, paramHeaders, type ParamHeader } from '../../src/transports/mcp-param-headers.js';
 import { RpcPeer } from '../../src/transports/rpc-peer.js';
 import { StreamableHttpChannel, encodeMcpHeaderValue } from '../../src/transports/streamable-http.js';
 import type { Channel, CloseInfo, JsonRpcMessage, SendOptions } from '../../src/transports/types.js';
@@ -374,5 +374,27 @@ describe('StreamableHttpChannel puts send() headers on modern POSTs only', () =>
     await p.request('tools/list', {}, { headers: { 'Mcp-Param-Region': 'eu' } }).catch(() => undefined);
     const sent = httpRequests(f.log, 'tools/list').at(-1)!;
     expect(sent.headers['mcp-param-region']).toBeUndefined();
+  });
+});
+
+describe('paramHeaderProblem (mcpx serving 2026-07-28 callers)', () => {
+  const spec = { params: [{ property: ['region'], header: 'Mcp-Param-Region' }, { property: ['n'], header: 'Mcp-Param-N' }] };
+  const headers = (h: Record<string, string>) => (name: string) => h[name];
+
+  it('accepts agreeing headers: plain, padded with white space, base64, numbers as text', () => {
+    expect(paramHeaderProblem(spec, { region: 'eu-west', n: 3 }, headers({ 'Mcp-Param-Region': 'eu-west', 'Mcp-Param-N': '3' }))).toBeUndefined();
+    expect(paramHeaderProblem(spec, { region: 'eu-west' }, headers({ 'Mcp-Param-Region': '  eu-west  ' }))).toBeUndefined();
+    expect(paramHeaderProblem(spec, { region: 'Grüße' }, headers({ 'Mcp-Param-Region': `=?base64?${Buffer.from('Grüße').toString('base64')}?=` }))).toBeUndefined();
+    // without both the prefix and the suffix, a value is literal
+    expect(paramHeaderProblem(spec, { region: '=?base64?abc' }, headers({ 'Mcp-Param-Region': '=?base64?abc' }))).toBeUndefined();
+  });
+
+  it('refuses a mismatch, a missing header, a header for an absent argument, raw non-ASCII, bad base64', () => {
+    expect(paramHeaderProblem(spec, { region: 'eu' }, headers({ 'Mcp-Param-Region': 'us' }))).toMatch(/does not match/);
+    expect(paramHeaderProblem(spec, { region: 'eu' }, headers({}))).toMatch(/is missing/);
+    expect(paramHeaderProblem(spec, {}, headers({ 'Mcp-Param-Region': 'eu' }))).toMatch(/argument "region" is absent/);
+    expect(paramHeaderProblem(spec, { region: 'é' }, headers({ 'Mcp-Param-Region': 'é' }))).toMatch(/characters/);
+    expect(paramHeaderProblem(spec, { region: 'Hello' }, headers({ 'Mcp-Param-Region': '=?base64?SGVsbG8?=' }))).toMatch(/not valid base64/);
+    expect(paramHeaderProblem(spec, { region: 'Hello' }, headers({ 'Mcp-Param-Region': '=?base64?SGVs!!!bG8=?=' }))).toMatch(/not valid base64/);
   });
 });

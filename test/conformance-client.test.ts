@@ -1,0 +1,61 @@
+/**
+ * The official MCP conformance suite's client scenarios (`@modelcontextprotocol/conformance`, pinned in
+ * package.json) with mcpx's upstream session as the client, at 2025-11-25 and 2026-07-28: every scenario
+ * `conformance list --client` names must pass, unless conformance/client-not-applicable.yml says it does
+ * not apply or conformance/client-expected-failures.yml says it fails today (and it still does).
+ * scripts/conformance.ts decides; this test runs it as built by `npm test` (dist/), two CLI runs at a time.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../src/server/package-info.js';
+
+const RUNNER = join(packageRoot(), 'dist', 'scripts', 'conformance.js');
+
+interface Result {
+  scenario: string;
+  version: string;
+  verdict: 'pass' | 'FAIL' | 'xfail' | 'STALE';
+  passed: number;
+  failed: number;
+}
+
+let runner: ChildProcess | undefined;
+let dir: string | undefined;
+afterAll(async () => {
+  // The runner kills every CLI process group it started when it gets SIGTERM.
+  if (runner && runner.exitCode === null && runner.signalCode === null) runner.kill('SIGTERM');
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('conformance client scenarios, mcpx session as the client', () => {
+  it('every applicable scenario passes at 2025-11-25 and 2026-07-28', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'mcpx-conformance-client-'));
+    const json = join(dir, 'results.json');
+    const run = await new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawn(process.execPath, [RUNNER, '--parallel', '2', '--timeout', '30', '--json', json], {
+        env: { ...process.env, NODE_OPTIONS: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      runner = child;
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+      child.on('close', (code) => resolve({ code, out }));
+    });
+    // The table and the summary, for the test log.
+    // eslint-disable-next-line no-console
+    console.log(run.out.slice(run.out.indexOf('\nSCENARIO')).trim());
+    expect(run.code, run.out).toBe(0);
+
+    const report = JSON.parse(await readFile(json, 'utf8')) as { ok: boolean; results: Result[]; stale: string[] };
+    expect(report.ok).toBe(true);
+    expect(report.stale).toEqual([]);
+    expect(report.results.filter((r) => r.verdict !== 'pass' && r.verdict !== 'xfail')).toEqual([]);
+    // Both versions were run, and the scenario behind the -32022 rule (docs/decisions.md) is among the passes.
+    expect(new Set(report.results.map((r) => r.version))).toEqual(new Set(['2025-11-25', '2026-07-28']));
+    expect(report.results.find((r) => r.scenario === 'request-metadata' && r.version === '2026-07-28')).toMatchObject({ verdict: 'pass', failed: 0 });
+  }, 110_000);
+});

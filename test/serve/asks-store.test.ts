@@ -1,0 +1,143 @@
+/**
+ * AskStore on its own, with a scripted call in place of an upstream: what the hooks hand back to the
+ * session (JSON-RPC results and errors, inputResponses, round failures), and the bookkeeping the daemon
+ * tests cannot time precisely (timeouts of one question in a round, eviction, a daemon stop).
+ * The real upstreams of both eras are in test/server/asks.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { AskStore, missingCapability, type AskOutcome, type AskStoreOptions } from '../../src/serve/asks.js';
+import type { CallContext } from '../../src/pool/types.js';
+import type { JsonRpcRequest } from '../../src/transports/types.js';
+
+/** A store whose calls wait to be driven by the test: `calls[i]` is the i-th call's context and its settle function. */
+function scripted(opts: Partial<AskStoreOptions> = {}) {
+  const calls: Array<{ ctx: CallContext; finish: (o: AskOutcome) => void }> = [];
+  const store = new AskStore({
+    run: (_start, ctx) => new Promise<AskOutcome>((finish) => {
+      calls.push({ ctx, finish });
+      ctx.signal?.addEventListener('abort', () => finish({ ok: false, error: { code: 'MCPX_REQUEST_CANCELLED', message: 'cancelled' } }));
+    }),
+    questionTimeoutMs: () => 60_000,
+    ...opts,
+  });
+  return { store, calls };
+}
+const tick = () => new Promise((r) => setImmediate(r));
+const elicit = (id: number, params: Record<string, unknown> = { message: 'name?', requestedSchema: { type: 'object' } }): JsonRpcRequest => ({ jsonrpc: '2.0', id, method: 'elicitation/create', params: { ...params, _meta: { progressToken: id } } });
+
+describe('AskStore', () => {
+  it('a legacy question: the answer is the JSON-RPC result; a refusal is a JSON-RPC error naming why', async () => {
+    const { store, calls } = scripted();
+    const ask = store.start({ server: 's', tool: 't', args: {}, capabilities: { elicitation: {} } });
+    await tick();
+    const { ctx } = calls[0]!;
+    expect(ctx).toMatchObject({ callId: ask.id, capabilities: { elicitation: {} } });
+    const pending = ctx.onServerRequest!(elicit(0), { ...ctx });
+    const v = store.get(ask.id);
+    expect(v.status).toBe('input_required');
+    expect(v.questions[0]!.params).toEqual({ message: 'name?', requestedSchema: { type: 'object' } });
+    store.answer(ask.id, { [v.questions[0]!.id]: { action: 'accept', content: { name: 'Ada' } } });
+    await expect(pending).resolves.toEqual({ action: 'accept', content: { name: 'Ada' } });
+    expect(store.get(ask.id).status).toBe('working');
+
+    // Not declared: refused at once, with -32601 and the capability named.
+    await expect(ctx.onServerRequest!({ jsonrpc: '2.0', id: 1, method: 'roots/list' }, ctx)).rejects.toEqual({ code: -32601, message: expect.stringContaining('did not declare the roots capability') });
+    // Not a question mcpx relays at all.
+    await expect(ctx.onServerRequest!({ jsonrpc: '2.0', id: 2, method: 'tasks/get' }, ctx)).rejects.toMatchObject({ code: -32601 });
+    // Another call's context: never this ask's question.
+    await expect(ctx.onServerRequest!(elicit(3), { ...ctx, callId: 'someone-else' })).rejects.toMatchObject({ code: -32603, message: expect.stringContaining('another call') });
+    expect(store.get(ask.id).refused.map((r) => r.reason)).toEqual(['capability', 'unsupported', 'misrouted']);
+
+    calls[0]!.finish({ ok: true, result: { content: [] } });
+    await tick();
+    expect(store.get(ask.id)).toMatchObject({ status: 'completed', result: { content: [] } });
+    expect(store.stats()).toEqual({ asks: 1, running: 0, finished: 1, openQuestions: 0, callsInFlight: 0 });
+    store.close();
+  });
+
+  it('a modern round: all answers go back together, keyed as asked; one question timing out ends the round and closes its siblings', async () => {
+    const { store, calls } = scripted({ questionTimeoutMs: () => 50 });
+    const ask = store.start({ server: 's', tool: 't', args: {}, capabilities: { elicitation: { form: {} }, sampling: {} } });
+    await tick();
+    const { ctx } = calls[0]!;
+    const requests = {
+      who: { method: 'elicitation/create', params: { mode: 'form', message: 'who?', requestedSchema: { type: 'object' } } },
+      llm: { method: 'sampling/createMessage', params: { messages: [], maxTokens: 5 } },
+    };
+    const round = ctx.onInputRequired!(requests, ctx);
+    const qs = store.get(ask.id).questions;
+    expect(qs.map((q) => [q.method, q.via, q.key])).toEqual([['elicitation/create', 'input-required', 'who'], ['sampling/createMessage', 'input-required', 'llm']]);
+    store.answer(ask.id, { [qs[0]!.id]: { action: 'decline' } });
+    store.answer(ask.id, { [qs[1]!.id]: { role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' } });
+    await expect(round).resolves.toEqual({ who: { action: 'decline' }, llm: { role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' } });
+
+    const second = ctx.onInputRequired!(requests, ctx);
+    const [a, b] = store.get(ask.id).questions;
+    store.answer(ask.id, { [a!.id]: { action: 'accept', content: {} } });
+    await expect(second).rejects.toMatchObject({ code: 'MCPX_REQUEST_TIMEOUT', data: { reason: 'timeout', question: b!.id } });
+    expect(store.get(ask.id)).toMatchObject({ questions: [], refused: [{ questionId: b!.id, reason: 'timeout' }] });
+
+    // Undeclared (URL mode, only form declared): the round is refused before anything is put to the caller.
+    await expect(ctx.onInputRequired!({ go: { method: 'elicitation/create', params: { mode: 'url', url: 'https://x', message: 'm' } } }, ctx))
+      .rejects.toMatchObject({ code: 'MCPX_QUESTION_REFUSED', data: { reason: 'capability', key: 'go' } });
+    expect(store.get(ask.id).asked).toBe(4);
+    store.close();
+  });
+
+  it('abandon and a daemon stop cancel the call and refuse what is open; finished asks beyond maxKept are dropped', async () => {
+    const { store, calls } = scripted({ limits: { maxKept: 1 } });
+    const one = store.start({ server: 's', tool: 't', args: {}, capabilities: { elicitation: {} } });
+    await tick();
+    const q = calls[0]!.ctx.onServerRequest!(elicit(0), calls[0]!.ctx);
+    store.abandon(one.id);
+    await expect(q).rejects.toMatchObject({ code: -32603, message: expect.stringContaining('abandoned') });
+    expect(calls[0]!.ctx.signal?.aborted).toBe(true);
+    await tick();
+    expect(store.stats()).toMatchObject({ running: 0, openQuestions: 0, callsInFlight: 0 });
+
+    const two = store.start({ server: 's', tool: 't', args: {} });
+    await tick();
+    calls[1]!.finish({ ok: false, error: { code: 'MCPX_TOOL_ERROR', message: 'no', data: { result: { isError: true, content: [] } } } });
+    await tick();
+    expect(store.get(two.id)).toMatchObject({ status: 'failed', result: { isError: true }, error: { code: 'MCPX_TOOL_ERROR' } });
+    store.start({ server: 's', tool: 't', args: {} }); // two finished, one kept: the oldest goes
+    expect(() => store.get(one.id)).toThrow(expect.objectContaining({ code: 'MCPX_NOT_FOUND' }));
+    expect(store.get(two.id).status).toBe('failed');
+
+    const running = store.start({ server: 's', tool: 't', args: {}, capabilities: { sampling: {} } });
+    await tick();
+    const last = calls[calls.length - 1]!;
+    const pending = last.ctx.onInputRequired!({ llm: { method: 'sampling/createMessage', params: {} } }, last.ctx);
+    store.close();
+    await expect(pending).rejects.toMatchObject({ code: 'MCPX_ASK_EXPIRED' });
+    expect(last.ctx.signal?.aborted).toBe(true);
+    expect(() => store.get(running.id)).toThrow(expect.objectContaining({ code: 'MCPX_NOT_FOUND' }));
+    expect(() => store.start({ server: 's', tool: 't', args: {} })).toThrow(expect.objectContaining({ code: 'MCPX_SHUTTING_DOWN' }));
+  });
+
+  it('wait() returns on a change, at its deadline, or when its poller goes', async () => {
+    const { store, calls } = scripted();
+    const ask = store.start({ server: 's', tool: 't', args: {}, capabilities: { roots: {} } });
+    await tick();
+    const t0 = Date.now();
+    const waiting = store.wait(ask.id, 5_000);
+    setTimeout(() => void calls[0]!.ctx.onServerRequest!({ jsonrpc: '2.0', id: 0, method: 'roots/list' }, calls[0]!.ctx).catch(() => undefined), 30);
+    expect((await waiting).status).toBe('input_required');
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    store.answer(ask.id, { [store.get(ask.id).questions[0]!.id]: { roots: [] } });
+    expect((await store.wait(ask.id, 40)).status).toBe('working');
+    const gone = new AbortController();
+    setTimeout(() => gone.abort(), 20);
+    expect((await store.wait(ask.id, 5_000, gone.signal)).status).toBe('working');
+    store.close();
+  });
+
+  it('which capability a question needs', () => {
+    expect(missingCapability('elicitation/create', {}, { elicitation: {} })).toBeUndefined();
+    expect(missingCapability('elicitation/create', { mode: 'form' }, { elicitation: { url: {} } })).toBe('elicitation.form');
+    expect(missingCapability('elicitation/create', { mode: 'url' }, { elicitation: {} })).toBe('elicitation.url');
+    expect(missingCapability('elicitation/create', { mode: 'url' }, { elicitation: { url: {} } })).toBeUndefined();
+    expect(missingCapability('sampling/createMessage', {}, {})).toBe('sampling');
+    expect(missingCapability('roots/list', {}, { roots: {} })).toBeUndefined();
+  });
+});
