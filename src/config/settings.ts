@@ -340,6 +340,13 @@ export const SETTINGS = [
     description: 'Idle instances above the floor are stopped after this long.',
   }),
   setting({
+    path: 'serve.questionTtl',
+    codec: durationCodec(1_000),
+    default: 600_000,
+    restart: true,
+    description: 'How long a 2026-07-28 caller of mcpx serve or /mcp has to answer a question round: the signed requestState expires after this.',
+  }),
+  setting({
     path: 'paths.state',
     codec: pathCodec,
     default: ({ env, home }) => defaultStateDir(env, home),

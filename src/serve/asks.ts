@@ -52,6 +52,8 @@ export interface AskStart {
    */
   method?: 'tools/call' | 'prompts/get' | 'resources/read';
   params?: Record<string, unknown>;
+  /** How long a question of this ask may wait for its answer, when shorter than the server's request timeout. */
+  questionTimeoutMs?: number;
   /** MCP client capabilities the caller can honour (`elicitation: {form?, url?}`, `sampling`, `roots`); none: every question is refused. */
   capabilities?: Record<string, unknown>;
   callerProtocol?: string;
@@ -531,7 +533,8 @@ export class AskStore {
   private put(ask: Ask, method: QuestionMethod, params: Record<string, unknown>, via: QuestionView['via'], key: string | undefined, hand: Pick<Question, 'deliver' | 'refuse'>): Question {
     const q: Question = { id: `q${++this.nextQuestion}`, method, params, via, key, askedAt: Date.now(), state: 'open', timer: undefined, ...hand };
     ask.questions.set(q.id, q);
-    const ms = this.opts.questionTimeoutMs(ask.start.server);
+    // A front's caller cannot answer after its requestState expires: no need to wait longer than that.
+    const ms = Math.min(this.opts.questionTimeoutMs(ask.start.server), ask.start.questionTimeoutMs ?? Infinity);
     q.timer = setTimeout(() => this.closeQuestion(ask, q, 'timeout', `nobody answered ${method} within ${ms} ms`), ms).unref();
     this.log.debug({ ask: ask.id, question: q.id, method, via }, 'question put');
     this.changed(ask);

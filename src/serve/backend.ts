@@ -111,7 +111,7 @@ export interface AskBackend {
     server: string,
     tool: string,
     args: Record<string, unknown>,
-    ctx: RelayContext & { capabilities: Record<string, unknown>; method?: 'tools/call' | 'prompts/get' | 'resources/read'; params?: Record<string, unknown> },
+    ctx: RelayContext & { capabilities: Record<string, unknown>; method?: 'tools/call' | 'prompts/get' | 'resources/read'; params?: Record<string, unknown>; questionTimeoutMs?: number },
   ): Promise<{ id: string }>;
   /** Waits up to `waitMs` for questions or the end. */
   askPoll(id: string, waitMs: number, ctx: RelayContext): Promise<AskView>;

@@ -52,6 +52,7 @@ export class ControllerBackend implements FrontBackend {
         args,
         ...(ctx.method === undefined ? {} : { method: ctx.method }),
         ...(ctx.params === undefined ? {} : { params: ctx.params }),
+        ...(ctx.questionTimeoutMs === undefined ? {} : { questionTimeoutMs: ctx.questionTimeoutMs }),
         capabilities: ctx.capabilities,
         ...(ctx.callerProtocol ? { callerProtocol: ctx.callerProtocol } : {}),
         ...(ctx.session ? { session: ctx.session } : {}),

@@ -354,9 +354,18 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
       }
     } else {
       // inputResponses with no requestState answer nothing mcpx asked: ignored, as unknown params are.
-      id = (await asks.ask(upstream, start.tool, start.args, { ...rctx, capabilities: caps, ...(start.method ? { method: start.method } : {}), ...(start.params ? { params: start.params } : {}) })).id;
+      // A 2026-07-28 caller cannot answer once its state expired; a legacy one is bounded by the shim's round timeout.
+      const questionTimeoutMs = era === 'modern' ? (cfg.questionTtlSeconds ?? 600) * 1000 : undefined;
+      id = (await asks.ask(upstream, start.tool, start.args, {
+        ...rctx,
+        capabilities: caps,
+        ...(start.method ? { method: start.method } : {}),
+        ...(start.params ? { params: start.params } : {}),
+        ...(questionTimeoutMs === undefined ? {} : { questionTimeoutMs }),
+      })).id;
     }
     const abandon = () => void asks.askAbandon(id).catch(() => undefined);
+    let keep = false;
     ctx.mcpReq.signal.addEventListener('abort', abandon, { once: true });
     try {
       return await relayed(ctx, rctx, async (r) => {
@@ -370,14 +379,16 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
             const pairs: Array<[string, string]> = v.questions.map((q, i) => [new Set(keys).size === keys.length ? keys[i]! : q.id, q.id]);
             const inputRequests = Object.fromEntries(v.questions.map((q, i) => [pairs[i]![0], { method: q.method, ...(q.params === undefined ? {} : { params: q.params }) }]));
             const requestState = await codec.mint({ ask: id, questions: pairs, name }, ctx);
-            ctx.mcpReq.signal.removeEventListener('abort', abandon);
+            // A legacy caller's request stays open while the SDK's shim puts the questions to it: if the
+            // caller goes away meanwhile, the ask is abandoned. A 2026-07-28 caller's request ends here.
+            if (era === 'legacy') keep = true;
             return { input: inputRequired({ inputRequests: inputRequests as never, requestState }) as never };
           }
           if (ctx.mcpReq.signal.aborted) throw new RelayError('MCPX_REQUEST_CANCELLED', 'the caller cancelled the request');
         }
       });
     } finally {
-      ctx.mcpReq.signal.removeEventListener('abort', abandon);
+      if (!keep) ctx.mcpReq.signal.removeEventListener('abort', abandon);
     }
   };
 

@@ -12,7 +12,7 @@
  * The split uses the SDK's own `isLegacyRequest`, so it routes exactly as the SDK's entry would.
  * Access rules (Host, Origin, bearer token) are the daemon's and run before any of this.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import {
   createMcpHandler,
   isInitializeRequest,
@@ -34,6 +34,8 @@ export interface HttpEntryOptions {
   maxSessions?: number;
   /** A legacy session unused this long is closed. Default 30 minutes. */
   sessionIdleMs?: number;
+  /** How long a 2026-07-28 caller has to answer a question round (`serve.questionTtl`). */
+  questionTtlSeconds?: number;
 }
 
 export interface EntryMode {
@@ -59,6 +61,8 @@ export class McpHttpEntry {
   private readonly sessions = new Map<string, LegacySession>();
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
+  /** The per-daemon key that signs requestState. */
+  private readonly stateKey = randomBytes(32);
 
   constructor(opts: HttpEntryOptions) {
     this.opts = opts;
@@ -133,6 +137,9 @@ export class McpHttpEntry {
       backend: this.opts.backend,
       version: this.opts.version,
       logger: this.log,
+      // One signing key for every front of this entry: a retry may reach another instance.
+      stateKey: this.stateKey,
+      ...(this.opts.questionTtlSeconds === undefined ? {} : { questionTtlSeconds: this.opts.questionTtlSeconds }),
       ...(mode.passthrough === undefined ? {} : { passthrough: mode.passthrough }),
       ...(mode.servers === undefined ? {} : { servers: mode.servers }),
     };

@@ -36,6 +36,8 @@ export class SocketBackend implements FrontBackend {
   private following: { stop: () => void } | undefined;
   private starting: Promise<void> | undefined;
   private closed = false;
+  /** Requests that must reach the daemon even while serve closes (abandons). */
+  private readonly pending = new Set<Promise<void>>();
 
   constructor(opts: SocketBackendOptions) {
     this.opts = opts;
@@ -148,6 +150,7 @@ export class SocketBackend implements FrontBackend {
         capabilities: ctx.capabilities,
         ...(ctx.method === undefined ? {} : { method: ctx.method }),
         ...(ctx.params === undefined ? {} : { params: ctx.params }),
+        ...(ctx.questionTimeoutMs === undefined ? {} : { questionTimeoutMs: ctx.questionTimeoutMs }),
         ...(ctx.session ? { session: ctx.session } : {}),
       };
       return this.json<{ id: string }>('POST', '/v1/ask', body, ctx);
@@ -157,7 +160,11 @@ export class SocketBackend implements FrontBackend {
       await this.json('POST', `/v1/ask/${encodeURIComponent(id)}/answers`, { answers }, {});
     },
     askAbandon: async (id) => {
-      await this.json('POST', `/v1/ask/${encodeURIComponent(id)}/abandon`, {}, {});
+      // Kept until sent, so a serve that is closing (its client left) still tells the daemon.
+      const sent = this.json('POST', `/v1/ask/${encodeURIComponent(id)}/abandon`, {}, {}).then(() => undefined);
+      this.pending.add(sent);
+      void sent.catch(() => undefined).finally(() => this.pending.delete(sent));
+      await sent;
     },
   };
 
@@ -225,6 +232,8 @@ export class SocketBackend implements FrontBackend {
 
   async close(): Promise<void> {
     this.closed = true;
+    // Let abandons already under way reach the daemon (bounded: a gone daemon must not hold serve open).
+    await Promise.race([Promise.allSettled([...this.pending]), new Promise((r) => setTimeout(r, 2_000).unref())]);
     this.following?.stop();
     this.following = undefined;
     await this.http?.close().catch(() => undefined);

@@ -51,6 +51,7 @@ export async function runServe(opts: ServeOptions): Promise<void> {
     version: packageVersion(),
     logger,
     session: `serve-${process.pid}-${randomUUID().slice(0, 8)}`,
+    ...(opts.target.questionTtlMs === undefined ? {} : { questionTtlSeconds: Math.ceil(opts.target.questionTtlMs / 1000) }),
     ...(opts.passthrough === undefined ? {} : { passthrough: opts.passthrough }),
     ...(opts.servers === undefined ? {} : { servers: opts.servers }),
   });

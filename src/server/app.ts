@@ -445,6 +445,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       args: body.args,
       ...(body.method === undefined ? {} : { method: body.method }),
       ...(body.params === undefined ? {} : { params: body.params }),
+      ...(body.questionTimeoutMs === undefined ? {} : { questionTimeoutMs: body.questionTimeoutMs }),
       capabilities: body.capabilities ?? {},
       ...(callerProtocol ? { callerProtocol } : {}),
       ...(session ? { session } : {}),

@@ -165,7 +165,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     });
     const shutdown = () => void handle.stop('shutdown requested over the API');
     // One /mcp entry for both listeners: a legacy MCP session is the same whichever way it came in.
-    const mcp = new McpHttpEntry({ backend: new ControllerBackend(controller), version, logger });
+    const mcp = new McpHttpEntry({ backend: new ControllerBackend(controller), version, logger, questionTtlSeconds: Math.ceil(settings.get('serve.questionTtl') / 1000) });
     cleanups.push(() => mcp.close());
     const common = { controller, logger, version, startedAt, info, shutdown, isStopping: () => stopping, mcp };
     const socketApp = await buildApp({ ...common, listener: 'socket' });

@@ -61,6 +61,7 @@ export const askBodySchema = callBodySchema
   .extend({
     method: z.enum(['tools/call', 'prompts/get', 'resources/read']).optional().meta({ description: 'The request (default tools/call). For prompts/get and resources/read, `params` is the request\'s params and `tool` names the prompt or resource.' }),
     params: z.record(z.string(), z.unknown(), { error: 'params must be an object' }).optional(),
+    questionTimeoutMs: z.number().int().positive().max(2_147_483_647).optional().meta({ description: 'How long a question may wait for its answer, when shorter than the server\'s request timeout (a front passes its requestState lifetime).' }),
     capabilities: askCapabilitiesSchema.optional().meta({
       description: 'The MCP client capabilities the caller can answer. A modern upstream gets them in each request\'s `_meta`; a question needing one not declared here is refused at once. Default {}: nothing can be asked.',
     }),

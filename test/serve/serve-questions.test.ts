@@ -82,6 +82,9 @@ describe('questions across eras through mcpx serve and /mcp', () => {
     const config = writeConfig(dir.path, {
       old: { fixture: 'asking-v2', protocol: 'force-initialize' },
       new: { fixture: 'asking-v2', protocol: 'force-discover' },
+      // dual-v2 offers legacy_only_ask (push-style elicitation) on legacy sessions only
+      fol: { fixture: 'dual-v2', protocol: 'follow' },
+      dis: { fixture: 'dual-v2', protocol: 'prefer-discover' },
     });
     const port = await freePort();
     const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config, MCPX_DAEMON_PORT: String(port) });
@@ -141,6 +144,24 @@ describe('questions across eras through mcpx serve and /mcp', () => {
       }
     }
   }, 120_000);
+
+  it('follow end to end: a legacy caller is asked over the legacy lane; a 2026-07-28 caller reaches the modern session; under prefer-discover legacy callers share it', async () => {
+    const ada: Person = { name: 'Ada', seen: [] };
+    const legacy = await connect('legacy', 'stdio', target, ada);
+    const modern = await connect('modern', 'http', target, { name: 'Bob', seen: [] });
+    try {
+      expect(textOf(await legacy.call('fol__legacy_only_ask'))).toBe('hello Ada era=legacy');
+      expect(ada.seen).toEqual(['What is your name?']);
+      // the modern session has no such tool: the caller's mistake, as the upstream would say
+      await expect(modern.call('fol__legacy_only_ask')).rejects.toThrow(/Unknown tool/);
+      expect(textOf(await modern.call('fol__echo', { text: 'm' }))).toBe('m era=modern');
+      await expect(legacy.call('dis__legacy_only_ask')).rejects.toThrow(/Unknown tool/);
+      expect(textOf(await legacy.call('dis__echo', { text: 'l' }))).toBe('l era=modern');
+    } finally {
+      await legacy.close();
+      await modern.close();
+    }
+  }, 60_000);
 
   it('a caller that declared nothing is never asked: a modern upstream says -32021, a legacy one is refused at once', async () => {
     const { stdioCaller } = await import('./clients.js');
