@@ -8,7 +8,11 @@ import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/clien
 import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
-import { MCPX } from '../cli/helpers.js';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { cleanEnv, ForegroundDaemon, MCPX, readJson, until } from '../cli/helpers.js';
+import { writeConfig, type ServerEntry } from '../server/helpers.js';
+import { tempDir } from '../support/real.js';
 
 export type CallerEra = 'legacy' | 'modern';
 export type Way = 'stdio' | 'http';
@@ -116,4 +120,29 @@ export function freePort(): Promise<number> {
 /** The text of a tool result's content. */
 export function textOf(result: Record<string, any>): string {
   return (result['content'] as Array<{ type: string; text?: string }> | undefined)?.filter((c) => c.type === 'text').map((c) => c.text).join('\n') ?? '';
+}
+
+/** A daemon for the serve tests: a temp folder, a config of `servers`, the Unix socket and loopback TCP with its token. */
+export interface ServeDaemon {
+  dir: string;
+  state: string;
+  socket: string;
+  config: string;
+  env: NodeJS.ProcessEnv;
+  /** The /mcp URL on the TCP listener. */
+  url: string;
+  token: string;
+  remove(): Promise<void>;
+}
+
+export async function startServeDaemon(prefix: string, servers: Record<string, ServerEntry>, extraEnv: Record<string, string> = {}): Promise<ServeDaemon> {
+  const dir = await tempDir(prefix);
+  const state = join(dir.path, 'state');
+  const socket = join(state, 'daemon.sock');
+  const config = writeConfig(dir.path, servers);
+  const port = await freePort();
+  const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config, MCPX_DAEMON_PORT: String(port), ...extraEnv });
+  await ForegroundDaemon.start(socket, [], { env });
+  await until(() => existsSync(join(state, 'daemon.json')), 10_000, 'daemon.json'); // written just after the socket answers
+  return { dir: dir.path, state, socket, config, env, url: `http://127.0.0.1:${port}/mcp`, token: readJson(join(state, 'daemon.json')).token, remove: dir.remove };
 }

@@ -5,15 +5,12 @@
  * preference. Which era served each call is the fixture's own word (its echo names the era it was
  * built for), checked against the era table; under `follow` the caller's era picks the lane.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CANONICAL_PREFERENCES, type Preference } from '../../src/machines/preference.js';
 import type { FixtureName } from '../fixtures/index.js';
-import { writeConfig, type FixtureServer } from '../server/helpers.js';
-import { tempDir } from '../support/real.js';
-import { cleanEnv, ForegroundDaemon, killAll, readJson, until } from '../cli/helpers.js';
-import { freePort, httpCaller, stdioCaller, textOf, type CallerEra, type McpCaller, type Way } from './clients.js';
+import type { FixtureServer } from '../server/helpers.js';
+import { killAll } from '../cli/helpers.js';
+import { httpCaller, startServeDaemon, stdioCaller, textOf, type CallerEra, type McpCaller, type Way } from './clients.js';
 
 type Kind = 'legacy' | 'dual' | 'modern';
 const FIXTURE: Record<Kind, FixtureName> = { legacy: 'legacy-v1', dual: 'dual-v2', modern: 'modern-v2' };
@@ -43,17 +40,11 @@ describe('mcpx serve and /mcp: both callers × every upstream × every preferenc
   let token: string;
 
   beforeAll(async () => {
-    dir = await tempDir('mcpx-serve-eras-');
-    const state = join(dir.path, 'state');
     const servers: Record<string, FixtureServer> = {};
     for (const p of CANONICAL_PREFERENCES) for (const kind of KINDS) servers[name(kind, p)] = { fixture: FIXTURE[kind], protocol: p };
-    const config = writeConfig(dir.path, servers);
-    const port = await freePort();
-    env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config, MCPX_DAEMON_PORT: String(port) });
-    await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env });
-    await until(() => existsSync(join(state, 'daemon.json')), 10_000, 'daemon.json'); // written just after the socket answers
-    token = readJson(join(state, 'daemon.json')).token;
-    url = `http://127.0.0.1:${port}/mcp`;
+    const d = await startServeDaemon('mcpx-serve-eras-', servers);
+    dir = { path: d.dir, remove: d.remove };
+    ({ env, url, token } = d);
   }, 60_000);
   afterAll(async () => {
     await killAll();

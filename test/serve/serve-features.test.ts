@@ -5,15 +5,14 @@
  * callers (a config reload; an upstream's own list_changed).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { methodsReceived, readWireLog } from '../fixtures/wire-log-read.js';
 import { writeConfig, type ServerEntry } from '../server/helpers.js';
-import { tempDir } from '../support/real.js';
-import { cleanEnv, ForegroundDaemon, killAll, MCPX, mcpxJson, readJson, until } from '../cli/helpers.js';
-import { freePort, httpCaller, stdioCaller, textOf, type CallerEra, type McpCaller, type Way } from './clients.js';
+import { killAll, MCPX, mcpxJson, until } from '../cli/helpers.js';
+import { httpCaller, startServeDaemon, stdioCaller, textOf, type CallerEra, type McpCaller, type Way } from './clients.js';
 
 const LONG_TOOL = `a_tool_whose_name_is_much_longer_than_the_sixty_four_characters_${'x'.repeat(6)}`;
 
@@ -26,21 +25,15 @@ describe('mcpx serve and /mcp: features', () => {
   let servers: Record<string, ServerEntry>;
 
   beforeAll(async () => {
-    dir = await tempDir('mcpx-serve-features-');
-    const state = join(dir.path, 'state');
     servers = {
       rich: { fixture: 'rich-v2' },
       richlegacy: { fixture: 'rich-v2', protocol: 'prefer-initialize' },
       tools: { fixture: 'serve-tools' },
       legacy: { fixture: 'legacy-v1' },
     };
-    config = writeConfig(dir.path, servers);
-    const port = await freePort();
-    env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config, MCPX_DAEMON_PORT: String(port) });
-    await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env });
-    await until(() => existsSync(join(state, 'daemon.json')), 10_000, 'daemon.json'); // written just after the socket answers
-    token = readJson(join(state, 'daemon.json')).token;
-    url = `http://127.0.0.1:${port}/mcp`;
+    const d = await startServeDaemon('mcpx-serve-features-', servers);
+    dir = { path: d.dir, remove: d.remove };
+    ({ env, url, token, config } = d);
   }, 60_000);
   afterAll(async () => {
     await killAll();

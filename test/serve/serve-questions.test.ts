@@ -5,8 +5,6 @@
  * (the official SDK v1 client: real requests) or a 2026-07-28 caller (the SDK v2 client: input_required
  * results it fulfils and retries), through `mcpx serve` and `/mcp`.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -14,10 +12,8 @@ import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeConfig } from '../server/helpers.js';
-import { tempDir } from '../support/real.js';
-import { api, cleanEnv, ForegroundDaemon, killAll, MCPX, readJson, until } from '../cli/helpers.js';
-import { freePort, textOf } from './clients.js';
+import { api, killAll, MCPX, until } from '../cli/helpers.js';
+import { startServeDaemon, textOf } from './clients.js';
 
 type Era = 'legacy' | 'modern';
 type Way = 'stdio' | 'http';
@@ -77,21 +73,15 @@ describe('questions across eras through mcpx serve and /mcp', () => {
   let target: { env: NodeJS.ProcessEnv; url: string; token: string; socket: string };
 
   beforeAll(async () => {
-    dir = await tempDir('mcpx-serve-questions-');
-    const state = join(dir.path, 'state');
-    const config = writeConfig(dir.path, {
+    const d = await startServeDaemon('mcpx-serve-questions-', {
       old: { fixture: 'asking-v2', protocol: 'force-initialize' },
       new: { fixture: 'asking-v2', protocol: 'force-discover' },
       // dual-v2 offers legacy_only_ask (push-style elicitation) on legacy sessions only
       fol: { fixture: 'dual-v2', protocol: 'follow' },
       dis: { fixture: 'dual-v2', protocol: 'prefer-discover' },
     });
-    const port = await freePort();
-    const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config, MCPX_DAEMON_PORT: String(port) });
-    const socket = join(state, 'daemon.sock');
-    await ForegroundDaemon.start(socket, [], { env });
-    await until(() => existsSync(join(state, 'daemon.json')), 10_000, 'daemon.json');
-    target = { env, url: `http://127.0.0.1:${port}/mcp`, token: readJson(join(state, 'daemon.json')).token, socket };
+    dir = { path: d.dir, remove: d.remove };
+    target = { env: d.env, url: d.url, token: d.token, socket: d.socket };
   }, 60_000);
   afterAll(async () => {
     await killAll();

@@ -4,15 +4,12 @@
  * upstream's own input key is kept. And a caller that goes away mid-question: the call is abandoned
  * and the upstream is told, and the session goes on serving.
  */
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { methodsReceived, readWireLog } from '../fixtures/wire-log-read.js';
-import { writeConfig } from '../server/helpers.js';
-import { tempDir } from '../support/real.js';
-import { cleanEnv, ForegroundDaemon, killAll, MCPX, readJson, until } from '../cli/helpers.js';
-import { freePort, stdioCaller, textOf } from './clients.js';
+import { killAll, MCPX, until } from '../cli/helpers.js';
+import { startServeDaemon, stdioCaller, textOf } from './clients.js';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -31,18 +28,12 @@ describe('requestState between question rounds, and a caller that goes away', ()
   let id = 1;
 
   beforeAll(async () => {
-    dir = await tempDir('mcpx-serve-state-');
-    const state = join(dir.path, 'state');
-    const config = writeConfig(dir.path, {
+    const d = await startServeDaemon('mcpx-serve-state-', {
       new: { fixture: 'asking-v2', protocol: 'force-discover' },
       old: { fixture: 'asking-v2', protocol: 'force-initialize' },
-    });
-    const port = await freePort();
-    env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config, MCPX_DAEMON_PORT: String(port), MCPX_SERVE_QUESTION_TTL: '4s' });
-    await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env });
-    await until(() => existsSync(join(state, 'daemon.json')), 10_000, 'daemon.json');
-    token = readJson(join(state, 'daemon.json')).token;
-    url = `http://127.0.0.1:${port}/mcp`;
+    }, { MCPX_SERVE_QUESTION_TTL: '4s' });
+    dir = { path: d.dir, remove: d.remove };
+    ({ env, url, token } = d);
   }, 60_000);
   afterAll(async () => {
     await killAll();
