@@ -1,6 +1,6 @@
 /**
- * Builders for the MCP messages mcpx sends, in each era. Shapes follow
- * ../shared/reference/mcp-wire-facts.md §1.2 (2026-07-28 `_meta`) and §5 (2025-11-25 initialize).
+ * Builders for the MCP messages mcpx sends, in each era: the 2026-07-28 per-request `_meta` envelope
+ * (protocol version, client capabilities, client info) and the 2025-11-25 `initialize` handshake.
  * Pure functions: no I/O, no era decisions (the caller says which era to build for).
  */
 import { createRequire } from 'node:module';
