@@ -128,6 +128,15 @@ async function withProgress<T>(client: DaemonClient, server: string | undefined,
   }
 }
 
+/** How old an era record is, in the largest whole unit (its age decides whether it is still used: upstream.eraCacheMaxAge). */
+function recordAge(at: string): string {
+  const ms = Math.max(0, Date.now() - Date.parse(at));
+  if (!Number.isFinite(ms)) return '?';
+  const units: Array<[string, number]> = [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1_000]];
+  for (const [u, n] of units) if (ms >= n) return `${Math.floor(ms / n)}${u}`;
+  return '0s';
+}
+
 function resultText(result: Record<string, unknown>): string {
   const content = result['content'];
   if (!Array.isArray(content)) return JSON.stringify(result, null, 2);
@@ -334,7 +343,7 @@ function buildProgram(): Command {
             s.era ?? 'not started',
             s.negotiated,
             s.eraSource,
-            s.cached ? `${s.cached.era} ${s.cached.version}` : null,
+            s.cached ? `${s.cached.era} ${s.cached.version}, ${recordAge(s.cached.at)} old` : null,
             s.legacyLane ? `${s.legacyLane.state}${s.legacyLane.reason ? ` (${clip(s.legacyLane.reason, 40)})` : ''}` : null,
           ]),
         ),

@@ -292,6 +292,12 @@ export const SETTINGS = [
     description: 'Remember each upstream\'s era in <state>/upstream-eras.json so later starts try it first.',
   }),
   setting({
+    path: 'upstream.eraCacheMaxAge',
+    codec: durationCodec(0),
+    default: 7 * 24 * 60 * 60 * 1000,
+    description: 'A cached era older than this gets the normal probe again (and is rewritten), so a server upgraded under the same command is noticed.',
+  }),
+  setting({
     path: 'upstream.probeTimeout',
     codec: durationCodec(0),
     default: 2_000,

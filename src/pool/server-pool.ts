@@ -118,7 +118,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       key = null; // a definition with neither command nor url: every start will fail and say why
     }
     this.cacheKey = key;
-    const cached = key && !isForced(config.preference) ? deps.cache?.get(key) ?? null : null;
+    const cached = key && !isForced(config.preference) ? deps.cache?.usable(key) ?? null : null;
     this.actor = createActor(poolMachine, {
       id: `pool:${config.name}`,
       input: {

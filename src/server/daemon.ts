@@ -130,6 +130,11 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
   const startedAt = Date.now();
   try {
     cache = await EraCache.open(stateDir, { logger: logger.child({ component: 'era-cache' }) });
+    cache.maxAgeMs = settings.get('upstream.eraCacheMaxAge');
+    const eraCache = cache;
+    settings.onChange((c) => {
+      if (c.path === 'upstream.eraCacheMaxAge') eraCache.maxAgeMs = Number(c.value);
+    });
     catalogStore = await CatalogStore.open(stateDir, { logger: logger.child({ component: 'catalog' }) });
     const registry = createPoolRegistry({ settings, cache, logger });
     controller = new Controller({

@@ -63,9 +63,27 @@ const FORMAT: StateFileFormat<EraRecord> = {
  * MCPX_CACHE_IO when the file cannot be written, the record staying in memory for the next write),
  * `delete`, `whenIdle`, `file`, `enabled`: all from LockedJsonFile.
  */
+/** `upstream.eraCacheMaxAge`'s default: a week. */
+export const ERA_CACHE_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000;
+
 export class EraCache extends LockedJsonFile<EraRecord> {
+  /**
+   * `upstream.eraCacheMaxAge`: a record older than this is treated as absent when deciding a probe, so
+   * a server upgraded under the same command (an unversioned `npx -y pkg`) is noticed; the probe then
+   * rewrites it.
+   */
+  maxAgeMs = ERA_CACHE_MAX_AGE_MS;
+
   private constructor(stateDir: string, opts: EraCacheOptions) {
     super(stateDir, FORMAT, opts);
+  }
+
+  /** The record to decide a probe by: none when it is older than `maxAgeMs` (or has no readable date). */
+  usable(key: string, now = Date.now()): EraRecord | undefined {
+    const r = this.get(key);
+    if (!r) return undefined;
+    const at = Date.parse(r.at);
+    return Number.isFinite(at) && now - at <= this.maxAgeMs ? r : undefined;
   }
 
   /** Loads `<stateDir>/upstream-eras.json`. Never throws for what the file contains (or for failing to read it). */

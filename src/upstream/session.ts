@@ -182,7 +182,7 @@ export class UpstreamSession extends EventEmitter {
     this.cacheKey = eraCacheKey(opts.definition);
     this.log = (opts.logger ?? silentLogger).child({ server: opts.name });
     const forced = opts.preference === 'force-discover' || opts.preference === 'force-initialize';
-    const cached = forced ? null : opts.cache?.get(this.cacheKey) ?? null;
+    const cached = forced ? null : opts.cache?.usable(this.cacheKey) ?? null;
     this.actor = createActor(sessionMachine, {
       id: `session:${opts.name}`,
       input: {

@@ -37,6 +37,7 @@ const PROTOCOL_LIST = 'use one of: prefer-discover, prefer-initialize, force-dis
 const NAMES: Record<string, { env: string; flag: string; envAliases?: string[]; flagAliases?: string[] }> = {
   'upstream.protocol': { env: 'MCPX_UPSTREAM_PROTOCOL', flag: '--upstream-protocol' },
   'upstream.eraCache': { env: 'MCPX_UPSTREAM_ERA_CACHE', flag: '--upstream-era-cache' },
+  'upstream.eraCacheMaxAge': { env: 'MCPX_UPSTREAM_ERA_CACHE_MAX_AGE', flag: '--upstream-era-cache-max-age' },
   'upstream.probeTimeout': { env: 'MCPX_UPSTREAM_PROBE_TIMEOUT', flag: '--upstream-probe-timeout' },
   'upstream.startTimeout': { env: 'MCPX_UPSTREAM_START_TIMEOUT', flag: '--upstream-start-timeout' },
   'upstream.requestTimeout': { env: 'MCPX_UPSTREAM_REQUEST_TIMEOUT', flag: '--upstream-request-timeout' },
@@ -58,6 +59,7 @@ const NAMES: Record<string, { env: string; flag: string; envAliases?: string[]; 
 const SAMPLE: Record<string, [string, unknown]> = {
   'upstream.protocol': ['follow', 'follow'],
   'upstream.eraCache': ['off', false],
+  'upstream.eraCacheMaxAge': ['2d', 172_800_000],
   'upstream.probeTimeout': ['750ms', 750],
   'upstream.startTimeout': ['3m', 180_000],
   'upstream.requestTimeout': ['45s', 45_000],
@@ -120,6 +122,7 @@ describe('declarations', () => {
     expect(s.snapshot()).toEqual({
       'upstream.protocol': 'prefer-discover',
       'upstream.eraCache': true,
+      'upstream.eraCacheMaxAge': 604_800_000,
       'upstream.probeTimeout': 2_000,
       'upstream.startTimeout': 120_000,
       'upstream.requestTimeout': 300_000,
@@ -293,7 +296,7 @@ describe('bad values name their source', () => {
   it('config file: unknown keys in a block and blocks that are not objects', () => {
     const err = caught(() => make({ file: { upstream: { protocl: 'follow' }, pool: 'big' }, filePath: '/x/.mcpx.json' })) as SettingValueError;
     expect(err.problems.map((p) => p.message)).toEqual([
-      'config /x/.mcpx.json: upstream.protocl: not a setting (did you mean upstream.protocol?); upstream takes protocol, eraCache, probeTimeout, startTimeout, requestTimeout, inheritEnv',
+      'config /x/.mcpx.json: upstream.protocl: not a setting (did you mean upstream.protocol?); upstream takes protocol, eraCache, eraCacheMaxAge, probeTimeout, startTimeout, requestTimeout, inheritEnv',
       'config /x/.mcpx.json: pool: must be an object with the keys scope, max, sharing, idleTimeout',
     ]);
   });

@@ -20,6 +20,9 @@ import { expected, HTTP_PROFILES, MACHINE_PREFERENCES, PROFILES, type CacheState
 import { SimulatedUpstream, type WireRecord } from '../support/simulated-channel.js';
 import { allTransitions, transitionRecorder } from '../support/chart-coverage.js';
 
+/** A record date within upstream.eraCacheMaxAge (older records are probed again). */
+const RECENT = new Date(Date.now() - 60_000).toISOString();
+
 const PROBE_TIMEOUT = 2_000;
 const START_TIMEOUT = 60_000;
 const MAX_PROBE_REQUESTS = 10;
@@ -112,9 +115,9 @@ const serializeState = (s: SessionSnapshot) =>
 
 function cachedRecord(cache: CacheState): EraRecord | null {
   if (cache === 'none') return null;
-  if (cache === 'legacy-sse') return { era: 'legacy', version: '2024-11-05', at: '2026-11-29T00:00:00Z', source: 'probe', transport: 'sse' };
-  if (cache === 'modern-refusing') return { era: 'modern', version: '2026-07-28', at: '2026-11-29T00:00:00Z', source: 'probe', initialize: 'refused' };
-  return { era: cache, version: cache === 'legacy' ? '2025-11-25' : '2026-07-28', at: '2026-11-29T00:00:00Z', source: 'probe' };
+  if (cache === 'legacy-sse') return { era: 'legacy', version: '2024-11-05', at: RECENT, source: 'probe', transport: 'sse' };
+  if (cache === 'modern-refusing') return { era: 'modern', version: '2026-07-28', at: RECENT, source: 'probe', initialize: 'refused' };
+  return { era: cache, version: cache === 'legacy' ? '2025-11-25' : '2026-07-28', at: RECENT, source: 'probe' };
 }
 
 function inputFor(p: Profile, pref: MachinePreference, cache: CacheState): SessionInput {
@@ -162,7 +165,7 @@ async function replay(p: Profile, pref: MachinePreference, cache: CacheState, pa
   const clock = new SimulatedClock();
   const writes: EraRecord[] = [];
   const record = cachedRecord(cache);
-  const fakeCache = { get: () => record ?? undefined, set: async (_k: string, r: EraRecord) => void writes.push(r) } as unknown as EraCache;
+  const fakeCache = { get: () => record ?? undefined, usable: () => record ?? undefined, set: async (_k: string, r: EraRecord) => void writes.push(r) } as unknown as EraCache;
   const input = inputFor(p, pref, cache);
   const session = new UpstreamSession({
     name: 'sim',

@@ -27,6 +27,9 @@ import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
 import { AutoUpstream, settle } from '../support/auto-upstream.js';
 import { allTransitions, transitionRecorder } from '../support/chart-coverage.js';
 
+/** A record date within upstream.eraCacheMaxAge (older records are probed again). */
+const RECENT = new Date(Date.now() - 60_000).toISOString();
+
 type Snap = SnapshotFrom<typeof poolMachine>;
 type Path = StatePath<Snap, PoolMachineEvent>;
 
@@ -205,8 +208,8 @@ interface Sut {
 
 function newSut(m: ModelConfig): Sut {
   const up = new AutoUpstream({ kind: 'dual', gatedStart: true, gatedStop: true });
-  const record: EraRecord | undefined = m.cachedEra ? { era: m.cachedEra, version: m.cachedEra === 'modern' ? '2026-07-28' : '2025-11-25', at: '2026-01-01T00:00:00Z', source: 'probe' } : undefined;
-  const cache = { get: () => record, set: async () => undefined } as unknown as EraCache;
+  const record: EraRecord | undefined = m.cachedEra ? { era: m.cachedEra, version: m.cachedEra === 'modern' ? '2026-07-28' : '2025-11-25', at: RECENT, source: 'probe' } : undefined;
+  const cache = { get: () => record, usable: () => record, set: async () => undefined } as unknown as EraCache;
   const pool = new ServerPool(
     { name: 'sim', definition: { command: 'simulated-server' }, preference: m.preference, limits: m.limits, probeTimeoutMs: 60_000, startTimeoutMs: 600_000 },
     { sessionFactory: up.sessionFactory(), clock: new SimulatedClock(), inspect: recorder(takenByReplays), cache },

@@ -8,6 +8,9 @@ import { eraCacheKey } from '../../src/upstream/process-key.js';
 import { settle, textOf } from '../support/auto-upstream.js';
 import { LEGACY_CALLER, MODERN_CALLER, simPool, sleep, until, type SimPool } from './helpers.js';
 
+/** A record date within upstream.eraCacheMaxAge (older records are probed again). */
+const RECENT = new Date(Date.now() - 60_000).toISOString();
+
 const open: SimPool[] = [];
 function make(...args: Parameters<typeof simPool>): SimPool {
   const p = simPool(...args);
@@ -327,6 +330,7 @@ describe('events, reports, era cache', () => {
     const records = new Map<string, EraRecord>();
     const cache = {
       get: (k: string) => (gets.push(k), records.get(k)),
+      usable: (k: string) => (gets.push(k), records.get(k)),
       set: async (k: string, r: EraRecord) => (writes.push([k, r]), void records.set(k, r)),
     } as unknown as EraCache;
     const s = make({ preference: 'follow', upstream: { kind: 'dual' }, deps: { cache } });
@@ -342,8 +346,8 @@ describe('events, reports, era cache', () => {
 
   it('a wrong cached era is reported as server.era.stale', async () => {
     const key = eraCacheKey({ command: 'simulated-server' });
-    const stale: EraRecord = { era: 'legacy', version: '2025-11-25', at: '2026-01-01T00:00:00Z', source: 'probe' };
-    const cache = { get: (k: string) => (k === key ? stale : undefined), set: async () => undefined } as unknown as EraCache;
+    const stale: EraRecord = { era: 'legacy', version: '2025-11-25', at: RECENT, source: 'probe' };
+    const cache = { get: (k: string) => (k === key ? stale : undefined), usable: (k: string) => (k === key ? stale : undefined), set: async () => undefined } as unknown as EraCache;
     const s = make({ upstream: { kind: 'modern' }, deps: { cache } });
     await s.pool.callTool('echo', { text: 'x' });
     expect(s.events.filter((e) => e.type === 'server.era.stale')).toEqual([{ type: 'server.era.stale', server: 'sim', cached: stale, found: 'modern' }]);

@@ -11,6 +11,9 @@ import { EraCache } from '../../src/upstream/era-cache.js';
 import { readWireLog, received } from '../fixtures/wire-log-read.js';
 import { realSession, tempDir, type FixtureSpec } from '../support/real.js';
 
+/** A record date within upstream.eraCacheMaxAge (older records are probed again). */
+const RECENT = new Date(Date.now() - 60_000).toISOString();
+
 let dir: { path: string; remove: () => Promise<void> };
 beforeAll(async () => {
   dir = await tempDir();
@@ -122,7 +125,7 @@ describe('a wrong cached era', () => {
     const log = join(dir.path, 'stale-modern.log');
     const { session } = realSession(log, { fixture: 'modern-v2' }, 'prefer-discover');
     const cache = await EraCache.open(state);
-    await cache.set(session.cacheKey, { era: 'legacy', version: '2025-11-25', at: '2026-01-01T00:00:00Z', source: 'probe' });
+    await cache.set(session.cacheKey, { era: 'legacy', version: '2025-11-25', at: RECENT, source: 'probe' });
     const r = await run(state, log, { fixture: 'modern-v2' }, 'prefer-discover');
     expect(r.info).toMatchObject({ era: 'modern', eraSource: 'probe' });
     expect(r.probeRequests).toEqual(['initialize', 'server/discover']);
@@ -135,11 +138,39 @@ describe('a wrong cached era', () => {
     const log = join(dir.path, 'stale-legacy.log');
     const { session } = realSession(log, { fixture: 'legacy-v1' }, 'prefer-discover');
     const cache = await EraCache.open(state);
-    await cache.set(session.cacheKey, { era: 'modern', version: '2026-07-28', at: '2026-01-01T00:00:00Z', source: 'probe' });
+    await cache.set(session.cacheKey, { era: 'modern', version: '2026-07-28', at: RECENT, source: 'probe' });
     const r = await run(state, log, { fixture: 'legacy-v1' }, 'prefer-discover');
     expect(r.info).toMatchObject({ era: 'legacy', eraSource: 'probe' });
     expect(r.stale).toHaveLength(1);
     expect(r.record).toMatchObject({ era: 'legacy' });
+  });
+});
+
+describe('upstream.eraCacheMaxAge', () => {
+  it('a cached legacy record older than the max age gets the normal probe again and is rewritten: a server upgraded to dual is noticed', async () => {
+    const state = await freshState();
+    const log = join(dir.path, 'aged.log');
+    const { session } = realSession(log, { fixture: 'dual-v2' }, 'prefer-discover');
+    const cache = await EraCache.open(state);
+    const old = new Date(Date.now() - 8 * 24 * 60 * 60 * 1000).toISOString();
+    await cache.set(session.cacheKey, { era: 'legacy', version: '2025-11-25', at: old, source: 'probe' });
+    expect(cache.usable(session.cacheKey)).toBeUndefined(); // 8 days > the default 7
+    const r = await run(state, log, { fixture: 'dual-v2' }, 'prefer-discover');
+    expect(r.probeRequests).toEqual(['server/discover']); // not initialize first, as a usable legacy record would make it
+    expect(r.info).toMatchObject({ era: 'modern', eraSource: 'probe' });
+    expect(r.record).toMatchObject({ era: 'modern' });
+    expect(Date.parse(r.record!.at)).toBeGreaterThan(Date.parse(old));
+  });
+
+  it('a record within the max age is used (initialize first, no discover)', async () => {
+    const state = await freshState();
+    const log = join(dir.path, 'young.log');
+    const { session } = realSession(log, { fixture: 'legacy-v1' }, 'prefer-discover');
+    const cache = await EraCache.open(state);
+    await cache.set(session.cacheKey, { era: 'legacy', version: '2025-11-25', at: new Date(Date.now() - 6 * 24 * 60 * 60 * 1000).toISOString(), source: 'probe' });
+    const r = await run(state, log, { fixture: 'legacy-v1' }, 'prefer-discover');
+    expect(r.probeRequests).toEqual(['initialize']);
+    expect(r.info).toMatchObject({ era: 'legacy', eraSource: 'cache' });
   });
 });
 
@@ -152,7 +183,7 @@ describe('force-* never read or write the cache', () => {
     const log = join(dir.path, `${pref}.log`);
     const { session } = realSession(log, { fixture }, pref);
     // A deliberately wrong record: a forced session must neither follow nor fix it.
-    const wrong = { era: era === 'modern' ? 'legacy' : 'modern', version: 'x', at: '2026-01-01T00:00:00Z', source: 'probe' } as const;
+    const wrong = { era: era === 'modern' ? 'legacy' : 'modern', version: 'x', at: RECENT, source: 'probe' } as const;
     const cache = await EraCache.open(state);
     await cache.set(session.cacheKey, wrong);
     const file = join(state, 'upstream-eras.json');
