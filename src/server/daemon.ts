@@ -326,7 +326,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
   // already shows them. A user's own servers start on first use (some are heavy: a browser, an index).
   if (config.demo === true) {
     for (const s of config.servers) {
-      if (!s.disabled) void controller.tools(s.name).catch((err: unknown) => log.warn({ server: s.name, err }, 'could not start a demo server'));
+      if (!s.disabled) void controller.tools(s.name, {}, { fresh: true }).catch((err: unknown) => log.warn({ server: s.name, err }, 'could not start a demo server'));
     }
   }
   return handle;

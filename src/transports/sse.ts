@@ -49,6 +49,7 @@ export class SseDecoder {
   private eventType = '';
   private lastId: string | undefined;
   private isStopped = false;
+  private retryMs: number | undefined;
 
   constructor(options: SseDecoderOptions) {
     this.onEvent = options.onEvent;
@@ -58,6 +59,16 @@ export class SseDecoder {
 
   get stopped(): boolean {
     return this.isStopped;
+  }
+
+  /** The last event id the stream set (resumption sends it as Last-Event-ID). */
+  get lastEventId(): string | undefined {
+    return this.lastId;
+  }
+
+  /** The reconnection time the stream's last valid `retry` field gave, in ms. */
+  get retry(): number | undefined {
+    return this.retryMs;
   }
 
   push(chunk: Uint8Array): void {
@@ -146,8 +157,13 @@ export class SseDecoder {
         if (!id.includes('\0')) this.lastId = id;
         break;
       }
+      case 'retry': {
+        const value = line.toString('utf8', valueStart);
+        if (/^[0-9]+$/.test(value)) this.retryMs = Number(value);
+        break;
+      }
       default:
-        break; // retry, unknown fields
+        break; // unknown fields
     }
   }
 

@@ -19,6 +19,7 @@
  * reported through onRequestError, never thrown from send() and never as a close: HTTP has no process
  * to die, so onClose fires only from close().
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request, type Dispatcher } from 'undici';
 import { McpxError, MessageTooLargeError, TransportClosedError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
 import { META } from '../machines/versions.js';
@@ -42,6 +43,39 @@ export const DEFAULT_HTTP_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 const ERROR_BODY_READ_BYTES = 1024 * 1024;
 /** close(): how long the session DELETE may take. */
 const DELETE_TIMEOUT_MS = 2000;
+/** SSE reconnection delay when the server gave no `retry` field. */
+const DEFAULT_RETRY_MS = 1000;
+/** Longest wait between reconnection attempts of the standalone GET stream (backoff cap). */
+const MAX_BACKOFF_MS = 30_000;
+/** The standalone GET stream is given up after this many failed attempts in a row. */
+const MAX_STANDALONE_FAILURES = 5;
+/** A POST's response stream is resumed (GET + Last-Event-ID) at most this many times without progress. */
+const MAX_RESUME_ATTEMPTS = 5;
+
+/** What an SSE stream left behind for a reconnection. */
+interface StreamEnd {
+  lastEventId: string | undefined;
+  retry: number | undefined;
+  /** How many events the stream carried. */
+  events: number;
+}
+
+/** Let go of a response body, read or not (its abort error has nobody to go to). */
+function drop(res: Dispatcher.ResponseData): void {
+  if (res.body.destroyed) return;
+  res.body.on('error', () => undefined);
+  res.body.destroy();
+}
+
+/** Wait `ms`; false when `signal` aborted meanwhile. */
+async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  try {
+    await sleep(ms, undefined, { signal });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export interface StreamableHttpChannelOptions {
   url: string;
@@ -193,6 +227,8 @@ export class StreamableHttpChannel implements Channel {
   private legacy: LegacySession | undefined;
   private renewal: Promise<void> | undefined;
   private renewals = 0;
+  /** The legacy standalone GET stream (§4.3), for the session it belongs to. */
+  private standalone: { session: LegacySession; controller: AbortController } | undefined;
   private isClosed = false;
   private closeFired = false;
   private closePromise: Promise<void> | undefined;
@@ -301,6 +337,8 @@ export class StreamableHttpChannel implements Channel {
   private async run(flight: Flight): Promise<void> {
     try {
       await this.exchange(flight, true);
+      // The session is initialized: open its standalone GET stream (a 405 means there is none).
+      if (flight.method === 'notifications/initialized' && !isRequest(flight.message)) this.openStandalone();
     } catch (err) {
       this.failFlight(flight, err instanceof Error ? err : new Error(String(err)));
     } finally {
@@ -397,7 +435,13 @@ export class StreamableHttpChannel implements Channel {
         return;
       }
       if (status >= 200 && status < 300) {
-        await this.readSuccess(flight, res, what);
+        const end = await this.readSuccess(flight, res, what);
+        // SEP-1699: a legacy response stream that ends early after giving event ids is resumed with GET.
+        if (end?.lastEventId !== undefined && flight.id !== undefined && !flight.settled && !flight.cancelled && !this.isClosed
+          && modernVersionOf(flight.message) === undefined && this.legacy !== undefined) {
+          drop(res);
+          await this.resume(flight, end, what);
+        }
         if (flight.id !== undefined && !flight.settled && !flight.cancelled && !this.isClosed) {
           throw new HttpConnectionError(
             `${this.displayUrl} ended the response to ${what} (HTTP ${status}) without answering it`,
@@ -412,10 +456,9 @@ export class StreamableHttpChannel implements Channel {
     }
   }
 
-  private async readSuccess(flight: Flight, res: Dispatcher.ResponseData, what: string): Promise<void> {
+  private async readSuccess(flight: Flight, res: Dispatcher.ResponseData, what: string): Promise<StreamEnd | undefined> {
     if (mediaType(res.headers) === 'text/event-stream') {
-      await this.readEventStream(flight, res, what);
-      return;
+      return this.readEventStream(flight, res, what);
     }
     let buf: Buffer;
     try {
@@ -426,7 +469,7 @@ export class StreamableHttpChannel implements Channel {
       throw this.connectionError(what, err, 'reading the answer to');
     }
     const text = buf.toString('utf8');
-    if (text.trim() === '') return;
+    if (text.trim() === '') return undefined;
     let value: unknown;
     try {
       value = JSON.parse(text);
@@ -434,20 +477,24 @@ export class StreamableHttpChannel implements Channel {
       throw new HTTPStatusError(this.failureInit(res, what, text, undefined, 'the body is not JSON'));
     }
     for (const item of Array.isArray(value) ? value : [value]) this.deliverValue(flight, item, res.headers);
+    return undefined;
   }
 
-  private readEventStream(flight: Flight, res: Dispatcher.ResponseData, what: string): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  private readEventStream(flight: Flight, res: Dispatcher.ResponseData, what: string): Promise<StreamEnd> {
+    return new Promise<StreamEnd>((resolve, reject) => {
       let done = false;
+      let events = 0;
       const finish = (err?: Error): void => {
         if (done) return;
         done = true;
         if (err) reject(err);
-        else resolve();
+        else resolve({ lastEventId: decoder.lastEventId, retry: decoder.retry, events });
       };
       const decoder = new SseDecoder({
         maxEventBytes: this.maxMessageBytes,
         onEvent: (event) => {
+          events++;
+          if (event.data === '') return; // a priming event: an id (and maybe a retry), nothing to deliver
           if (event.event !== 'message') {
             this.log.debug({ event: event.event, url: this.displayUrl }, 'ignoring an SSE event that is not a message');
             return;
@@ -460,6 +507,11 @@ export class StreamableHttpChannel implements Channel {
             return;
           }
           for (const item of Array.isArray(value) ? value : [value]) this.deliverValue(flight, item, res.headers);
+          // Answered: the stream has nothing more for this request (a resumed GET stream may stay open).
+          if (flight.id !== undefined && flight.settled) {
+            finish();
+            res.body.destroy();
+          }
         },
         onOverflow: () => {
           res.body.destroy();
@@ -600,6 +652,126 @@ export class StreamableHttpChannel implements Channel {
     return true;
   }
 
+  // ------------------------------------------------------------------ GET streams (legacy, §4.3)
+
+  /** A GET for an SSE stream of the legacy session, resuming after `lastEventId` if given. */
+  private async get(session: LegacySession, lastEventId: string | undefined, signal: AbortSignal, what: string): Promise<Dispatcher.ResponseData> {
+    const headers: Record<string, string> = { ...this.headers, accept: 'text/event-stream', 'mcp-protocol-version': session.version };
+    if (session.sessionId !== undefined) headers['mcp-session-id'] = session.sessionId;
+    if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
+    try {
+      return await request(this.url, { method: 'GET', headers, signal, dispatcher: this.dispatcher, headersTimeout: 0, bodyTimeout: 0 });
+    } catch (err) {
+      throw this.connectionError(what, err, 'opening');
+    }
+  }
+
+  /**
+   * SEP-1699: the server closed a request's response stream before answering, after giving event ids.
+   * Wait `retry` ms (or the default), then GET with `Last-Event-ID`; whatever arrives belongs to the
+   * request. Repeated while the streams make progress, bounded.
+   */
+  private async resume(flight: Flight, end: StreamEnd, what: string): Promise<void> {
+    let { lastEventId, retry } = end;
+    let attempts = 0;
+    while (lastEventId !== undefined && attempts < MAX_RESUME_ATTEMPTS) {
+      attempts++;
+      if (!(await pause(retry ?? DEFAULT_RETRY_MS, flight.controller.signal))) return;
+      const session = this.legacy;
+      if (flight.settled || flight.cancelled || this.isClosed || !session) return;
+      this.log.debug({ url: this.displayUrl, method: what, attempt: attempts }, 'resuming a response stream with Last-Event-ID');
+      const res = await this.get(session, lastEventId, flight.controller.signal, what);
+      try {
+        if (res.statusCode < 200 || res.statusCode >= 300 || mediaType(res.headers) !== 'text/event-stream') {
+          await discard(res.body);
+          throw new HTTPStatusError(this.failureInit(res, what, '', undefined, 'resuming the response stream with GET + Last-Event-ID failed'));
+        }
+        const next = await this.readEventStream(flight, res, what);
+        if (next.lastEventId !== undefined && next.lastEventId !== lastEventId) attempts = 0;
+        lastEventId = next.lastEventId ?? lastEventId;
+        retry = next.retry ?? retry;
+      } finally {
+        drop(res);
+      }
+      if (flight.settled || flight.cancelled || this.isClosed) return;
+    }
+  }
+
+  /** Open the standalone GET stream of the current legacy session (once per session). */
+  private openStandalone(): void {
+    const session = this.legacy;
+    if (!session || this.isClosed || this.standalone?.session === session) return;
+    this.standalone?.controller.abort(new Error('session replaced'));
+    const stream = { session, controller: new AbortController() };
+    this.standalone = stream;
+    void this.runStandalone(stream).finally(() => {
+      if (this.standalone === stream) this.standalone = undefined;
+    });
+  }
+
+  /**
+   * The standalone GET stream: server-to-client requests and notifications unrelated to any request,
+   * delivered with no context. Reconnected when it ends (with Last-Event-ID when the server gave ids;
+   * after `retry` ms if given, else with backoff), until the session changes, the channel closes, the
+   * server says 405 (no such stream), or MAX_STANDALONE_FAILURES attempts in a row failed.
+   */
+  private async runStandalone(stream: { session: LegacySession; controller: AbortController }): Promise<void> {
+    const what = 'the standalone GET stream';
+    const signal = stream.controller.signal;
+    const flight: Flight = {
+      message: { jsonrpc: '2.0', method: 'GET' },
+      id: undefined,
+      method: undefined,
+      context: undefined,
+      controller: stream.controller,
+      settled: false,
+      cancelled: false,
+    };
+    const live = (): boolean => !this.isClosed && !signal.aborted && this.legacy === stream.session;
+    let lastEventId: string | undefined;
+    let retry: number | undefined;
+    let failures = 0;
+    while (live()) {
+      let ok = false;
+      try {
+        const res = await this.get(stream.session, lastEventId, signal, what);
+        try {
+          if (res.statusCode === 405) {
+            this.log.debug({ url: this.displayUrl }, 'the server offers no standalone GET stream (HTTP 405)');
+            return;
+          }
+          if (res.statusCode === 404) {
+            // The session is gone; the next POST renews it, and the renewal opens a new stream.
+            this.log.debug({ url: this.displayUrl }, 'the standalone GET stream got HTTP 404');
+            return;
+          }
+          if (res.statusCode >= 200 && res.statusCode < 300 && mediaType(res.headers) === 'text/event-stream') {
+            this.log.debug({ url: this.displayUrl, resumed: lastEventId !== undefined }, 'standalone GET stream open');
+            const end = await this.readEventStream(flight, res, what);
+            lastEventId = end.lastEventId ?? lastEventId;
+            retry = end.retry ?? retry;
+            ok = end.events > 0;
+          } else {
+            this.log.debug({ url: this.displayUrl, status: res.statusCode }, 'the standalone GET stream was refused');
+          }
+        } finally {
+          drop(res);
+        }
+      } catch (err) {
+        if (!live()) return;
+        this.log.debug({ url: this.displayUrl, err: this.redactor.text(describeCause(err)) }, 'the standalone GET stream failed');
+      }
+      if (!live()) return;
+      failures = ok ? 0 : failures + 1;
+      if (failures >= MAX_STANDALONE_FAILURES) {
+        this.log.warn({ url: this.displayUrl, failures }, 'giving up on the standalone GET stream');
+        return;
+      }
+      const backoff = Math.min(DEFAULT_RETRY_MS * 2 ** Math.max(0, failures - 1), MAX_BACKOFF_MS);
+      if (!(await pause(retry === undefined ? backoff : Math.max(retry, failures > 0 ? backoff : 0), signal))) return;
+    }
+  }
+
   // ---------------------------------------------------------------------------- session renewal
 
   /** The session `staleId` got a 404: open a new one (once, however many messages noticed). */
@@ -632,6 +804,7 @@ export class StreamableHttpChannel implements Channel {
         throw new McpxError('MCPX_BAD_RESULT', 'the initialize result has no protocolVersion');
       }
       await this.internalExchange({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      this.openStandalone();
     } catch (err) {
       if (this.legacy === old) this.legacy = undefined;
       const why = err instanceof Error ? err.message : String(err);
@@ -668,6 +841,8 @@ export class StreamableHttpChannel implements Channel {
 
   private async shutdown(): Promise<void> {
     this.isClosed = true;
+    this.standalone?.controller.abort(new Error('channel closed'));
+    this.standalone = undefined;
     const flights = [...this.inflight];
     for (const flight of flights) {
       const report = !flight.settled && !flight.cancelled && flight.id !== undefined && !flight.capture;

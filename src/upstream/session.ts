@@ -226,6 +226,7 @@ export class UpstreamSession extends EventEmitter {
           sub.unsubscribe();
           const info = this.info();
           this.log.info({ era: info.era, negotiated: info.negotiated, eraSource: info.eraSource, pid: info.pid }, 'upstream ready');
+          this.listen();
           resolve(info);
         } else if (snapshot.status === 'done') {
           sub.unsubscribe();
@@ -632,6 +633,35 @@ export class UpstreamSession extends EventEmitter {
       // A cache that cannot be written costs a probe next time; it never breaks the session.
       this.log.warn({ err }, 'could not write the era cache');
     }
+  }
+
+  /**
+   * A 2026-07-28 server announces its own list changes only on `subscriptions/listen` streams: open one
+   * for the lists its capabilities say change, for the session's life (stdio: a request left pending;
+   * HTTP: a POST whose event stream stays open). Its list_changed notifications take the ordinary
+   * path (onNotification). A stream the server ends is opened again, a few times at most; the session's
+   * end ends it. It is not a call: nothing waits on it and it asks no questions.
+   */
+  private listen(attempt = 0): void {
+    const peer = this.peer;
+    const { era, negotiated, capabilities } = this.actor.getSnapshot().context;
+    if (!peer || era !== 'modern' || !negotiated || !this.isReady || attempt >= 5) return;
+    const caps = (capabilities ?? {}) as Record<string, { listChanged?: unknown } | undefined>;
+    const notifications: Record<string, boolean> = {};
+    if (caps['tools']?.listChanged) notifications['toolsListChanged'] = true;
+    if (caps['prompts']?.listChanged) notifications['promptsListChanged'] = true;
+    if (caps['resources']?.listChanged) notifications['resourcesListChanged'] = true;
+    if (Object.keys(notifications).length === 0) return;
+    peer.request('subscriptions/listen', requestParams(era, negotiated, { notifications }, {}), {}).then(
+      () => {
+        if (peer === this.peer && this.isReady) setTimeout(() => this.listen(attempt + 1), 1_000).unref();
+      },
+      (err: unknown) => {
+        if (peer !== this.peer || !this.isReady) return; // the session ended: so did its stream
+        this.log.debug({ err }, 'subscriptions/listen ended with an error');
+        setTimeout(() => this.listen(attempt + 1), 1_000 * 2 ** attempt).unref();
+      },
+    );
   }
 
   /**

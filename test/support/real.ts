@@ -55,7 +55,9 @@ export function realSession(
   const wire = () => {
     const events = readWireLog(log);
     const ps = pids(events);
-    return { pids: ps, methods: ps.map((p) => methodsReceived(events, p)), requests: ps.map((p) => received(events, p)) };
+    // A modern session's own subscriptions/listen stream runs beside whatever a test sends: not part of its wire.
+    const own = (m: string | undefined) => m !== 'subscriptions/listen';
+    return { pids: ps, methods: ps.map((p) => methodsReceived(events, p).filter(own)), requests: ps.map((p) => received(events, p).filter((r) => own(r.method))) };
   };
   return {
     session,

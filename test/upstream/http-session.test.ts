@@ -35,8 +35,12 @@ function httpSession(f: HttpFixture, preference: SessionPreference, extra: Parti
 }
 
 /** The JSON-RPC methods POSTed to the fixture, in order (GETs and DELETEs listed as such). */
+/** The requests, in order; the legacy Streamable HTTP standalone GET stream (it carries MCP-Protocol-Version; opened in the background) is left out. */
 const wire = (f: HttpFixture) =>
-  httpRequests(f.log).map((r) => (r.httpMethod === 'POST' ? r.rpcMethod ?? '(response)' : `${r.httpMethod} ${r.path.split('?')[0]}`));
+  httpRequests(f.log)
+    // the background streams a session keeps (the legacy GET stream, a modern subscriptions/listen) are not a test's requests
+    .filter((r) => !(r.httpMethod === 'GET' && r.headers['mcp-protocol-version'] !== undefined) && r.rpcMethod !== 'subscriptions/listen')
+    .map((r) => (r.httpMethod === 'POST' ? r.rpcMethod ?? '(response)' : `${r.httpMethod} ${r.path.split('?')[0]}`));
 
 type Cell = { era: 'legacy' | 'modern'; wire: string[] } | { error: string; wire: string[] };
 const init = ['initialize', 'notifications/initialized'];

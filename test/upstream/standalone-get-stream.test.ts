@@ -1,0 +1,38 @@
+/**
+ * The legacy standalone GET stream (mcp-wire-facts.md §4.3): a sessionful SDK v1 server sends
+ * notifications/tools/list_changed outside any request; it reaches the session's 'list_changed' event.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { UpstreamSession } from '../../src/upstream/session.js';
+import { startHttpFixture, type HttpFixture } from '../fixtures/http/index.js';
+import { httpRequests } from '../fixtures/http/log.js';
+
+const fixtures: HttpFixture[] = [];
+afterAll(async () => {
+  await Promise.all(fixtures.map((f) => f.stop()));
+});
+
+describe('legacy Streamable HTTP: the standalone GET stream', () => {
+  it('delivers a tools/list_changed sent outside any request to the list_changed event', async () => {
+    const f = await startHttpFixture('v1-legacy-sessions');
+    fixtures.push(f);
+    const session = new UpstreamSession({ name: 'remote', definition: { url: f.url }, preference: 'force-initialize' });
+    try {
+      const info = await session.start();
+      expect(info.era).toBe('legacy');
+      const changed = new Promise<unknown>((resolve) => session.once('list_changed', resolve));
+      const result = await session.callTool('announce', {});
+      expect(JSON.stringify(result)).toContain('announced');
+      await expect(changed).resolves.toEqual({ server: 'remote', list: 'tools' });
+      const tools = await session.listTools();
+      expect(tools.map((t) => t.name)).toContain('late');
+      const gets = httpRequests(f.log).filter((r) => r.httpMethod === 'GET');
+      expect(gets.length).toBeGreaterThanOrEqual(1);
+      expect(gets[0]!.accept).toContain('text/event-stream');
+      expect(gets[0]!.headers['mcp-session-id']).toBeTruthy();
+      expect(gets[0]!.headers['mcp-protocol-version']).toBeTruthy();
+    } finally {
+      await session.stop();
+    }
+  }, 20_000);
+});
