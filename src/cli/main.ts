@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `mcpx` command line (interface.md §CLI).
+ * The `mcpx` command line (the README).
  *
  *   mcpx daemon                      run the daemon in the foreground (every setting has a flag)
  *   mcpx status | servers | protocol read commands: a table, or --json (exactly the API's body)

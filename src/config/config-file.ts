@@ -1,5 +1,5 @@
 /**
- * The config file (interface.md §Config file): the `mcpServers` JSON that Claude Desktop, Claude Code,
+ * The config file (the README): the `mcpServers` JSON that Claude Desktop, Claude Code,
  * Cursor and VS Code use, so an existing file works unchanged, plus mcpx's own keys.
  *
  * - JSON with comments and trailing commas is accepted (jsonc-parser); a syntax error names the line and column.

@@ -1,5 +1,5 @@
 /**
- * mcpx settings (interface.md §Settings): one declaration per setting in `SETTINGS`, from which come
+ * mcpx settings (the README): one declaration per setting in `SETTINGS`, from which come
  * its config key, environment variable, CLI flag, `/v1/settings` entry, validation and display.
  *
  * Precedence, lowest first: default < config file < environment < flag < runtime (`PUT /v1/settings`).
@@ -69,7 +69,7 @@ export function enumCodec<const V extends string>(values: readonly V[]): Codec<V
   };
 }
 
-/** `upstream.protocol`: every alias in, the canonical name out (through `preferenceSchema`, era-probe.md §1). */
+/** `upstream.protocol`: every alias in, the canonical name out (through `preferenceSchema`, docs/behaviour.md §1). */
 export const protocolCodec: Codec<Preference> = {
   type: 'protocol',
   allowed: CANONICAL_PREFERENCES,
@@ -283,7 +283,7 @@ export const SETTINGS = [
     path: 'upstream.protocol',
     codec: protocolCodec,
     default: DEFAULT_PREFERENCE,
-    description: 'The first request mcpx sends an upstream, and its fallback (era-probe.md §1); a server\'s own `protocol` overrides it. Aliases are accepted and stored as the canonical name.',
+    description: 'The first request mcpx sends an upstream, and its fallback (docs/behaviour.md §1); a server\'s own `protocol` overrides it. Aliases are accepted and stored as the canonical name.',
   }),
   setting({
     path: 'upstream.eraCache',

@@ -20,7 +20,7 @@ export const CHARTS: Chart[] = [
     file: 'session.md',
     title: 'Upstream session',
     description:
-      'How mcpx decides which era to speak to one upstream (era-probe.md §2–§5): spawn, route by preference and cached era, ' +
+      'How mcpx decides which era to speak to one upstream (docs/behaviour.md §2–§5): spawn, route by preference and cached era, ' +
       'discover / initialize, the probe-timeout race, respawns, and the verdict guards (src/machines/verdict.ts). ' +
       'Drawn from src/machines/session.machine.ts.',
     machine: sessionMachine,
@@ -29,7 +29,7 @@ export const CHARTS: Chart[] = [
     file: 'pool.md',
     title: 'Server pool',
     description:
-      'How one configured server\'s pool supervises its session instances (era-probe.md §6): leases per scope key, ' +
+      'How one configured server\'s pool supervises its session instances (docs/behaviour.md §6): leases per scope key, ' +
       'the own lane and the follow legacy lane (each with its start-failure cooldown), the legacy route (unused / available / refused), ' +
       'idle stop, eviction and stop. Self-loops are the instance and lease events the running pool handles in place. ' +
       'Drawn from src/pool/pool.machine.ts.',

@@ -1,5 +1,5 @@
 /**
- * `upstream.protocol` and a server's own `protocol` key (era-probe.md §1).
+ * `upstream.protocol` and a server's own `protocol` key (docs/behaviour.md §1).
  *
  * Values are named for the first request mcpx sends. Every reader (config file, env, CLI flag, the
  * settings API, a server's `protocol` key) goes through `parsePreference` or `preferenceSchema`, so
@@ -17,7 +17,7 @@ export type SessionPreference = Exclude<Preference, 'follow'>;
 
 export const DEFAULT_PREFERENCE: Preference = 'prefer-discover';
 
-/** Older names, lower case, and the canonical value each stands for (era-probe.md §1 table). */
+/** Older names, lower case, and the canonical value each stands for (docs/behaviour.md §1 table). */
 export const PREFERENCE_ALIASES: Readonly<Record<string, Preference>> = Object.freeze({
   modern: 'prefer-discover',
   'prefer-modern': 'prefer-discover',
@@ -66,7 +66,7 @@ export function parsePreference(value: unknown, where?: string): Preference {
   return found;
 }
 
-/** The two session lanes of `follow` (era-probe.md §6): the server's own session, and the legacy-only one. */
+/** The two session lanes of `follow` (docs/behaviour.md §6): the server's own session, and the legacy-only one. */
 export type Lane = 'own' | 'legacy';
 
 /**

@@ -1,6 +1,6 @@
 /**
  * The upstream session statechart: how mcpx decides which era to speak to one upstream
- * (era-probe.md §2–§5). It is the single place where eras are decided.
+ * (docs/behaviour.md §2–§5). It is the single place where eras are decided.
  *
  * The machine does no I/O. A transport adapter (src/upstream/session.ts) carries out what it
  * emits — `spawn`, `kill`, `request`, `notify`, `cache.write`, `era.stale` — and feeds back what

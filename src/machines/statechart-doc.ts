@@ -2,7 +2,7 @@
  * Mermaid `stateDiagram-v2` drawings of xstate machines, made from the machine itself (its
  * `machine.root` StateNode tree), for docs/statecharts and for a live view of a running actor.
  *
- * Layout (as in xstate-notes.md §3.2): every state is declared inside its
+ * Layout (as in the xstate v5 documentation §3.2): every state is declared inside its
  * parent's composite block, in definition order, with `[*] --> initial` and `final --> [*]`;
  * all transitions follow at the top level, in definition order (per state: `on`, `onDone`, invoke
  * `onDone`/`onError`/`onSnapshot`, `after`, then `always`). Same machine, same text.

@@ -1,5 +1,5 @@
 /**
- * The verdict table: what one answer from an upstream means for its era (era-probe.md §3, §4).
+ * The verdict table: what one answer from an upstream means for its era (docs/behaviour.md §3, §4).
  * Pure functions, no I/O and no state: the session machine's guards call them, and
  * test/machines/verdict.test.ts checks them row by row. Nothing else in mcpx decides eras. The -32022
  * rule (versionRefusal) is here too, because ordinary modern requests follow the same rule as the probe.
@@ -74,7 +74,7 @@ function legacyOf(list: readonly string[]): string[] {
 
 function identityFromDiscover(result: Record<string, unknown>): ServerIdentity {
   const meta = isObject(result._meta) ? result._meta : {};
-  // The final spec puts serverInfo in _meta; early servers put it top-level (mcp-wire-facts.md §1.3). Accept both.
+  // The final spec puts serverInfo in _meta; early servers put it top-level (the MCP specification). Accept both.
   const serverInfo = isObject(meta[META.serverInfo]) ? meta[META.serverInfo] : isObject(result.serverInfo) ? result.serverInfo : undefined;
   const out: ServerIdentity = {};
   if (serverInfo) out.serverInfo = serverInfo as ServerIdentity['serverInfo'];
@@ -138,7 +138,7 @@ export function versionRefusal(method: string, error: RpcErrorObject, offered: r
 export function discoverVerdict(answer: Answer, offered: readonly string[], retried: boolean): DiscoverVerdict {
   if ('failure' in answer) {
     const f = answer.failure;
-    // Any other 4xx without a recognised modern JSON-RPC error falls back to initialize (era-probe.md §4).
+    // Any other 4xx without a recognised modern JSON-RPC error falls back to initialize (docs/behaviour.md §4).
     return httpFailureVerdict('server/discover', f) ?? { kind: 'legacy', legacyVersions: [], why: `server/discover got HTTP ${f.status ?? '4xx'} without a modern JSON-RPC error` };
   }
   if ('error' in answer) {

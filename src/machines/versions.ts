@@ -1,6 +1,6 @@
 /**
  * Protocol revisions mcpx speaks, newest first. The wire facts behind them are in
- * mcp-wire-facts.md §2 and §5 (the project's reference notes on the MCP wire).
+ * the MCP specification (modelcontextprotocol.io/specification).
  */
 export const MODERN_VERSIONS = ['2026-07-28'] as const;
 export const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'] as const;
@@ -19,7 +19,7 @@ export function eraOfRevision(v: string): Era {
   return v < '2026-07-28' ? 'legacy' : 'modern';
 }
 
-/** `_meta` keys of a 2026-07-28 request and result (mcp-wire-facts.md §1.2). */
+/** `_meta` keys of a 2026-07-28 request and result (the MCP specification). */
 export const META = {
   protocolVersion: 'io.modelcontextprotocol/protocolVersion',
   clientCapabilities: 'io.modelcontextprotocol/clientCapabilities',
@@ -28,7 +28,7 @@ export const META = {
   logLevel: 'io.modelcontextprotocol/logLevel',
 } as const;
 
-/** JSON-RPC error codes mcpx reads or sends: the modern ones (mcp-wire-facts.md §2.2) and standard JSON-RPC ones. */
+/** JSON-RPC error codes mcpx reads or sends: the modern ones (the MCP specification) and standard JSON-RPC ones. */
 export const RPC = {
   headerMismatch: -32020,
   missingClientCapability: -32021,

@@ -1,6 +1,6 @@
 /**
- * The pool statechart: every lifecycle decision of one configured server's pool (era-probe.md §6,
- * interface.md `pool.*`). Which lane serves a caller, which instance it gets, when an instance is
+ * The pool statechart: every lifecycle decision of one configured server's pool (docs/behaviour.md §6,
+ * the README `pool.*`). Which lane serves a caller, which instance it gets, when an instance is
  * started, evicted, stopped for idleness, forgotten after a crash, and when a failing server is left
  * alone for a while — all of it is decided here and nowhere else.
  *
@@ -13,7 +13,7 @@
  *   live resources (processes, sockets) with an actor of their own; keeping them out of context keeps
  *   the context plain data (persistable, printable, comparable in tests), and a session failure
  *   arrives here as an ordinary event, so no child actor can error the pool (the supervision pitfall
- *   of spawned children, xstate-notes §1.3).
+ *   of spawned children, the xstate v5 documentation §1.3).
  * - **Instance slots are data** (`context.instances`), each with a `status` that moves only as
  *   SLOT_TRANSITIONS allows. A chart per slot would be a spawned child, and xstate/graph cannot walk a
  *   parent whose decisions read children (a pure `transition()` leaves children inert); with slots as

@@ -1,6 +1,6 @@
 /**
  * The contract between the pool (one per configured server, supervising its sessions) and
- * everything above it (the daemon's /v1 API, `mcpx serve`). era-probe.md §6 and §7.
+ * everything above it (the daemon's /v1 API, `mcpx serve`). docs/behaviour.md §6 and §7.
  */
 import type { Lane, Preference } from '../machines/preference.js';
 import type { EraSource } from '../machines/session.machine.js';
@@ -87,7 +87,7 @@ export interface LegacyLaneReport {
   reason?: string;
 }
 
-/** One row of `GET /v1/protocol` (era-probe.md §7). */
+/** One row of `GET /v1/protocol` (docs/behaviour.md §7). */
 export interface ProtocolReport {
   server: string;
   preference: Preference;

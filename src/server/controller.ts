@@ -91,7 +91,7 @@ export interface LaneView {
   lane: Lane;
   max: number;
   instances: number;
-  /** The legacy lane under `follow`: unused, available, or refused (era-probe.md §6). */
+  /** The legacy lane under `follow`: unused, available, or refused (docs/behaviour.md §6). */
   state?: string;
   reason?: string;
 }

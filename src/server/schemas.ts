@@ -421,7 +421,7 @@ export const ROUTES = {
     params: settingParamsSchema,
     responses: { 200: { description: 'The setting as it now is.', schema: settingChangeSchema }, 404: { description: 'No such setting.', schema: errorBodySchema } },
   },
-  protocol: { method: 'GET', url: '/v1/protocol', summary: 'Per server: preference, era, negotiated version, eraSource, cached record, legacy lane (era-probe.md §7).', responses: { 200: { description: 'Protocol report.', schema: protocolSchema } } },
+  protocol: { method: 'GET', url: '/v1/protocol', summary: 'Per server: preference, era, negotiated version, eraSource, cached record, legacy lane (docs/behaviour.md §7).', responses: { 200: { description: 'Protocol report.', schema: protocolSchema } } },
   events: {
     method: 'GET',
     url: '/v1/events',

@@ -2,7 +2,7 @@
  * Typed errors of the HTTP transports (Streamable HTTP and the deprecated HTTP+SSE), and the
  * redaction that keeps configured header values (tokens) out of every message, `data` and log line.
  *
- * Which error means what (mcp-wire-facts.md §3, era-probe.md §4):
+ * Which error means what (the MCP specification (modelcontextprotocol.io/specification), docs/behaviour.md §4):
  * - HTTPStatusError: a non-2xx answer that carried no JSON-RPC response for the request. `status`,
  *   the body (redacted, at most 2 KB), and the JSON-RPC error object when the body held one.
  * - LegacyHTTPRefusedError (an HTTPStatusError): `initialize` itself was refused with a bare

@@ -1,5 +1,5 @@
 /**
- * A Channel for the deprecated HTTP+SSE transport (2024-11-05; mcp-wire-facts.md §4.3).
+ * A Channel for the deprecated HTTP+SSE transport (2024-11-05; the MCP specification (modelcontextprotocol.io/specification)).
  *
  * start() opens a GET stream and waits for the `endpoint` event, which names where to POST. Every
  * client message is POSTed there; every server message (answers, notifications, server-to-client

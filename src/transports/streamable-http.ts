@@ -1,5 +1,5 @@
 /**
- * A Channel to an MCP server over Streamable HTTP, both eras (mcp-wire-facts.md §4.2, §4.3).
+ * A Channel to an MCP server over Streamable HTTP, both eras (the MCP specification).
  *
  * Every JSON-RPC message is its own POST. The channel decides nothing about eras; it reads the era
  * of each message off the message itself and sets the headers that era requires:

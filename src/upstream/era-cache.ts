@@ -1,5 +1,5 @@
 /**
- * The era cache (era-probe.md §5): what each upstream process definition turned out to speak,
+ * The era cache (docs/behaviour.md §5): what each upstream process definition turned out to speak,
  * kept in memory and in `<stateDir>/upstream-eras.json`:
  *
  *   {"version":1,"servers":{"<sha256>":{"era":"legacy","version":"2025-11-25","at":"…","source":"probe"}}}

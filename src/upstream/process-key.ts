@@ -1,5 +1,5 @@
 /**
- * The era-cache key (era-probe.md §5): SHA-256 of the process definition only — command, args, env,
+ * The era-cache key (docs/behaviour.md §5): SHA-256 of the process definition only — command, args, env,
  * cwd, transport, url, headers — as JSON with object keys sorted.
  *
  * Only what decides which program answers (and so which era it speaks) goes in. Leasing knobs (the

@@ -1,7 +1,7 @@
 /**
  * UpstreamSession: one upstream connection, driven by the session statechart.
  *
- * This is the transport adapter of era-probe.md §8: it creates the machine's actor, carries out what
+ * This is the transport adapter of docs/behaviour.md §8: it creates the machine's actor, carries out what
  * the machine emits (spawn, kill, request, notify, cache.write) on a Channel, and feeds back what the
  * upstream did. It decides nothing about eras; once the machine reaches `ready` it shapes ordinary
  * requests for the era the machine chose (with or without the `_meta` envelope).

@@ -1,5 +1,5 @@
 /**
- * End to end through the built binary: the era table of era-probe.md §2 (5 values × the legacy-only,
+ * End to end through the built binary: the era table of docs/behaviour.md §2 (5 values × the legacy-only,
  * dual and modern-only fixtures) through `mcpx call` and `mcpx protocol --json`; SIGTERM stopping
  * every upstream process and flushing the era cache; a restart that takes the era from the cache.
  */
@@ -18,7 +18,7 @@ type Kind = 'legacy' | 'dual' | 'modern';
 const FIXTURE: Record<Kind, FixtureName> = { legacy: 'legacy-v1', dual: 'dual-v2', modern: 'modern-v2' };
 const FAIL = null;
 
-/** era-probe.md §2: the era each value reaches with each kind of server (null: fails to connect). */
+/** docs/behaviour.md §2: the era each value reaches with each kind of server (null: fails to connect). */
 const TABLE: Record<Preference, Record<Kind, 'legacy' | 'modern' | null>> = {
   'prefer-discover': { legacy: 'legacy', dual: 'modern', modern: 'modern' },
   'prefer-initialize': { legacy: 'legacy', dual: 'legacy', modern: 'modern' },

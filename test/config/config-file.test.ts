@@ -140,7 +140,7 @@ describe('discovery', () => {
 });
 
 describe('files other tools write work unchanged', () => {
-  it('the interface.md example', () => {
+  it('the README example', () => {
     const text = `{
   "mcpServers": {
     "memory": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {}, "cwd": "." },
@@ -486,7 +486,7 @@ describe('cwd', () => {
     const file = await put(join(root, 'proj/.mcp.json'), {
       mcpServers: {
         rel: { command: 'node', args: ['server.js'], cwd: 'tools/srv' },
-        up: { command: 'node', cwd: '../shared' },
+        up: { command: 'node', cwd: '../elsewhere' },
         abs: { command: 'node', cwd: '/opt/x' },
         tilde: { command: 'node', cwd: '~/bin' },
         none: { command: 'node' },
@@ -496,7 +496,7 @@ describe('cwd', () => {
     expect(c.file).toBe(file);
     expect(Object.fromEntries(c.servers.map((s) => [s.name, (s.definition as { cwd?: string }).cwd]))).toEqual({
       rel: join(root, 'proj/tools/srv'),
-      up: join(root, 'shared'),
+      up: join(root, 'elsewhere'),
       abs: '/opt/x',
       tilde: join(home, 'bin'),
       none: join(root, 'proj'),

@@ -47,7 +47,7 @@ describe('parseDuration', () => {
     });
   }
 
-  it('says what is wrong: the example from interface.md, negatives, unit order', () => {
+  it('says what is wrong: the example from the README, negatives, unit order', () => {
     expect(tryParseDuration('5 minutes')).toEqual({ ok: false, message: `"5 minutes" is not a duration (${DURATION_FORMS})` });
     expect((tryParseDuration('-2s') as { message: string }).message).toMatch(/^"-2s" is negative/);
     expect((tryParseDuration(-1) as { message: string }).message).toMatch(/^-1 is negative/);

@@ -33,7 +33,7 @@ function caught(fn: () => unknown): McpxError {
 
 const PROTOCOL_LIST = 'use one of: prefer-discover, prefer-initialize, force-discover, force-initialize, follow';
 
-/** interface.md: the names each setting derives. Written out so a change to the derivation shows here. */
+/** the README: the names each setting derives. Written out so a change to the derivation shows here. */
 const NAMES: Record<string, { env: string; flag: string; envAliases?: string[]; flagAliases?: string[] }> = {
   'upstream.protocol': { env: 'MCPX_UPSTREAM_PROTOCOL', flag: '--upstream-protocol' },
   'upstream.eraCache': { env: 'MCPX_UPSTREAM_ERA_CACHE', flag: '--upstream-era-cache' },
@@ -78,7 +78,7 @@ const SAMPLE: Record<string, [string, unknown]> = {
 };
 
 describe('declarations', () => {
-  it('cover every setting interface.md and the brief name, each once', () => {
+  it('cover every setting the README and the brief name, each once', () => {
     expect([...SETTING_PATHS].sort()).toEqual(Object.keys(NAMES).sort());
     expect(new Set(SETTING_PATHS).size).toBe(SETTING_PATHS.length);
   });
@@ -117,7 +117,7 @@ describe('declarations', () => {
     expect(settingForFlag('stateDir').path).toBe('paths.state');
   });
 
-  it('defaults are those of interface.md', () => {
+  it('defaults are those of the README', () => {
     const s = make();
     expect(s.snapshot()).toEqual({
       'upstream.protocol': 'prefer-discover',

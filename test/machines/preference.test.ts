@@ -11,7 +11,7 @@ import {
   type Preference,
 } from '../../src/machines/preference.js';
 
-/** The spec's table (era-probe.md §1), written out again so a change to the code cannot silently change it. */
+/** The spec's table (docs/behaviour.md §1), written out again so a change to the code cannot silently change it. */
 const TABLE: Record<Preference, string[]> = {
   'prefer-discover': ['modern', 'prefer-modern', 'prefer-stateless', 'prefer-newest'],
   'prefer-initialize': ['legacy', 'prefer-legacy', 'prefer-session', 'prefer-oldest'],

@@ -4,7 +4,7 @@
  * For every simulated upstream (test/support/profiles.ts) × preference × cached era, xstate/graph
  * enumerates every simple path through the real machine, where the events a path may take are what
  * that upstream can do next: answer its oldest answerable request, exit, stay silent until a probe
- * timeout fires. Each complete path must end in the outcome era-probe.md §2/§3 predicts, and is
+ * timeout fires. Each complete path must end in the outcome docs/behaviour.md §2/§3 predicts, and is
  * then replayed step by step on a real UpstreamSession (adapter, RpcPeer, era-cache hooks) over a
  * simulated channel, with a SimulatedClock firing the timeouts. Every transition of the chart
  * must be taken by some replay.

@@ -1,5 +1,5 @@
 /**
- * The verdict table of era-probe.md §3, row by row. Each case is one answer a server can give,
+ * The verdict table of docs/behaviour.md §3, row by row. Each case is one answer a server can give,
  * with the verdict the spec assigns to it.
  */
 import { describe, expect, it } from 'vitest';
@@ -19,7 +19,7 @@ const discoverResult = (extra: Record<string, unknown> = {}) => ({
 });
 const err = (code: number, data?: unknown) => ({ error: { code, message: 'm', ...(data === undefined ? {} : { data }) } });
 
-describe('discover verdicts (era-probe.md §3)', () => {
+describe('discover verdicts (docs/behaviour.md §3)', () => {
   it('a DiscoverResult with a mutual version is modern, at the newest mutual version', () => {
     const v = discoverVerdict(discoverResult(), OFFERED, false);
     expect(v).toMatchObject({ kind: 'modern', version: '2026-07-28', serverInfo: { name: 'srv' }, capabilities: { tools: {} } });
@@ -103,7 +103,7 @@ describe('discover verdicts (era-probe.md §3)', () => {
   });
 });
 
-describe('initialize verdicts (era-probe.md §3, last paragraph)', () => {
+describe('initialize verdicts (docs/behaviour.md §3, last paragraph)', () => {
   it.each(['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'])('accepts legacy revision %s', (version) => {
     const v = initializeVerdict({ result: { protocolVersion: version, capabilities: { tools: {} }, serverInfo: { name: 'x', version: '1' } } });
     expect(v).toMatchObject({ kind: 'legacy', version, serverInfo: { name: 'x' } });

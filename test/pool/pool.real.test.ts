@@ -1,5 +1,5 @@
 /**
- * The pool against real fixture processes: the follow row of era-probe.md §2 (each caller served
+ * The pool against real fixture processes: the follow row of docs/behaviour.md §2 (each caller served
  * over the lane its revision needs, proven by the fixture's own words: `echo` answers
  * "<text> era=<era>", `whoami` "era=<era> pid=<pid>"), a process crashing after initialize, and many
  * concurrent callers of both eras under exclusive sharing and a small max.

@@ -1,6 +1,6 @@
 /**
  * Simulated upstreams: how a server of each era and misbehaviour reacts to each probe request,
- * and the oracle — what era-probe.md §2 and §3 predict for it under each preference.
+ * and the oracle — what docs/behaviour.md §2 and §3 predict for it under each preference.
  *
  * The oracle is written from the spec tables, independently of the machine: the model-based test
  * fails when the two disagree.
@@ -42,7 +42,7 @@ export interface Profile {
   /** States of the machine in which this server's process may crash. */
   mayExitIn?: string[];
   modernVersions?: string[];
-  /** Expected outcome per preference, with no cache (era-probe.md §2 / §3). */
+  /** Expected outcome per preference, with no cache (docs/behaviour.md §2 / §3). */
   expect: Record<MachinePreference, Expectation>;
 }
 
@@ -160,7 +160,7 @@ const fail = (kind: HttpFailure['kind'], status?: number): Reaction => ({ kind: 
 const UNAVAILABLE = 'MCPX_UPSTREAM_UNAVAILABLE';
 const http = { http: true };
 
-/** HTTP upstreams (era-probe.md §4): statuses decide, there is no probe timeout. */
+/** HTTP upstreams (docs/behaviour.md §4): statuses decide, there is no probe timeout. */
 export const HTTP_PROFILES: Profile[] = [
   profile('http dual (createMcpHandler)', now(discoverResult()), now(initResult()), [M, L, M, L], http),
   profile('http modern-only (400 + -32022 to initialize)', now(discoverResult()), now(refuseModern), [M, M, M, E(MISMATCH)], http),

@@ -1,5 +1,5 @@
 /**
- * The era cache in use (era-probe.md §5), against real fixture processes and a real state folder:
+ * The era cache in use (docs/behaviour.md §5), against real fixture processes and a real state folder:
  * what a first start and a cached start cost, stale records, force-* leaving the cache alone,
  * and damaged cache files never stopping a session.
  */

@@ -1,5 +1,5 @@
 /**
- * era-probe.md §2, every cell, against real fixture processes: the official SDK v1 (legacy-only),
+ * docs/behaviour.md §2, every cell, against real fixture processes: the official SDK v1 (legacy-only),
  * SDK v2 serveStdio (dual), SDK v2 serveStdio with legacy rejected (modern-only). Each cell checks the
  * era the session settles on, what went over the wire (from the fixture's own log), how many
  * processes it took, and that a tools/call is served by the era the fixture reports.

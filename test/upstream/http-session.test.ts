@@ -1,5 +1,5 @@
 /**
- * HTTP upstreams end to end through UpstreamSession (era-probe.md §4), against real HTTP fixture
+ * HTTP upstreams end to end through UpstreamSession (docs/behaviour.md §4), against real HTTP fixture
  * servers on 127.0.0.1: the §2 table over Streamable HTTP, the HTTP+SSE fallback, statuses that are
  * errors rather than era evidence, attribution of questions to the call that provoked them.
  */

@@ -1,5 +1,5 @@
 /**
- * Questions from upstreams reach the call that provoked them (era-probe.md §6, "Attribution").
+ * Questions from upstreams reach the call that provoked them (docs/behaviour.md §6, "Attribution").
  * Over stdio a question carries no hint of its call, so mcpx routes it to the one call in flight that
  * can answer, and refuses to guess when several could.
  */

@@ -1,5 +1,5 @@
 /**
- * The legacy standalone GET stream (mcp-wire-facts.md §4.3): a sessionful SDK v1 server sends
+ * The legacy standalone GET stream (the MCP specification): a sessionful SDK v1 server sends
  * notifications/tools/list_changed outside any request; it reaches the session's 'list_changed' event.
  */
 import { afterAll, describe, expect, it } from 'vitest';

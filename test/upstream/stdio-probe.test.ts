@@ -1,5 +1,5 @@
 /**
- * era-probe.md §3, row by row, against real processes (test/fixtures/raw.mjs modes and the SDK
+ * docs/behaviour.md §3, row by row, against real processes (test/fixtures/raw.mjs modes and the SDK
  * fixtures), with the wire each process received as proof.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
