@@ -27,7 +27,6 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import { silentLogger, type Logger } from '../log.js';
-import { eraOfRevision } from '../machines/versions.js';
 import { RelayError, type AskBackend, type AskView, type CatalogItem, type CatalogView, type FrontBackend, type Progress, type RelayContext, type ServerCatalog } from './backend.js';
 import { NameTable, sanitize, SEPARATOR } from './names.js';
 
@@ -507,9 +506,4 @@ export function toolFailure(server: string, err: unknown): Record<string, unknow
   const code = err instanceof RelayError ? err.code : 'MCPX_INTERNAL';
   const message = err instanceof Error ? err.message : String(err);
   return { content: [{ type: 'text', text: `mcpx: ${server}: ${code}: ${message}` }], isError: true };
-}
-
-/** Whether a revision string names the legacy era (for entries that must choose a transport). */
-export function isLegacyRevision(rev: string | undefined): boolean {
-  return rev !== undefined && eraOfRevision(rev) === 'legacy';
 }
