@@ -9,7 +9,7 @@ import type { Preference } from '../../src/machines/preference.js';
 import { ServerPool } from '../../src/pool/server-pool.js';
 import type { PoolEvent, PoolLimits, PoolServerConfig } from '../../src/pool/types.js';
 import type { ProgressUpdate } from '../../src/upstream/session.js';
-import { richFixtureCommand, type RichFixtureName } from '../fixtures/rich.js';
+import { fixtureCommand, type FixtureName } from '../fixtures/index.js';
 import { methodsReceived, pids, readWireLog } from '../fixtures/wire-log-read.js';
 import { tempDir, textOf } from '../support/real.js';
 import { LEGACY_CALLER, MODERN_CALLER, until } from './helpers.js';
@@ -28,9 +28,9 @@ interface Rig {
   events: PoolEvent[];
 }
 
-function rig(name: string, fixture: RichFixtureName, preference: Preference, limits: Partial<PoolLimits> = {}): Rig {
+function rig(name: string, fixture: FixtureName, preference: Preference, limits: Partial<PoolLimits> = {}): Rig {
   const log = `${dir.path}/${name}.log`;
-  const cmd = richFixtureCommand(fixture, log);
+  const cmd = fixtureCommand(fixture, { log });
   const config: PoolServerConfig = {
     name,
     definition: { command: cmd.command, args: cmd.args, env: cmd.env },

@@ -11,7 +11,6 @@ import { UpstreamSession, type ProgressUpdate } from '../../src/upstream/session
 import { startHttpFixture, type HttpFixture } from '../fixtures/http/index.js';
 import { httpRequests } from '../fixtures/http/log.js';
 import { fixtureCommand, type FixtureName } from '../fixtures/index.js';
-import { richFixtureCommand, type RichFixtureName } from '../fixtures/rich.js';
 import { pids, readWireLog, received, type WireRecvEvent } from '../fixtures/wire-log-read.js';
 import { tempDir, textOf } from '../support/real.js';
 
@@ -34,9 +33,9 @@ interface Rig {
 }
 
 let logs = 0;
-function rig(fixture: RichFixtureName | FixtureName, preference: SessionPreference, mode?: 'paged' | 'loop'): Rig {
+function rig(fixture: FixtureName, preference: SessionPreference, mode?: 'paged' | 'loop'): Rig {
   const log = `${dir.path}/${fixture}-${++logs}.log`;
-  const cmd = fixture === 'rich-v1' || fixture === 'rich-v2' || fixture === 'paged' ? richFixtureCommand(fixture, log, mode) : fixtureCommand(fixture, { log });
+  const cmd = fixtureCommand(fixture, { log, ...(mode === undefined ? {} : { mode }) });
   const session = new UpstreamSession({
     name: fixture,
     definition: { command: cmd.command, args: cmd.args, env: cmd.env },
