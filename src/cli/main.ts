@@ -23,7 +23,7 @@ import { SETTINGS, Settings } from '../config/settings.js';
 import type { ReloadOutcome, SettingChangeView, ToolsView, ConfigView, ServerView, ProtocolRow, ServerStatusView } from '../server/controller.js';
 import { loadDaemonConfig } from '../server/config-source.js';
 import { packageVersion } from '../server/package-info.js';
-import { pidAlive } from '../server/state-dir.js';
+import { describeFilesLeft, pidAlive, removeDaemonFiles } from '../server/state-dir.js';
 import type { SettingEntry } from '../config/settings.js';
 import { DaemonClient, isNotRunning, resolveTarget, startDaemonInBackground, type ApiResponse, type ClientOptions, type Target } from './client.js';
 import { ago, clip, table } from './format.js';
@@ -234,6 +234,11 @@ function buildProgram(): Command {
       while (pidAlive(body.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       if (pidAlive(body.pid)) throw new McpxError('MCPX_INTERNAL', `the daemon (pid ${body.pid}) is still running after 30 s`);
       out(`stopped the mcpx daemon (pid ${body.pid})`);
+      // What it could not remove (a read-only state folder) would stop the next start: say which files, and why.
+      const { left } = await removeDaemonFiles(target.stateDir, target.socket, body.pid);
+      if (left.length > 0) {
+        throw new McpxError('MCPX_BAD_SETTING', `the daemon stopped, but these files of the state folder ${target.stateDir} are left and could not be removed: ${describeFilesLeft(left)}; make the folder writable and remove them, or the next daemon cannot start there`, { data: { stateDir: target.stateDir, left } });
+      }
     } finally {
       await client.close();
     }

@@ -117,7 +117,8 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
 
   const cleanups: Array<() => Promise<void>> = [() => lock.release(), () => processLedger.close()];
   const undo = async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    // A file that cannot be removed (a read-only state folder) is logged with its errno and path; `mcpx stop` reports it too.
+    for (const c of cleanups.reverse()) await c().catch((err: unknown) => log.error({ err }, 'could not clean up the state folder'));
   };
 
   let controller: Controller;

@@ -8,10 +8,16 @@
  * and the socket and daemon.json it left behind are removed. A lock whose pid is alive belongs to a
  * running daemon — unless that process has not answered on its socket for a while and is not an mcpx
  * daemon at all (the pid was reused), which also counts as stale.
+ *
+ * A folder the daemon cannot write (EACCES, EPERM, EROFS) is reported as such, with the errno and the
+ * path: taking the lock and moving a stale one aside fail with `StateFolderError`; `removeDaemonFiles`
+ * (the daemon's own stop, then `mcpx stop`) names each file it could not remove and why. The file
+ * operations go through a `StateFs` (node:fs/promises by default) so tests can make them fail.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { chmod, link, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import * as fsp from 'node:fs/promises';
+import { chmod, mkdir, stat } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { McpxError } from '../errors.js';
@@ -41,6 +47,40 @@ interface LockContent {
 }
 
 const errCode = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code;
+
+/** The file operations on the state folder's own files; tests pass one that fails. */
+export interface StateFs {
+  open: typeof fsp.open;
+  readFile: (file: string, encoding: 'utf8') => Promise<string>;
+  rename: typeof fsp.rename;
+  link: typeof fsp.link;
+  rm: typeof fsp.rm;
+  stat: typeof fsp.stat;
+}
+export const nodeStateFs: StateFs = { open: fsp.open, readFile: (f, e) => fsp.readFile(f, e), rename: fsp.rename, link: fsp.link, rm: fsp.rm, stat: fsp.stat };
+
+/** Errnos that mean "this folder cannot be written by this user", whatever else is going on. */
+const NOT_WRITABLE = new Set(['EACCES', 'EPERM', 'EROFS']);
+const ERRNO_TEXT: Record<string, string> = { EACCES: 'permission denied', EPERM: 'operation not permitted', EROFS: 'read-only file system', ENOSPC: 'no space left on device', EBUSY: 'resource busy' };
+/** `EACCES (permission denied)`, or the error's message when it has no errno. */
+export function errnoText(err: unknown): string {
+  const code = errCode(err);
+  if (code === undefined) return err instanceof Error ? err.message : String(err);
+  return ERRNO_TEXT[code] ? `${code} (${ERRNO_TEXT[code]})` : code;
+}
+
+/** A file of the state folder could not be created, moved or removed: names the errno and the path. */
+export class StateFolderError extends McpxError {
+  readonly errno: string | undefined;
+  readonly path: string;
+  constructor(what: string, path: string, stateDir: string, cause: unknown) {
+    const code = errCode(cause);
+    const hint = code !== undefined && NOT_WRITABLE.has(code) ? `: the state folder ${stateDir} is not writable by this user; make it writable or use another (--state-dir, MCPX_STATE_DIR)` : '';
+    super('MCPX_BAD_SETTING', `could not ${what} ${path}: ${errnoText(cause)}${hint}`, { data: { stateDir, path, errno: code ?? null, setting: 'paths.state' } });
+    this.errno = code;
+    this.path = path;
+  }
+}
 
 /**
  * The longest Unix socket path the kernel takes: `sun_path` is 108 bytes on Linux, 104 on macOS and
@@ -152,7 +192,8 @@ export interface Lock {
  * Takes `<state>/daemon.lock` for this process.
  * @throws DaemonRunningError when a live daemon holds it.
  */
-export async function acquireLock(stateDir: string, socket: string): Promise<Lock> {
+export async function acquireLock(stateDir: string, socket: string, fs: StateFs = nodeStateFs): Promise<Lock> {
+  const { open, readFile, rm, stat } = fs;
   const file = join(stateDir, LOCK_FILE);
   const cleaned: string[] = [];
   const content = `${JSON.stringify({ pid: process.pid, socket, startedAt: new Date().toISOString() })}\n`;
@@ -168,15 +209,22 @@ export async function acquireLock(stateDir: string, socket: string): Promise<Loc
         file,
         cleaned,
         release: async () => {
+          let text: string;
           try {
-            if ((await readFile(file, 'utf8')) === content) await rm(file, { force: true });
+            text = await readFile(file, 'utf8');
           } catch {
-            // already gone
+            return; // already gone
+          }
+          if (text !== content) return; // not ours (any more)
+          try {
+            await rm(file, { force: true });
+          } catch (err) {
+            throw new StateFolderError('remove the daemon lock', file, stateDir, err);
           }
         },
       };
     } catch (err) {
-      if (errCode(err) !== 'EEXIST') throw err;
+      if (errCode(err) !== 'EEXIST') throw new StateFolderError('create the daemon lock', file, stateDir, err);
     }
     let text: string;
     let mtimeMs: number;
@@ -202,7 +250,7 @@ export async function acquireLock(stateDir: string, socket: string): Promise<Loc
       await new Promise((r) => setTimeout(r, 50));
       continue;
     }
-    if (await moveAsideIfUnchanged(file, text)) {
+    if (await moveAsideIfUnchanged(fs, file, text, stateDir)) {
       cleaned.push(file);
       const leftSocket = holder?.socket;
       if (leftSocket && (await stat(leftSocket).then((s) => s.isSocket(), () => false)) && !(await socketAnswers(leftSocket, 200))) {
@@ -220,12 +268,15 @@ export async function acquireLock(stateDir: string, socket: string): Promise<Loc
 }
 
 /** Moves a stale lock aside, checking it is still the one judged stale; a fresh one is put back. */
-async function moveAsideIfUnchanged(file: string, judged: string): Promise<boolean> {
+async function moveAsideIfUnchanged(fs: StateFs, file: string, judged: string, stateDir: string): Promise<boolean> {
+  const { readFile, rename, link, rm } = fs;
   const aside = `${file}.${process.pid}-${randomUUID().slice(0, 8)}.stale`;
   try {
     await rename(file, aside);
-  } catch {
-    return false; // someone else moved it first
+  } catch (err) {
+    if (errCode(err) === 'ENOENT') return false; // someone else moved it first
+    // EACCES, EPERM, EROFS…: retrying cannot help, and "another daemon keeps taking it" would be a lie
+    throw new StateFolderError('move aside the stale daemon lock', file, stateDir, err);
   }
   try {
     if ((await readFile(aside, 'utf8')) !== judged) {
@@ -240,6 +291,7 @@ async function moveAsideIfUnchanged(file: string, judged: string): Promise<boole
 
 /** Writes a file atomically with mode 0600 (temp file in the same folder, then rename). */
 export async function writePrivateFile(file: string, text: string): Promise<void> {
+  const { open, rename } = fsp;
   const tmp = `${file}.${process.pid}-${randomUUID().slice(0, 8)}.tmp`;
   const h = await open(tmp, 'wx', 0o600);
   try {
@@ -257,9 +309,63 @@ export async function writeDaemonFile(stateDir: string, info: DaemonFile): Promi
 
 export async function readDaemonFile(stateDir: string): Promise<DaemonFile | undefined> {
   try {
-    const v = JSON.parse(await readFile(join(stateDir, DAEMON_JSON), 'utf8')) as DaemonFile;
+    const v = JSON.parse(await fsp.readFile(join(stateDir, DAEMON_JSON), 'utf8')) as DaemonFile;
     return typeof v.pid === 'number' ? v : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** A state file that could not be removed, and why. */
+export interface FileLeft {
+  path: string;
+  /** The errno (`EACCES`, `EROFS`, …), when the failure had one. */
+  errno: string | null;
+  reason: string;
+}
+
+/**
+ * Removes what a daemon leaves in its state folder — `daemon.lock`, `daemon.json`, the socket — as far as
+ * they are the daemon `pid`'s (the lock and daemon.json name it; the socket is removed only with the
+ * lock, and only while nothing answers on it). Never throws: returns what it removed and what it could
+ * not, with the errno. Files that are gone, or belong to another daemon, are in neither list.
+ */
+export async function removeDaemonFiles(stateDir: string, socket: string, pid: number, fs: StateFs = nodeStateFs): Promise<{ removed: string[]; left: FileLeft[] }> {
+  const removed: string[] = [];
+  const left: FileLeft[] = [];
+  const pidIn = async (file: string, parse: (text: string) => number | undefined): Promise<number | undefined | null> => {
+    try {
+      return parse(await fs.readFile(file, 'utf8'));
+    } catch (err) {
+      return errCode(err) === 'ENOENT' ? null : undefined; // null: gone; undefined: unreadable (try anyway)
+    }
+  };
+  const remove = async (file: string) => {
+    try {
+      await fs.stat(file);
+    } catch (err) {
+      if (errCode(err) === 'ENOENT') return;
+    }
+    try {
+      await fs.rm(file, { force: true });
+      removed.push(file);
+    } catch (err) {
+      left.push({ path: file, errno: errCode(err) ?? null, reason: errnoText(err) });
+    }
+  };
+  const jsonFile = join(stateDir, DAEMON_JSON);
+  const jsonPid = await pidIn(jsonFile, (t) => (JSON.parse(t) as { pid?: unknown }).pid as number);
+  if (jsonPid !== null && (jsonPid === undefined || jsonPid === pid)) await remove(jsonFile);
+  const lockFile = join(stateDir, LOCK_FILE);
+  const lockPid = await pidIn(lockFile, (t) => parseLock(t)?.pid);
+  if (lockPid === null || lockPid === undefined || lockPid === pid) {
+    if (!(await socketAnswers(socket, 200))) await remove(socket);
+    if (lockPid !== null) await remove(lockFile);
+  }
+  return { removed, left };
+}
+
+/** One line naming each file left and why: `/s/daemon.lock (EACCES (permission denied)), …`. */
+export function describeFilesLeft(left: FileLeft[]): string {
+  return left.map((f) => `${f.path} (${f.reason})`).join(', ');
 }
