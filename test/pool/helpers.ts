@@ -52,5 +52,3 @@ export async function until(check: () => boolean, ms = 2_000, what = 'condition'
     await new Promise((r) => setTimeout(r, 2));
   }
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -3,10 +3,11 @@
  * crashes, start-failure backoff, waiting callers giving up, follow lanes, events and stop().
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { SimulatedClock } from 'xstate';
 import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
 import { eraCacheKey } from '../../src/upstream/process-key.js';
 import { settle, textOf } from '../support/auto-upstream.js';
-import { LEGACY_CALLER, MODERN_CALLER, simPool, sleep, until, type SimPool } from './helpers.js';
+import { LEGACY_CALLER, MODERN_CALLER, simPool, until, type SimPool } from './helpers.js';
 
 /** A record date within upstream.eraCacheMaxAge (older records are probed again). */
 const RECENT = new Date(Date.now() - 60_000).toISOString();
@@ -146,13 +147,22 @@ describe('idle stop', () => {
   });
 
   it('a call before the timeout keeps the instance (the timer is re-armed after it)', async () => {
-    const s = make({ limits: { scope: 'global', idleTimeoutMs: 60 } });
+    // Time is the pool's SimulatedClock: no real sleep races the 60 ms timer, however busy the machine.
+    const clock = new SimulatedClock();
+    const s = make({ limits: { scope: 'global', idleTimeoutMs: 60 }, deps: { clock } });
     const first = textOf(await s.pool.callTool('whoami', {}));
-    await sleep(35);
+    await settle();
+    clock.increment(59);
+    await settle();
+    expect(s.stops(), 'not idle for 60 ms yet').toEqual([]);
     expect(textOf(await s.pool.callTool('whoami', {}))).toBe(first);
-    await sleep(35);
-    expect(s.stops()).toEqual([]);
-    await until(() => s.stops().length === 1);
+    await settle();
+    clock.increment(59); // 118 ms after the first call, 59 after the second
+    await settle();
+    expect(s.stops(), 'the second call re-armed the timer').toEqual([]);
+    clock.increment(1);
+    await until(() => s.stops().length === 1, 5_000, 'idle stop');
+    expect(s.stops()[0]).toMatchObject({ reason: 'idle' });
   });
 });
 
@@ -175,10 +185,17 @@ describe('crashes', () => {
 
 describe('start-failure backoff', () => {
   it('the cooldown grows and is capped; acquires during it fail fast with the last error', async () => {
+    // Cooldowns run on the pool's SimulatedClock: each boundary is checked to the millisecond, no sleeps.
+    const clock = new SimulatedClock();
     let failing = true;
-    const s = make({ upstream: { kind: 'dual', spawnFails: () => failing }, config: { backoff: { initialMs: 30, factor: 2, maxMs: 70 } } });
+    const s = make({ upstream: { kind: 'dual', spawnFails: () => failing }, config: { backoff: { initialMs: 30, factor: 2, maxMs: 70 } }, deps: { clock } });
     const attempt = async () => s.pool.callTool('echo', { text: 'x' }).catch((e: { code: string; data?: { cooldownMs?: number } }) => e);
     const spawned = () => s.up.processes.length;
+    const advance = async (ms: number) => {
+      await settle();
+      clock.increment(ms);
+      await settle();
+    };
 
     expect(await attempt()).toMatchObject({ code: 'MCPX_SPAWN_FAILED', data: { cooldownMs: 30, failures: 1 } });
     expect(spawned()).toBe(1);
@@ -186,21 +203,27 @@ describe('start-failure backoff', () => {
     expect(fast).toMatchObject({ code: 'MCPX_SPAWN_FAILED', data: { cooldownMs: 30 } });
     expect((fast as unknown as Error).message).toContain('30 ms cooldown');
     expect(spawned(), 'no new process during the cooldown').toBe(1);
+    await advance(29);
+    expect(await attempt()).toMatchObject({ data: { cooldownMs: 30, failures: 1 } });
+    expect(spawned(), 'still cooling 1 ms before the end').toBe(1);
 
-    await sleep(45);
+    await advance(1);
     expect(await attempt()).toMatchObject({ data: { cooldownMs: 60, failures: 2 } });
     expect(spawned()).toBe(2);
-    await sleep(20);
+    await advance(59);
     expect(await attempt()).toMatchObject({ data: { cooldownMs: 60 } });
     expect(spawned()).toBe(2);
 
-    await sleep(60);
+    await advance(1);
     expect(await attempt()).toMatchObject({ data: { cooldownMs: 70, failures: 3 } }); // 120 capped at 70
-    await sleep(85);
+    await advance(70);
     expect(await attempt()).toMatchObject({ data: { cooldownMs: 70, failures: 4 } });
+    expect(spawned()).toBe(4);
 
     failing = false;
-    await sleep(85);
+    await advance(69);
+    expect(await attempt(), 'still cooling').toMatchObject({ data: { cooldownMs: 70, failures: 4 } });
+    await advance(1);
     expect(textOf(await s.pool.callTool('echo', { text: 'back' }))).toBe('back era=modern');
     expect(s.pool.actor.getSnapshot().context.lanes.own).toMatchObject({ failures: 0, cooling: false });
     expect(s.pool.actor.getSnapshot().value).toMatchObject({ running: { ownLane: 'healthy' } });
