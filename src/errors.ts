@@ -20,7 +20,6 @@ export type ErrorCode =
   | 'MCPX_REQUEST_CANCELLED'
   | 'MCPX_HTTP_STATUS'
   | 'MCPX_UNAUTHORIZED'
-  | 'MCPX_LEGACY_HTTP_REFUSED'
   // the era probe
   | 'MCPX_ERA_MISMATCH'
   | 'MCPX_NO_COMMON_VERSION'

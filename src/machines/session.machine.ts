@@ -10,12 +10,12 @@
  * Shape: idle → connecting (spawn, route, discover / race / initialize, respawn) → ready → closed.
  * Errors end in `failed` with a typed error code and a message naming what the server answered.
  */
-import { assign, enqueueActions, setup } from 'xstate';
+import { and, assign, enqueueActions, setup } from 'xstate';
 import type { ErrorCode, RpcErrorObject } from '../errors.js';
 import { discoverParams, initializeParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import type { EraRecord } from '../upstream/era-cache.js';
-import type { SessionPreference } from './preference.js';
-import { discoverVerdict, initializeVerdict, type Answer, type DiscoverVerdict, type HttpFailure, type InitializeVerdict, type ServerIdentity } from './verdict.js';
+import { isForced, type SessionPreference } from './preference.js';
+import { discoverVerdict, initializeVerdict, isFatal, type Answer, type DiscoverVerdict, type HttpFailure, type InitializeVerdict, type ServerIdentity } from './verdict.js';
 import { MODERN_VERSIONS, NEWEST_LEGACY, type Era } from './versions.js';
 
 export type TransportKind = 'stdio' | 'http';
@@ -109,33 +109,95 @@ function answerOf(event: SessionEvent): Answer | null {
   return null;
 }
 
-function isAnswerTo(event: SessionEvent, id: string | null): boolean {
-  return (event.type === 'rpc.result' || event.type === 'rpc.error' || event.type === 'rpc.failed') && id !== null && event.id === id;
+/** What an event means to the probe: an answer to the pending discover or initialize, with its verdict; or neither. */
+export type Classified =
+  | { to: 'discover'; verdict: DiscoverVerdict }
+  | { to: 'initialize'; verdict: InitializeVerdict }
+  | { to: null };
+
+const NEITHER: Classified = { to: null };
+const classifications = new WeakMap<SessionEvent, Classified>();
+
+/**
+ * Classify an event once, against the context it arrived in: which pending request it answers (by id) and
+ * the verdict table's reading of the answer. Guards and actions of the same step all read this one
+ * classification, so an action that forgets the answered request (`note`) cannot change what the others see,
+ * whatever their order. The transport adapter sends a fresh event object for every message.
+ */
+export function classify(context: SessionContext, event: SessionEvent): Classified {
+  const known = classifications.get(event);
+  if (known) return known;
+  const answer = answerOf(event);
+  const id = answer ? (event as { id: string }).id : null;
+  const classified: Classified =
+    !answer || id === null ? NEITHER
+    : id === context.discoverId ? { to: 'discover', verdict: discoverVerdict(answer, context.modernVersions, context.versionRetried) }
+    : id === context.initializeId ? { to: 'initialize', verdict: initializeVerdict(answer) }
+    : NEITHER;
+  classifications.set(event, classified);
+  return classified;
 }
 
 /** The verdict of the discover answer in `event`, or null when the event is not that answer. */
 export function discoverVerdictOf(context: SessionContext, event: SessionEvent): DiscoverVerdict | null {
-  const answer = answerOf(event);
-  if (!answer || !isAnswerTo(event, context.discoverId)) return null;
-  return discoverVerdict(answer, context.modernVersions, context.versionRetried);
+  const c = classify(context, event);
+  return c.to === 'discover' ? c.verdict : null;
 }
 
 export function initializeVerdictOf(context: SessionContext, event: SessionEvent): InitializeVerdict | null {
-  const answer = answerOf(event);
-  if (!answer || !isAnswerTo(event, context.initializeId)) return null;
-  return initializeVerdict(answer);
+  const c = classify(context, event);
+  return c.to === 'initialize' ? c.verdict : null;
 }
 
-const isForced = (c: SessionContext) => c.preference === 'force-discover' || c.preference === 'force-initialize';
+/**
+ * The one answer guard: `event` answers the pending `to` request and its verdict is one of `is` — a list of
+ * kinds, `fatal` (a verdict that ends the probe, see verdict.ts `Fails`), or `any`.
+ */
+export interface AnswerGuardParams {
+  to: 'discover' | 'initialize';
+  is: readonly (DiscoverVerdict['kind'] | InitializeVerdict['kind'])[] | 'fatal' | 'any';
+}
+
+function answers(context: SessionContext, event: SessionEvent, p: AnswerGuardParams): boolean {
+  const c = classify(context, event);
+  if (c.to !== p.to) return false;
+  if (p.is === 'any') return true;
+  if (p.is === 'fatal') return isFatal(c.verdict);
+  return (p.is as readonly string[]).includes(c.verdict.kind);
+}
 
 function eraSourceFor(c: SessionContext, era: Era): EraSource {
-  if (isForced(c)) return 'forced';
+  if (isForced(c.preference)) return 'forced';
   return c.cached && c.cached.era === era ? 'cache' : 'probe';
+}
+
+/** The context update that fails the session: the error, with everything the server answered as evidence. */
+function failure(context: SessionContext, event: SessionEvent, code: ErrorCode, why: string): Pick<SessionContext, 'evidence' | 'error'> {
+  const last = discoverVerdictOf(context, event)?.why ?? initializeVerdictOf(context, event)?.why ?? describeClose(event);
+  const evidence = last && context.evidence[context.evidence.length - 1] !== last ? [...context.evidence, last] : context.evidence;
+  const message = `${context.server}: ${why}${evidence.length ? ` — ${evidence.join('; ')}` : ''}`;
+  return { evidence, error: { code, message, data: { preference: context.preference, evidence } } };
 }
 
 function describeClose(event: SessionEvent): string {
   return event.type === 'transport.closed' ? `the process closed before answering (${event.reason}${event.detail ? `: ${event.detail}` : ''})` : '';
 }
+
+/** Guards of the answer rows, by request and verdict kind (AnswerGuardParams). */
+const discover = (is: AnswerGuardParams['is']) => ({ type: 'answer', params: { to: 'discover', is } }) as const;
+const initialize = (is: AnswerGuardParams['is']) => ({ type: 'answer', params: { to: 'initialize', is } }) as const;
+const failWith = (code: ErrorCode, why: string) => ({ type: 'fail', params: { code, why } }) as const;
+
+/**
+ * The discover rows every state waiting for a discover answer shares: modern settles (into `modernTarget`),
+ * a -32022 with a usable version asks again once (in `retryIn`), and a verdict that ends the probe fails it.
+ * What a legacy verdict leads to differs by state and follows these rows.
+ */
+const discoverRows = <M extends string, R extends string>(modernTarget: M, retryIn: R) => [
+  { guard: discover(['modern']), target: modernTarget, actions: ['settleModern', 'note'] },
+  { guard: discover(['retry']), target: retryIn, reenter: true, actions: 'sendDiscover' },
+  { guard: discover('fatal'), target: '#session.failed', actions: 'failOnVerdict' },
+] as const;
 
 export const sessionMachine = setup({
   types: {
@@ -157,7 +219,7 @@ export const sessionMachine = setup({
      * cached modern must still get its legacy session there (the outcome of §2 does not change with a cache).
      */
     initializeFirst: ({ context }) => {
-      if (isForced(context)) return false;
+      if (isForced(context.preference)) return false;
       if (context.cached?.era === 'legacy') return true;
       if (context.preference !== 'prefer-initialize') return false;
       return !(context.cached?.era === 'modern' && context.cached.initialize === 'refused');
@@ -174,28 +236,10 @@ export const sessionMachine = setup({
     mayDiscoverAfterInitialize: ({ context }) => context.preference !== 'force-initialize' && !context.discoverTried,
     mayInitializeAfterDiscover: ({ context }) => context.preference !== 'force-discover' && !context.initializeTried,
 
-    discoverModern: ({ context, event }) => discoverVerdictOf(context, event)?.kind === 'modern',
-    discoverRetry: ({ context, event }) => discoverVerdictOf(context, event)?.kind === 'retry',
-    discoverModernError: ({ context, event }) => discoverVerdictOf(context, event)?.kind === 'modern-error',
-    discoverNoCommon: ({ context, event }) => discoverVerdictOf(context, event)?.kind === 'no-common',
-    discoverLegacy: ({ context, event }) => discoverVerdictOf(context, event)?.kind === 'legacy',
-    discoverUnauthorized: ({ context, event }) => discoverVerdictOf(context, event)?.kind === 'unauthorized',
-    discoverUnavailable: ({ context, event }) => discoverVerdictOf(context, event)?.kind === 'unavailable',
-    isDiscoverAnswer: ({ context, event }) => isAnswerTo(event, context.discoverId),
-
-    initializeAccepted: ({ context, event }) => initializeVerdictOf(context, event)?.kind === 'legacy',
-    initializeUnusable: ({ context, event }) => {
-      const kind = initializeVerdictOf(context, event)?.kind;
-      return kind === 'bad-version' || kind === 'malformed';
-    },
-    initializeRefused: ({ context, event }) => {
-      const kind = initializeVerdictOf(context, event)?.kind;
-      return kind === 'refused' || kind === 'http-refused';
-    },
-    /** A bare 400/404/405 to initialize on Streamable HTTP: fall back to the HTTP+SSE transport. */
-    initializeWantsSse: ({ context, event }) => context.httpTransport === 'streamable-http' && initializeVerdictOf(context, event)?.kind === 'http-refused',
-    initializeUnauthorized: ({ context, event }) => initializeVerdictOf(context, event)?.kind === 'unauthorized',
-    initializeUnavailable: ({ context, event }) => initializeVerdictOf(context, event)?.kind === 'unavailable',
+    /** Every answer row: see AnswerGuardParams. */
+    answer: ({ context, event }, params: AnswerGuardParams) => answers(context, event, params),
+    /** A bare 400/404/405 to initialize means HTTP+SSE only while mcpx is still on Streamable HTTP. */
+    onStreamableHttp: ({ context }) => context.httpTransport === 'streamable-http',
   },
   actions: {
     spawn: enqueueActions(({ context, enqueue }) => {
@@ -231,7 +275,7 @@ export const sessionMachine = setup({
     }),
     sendInitialized: enqueueActions(({ enqueue }) => enqueue.emit({ type: 'notify', method: 'notifications/initialized' })),
 
-    /** Record what an answer (or a close) said, for error messages, and forget the answered request. Runs last. */
+    /** Record what an answer (or a close) said, for error messages, and forget the answered request. */
     note: enqueueActions(({ context, event, enqueue }) => {
       const d = discoverVerdictOf(context, event);
       const i = initializeVerdictOf(context, event);
@@ -266,7 +310,7 @@ export const sessionMachine = setup({
      * legacy-only by its transport, so that is worth recording whatever came first.
      */
     recordEra: enqueueActions(({ context, enqueue }) => {
-      if (isForced(context) || !context.era || !context.negotiated) return;
+      if (isForced(context.preference) || !context.era || !context.negotiated) return;
       const cached = context.cached;
       let record: Omit<EraRecord, 'at'> | null = null;
       if (context.era === 'modern') {
@@ -285,14 +329,14 @@ export const sessionMachine = setup({
       const v = discoverVerdictOf(context, event);
       if (v?.kind !== 'modern') return;
       enqueue.assign({ supportsModern: true });
-      if (!isForced(context)) enqueue.emit({ type: 'cache.write', record: { era: 'modern', version: v.version, source: 'probe' } });
+      if (!isForced(context.preference)) enqueue.emit({ type: 'cache.write', record: { era: 'modern', version: v.version, source: 'probe' } });
     }),
 
-    fail: assign(({ context, event }, params: { code: ErrorCode; why: string }) => {
-      const last = discoverVerdictOf(context, event)?.why ?? initializeVerdictOf(context, event)?.why ?? describeClose(event);
-      const evidence = last && context.evidence[context.evidence.length - 1] !== last ? [...context.evidence, last] : context.evidence;
-      const message = `${context.server}: ${params.why}${evidence.length ? ` — ${evidence.join('; ')}` : ''}`;
-      return { evidence, error: { code: params.code, message, data: { preference: context.preference, evidence } } };
+    fail: assign(({ context, event }, params: { code: ErrorCode; why: string }) => failure(context, event, params.code, params.why)),
+    /** Fail as the answer's verdict says (verdict.ts `Fails`). */
+    failOnVerdict: assign(({ context, event }) => {
+      const c = classify(context, event);
+      return c.to !== null && isFatal(c.verdict) ? failure(context, event, c.verdict.fails.code, c.verdict.fails.headline) : {};
     }),
     closedBy: assign((_, params: { reason: string }) => ({ closeReason: params.reason })),
   },
@@ -302,7 +346,8 @@ export const sessionMachine = setup({
     server: input.server,
     transport: input.transport,
     preference: input.preference,
-    cached: input.preference === 'force-discover' || input.preference === 'force-initialize' ? null : input.cached ?? null,
+    // force-* never reads the era cache (nor writes it: recordEra, learnLateModern).
+    cached: isForced(input.preference) ? null : input.cached ?? null,
     probeTimeoutMs: input.probeTimeoutMs ?? 2_000,
     startTimeoutMs: input.startTimeoutMs ?? 120_000,
     modernVersions: input.modernVersions ?? MODERN_VERSIONS,
@@ -318,7 +363,7 @@ export const sessionMachine = setup({
     httpTransport:
       input.transport === 'stdio' ? null
       : input.declaredSse ? 'sse'
-      : input.preference !== 'force-discover' && input.preference !== 'force-initialize' && input.cached?.transport === 'sse' ? 'sse'
+      : !isForced(input.preference) && input.cached?.transport === 'sse' ? 'sse'
       : 'streamable-http',
     afterRespawn: null,
     era: null,
@@ -376,20 +421,15 @@ export const sessionMachine = setup({
           },
           on: {
             'rpc.*': [
-              { guard: 'discoverModern', target: '#session.ready', actions: ['settleModern', 'note'] },
-              { guard: 'discoverRetry', target: 'discovering', reenter: true, actions: 'sendDiscover' },
-              { guard: 'discoverUnauthorized', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_UNAUTHORIZED', why: 'the server refused mcpx as unauthorized (not evidence of an era; nothing cached)' } } },
-              { guard: 'discoverUnavailable', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_UPSTREAM_UNAVAILABLE', why: 'the server is unavailable (nothing concluded, nothing cached)' } } },
-              { guard: 'discoverModernError', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_MODERN_PROTOCOL_ERROR', why: 'the modern server refused server/discover; mcpx never falls back to initialize after a modern error' } } },
-              { guard: 'discoverNoCommon', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_NO_COMMON_VERSION', why: 'no protocol revision in common' } } },
-              { guard: 'forceDiscover', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_ERA_MISMATCH', why: 'upstream.protocol is force-discover (no fallback to initialize), and the server does not speak 2026-07-28' } } },
-              { guard: 'mayInitializeAfterDiscover', target: 'initializing', actions: ['sendInitialize', 'note'] },
-              { guard: 'isDiscoverAnswer', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_PROBE_REFUSED', why: 'the server refused both initialize and server/discover' } } },
+              ...discoverRows('#session.ready', 'discovering'),
+              { guard: and([discover(['legacy']), 'forceDiscover']), target: '#session.failed', actions: failWith('MCPX_ERA_MISMATCH', 'upstream.protocol is force-discover (no fallback to initialize), and the server does not speak 2026-07-28') },
+              { guard: and([discover(['legacy']), 'mayInitializeAfterDiscover']), target: 'initializing', actions: ['sendInitialize', 'note'] },
+              { guard: discover(['legacy']), target: '#session.failed', actions: failWith('MCPX_PROBE_REFUSED', 'the server refused both initialize and server/discover') },
             ],
             'transport.closed': [
-              { guard: 'forceDiscover', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_ERA_MISMATCH', why: 'upstream.protocol is force-discover (no fallback to initialize), and the server exited on server/discover' } } },
+              { guard: 'forceDiscover', target: '#session.failed', actions: failWith('MCPX_ERA_MISMATCH', 'upstream.protocol is force-discover (no fallback to initialize), and the server exited on server/discover') },
               { guard: 'mayInitializeAfterDiscover', target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'initialize' } }] },
-              { target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_TRANSPORT_CLOSED', why: 'the server exited during the probe' } } },
+              { target: '#session.failed', actions: failWith('MCPX_TRANSPORT_CLOSED', 'the server exited during the probe') },
             ],
           },
         },
@@ -398,14 +438,11 @@ export const sessionMachine = setup({
         racing: {
           on: {
             'rpc.*': [
-              { guard: 'discoverModern', target: 'awaitingInitialize', actions: ['settleModern', 'note'] },
-              { guard: 'discoverRetry', target: 'racing', actions: 'sendDiscover' },
-              { guard: 'discoverModernError', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_MODERN_PROTOCOL_ERROR', why: 'the modern server refused server/discover' } } },
-              { guard: 'discoverNoCommon', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_NO_COMMON_VERSION', why: 'no protocol revision in common' } } },
-              { guard: 'discoverLegacy', target: 'initializing', actions: 'note' },
-              { guard: 'initializeAccepted', target: '#session.ready', actions: ['settleLegacy', 'note', 'sendInitialized'] },
-              { guard: 'initializeUnusable', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_UNSUPPORTED_LEGACY_VERSION', why: 'initialize answered with a revision mcpx does not speak' } } },
-              { guard: 'initializeRefused', target: 'discoverOnly', actions: 'note' },
+              ...discoverRows('awaitingInitialize', 'racing'),
+              { guard: discover(['legacy']), target: 'initializing', actions: 'note' },
+              { guard: initialize(['legacy']), target: '#session.ready', actions: ['settleLegacy', 'note', 'sendInitialized'] },
+              { guard: initialize('fatal'), target: '#session.failed', actions: 'failOnVerdict' },
+              { guard: initialize(['refused', 'http-refused']), target: 'discoverOnly', actions: 'note' },
             ],
             // Both requests were out; the likeliest killer is the initialize (a slow modern server exiting on
             // it), since a server that dies on discover does so before the probe timeout. Try discover alone.
@@ -415,8 +452,8 @@ export const sessionMachine = setup({
 
         /**
          * discover won with a modern answer while initialize is still pending. If initialize is refused the
-         * process is ours, modern. If it is accepted, the process is now pinned legacy: start a fresh one
-         * and speak modern to it (no probe needed: the era is known).
+         * process is ours, modern. If it is accepted (or unusable), the process may now be pinned legacy: start a
+         * fresh one and speak modern to it (no probe needed: the era is known).
          */
         awaitingInitialize: {
           after: {
@@ -424,9 +461,8 @@ export const sessionMachine = setup({
           },
           on: {
             'rpc.*': [
-              { guard: 'initializeRefused', target: '#session.ready', actions: 'note' },
-              { guard: 'initializeAccepted', target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'modern' } }] },
-              { guard: 'initializeUnusable', target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'modern' } }] },
+              { guard: initialize(['refused', 'http-refused']), target: '#session.ready', actions: 'note' },
+              { guard: initialize('any'), target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'modern' } }] },
             ],
             'transport.closed': { target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'modern' } }] },
           },
@@ -436,11 +472,8 @@ export const sessionMachine = setup({
         discoverOnly: {
           on: {
             'rpc.*': [
-              { guard: 'discoverModern', target: '#session.ready', actions: ['settleModern', 'note'] },
-              { guard: 'discoverRetry', target: 'discoverOnly', actions: 'sendDiscover' },
-              { guard: 'discoverModernError', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_MODERN_PROTOCOL_ERROR', why: 'the modern server refused server/discover' } } },
-              { guard: 'discoverNoCommon', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_NO_COMMON_VERSION', why: 'no protocol revision in common' } } },
-              { guard: 'isDiscoverAnswer', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_PROBE_REFUSED', why: 'the server refused both initialize and server/discover' } } },
+              ...discoverRows('#session.ready', 'discoverOnly'),
+              { guard: discover('any'), target: '#session.failed', actions: failWith('MCPX_PROBE_REFUSED', 'the server refused both initialize and server/discover') },
             ],
             'transport.closed': { target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'discover' } }] },
           },
@@ -450,17 +483,15 @@ export const sessionMachine = setup({
         initializing: {
           on: {
             'rpc.*': [
-              { guard: 'initializeAccepted', target: '#session.ready', actions: ['settleLegacy', 'note', 'sendInitialized'] },
-              { guard: 'initializeUnusable', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_UNSUPPORTED_LEGACY_VERSION', why: 'initialize answered with a revision mcpx does not speak' } } },
-              { guard: 'initializeWantsSse', target: 'respawning', actions: ['note', { type: 'useTransport', params: { transport: 'sse' } }, { type: 'respawnFor', params: { next: 'initialize' } }] },
-              { guard: 'initializeUnauthorized', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_UNAUTHORIZED', why: 'the server refused mcpx as unauthorized (not evidence of an era; nothing cached)' } } },
-              { guard: 'initializeUnavailable', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_UPSTREAM_UNAVAILABLE', why: 'the server is unavailable (nothing concluded, nothing cached)' } } },
-              { guard: 'initializeRefused', target: 'refusedInitialize', actions: 'note' },
+              { guard: initialize(['legacy']), target: '#session.ready', actions: ['settleLegacy', 'note', 'sendInitialized'] },
+              { guard: initialize('fatal'), target: '#session.failed', actions: 'failOnVerdict' },
+              { guard: and([initialize(['http-refused']), 'onStreamableHttp']), target: 'respawning', actions: ['note', { type: 'useTransport', params: { transport: 'sse' } }, { type: 'respawnFor', params: { next: 'initialize' } }] },
+              { guard: initialize(['refused', 'http-refused']), target: 'refusedInitialize', actions: 'note' },
             ],
             'transport.closed': [
-              { guard: 'forceInitialize', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_ERA_MISMATCH', why: 'upstream.protocol is force-initialize (no fallback to server/discover), and the server exited on initialize' } } },
+              { guard: 'forceInitialize', target: '#session.failed', actions: failWith('MCPX_ERA_MISMATCH', 'upstream.protocol is force-initialize (no fallback to server/discover), and the server exited on initialize') },
               { guard: 'mayDiscoverAfterInitialize', target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'discover' } }] },
-              { target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_TRANSPORT_CLOSED', why: 'the server exited during initialize' } } },
+              { target: '#session.failed', actions: failWith('MCPX_TRANSPORT_CLOSED', 'the server exited during initialize') },
             ],
           },
         },
@@ -491,8 +522,8 @@ export const sessionMachine = setup({
       entry: 'recordEra',
       on: {
         'rpc.*': [
-          { guard: 'discoverModern', actions: ['learnLateModern', 'note'] },
-          { guard: 'isDiscoverAnswer', actions: 'note' },
+          { guard: discover(['modern']), actions: ['learnLateModern', 'note'] },
+          { guard: discover('any'), actions: 'note' },
         ],
         'transport.closed': { target: 'closed', actions: { type: 'closedBy', params: { reason: 'upstream closed' } } },
         stop: { target: 'stopped', actions: { type: 'closedBy', params: { reason: 'stopped' } } },

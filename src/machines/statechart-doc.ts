@@ -131,8 +131,18 @@ export function guardText(guard: unknown): string {
     if ('stateValue' in g) return `in ${stateValueText(g.stateValue)}`;
     return g.name || 'inline';
   }
-  if (guard && typeof guard === 'object' && typeof (guard as Named).type === 'string') return (guard as { type: string }).type;
+  if (guard && typeof guard === 'object' && typeof (guard as Named).type === 'string') return withParams(guard as { type: string; params?: unknown });
   return 'guard';
+}
+
+/** A parametrized guard: the session chart's answer guard as `discover answered modern`; others by name. */
+function withParams(guard: { type: string; params?: unknown }): string {
+  const p = guard.params;
+  if (!p || typeof p !== 'object') return guard.type;
+  const value = (v: unknown): string => (Array.isArray(v) ? v.join(' or ') : String(v));
+  const { to, is } = p as { to?: unknown; is?: unknown };
+  if (typeof to === 'string' && is !== undefined) return `${to} answered ${value(is)}`;
+  return guard.type;
 }
 
 function eventLabel(t: AnyTransitionDefinition, node: AnyStateNode, ids: Ids, always: boolean): string {

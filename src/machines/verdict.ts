@@ -4,15 +4,15 @@
  * test/machines/verdict.test.ts checks them row by row. Nothing else in mcpx decides eras. The -32022
  * rule (versionRefusal) is here too, because ordinary modern requests follow the same rule as the probe.
  */
-import type { RpcErrorObject } from '../errors.js';
-import { eraOfRevision, isLegacyVersion, LEGACY_VERSIONS, META, RPC } from './versions.js';
+import type { ErrorCode, RpcErrorObject } from '../errors.js';
+import { isLegacyVersion, LEGACY_VERSIONS, META, RPC } from './versions.js';
 
 /**
  * How an HTTP request failed without a JSON-RPC answer (a non-2xx status whose body is not a JSON-RPC
  * response to the request, or no response at all). Statuses with a JSON-RPC body arrive as `error`.
  */
 export interface HttpFailure {
-  kind: 'unauthorized' | 'status' | 'legacy-refused' | 'connection';
+  kind: 'unauthorized' | 'status' | 'connection';
   status?: number;
   message: string;
 }
@@ -26,6 +26,14 @@ export interface ServerIdentity {
   instructions?: string;
 }
 
+/**
+ * A verdict that ends the probe carries how it fails the session: the error code and the headline of the
+ * message. The session chart has one row for every such verdict, so a new failing kind is added here only.
+ */
+export interface Fails {
+  fails: { code: ErrorCode; headline: string };
+}
+
 export type DiscoverVerdict =
   /** A DiscoverResult naming a version mcpx offers: speak modern at `version`. */
   | ({ kind: 'modern'; version: string; supported: string[]; why: string } & ServerIdentity)
@@ -34,26 +42,37 @@ export type DiscoverVerdict =
   /** Not a modern server (or one whose modern side offers nothing usable): fall back to initialize. */
   | { kind: 'legacy'; why: string; legacyVersions: string[] }
   /** A modern server that refused us with a modern error: never fall back. */
-  | { kind: 'modern-error'; code: number; why: string }
+  | ({ kind: 'modern-error'; code: number; why: string } & Fails)
   /** A modern server with no version in common with mcpx, or one that refused the one -32022 retry too. */
-  | { kind: 'no-common'; supported: string[]; why: string }
+  | ({ kind: 'no-common'; supported: string[]; why: string } & Fails)
   /** HTTP 401/403: an auth problem, never era evidence. */
-  | { kind: 'unauthorized'; why: string }
+  | ({ kind: 'unauthorized'; why: string } & Fails)
   /** HTTP 5xx or no connection: nothing can be concluded (and nothing is cached). */
-  | { kind: 'unavailable'; why: string };
+  | ({ kind: 'unavailable'; why: string } & Fails);
 
 export type InitializeVerdict =
   | ({ kind: 'legacy'; version: string; why: string } & ServerIdentity)
   /** The server answered with a revision mcpx does not speak. */
-  | { kind: 'bad-version'; version: string; why: string }
+  | ({ kind: 'bad-version'; version: string; why: string } & Fails)
   /** A success that is not an InitializeResult. */
-  | { kind: 'malformed'; why: string }
-  /** initialize was refused. `modernHint` when the refusal names modern revisions (a modern-only server). */
-  | { kind: 'refused'; code: number; modernHint: boolean; why: string }
-  /** HTTP: initialize refused with a bare 400/404/405 — an old HTTP+SSE server (LegacyHTTPRefusedError). */
+  | ({ kind: 'malformed'; why: string } & Fails)
+  /** initialize was refused: a modern-only server, or one that refuses this session (discover decides). */
+  | { kind: 'refused'; code: number; why: string }
+  /** HTTP: initialize refused with a bare 400/404/405 and no JSON-RPC body — an old HTTP+SSE server. */
   | { kind: 'http-refused'; status: number; why: string }
-  | { kind: 'unauthorized'; why: string }
-  | { kind: 'unavailable'; why: string };
+  | ({ kind: 'unauthorized'; why: string } & Fails)
+  | ({ kind: 'unavailable'; why: string } & Fails);
+
+const UNAUTHORIZED = { code: 'MCPX_UNAUTHORIZED', headline: 'the server refused mcpx as unauthorized (not evidence of an era; nothing cached)' } as const;
+const UNAVAILABLE = { code: 'MCPX_UPSTREAM_UNAVAILABLE', headline: 'the server is unavailable (nothing concluded, nothing cached)' } as const;
+const MODERN_ERROR = { code: 'MCPX_MODERN_PROTOCOL_ERROR', headline: 'the modern server refused server/discover; mcpx never falls back to initialize after a modern error' } as const;
+const NO_COMMON = { code: 'MCPX_NO_COMMON_VERSION', headline: 'no protocol revision in common' } as const;
+const UNSPOKEN_LEGACY = { code: 'MCPX_UNSUPPORTED_LEGACY_VERSION', headline: 'initialize answered with a revision mcpx does not speak' } as const;
+
+/** Whether a verdict ends the probe (and how: `verdict.fails`). */
+export function isFatal<V extends DiscoverVerdict | InitializeVerdict>(verdict: V): verdict is Extract<V, Fails> {
+  return 'fails' in verdict;
+}
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
@@ -84,10 +103,10 @@ function identityFromDiscover(result: Record<string, unknown>): ServerIdentity {
 }
 
 /** What an HTTP failure means for either probe request; null when it is era evidence (a plain 4xx). */
-function httpFailureVerdict(method: string, f: HttpFailure): { kind: 'unauthorized' | 'unavailable'; why: string } | null {
-  if (f.kind === 'unauthorized') return { kind: 'unauthorized', why: `${method} was refused as unauthorized (HTTP ${f.status ?? '401'}); check the server's headers` };
-  if (f.kind === 'connection') return { kind: 'unavailable', why: `${method} got no response: ${f.message}` };
-  if (f.status !== undefined && f.status >= 500) return { kind: 'unavailable', why: `${method} got HTTP ${f.status} (a server error says nothing about its era)` };
+function httpFailureVerdict(method: string, f: HttpFailure): ({ kind: 'unauthorized' | 'unavailable'; why: string } & Fails) | null {
+  if (f.kind === 'unauthorized') return { kind: 'unauthorized', why: `${method} was refused as unauthorized (HTTP ${f.status ?? '401'}); check the server's headers`, fails: UNAUTHORIZED };
+  if (f.kind === 'connection') return { kind: 'unavailable', why: `${method} got no response: ${f.message}`, fails: UNAVAILABLE };
+  if (f.status !== undefined && f.status >= 500) return { kind: 'unavailable', why: `${method} got HTTP ${f.status} (a server error says nothing about its era)`, fails: UNAVAILABLE };
   return null;
 }
 
@@ -145,13 +164,13 @@ export function discoverVerdict(answer: Answer, offered: readonly string[], retr
     const e = answer.error;
     if (e.code === RPC.unsupportedProtocolVersion) {
       const v = versionRefusal('server/discover', e, offered, retried);
-      if (v.kind === 'malformed') return { kind: 'modern-error', code: e.code, why: v.why };
+      if (v.kind === 'malformed') return { kind: 'modern-error', code: e.code, why: v.why, fails: MODERN_ERROR };
       if (v.kind === 'legacy-only') return { kind: 'legacy', legacyVersions: v.legacyVersions, why: v.why };
-      if (v.kind === 'final') return { kind: 'no-common', supported: v.supported, why: v.why };
+      if (v.kind === 'final') return { kind: 'no-common', supported: v.supported, why: v.why, fails: NO_COMMON };
       return v;
     }
     if (e.code === RPC.headerMismatch || e.code === RPC.missingClientCapability) {
-      return { kind: 'modern-error', code: e.code, why: `server/discover got modern ${describeError(e)}` };
+      return { kind: 'modern-error', code: e.code, why: `server/discover got modern ${describeError(e)}`, fails: MODERN_ERROR };
     }
     return { kind: 'legacy', legacyVersions: [], why: `server/discover got ${describeError(e)}` };
   }
@@ -167,7 +186,7 @@ export function discoverVerdict(answer: Answer, offered: readonly string[], retr
   if (legacy.length > 0) {
     return { kind: 'legacy', legacyVersions: legacy, why: `server/discover listed only legacy revisions (${supported.join(', ')})` };
   }
-  return { kind: 'no-common', supported, why: `server supports ${supported.join(', ') || 'nothing'}; mcpx speaks ${[...offered, ...LEGACY_VERSIONS].join(', ')}` };
+  return { kind: 'no-common', supported, why: `server supports ${supported.join(', ') || 'nothing'}; mcpx speaks ${[...offered, ...LEGACY_VERSIONS].join(', ')}`, fails: NO_COMMON };
 }
 
 /** What an answer to `initialize` means. */
@@ -176,25 +195,23 @@ export function initializeVerdict(answer: Answer): InitializeVerdict {
     const f = answer.failure;
     const fatal = httpFailureVerdict('initialize', f);
     if (fatal) return fatal;
-    if (f.kind === 'legacy-refused' || (f.status !== undefined && [400, 404, 405].includes(f.status))) {
+    // A bare 400/404/405 to initialize: not a Streamable HTTP endpoint (an old HTTP+SSE server, docs/behaviour.md §4).
+    if (f.status !== undefined && [400, 404, 405].includes(f.status)) {
       return { kind: 'http-refused', status: f.status ?? 400, why: `initialize got a bare HTTP ${f.status ?? 400} (no JSON-RPC body): not a Streamable HTTP endpoint` };
     }
-    return { kind: 'refused', code: 0, modernHint: false, why: `initialize got HTTP ${f.status ?? '4xx'}` };
+    return { kind: 'refused', code: 0, why: `initialize got HTTP ${f.status ?? '4xx'}` };
   }
   if ('error' in answer) {
     const e = answer.error;
-    const data = isObject(e.data) ? e.data : {};
-    const supported = strings(data.supported);
-    const modernHint = e.code === RPC.unsupportedProtocolVersion && supported.some((v) => eraOfRevision(v) === 'modern');
-    return { kind: 'refused', code: e.code, modernHint, why: `initialize got ${describeError(e)}` };
+    return { kind: 'refused', code: e.code, why: `initialize got ${describeError(e)}` };
   }
   const result = answer.result;
   if (!isObject(result) || typeof result.protocolVersion !== 'string') {
-    return { kind: 'malformed', why: 'initialize got a success without a protocolVersion' };
+    return { kind: 'malformed', why: 'initialize got a success without a protocolVersion', fails: UNSPOKEN_LEGACY };
   }
   const version = result.protocolVersion;
   if (!isLegacyVersion(version)) {
-    return { kind: 'bad-version', version, why: `initialize answered protocolVersion ${JSON.stringify(version)}, which mcpx does not speak (it speaks ${LEGACY_VERSIONS.join(', ')})` };
+    return { kind: 'bad-version', version, why: `initialize answered protocolVersion ${JSON.stringify(version)}, which mcpx does not speak (it speaks ${LEGACY_VERSIONS.join(', ')})`, fails: UNSPOKEN_LEGACY };
   }
   const out: InitializeVerdict = { kind: 'legacy', version, why: `initialize answered ${version}` };
   if (isObject(result.serverInfo)) out.serverInfo = result.serverInfo as ServerIdentity['serverInfo'];

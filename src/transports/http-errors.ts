@@ -5,8 +5,8 @@
  * Which error means what (the MCP specification (modelcontextprotocol.io/specification), docs/behaviour.md §4):
  * - HTTPStatusError: a non-2xx answer that carried no JSON-RPC response for the request. `status`,
  *   the body (redacted, at most 2 KB), and the JSON-RPC error object when the body held one.
- * - LegacyHTTPRefusedError (an HTTPStatusError): `initialize` itself was refused with a bare
- *   400/404/405 — the hook for falling back to the deprecated HTTP+SSE transport.
+ *   What a status means for the era (a bare 400/404/405 to `initialize` is an old HTTP+SSE server)
+ *   is decided in src/machines/verdict.ts, not here: the transport reports the status and the method.
  * - UnauthorizedError: 401/403. Deliberately NOT an HTTPStatusError, so code that treats "some 4xx"
  *   as era evidence cannot mistake an auth failure for one: it never says anything about the era.
  * - HttpConnectionError: the connection failed or a response stream ended before the answer
@@ -88,20 +88,6 @@ export class HTTPStatusError extends McpxError {
     this.rpcError = init.rpcError;
     this.method = init.method;
     this.url = init.url;
-  }
-}
-
-/**
- * `initialize` was refused with a bare 400/404/405 (no JSON-RPC answer with its id): the endpoint is
- * not a Streamable HTTP MCP server; it may speak the deprecated HTTP+SSE transport.
- */
-export class LegacyHTTPRefusedError extends HTTPStatusError {
-  constructor(init: HttpFailureInit) {
-    super(
-      init,
-      'MCPX_LEGACY_HTTP_REFUSED',
-      `${init.url} refused initialize with HTTP ${init.status} and no JSON-RPC answer: not a Streamable HTTP MCP endpoint (it may speak the deprecated HTTP+SSE transport)`,
-    );
   }
 }
 

@@ -27,7 +27,6 @@ import {
   HTTPStatusError,
   HttpConnectionError,
   HttpRedactor,
-  LegacyHTTPRefusedError,
   UnauthorizedError,
   redactUrl,
   type HttpFailureInit,
@@ -562,9 +561,6 @@ export class StreamableHttpChannel implements Channel {
         this.log.debug({ status, method: what, url: this.displayUrl }, 'delivering a JSON-RPC answer that came with a non-2xx status');
         this.deliver(flight, { ...answer, id: flight.id } as JsonRpcResponse, res.headers);
         return;
-      }
-      if (flight.method === 'initialize' && (status === 400 || status === 404 || status === 405)) {
-        throw new LegacyHTTPRefusedError(this.failureInit(res, what, prefix.text, rpcError));
       }
     }
     throw new HTTPStatusError(this.failureInit(res, what, prefix.text, rpcError));

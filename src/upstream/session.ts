@@ -734,7 +734,6 @@ function httpFailureOf(err: unknown): HttpFailure {
   const status = typeof own === 'number' ? own : err instanceof McpxError && typeof err.data?.status === 'number' ? err.data.status : undefined;
   const message = err instanceof Error ? err.message : String(err);
   if (code === 'MCPX_UNAUTHORIZED') return { kind: 'unauthorized', ...(status ? { status } : {}), message };
-  if (code === 'MCPX_LEGACY_HTTP_REFUSED') return { kind: 'legacy-refused', ...(status ? { status } : {}), message };
   if (code === 'MCPX_HTTP_STATUS' && status !== undefined) return { kind: 'status', status, message };
   return { kind: 'connection', message };
 }

@@ -3,7 +3,7 @@
  * with the verdict the spec assigns to it.
  */
 import { describe, expect, it } from 'vitest';
-import { discoverVerdict, initializeVerdict, versionRefusal } from '../../src/machines/verdict.js';
+import { discoverVerdict, initializeVerdict, isFatal, versionRefusal, type HttpFailure } from '../../src/machines/verdict.js';
 
 const OFFERED = ['2026-07-28'] as const;
 const discoverResult = (extra: Record<string, unknown> = {}) => ({
@@ -117,9 +117,47 @@ describe('initialize verdicts (docs/behaviour.md §3, last paragraph)', () => {
     expect(initializeVerdict({ result: {} }).kind).toBe('malformed');
   });
 
-  it('a refusal naming modern revisions hints at a modern-only server', () => {
-    expect(initializeVerdict(err(-32022, { supported: ['2026-07-28'] }))).toMatchObject({ kind: 'refused', modernHint: true });
-    expect(initializeVerdict(err(-32602))).toMatchObject({ kind: 'refused', modernHint: false });
+  it('any JSON-RPC error to initialize is a refusal (discover decides what comes next), never fatal by itself', () => {
+    expect(initializeVerdict(err(-32022, { supported: ['2026-07-28'] }))).toMatchObject({ kind: 'refused', code: -32022 });
+    expect(initializeVerdict(err(-32602))).toMatchObject({ kind: 'refused', code: -32602 });
+    expect(isFatal(initializeVerdict(err(-32602)))).toBe(false);
+  });
+});
+
+describe('HTTP failures (docs/behaviour.md §4)', () => {
+  const failure = (kind: HttpFailure['kind'], status?: number): { failure: HttpFailure } => ({ failure: { kind, message: 'm', ...(status ? { status } : {}) } });
+
+  it('401/403 are never era evidence: both requests fail the session as unauthorized', () => {
+    for (const status of [401, 403]) {
+      expect(discoverVerdict(failure('unauthorized', status), OFFERED, false)).toMatchObject({ kind: 'unauthorized', fails: { code: 'MCPX_UNAUTHORIZED' } });
+      expect(initializeVerdict(failure('unauthorized', status))).toMatchObject({ kind: 'unauthorized', fails: { code: 'MCPX_UNAUTHORIZED' } });
+    }
+  });
+
+  it('5xx and no connection conclude nothing: unavailable', () => {
+    expect(discoverVerdict(failure('status', 503), OFFERED, false)).toMatchObject({ kind: 'unavailable', fails: { code: 'MCPX_UPSTREAM_UNAVAILABLE' } });
+    expect(discoverVerdict(failure('connection'), OFFERED, false)).toMatchObject({ kind: 'unavailable' });
+    expect(initializeVerdict(failure('status', 500))).toMatchObject({ kind: 'unavailable', fails: { code: 'MCPX_UPSTREAM_UNAVAILABLE' } });
+  });
+
+  it('any other 4xx to discover without a modern JSON-RPC error falls back to initialize', () => {
+    for (const status of [400, 404, 405, 422]) expect(discoverVerdict(failure('status', status), OFFERED, false)).toMatchObject({ kind: 'legacy' });
+  });
+
+  it('a bare 400/404/405 to initialize is an old HTTP+SSE server; another 4xx is a plain refusal', () => {
+    for (const status of [400, 404, 405]) expect(initializeVerdict(failure('status', status))).toMatchObject({ kind: 'http-refused', status });
+    expect(initializeVerdict(failure('status', 422))).toMatchObject({ kind: 'refused' });
+  });
+});
+
+describe('verdicts that end the probe carry how they fail', () => {
+  it('modern errors, no common version and unusable initialize answers fail with their codes; the rest do not', () => {
+    expect(discoverVerdict(err(-32020), OFFERED, false)).toMatchObject({ fails: { code: 'MCPX_MODERN_PROTOCOL_ERROR' } });
+    expect(discoverVerdict(discoverResult({ supportedVersions: ['2099-01-01'] }), OFFERED, false)).toMatchObject({ kind: 'no-common', fails: { code: 'MCPX_NO_COMMON_VERSION' } });
+    expect(initializeVerdict({ result: { protocolVersion: '1999-01-01' } })).toMatchObject({ kind: 'bad-version', fails: { code: 'MCPX_UNSUPPORTED_LEGACY_VERSION' } });
+    expect(isFatal(discoverVerdict(discoverResult(), OFFERED, false))).toBe(false);
+    expect(isFatal(discoverVerdict(err(-32601), OFFERED, false))).toBe(false);
+    expect(isFatal(initializeVerdict({ result: { protocolVersion: '2025-11-25' } }))).toBe(false);
   });
 });
 

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { pino } from 'pino';
 import { request } from 'undici';
 import { McpxError, MessageTooLargeError, TransportClosedError, UpstreamRpcError } from '../../src/errors.js';
-import { HTTPStatusError, LegacyHTTPRefusedError, UnauthorizedError } from '../../src/transports/http-errors.js';
+import { HTTPStatusError, UnauthorizedError } from '../../src/transports/http-errors.js';
 import type { TransportLogger } from '../../src/transports/jsonrpc.js';
 import { discoverParams, initializeParams, requestParams } from '../../src/transports/mcp-messages.js';
 import { RpcPeer } from '../../src/transports/rpc-peer.js';
@@ -236,7 +236,7 @@ describe('modern requests (SDK v2 createMcpHandler)', () => {
     expect(result.supportedVersions).toEqual([MODERN]);
   });
 
-  it('a modern-only server refuses initialize with 400 -32022, delivered as the answer (not LegacyHTTPRefused)', async () => {
+  it('a modern-only server refuses initialize with 400 -32022, delivered as the answer (not a bare status)', async () => {
     const { peer } = open(fx.modern.url);
     const err = await caught(peer.request('initialize', initializeParams(LEGACY)));
     expect(err).toBeInstanceOf(UpstreamRpcError);
@@ -369,22 +369,23 @@ describe('legacy requests', () => {
 // ------------------------------------------------------------------------------ status errors
 
 describe('HTTP failures', () => {
-  it('405 to everything: initialize rejects with LegacyHTTPRefusedError, discover with a plain HTTPStatusError', async () => {
+  // The transport reports the status and the method; what a bare 405 to initialize means (an old HTTP+SSE
+  // server) is the verdict table's rule (test/machines/verdict.test.ts), not the transport's.
+  it('405 to everything: initialize and discover both reject with an HTTPStatusError naming status and method', async () => {
     const { peer } = open(fx['405'].url);
     const init = await caught(peer.request('initialize', initializeParams(LEGACY)));
-    expect(init).toBeInstanceOf(LegacyHTTPRefusedError);
     expect(init).toBeInstanceOf(HTTPStatusError);
-    expect(init).toMatchObject({ code: 'MCPX_LEGACY_HTTP_REFUSED', status: 405, method: 'initialize' });
+    expect(init).toMatchObject({ code: 'MCPX_HTTP_STATUS', status: 405, method: 'initialize' });
     const disc = await caught(peer.request('server/discover', discoverParams(MODERN)));
     expect(disc).toBeInstanceOf(HTTPStatusError);
-    expect(disc).not.toBeInstanceOf(LegacyHTTPRefusedError);
     expect(disc).toMatchObject({ code: 'MCPX_HTTP_STATUS', status: 405 });
   });
 
-  it('a 405 on the HTTP+SSE server (POST /sse) is the LegacyHTTPRefused hook too', async () => {
+  it('a 405 on the HTTP+SSE server (POST /sse) is reported as that status, with no JSON-RPC error', async () => {
     const { peer } = open(fx.sse.url);
     const err = await caught(peer.request('initialize', initializeParams(LEGACY)));
-    expect(err).toMatchObject({ code: 'MCPX_LEGACY_HTTP_REFUSED', status: 405 });
+    expect(err).toMatchObject({ code: 'MCPX_HTTP_STATUS', status: 405, method: 'initialize' });
+    expect((err as HTTPStatusError).rpcError).toBeUndefined();
   });
 
   it('500 → HTTPStatusError with status and body', async () => {
@@ -394,8 +395,7 @@ describe('HTTP failures', () => {
     expect(err).toMatchObject({ code: 'MCPX_HTTP_STATUS', status: 500, body: 'Internal Server Error', method: 'server/discover' });
     expect((err as HTTPStatusError).rpcError).toBeUndefined();
     const init = await caught(peer.request('initialize', initializeParams(LEGACY)));
-    expect(init).not.toBeInstanceOf(LegacyHTTPRefusedError);
-    expect(init).toMatchObject({ status: 500 });
+    expect(init).toMatchObject({ code: 'MCPX_HTTP_STATUS', status: 500 });
   });
 
   it('401 → UnauthorizedError; the configured token never shows in messages, data or logs', async () => {
