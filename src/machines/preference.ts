@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { ProtocolValueError } from '../errors.js';
+import { eraOfRevision } from './versions.js';
 
 export const CANONICAL_PREFERENCES = ['prefer-discover', 'prefer-initialize', 'force-discover', 'force-initialize', 'follow'] as const;
 
@@ -78,7 +79,18 @@ export function laneSessionPreference(p: Preference, lane: Lane): SessionPrefere
   return lane === 'legacy' ? 'force-initialize' : 'prefer-discover';
 }
 
-/** force-* values never probe, never fall back, and never read or write the era cache. */
+/**
+ * The lane a caller's own protocol revision asks for (docs/behaviour.md §6): under `follow`, a caller that
+ * speaks a revision before 2026-07-28 gets the legacy lane; everyone else, and every other value, the own lane.
+ * A caller that names no revision (the CLI, /v1 without the header) gets the own lane.
+ */
+export function callerLane(p: Preference, callerProtocol: string | undefined): Lane {
+  if (p !== 'follow') return 'own';
+  const rev = callerProtocol?.trim();
+  return rev && eraOfRevision(rev) === 'legacy' ? 'legacy' : 'own';
+}
+
+/** force-* values never probe, never fall back, and never read or write the era cache (the machines apply this). */
 export function isForced(p: Preference): p is 'force-discover' | 'force-initialize' {
   return p === 'force-discover' || p === 'force-initialize';
 }

@@ -54,7 +54,7 @@
  */
 import { enqueueActions, setup } from 'xstate';
 import type { ErrorCode } from '../errors.js';
-import { laneSessionPreference, type Lane, type Preference, type SessionPreference } from '../machines/preference.js';
+import { isForced, laneSessionPreference, type Lane, type Preference, type SessionPreference } from '../machines/preference.js';
 import type { Era } from '../machines/versions.js';
 import type { BackoffPolicy, PoolLimits, Scope, Sharing } from './types.js';
 
@@ -226,7 +226,8 @@ export function initialContext(input: PoolInput): PoolContext {
     waiters: [],
     nextInstance: 1,
     tick: 0,
-    ownEra: input.cachedEra ?? null,
+    // force-* never reads the era cache.
+    ownEra: isForced(input.preference) ? null : input.cachedEra ?? null,
     lanes: { own: health(), legacy: health() },
     legacyLane: follow ? 'unused' : 'off',
     legacyRefusal: null,

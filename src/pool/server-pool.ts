@@ -17,8 +17,8 @@ import { createActor, waitFor, type Actor, type ActorOptions, type AnyActorLogic
 import { MAX_DURATION_MS } from '../config/duration.js';
 import { McpxError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { isForced, type Lane } from '../machines/preference.js';
-import { eraOfRevision, type Era } from '../machines/versions.js';
+import { callerLane, type Lane } from '../machines/preference.js';
+import type { Era } from '../machines/versions.js';
 import type { EraCache, EraRecord } from '../upstream/era-cache.js';
 import { eraCacheKey } from '../upstream/process-key.js';
 import {
@@ -35,7 +35,7 @@ import {
   type UpstreamSessionOptions,
 } from '../upstream/session.js';
 import { poolMachine, type PoolEmitted, type PoolFailure, type PoolMachineEvent } from './pool.machine.js';
-import type { CallContext, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport, ServerPoolApi, UpstreamInfo } from './types.js';
+import type { CallContext, InspectSource, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport, ServerPoolApi, UpstreamInfo } from './types.js';
 
 type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']>;
 
@@ -52,8 +52,8 @@ export interface ServerPoolDeps {
   logger?: Logger;
   /** Creates sessions; tests pass one that plugs in simulated upstreams. */
   sessionFactory?: (opts: PoolSessionOptions) => UpstreamSession;
-  /** xstate inspection of the pool actor and of every session actor (live statecharts). */
-  inspect?: (event: InspectionEvent) => void;
+  /** xstate inspection of the pool actor and of every session actor (live statecharts), with which actor it came from. */
+  inspect?: (event: InspectionEvent, source: InspectSource) => void;
   /** xstate clock for the pool actor (idle timers, cooldowns); tests pass a SimulatedClock. */
   clock?: Clock;
 }
@@ -118,7 +118,8 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       key = null; // a definition with neither command nor url: every start will fail and say why
     }
     this.cacheKey = key;
-    const cached = key && !isForced(config.preference) ? deps.cache?.usable(key) ?? null : null;
+    // The pool machine ignores the record under force-* (as the session machine does).
+    const cached = key ? deps.cache?.usable(key) ?? null : null;
     this.actor = createActor(poolMachine, {
       id: `pool:${config.name}`,
       input: {
@@ -128,7 +129,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
         ...(config.backoff ? { backoff: config.backoff } : {}),
         cachedEra: cached?.era ?? null,
       },
-      ...(deps.inspect ? { inspect: deps.inspect } : {}),
+      ...(deps.inspect ? { inspect: (ev: InspectionEvent) => deps.inspect?.(ev, { actor: 'pool', server: config.name }) } : {}),
       ...(deps.clock ? { clock: deps.clock } : {}),
     });
     this.actor.on('*', (e) => this.perform(e as PoolEmitted));
@@ -230,11 +231,9 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
 
   // ---- calls ----
 
-  /** The lane the caller's era asks for (§6): legacy only under follow, for a revision before 2026-07-28. */
+  /** The lane the caller's era asks for (the rule: callerLane in src/machines/preference.ts). */
   laneFor(ctx: CallContext): Lane {
-    if (this.config.preference !== 'follow') return 'own';
-    const rev = ctx.callerProtocol?.trim();
-    return rev && eraOfRevision(rev) === 'legacy' ? 'legacy' : 'own';
+    return callerLane(this.config.preference, ctx.callerProtocol);
   }
 
   private keyFor(ctx: CallContext): string {
@@ -380,7 +379,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
     };
     let live: Live | undefined;
     opts.inspect = (ev) => {
-      this.deps.inspect?.(ev);
+      this.deps.inspect?.(ev, { actor: 'session', server: this.name, instance: e.id, lane: e.lane });
       if (live && ev.type === '@xstate.snapshot') this.onSessionSnapshot(live, ev.snapshot as SessionSnapshot, ev.event.type);
     };
     let session: UpstreamSession;
@@ -408,9 +407,20 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       // Not ready yet: start() rejects (a start failure) or has just resolved (handled there).
     });
     this.log.debug({ instance: e.id, lane: e.lane, key: e.key, preference: e.preference }, 'starting an instance');
+    const failed = (err: unknown): void => {
+      if (l.stopRequested) return;
+      const failure = failureOf(err, this.name);
+      this.log.warn({ instance: l.id, lane: l.lane, code: failure.code, err: failure.message }, 'instance failed to start');
+      this.publish({ type: 'server.stop', server: this.name, instance: l.id, lane: l.lane, reason: `start failed: ${failure.message}` });
+      this.send({ type: 'instance.failed', id: l.id, error: failure });
+      this.dispose(l);
+    };
     session.start().then(
       (info) => {
         if (l.stopRequested) return;
+        // The session chart reaches ready only with an era; no default is guessed here.
+        if (info.era === null) return failed(new McpxError('MCPX_INTERNAL', `${this.name}: the session became ready without an era`));
+        const era = info.era;
         l.ready = true;
         l.pid = info.pid;
         const readyMs = Date.now() - l.startedAt;
@@ -421,17 +431,10 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
         });
         this.log.info({ instance: l.id, lane: l.lane, pid: info.pid, era: info.era, readyMs }, 'instance ready');
         this.publish({ type: 'server.start', server: this.name, instance: l.id, pid: info.pid, lane: l.lane, era: info.era, negotiated: info.negotiated, eraSource: info.eraSource, readyMs });
-        this.send({ type: 'instance.ready', id: l.id, era: info.era ?? 'legacy' });
+        this.send({ type: 'instance.ready', id: l.id, era });
         if (l.crashed !== null) this.onCrash(l); // it died between becoming ready and now
       },
-      (err: unknown) => {
-        if (l.stopRequested) return;
-        const failure = failureOf(err, this.name);
-        this.log.warn({ instance: l.id, lane: l.lane, code: failure.code, err: failure.message }, 'instance failed to start');
-        this.publish({ type: 'server.stop', server: this.name, instance: l.id, lane: l.lane, reason: `start failed: ${failure.message}` });
-        this.send({ type: 'instance.failed', id: l.id, error: failure });
-        this.dispose(l);
-      },
+      failed,
     );
   }
 

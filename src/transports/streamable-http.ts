@@ -17,7 +17,8 @@
  * provoked it. A non-2xx answer whose body is the JSON-RPC response to the request is delivered as
  * that response (a -32022 inside a 400 reaches the version retry); any other failure of a request is
  * reported through onRequestError, never thrown from send() and never as a close: HTTP has no process
- * to die, so onClose fires only from close().
+ * to die, so onClose fires only from close() — and when a legacy session expired (404) and could not be
+ * opened again, since the channel is then unusable.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request, type Dispatcher } from 'undici';
@@ -306,7 +307,7 @@ export class StreamableHttpChannel implements Channel {
   }
 
   close(): Promise<void> {
-    this.closePromise ??= this.shutdown();
+    this.closePromise ??= this.shutdown({ reason: 'stopped' });
     return this.closePromise;
   }
 
@@ -804,10 +805,14 @@ export class StreamableHttpChannel implements Channel {
     } catch (err) {
       if (this.legacy === old) this.legacy = undefined;
       const why = err instanceof Error ? err.message : String(err);
-      throw new McpxError('MCPX_SESSION_CLOSED', `the legacy session at ${this.displayUrl} is gone (HTTP 404) and re-initializing failed: ${why}`, {
+      const error = new McpxError('MCPX_SESSION_CLOSED', `the legacy session at ${this.displayUrl} is gone (HTTP 404) and re-initializing failed: ${why}`, {
         cause: err,
         data: { url: this.displayUrl },
       });
+      // The connection is no longer usable: report it closed, so the session leaves `ready` and its pool
+      // replaces it, instead of staying ready on a channel with no session.
+      this.closePromise ??= this.shutdown({ reason: 'connection-lost', error });
+      throw error;
     }
     this.log.info({ url: this.displayUrl, version: this.legacy?.version }, 'legacy session re-initialized');
   }
@@ -835,7 +840,7 @@ export class StreamableHttpChannel implements Channel {
 
   // ---------------------------------------------------------------------------------- closing
 
-  private async shutdown(): Promise<void> {
+  private async shutdown(info: CloseInfo): Promise<void> {
     this.isClosed = true;
     this.standalone?.controller.abort(new Error('channel closed'));
     this.standalone = undefined;
@@ -844,10 +849,11 @@ export class StreamableHttpChannel implements Channel {
       const report = !flight.settled && !flight.cancelled && flight.id !== undefined && !flight.capture;
       flight.settled = true;
       if (report) {
-        const error = new TransportClosedError(`the HTTP channel to ${this.displayUrl} was closed while waiting for ${flight.method ?? 'an answer'}`, {
+        // The reason the channel is closing (an expired session that could not be renewed) says more than "closed".
+        const error = info.error instanceof McpxError ? info.error : new TransportClosedError(`the HTTP channel to ${this.displayUrl} was closed while waiting for ${flight.method ?? 'an answer'}`, {
           url: this.displayUrl,
           method: flight.method,
-          reason: 'stopped',
+          reason: info.reason,
         });
         for (const listener of this.requestErrorListeners) {
           try {
@@ -861,7 +867,7 @@ export class StreamableHttpChannel implements Channel {
     }
     await this.deleteSession();
     if (this.ownsDispatcher) await this.dispatcher.destroy().catch(() => undefined);
-    this.fireClose({ reason: 'stopped' });
+    this.fireClose(info);
   }
 
   /** End a minted legacy session (HTTP DELETE). A 405 or any failure is fine. */

@@ -181,8 +181,8 @@ export class UpstreamSession extends EventEmitter {
     this.definition = opts.definition;
     this.cacheKey = eraCacheKey(opts.definition);
     this.log = (opts.logger ?? silentLogger).child({ server: opts.name });
-    const forced = opts.preference === 'force-discover' || opts.preference === 'force-initialize';
-    const cached = forced ? null : opts.cache?.usable(this.cacheKey) ?? null;
+    // The machine ignores the record under force-* (and never asks to write one).
+    const cached = opts.cache?.usable(this.cacheKey) ?? null;
     this.actor = createActor(sessionMachine, {
       id: `session:${opts.name}`,
       input: {

@@ -214,6 +214,36 @@ describe('statuses that are errors, not era evidence (nothing cached)', () => {
   });
 });
 
+describe('an expired legacy HTTP session', () => {
+  it('is opened again with a fresh initialize when the server says 404; the session stays ready', async () => {
+    const f = await fixture('v1-legacy-sessions');
+    const session = httpSession(f, 'force-initialize');
+    try {
+      await session.start();
+      await fetch(`${f.origin}/kill-sessions`, { method: 'POST' });
+      expect(textOf(await session.callTool('echo', { text: 'after' }))).toBe('after era=legacy');
+      expect(session.snapshot.value).toBe('ready');
+    } finally {
+      await session.stop();
+    }
+  });
+
+  it('that cannot be opened again closes the session (it does not stay ready on a dead connection)', async () => {
+    const f = await fixture('v1-legacy-sessions');
+    const session = httpSession(f, 'force-initialize');
+    try {
+      await session.start();
+      const closed = new Promise<void>((resolve) => session.once('closed', () => resolve()));
+      await fetch(`${f.origin}/kill-sessions?refuse=initialize`, { method: 'POST' });
+      await expect(session.callTool('echo', { text: 'after' })).rejects.toMatchObject({ code: 'MCPX_SESSION_CLOSED', message: expect.stringMatching(/re-initializing failed/) });
+      await closed;
+      expect(session.snapshot.value).toBe('closed');
+    } finally {
+      await session.stop();
+    }
+  });
+});
+
 describe('the HTTP+SSE fallback (an old server)', () => {
   it('initialize refused with a bare 405 → HTTP+SSE; works end to end; the transport is remembered', async () => {
     const f = await fixture('v1-sse-legacy');
