@@ -15,7 +15,7 @@
  *   arrives here as an ordinary event, so no child actor can error the pool (the supervision pitfall
  *   of spawned children, the xstate v5 documentation §1.3).
  * - **Instance slots are data** (`context.instances`), each with a `status` that moves only as
- *   SLOT_TRANSITIONS allows. A chart per slot would be a spawned child, and xstate/graph cannot walk a
+ *   SLOT_TRANSITIONS allows (every move goes through `Draft.move`, which checks it). A chart per slot would be a spawned child, and xstate/graph cannot walk a
  *   parent whose decisions read children (a pure `transition()` leaves children inert); with slots as
  *   data the whole pool is one machine that the model-based test traverses and replays.
  * - **The chart states** are the pool's own lifecycle (running → stopping → stopped) and, while
@@ -72,8 +72,8 @@ export const SLOT_TRANSITIONS: Readonly<Record<SlotStatus | 'new', readonly (Slo
   starting: ['ready', 'idle', 'stopping', 'gone'],
   // holders come and go | last holder left | call scope finished, or pool stop | crashed
   ready: ['ready', 'idle', 'stopping', 'gone'],
-  // acquired | idle timeout, eviction, pool stop | crashed
-  idle: ['ready', 'stopping', 'gone'],
+  // acquired | just ready and nobody waiting: its idle timer is armed | idle timeout, eviction, pool stop | crashed
+  idle: ['ready', 'idle', 'stopping', 'gone'],
   // the session and its process are gone
   stopping: ['gone'],
 });
@@ -257,13 +257,23 @@ class Draft {
   emit(event: PoolEmitted): void {
     this.effects.push({ kind: 'emit', event });
   }
+  /**
+   * The one way a slot's status changes: a move SLOT_TRANSITIONS does not allow is a bug in this file, and
+   * fails loudly (the model-based test walks every path) rather than leaving a slot in a state nothing handles.
+   */
+  move(s: Slot | { id: string; status: 'new' }, to: SlotStatus | 'gone'): void {
+    if (!SLOT_TRANSITIONS[s.status].includes(to)) throw new Error(`pool: instance ${s.id} cannot move from ${s.status} to ${to}`);
+    if (to === 'gone') delete this.c.instances[s.id];
+    else (s as Slot).status = to;
+  }
   remove(id: string): void {
-    delete this.c.instances[id];
+    const s = this.c.instances[id];
+    if (s) this.move(s, 'gone');
     this.effects.push({ kind: 'disarmIdle', id });
   }
   stopSlot(s: Slot, reason: StopReason): void {
     if (s.status === 'idle') this.effects.push({ kind: 'disarmIdle', id: s.id });
-    s.status = 'stopping';
+    this.move(s, 'stopping');
     this.emit({ type: 'instance.stop', id: s.id, lane: s.lane, reason });
   }
   /** A slot with no holders left: idle with its timer, or (call scope) stopped. */
@@ -271,7 +281,7 @@ class Draft {
     if (this.c.scope === 'call') {
       this.stopSlot(s, 'call-finished');
     } else {
-      s.status = 'idle';
+      this.move(s, 'idle');
       if (armsIdle(this.c)) this.effects.push({ kind: 'armIdle', id: s.id });
     }
   }
@@ -355,7 +365,7 @@ function dispatch(d: Draft): void {
     }
     const slot = d.slot(s.id)!;
     if (slot.status === 'idle') d.effects.push({ kind: 'disarmIdle', id: slot.id });
-    slot.status = 'ready';
+    d.move(slot, 'ready');
     slot.holders.push(w.requestId);
     slot.lastUsed = ++c.tick;
     d.emit({ type: 'acquire.granted', requestId: w.requestId, id: slot.id });
@@ -380,6 +390,7 @@ function dispatch(d: Draft): void {
     if (room[lane] > 0) {
       room[lane]--;
       const id = `i${c.nextInstance++}`;
+      d.move({ id, status: 'new' }, 'starting');
       c.instances[id] = { id, lane, key: w.key, status: 'starting', holders: [], lastUsed: ++c.tick, era: null };
       c.stats.starts++;
       d.emit({ type: 'instance.start', id, lane, key: w.key, preference: laneSessionPreference(c.preference, lane), useCache: lane === 'own' });
@@ -431,7 +442,7 @@ export function ready(ctx: PoolContext, id: string, era: Era): Step {
   const s = d.slot(id);
   if (!s) return d.done();
   s.era = era;
-  s.status = 'idle';
+  d.move(s, 'idle');
   if (s.lane === 'own') d.c.ownEra = era;
   d.c.lanes[s.lane] = { failures: 0, cooling: false, cooldownMs: 0, lastError: null };
   if (s.lane === 'legacy' && d.c.legacyLane === 'unused') d.c.legacyLane = 'available';
@@ -476,8 +487,9 @@ export function exited(ctx: PoolContext, id: string): Step {
 
 export function stopped(ctx: PoolContext, id: string): Step {
   const d = new Draft(ctx);
-  if (!ctx.instances[id]) return d.done();
-  delete d.c.instances[id];
+  const s = d.c.instances[id];
+  if (!s) return d.done();
+  d.move(s, 'gone');
   dispatch(d);
   return d.done();
 }

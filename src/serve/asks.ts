@@ -25,7 +25,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { McpxError, type ErrorCode, type RpcErrorObject } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { RPC } from '../machines/versions.js';
+import { RPC } from '../protocol/constants.js';
 import type { CallContext } from '../pool/types.js';
 import type { JsonRpcRequest } from '../transports/types.js';
 import type { ProgressUpdate } from '../upstream/session.js';

@@ -21,10 +21,10 @@ import {
   type McpHttpHandler,
 } from '@modelcontextprotocol/server';
 import { silentLogger, type Logger } from '../log.js';
-import { RPC } from '../machines/versions.js';
+import { RPC } from '../protocol/constants.js';
 import { paramHeaderProblem, paramHeaderSpec } from '../transports/mcp-param-headers.js';
 import type { FrontBackend } from './backend.js';
-import { frontFactory, FrontView } from './front.js';
+import { frontFactory, ViewCache } from './front.js';
 
 export interface HttpEntryOptions {
   backend: FrontBackend;
@@ -63,6 +63,8 @@ export class McpHttpEntry {
   private closed = false;
   /** The per-daemon key that signs requestState. */
   private readonly stateKey = randomBytes(32);
+  /** Per mode: the catalogue view the Mcp-Param-* check resolves tool names in, kept until the catalogue changes. */
+  private readonly views = new Map<string, ViewCache>();
 
   constructor(opts: HttpEntryOptions) {
     this.opts = opts;
@@ -97,10 +99,15 @@ export class McpHttpEntry {
     const msg = body as { id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: unknown; _meta?: Record<string, unknown> } };
     if (msg.method !== 'tools/call' || typeof msg.params?.name !== 'string') return undefined;
     const revision = msg.params._meta?.['io.modelcontextprotocol/protocolVersion'];
-    const view = new FrontView(await this.opts.backend.catalog(typeof revision === 'string' ? { callerProtocol: revision } : {}), mode);
-    const tool = view.resolve('tools', msg.params.name);
+    const key = modeKey(mode);
+    let views = this.views.get(key);
+    if (!views) {
+      views = new ViewCache(this.opts.backend, mode);
+      this.views.set(key, views);
+    }
+    const tool = (await views.get(typeof revision === 'string' ? { callerProtocol: revision } : {})).resolve('tools', msg.params.name);
     if (!tool) return undefined;
-    const spec = paramHeaderSpec(tool.item['inputSchema']);
+    const spec = specOf(tool.item);
     if (!spec.ok || spec.params.length === 0) return undefined;
     const problem = paramHeaderProblem(spec, msg.params.arguments ?? {}, (h) => request.headers.get(h));
     if (!problem) return undefined;
@@ -211,6 +218,8 @@ export class McpHttpEntry {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const v of this.views.values()) v.close();
+    this.views.clear();
     clearInterval(this.sweeper);
     await Promise.all([...this.sessions.values()].map((s) => s.close()));
     for (const { handler, factory } of this.modern.values()) {
@@ -221,6 +230,17 @@ export class McpHttpEntry {
     this.modern.clear();
     this.legacyFactories.clear();
   }
+}
+
+/** A tool's Mcp-Param-* spec, read once per listed tool item (a new listing brings new items). */
+const specs = new WeakMap<object, ReturnType<typeof paramHeaderSpec>>();
+function specOf(item: Record<string, unknown>): ReturnType<typeof paramHeaderSpec> {
+  let spec = specs.get(item);
+  if (!spec) {
+    spec = paramHeaderSpec(item['inputSchema']);
+    specs.set(item, spec);
+  }
+  return spec;
 }
 
 function modeKey(mode: EntryMode): string {

@@ -4,7 +4,7 @@
  * Pure functions: no I/O, no era decisions (the caller says which era to build for).
  */
 import { createRequire } from 'node:module';
-import { META } from '../machines/versions.js';
+import { META } from '../protocol/constants.js';
 
 const require = createRequire(import.meta.url);
 function packageVersion(): string {

@@ -4,7 +4,7 @@
  */
 import { McpxError, RequestTimeoutError, TransportClosedError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
 import { isNotification, isRequest, isResponse, silentLogger, type TransportLogger } from './jsonrpc.js';
-import { RPC } from '../machines/versions.js';
+import { RPC } from '../protocol/constants.js';
 import type {
   Channel,
   CloseInfo,

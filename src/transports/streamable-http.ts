@@ -23,7 +23,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request, type Dispatcher } from 'undici';
 import { McpxError, MessageTooLargeError, TransportClosedError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
-import { META } from '../machines/versions.js';
+import { META } from '../protocol/constants.js';
 import {
   HTTPStatusError,
   HttpConnectionError,
