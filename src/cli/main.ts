@@ -163,6 +163,7 @@ function buildProgram(): Command {
   // ---- daemon ----
   const daemon = program.command('daemon').description('run the daemon in the foreground (logs on stdout: pretty on a TTY, JSON otherwise)');
   daemon.option('--config <file>', 'the config file (else MCPX_CONFIG, .mcpx.json / .mcp.json walking up, ~/.config/mcpx/config.json; none: the bundled demo)');
+  daemon.option('--inspect [port]', 'stream every session and pool actor to the Stately inspector through a relay on 127.0.0.1:PORT (default 8099); the viewer is Stately\'s web page');
   const flagOf = new Map<string, string>();
   for (const d of SETTINGS) {
     const def = d.defaultText ?? (typeof d.default === 'function' ? '' : (d.codec.display as (v: unknown) => string)(d.default));
@@ -181,7 +182,8 @@ function buildProgram(): Command {
       if (v !== undefined) flags[flag] = v;
     }
     const { startDaemon } = await import('../server/daemon.js');
-    const handle = await startDaemon({ ...(o['config'] === undefined ? {} : { configFlag: o['config'] }), flags, handleSignals: true });
+    const inspect = o['inspect'] === undefined ? undefined : (await import('./ui.js')).inspectOption(o['inspect'] as string | boolean);
+    const handle = await startDaemon({ ...(o['config'] === undefined ? {} : { configFlag: o['config'] }), flags, handleSignals: true, ...(inspect ? { inspect } : {}) });
     await handle.stopped;
     process.exit(0);
   });
@@ -202,6 +204,15 @@ function buildProgram(): Command {
       const { runServe } = await import('../serve/stdio-entry.js');
       await runServe({ target, entry: ENTRY, ...(o.passthrough === undefined ? {} : { passthrough: o.passthrough }), ...(servers === undefined ? {} : { servers }) });
     });
+
+  // ---- ui ----
+  withJson(withTarget(program.command('ui').description('the address of the daemon\'s live page: eras, statecharts and probe timelines (loopback only, one-time login)')))
+    .option('--open', 'open it in the browser')
+    .action(async (o: CommonOpts & { open?: boolean }) =>
+      withClient(o, async (client) => {
+        const { runUi } = await import('./ui.js');
+        await runUi(client, o, out);
+      }));
 
   // ---- status ----
   withJson(withTarget(program.command('status').description('the daemon, its servers, their lanes and live instances'))).action(async (o: CommonOpts) =>

@@ -27,6 +27,8 @@ import { localMermaid, MERMAID_ASSET_URL, statechartPage } from './statechart-pa
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { ControllerBackend } from '../serve/controller-backend.js';
 import { McpHttpEntry, type EntryMode } from '../serve/http-entry.js';
+import { UiHub } from '../ui/hub.js';
+import { uiRoutes } from '../ui/routes.js';
 
 export interface DaemonInfo {
   stateDir: string | null;
@@ -54,6 +56,8 @@ export interface AppDeps {
   isStopping?: () => boolean;
   /** The `/mcp` entry, shared by the daemon's listeners (one set of legacy sessions); default: one of its own. */
   mcp?: McpHttpEntry;
+  /** The `mcpx ui` page's state (probe ring, login codes), shared by the daemon's listeners; default: one of its own. */
+  ui?: UiHub;
 }
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
@@ -192,6 +196,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const listener = deps.listener ?? 'socket';
   const scrub = (text: string) => controller.scrubber.scrub(text);
   const log = deps.logger?.child({ component: 'api', listener });
+  const ui = deps.ui ?? new UiHub({ scrub });
 
   const app: FastifyInstance = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger.child({ component: 'http', listener }) as unknown as FastifyBaseLogger } : { logger: false }),
@@ -217,7 +222,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         const expected = deps.token?.();
         const auth = req.headers.authorization;
         const m = typeof auth === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
-        if (!expected || !m || !tokenMatches(m[1]!, expected)) {
+        // Without the token: only the `mcpx ui` page's own reads, with its cookie (src/ui/hub.ts).
+        if ((!expected || !m || !tokenMatches(m[1]!, expected)) && !ui.admits(req)) {
           reply.header('www-authenticate', 'Bearer realm="mcpx"');
           return send(reply, 401, { code: 'MCPX_UNAUTHORIZED', message: 'this request needs "Authorization: Bearer <token>", the token in <state>/daemon.json (or set daemon.auth to none)' });
         }
@@ -500,6 +506,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   });
   app.route({ method: mcpMethods, url: '/mcp/:server', handler: async (req, reply) => serveMcp(req, reply, { passthrough: (req.params as { server: string }).server }) });
+
+  await app.register(uiRoutes, { controller, hub: ui, listener });
 
   await app.ready();
   return app;

@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { chmod, mkdir, rm, stat } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import { basename, dirname } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
@@ -30,6 +31,8 @@ import { EventHub } from './events.js';
 import { ProcessLedger, sweepOrphans } from './orphans.js';
 import { packageVersion } from './package-info.js';
 import { Scrubber } from './secrets.js';
+import { UiHub, type UiAddress } from '../ui/hub.js';
+import type { StatelyInspector } from '../inspect/stately.js';
 import { acquireLock, checkSocketPath, DAEMON_JSON, ensureStateDir, socketAnswers, writeDaemonFile, type DaemonFile, type Lock } from './state-dir.js';
 
 export interface DaemonOptions {
@@ -49,6 +52,8 @@ export interface DaemonOptions {
   watchDebounceMs?: number;
   /** The demo config used when no file is found; default examples/demo.json. */
   demoFile?: string;
+  /** `--inspect[=PORT]`: stream every actor to the Stately inspector through a relay on 127.0.0.1 (src/inspect/stately.ts). */
+  inspect?: { port?: number };
 }
 
 export interface DaemonHandle {
@@ -129,6 +134,25 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
   let tcp: { host: string; port: number } | null = null;
   let stopping = false;
   const startedAt = Date.now();
+  let ui!: UiHub;
+  let uiListener: Promise<UiAddress> | undefined;
+  let buildCommon: (() => Parameters<typeof buildApp>[0]) | undefined;
+  /** The page's address: the TCP listener, or (daemon.port off) one opened on 127.0.0.1 for it with the same rules. */
+  const uiAddress = (): Promise<UiAddress> => {
+    if (tcp) return Promise.resolve(tcp);
+    uiListener ??= (async () => {
+      if (stopping || !buildCommon) throw new ConfigError([{ source: 'runtime', message: 'the daemon is not ready for the page' }]);
+      token ??= randomBytes(32).toString('base64url');
+      scrubber.addFixed(token);
+      const uiApp = await buildApp({ ...buildCommon(), listener: 'tcp', token: () => token });
+      apps.push(uiApp);
+      cleanups.push(() => uiApp.close());
+      await uiApp.listen({ host: '127.0.0.1', port: 0 });
+      return { host: '127.0.0.1', port: (uiApp.server.address() as AddressInfo).port };
+    })();
+    uiListener.catch(() => (uiListener = undefined));
+    return uiListener;
+  };
   try {
     cache = await EraCache.open(stateDir, { logger: logger.child({ component: 'era-cache' }) });
     cache.maxAgeMs = settings.get('upstream.eraCacheMaxAge');
@@ -137,7 +161,21 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
       if (c.path === 'upstream.eraCacheMaxAge') eraCache.maxAgeMs = Number(c.value);
     });
     catalogStore = await CatalogStore.open(stateDir, { logger: logger.child({ component: 'catalog' }) });
-    const registry = createPoolRegistry({ settings, cache, logger });
+    // The `mcpx ui` page: its probe ring reads every session; its listener is TCP's, or one opened for it.
+    ui = new UiHub({ scrub: (t) => scrubber.scrub(t), address: () => uiAddress() });
+    const probes = ui.probes;
+    let inspector: StatelyInspector | undefined;
+    if (opts.inspect) {
+      const { startStatelyInspector } = await import('../inspect/stately.js');
+      const started = await startStatelyInspector({ ...opts.inspect, scrub: (t) => scrubber.scrub(t), logger });
+      inspector = started;
+      ui.inspectorUrl = started.url;
+      cleanups.push(() => started.stop());
+    }
+    const registry = createPoolRegistry({ settings, cache, logger, inspect: (ev, source) => {
+      probes.inspect(ev, source);
+      inspector?.inspect(ev, source);
+    } });
     controller = new Controller({
       settings,
       registry,
@@ -173,7 +211,8 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     // One /mcp entry for both listeners: a legacy MCP session is the same whichever way it came in.
     const mcp = new McpHttpEntry({ backend: new ControllerBackend(controller), version, logger, questionTtlSeconds: Math.ceil(settings.get('serve.questionTtl') / 1000) });
     cleanups.push(() => mcp.close());
-    const common = { controller, logger, version, startedAt, info, shutdown, isStopping: () => stopping, mcp };
+    const common = { controller, logger, version, startedAt, info, shutdown, isStopping: () => stopping, mcp, ui };
+    buildCommon = () => common;
     const socketApp = await buildApp({ ...common, listener: 'socket' });
     apps.push(socketApp);
     cleanups.push(() => socketApp.close());

@@ -1,0 +1,112 @@
+/**
+ * The `mcpx ui` page as a fastify plugin (registered by src/server/app.ts, under its access hook):
+ *
+ *   POST /v1/ui/login              a one-time login code and the page's address (socket, or bearer token)
+ *   GET  /ui/login?code=…          trades the code for the page cookie, then redirects to /ui/
+ *   GET  /ui/                      the page
+ *   GET  /ui/assets/app.js         its script
+ *   GET  /ui/assets/mermaid.min.js Mermaid, from this install's node_modules (no CDN)
+ *   GET  /ui/api/state             what the page draws (./view.ts)
+ *
+ * The page loads nothing from anywhere but the daemon (its Content-Security-Policy says so too) and
+ * follows /v1/events for live updates.
+ */
+import { createReadStream, existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { Controller } from '../server/controller.js';
+import { cookieName, UI_SESSION_TTL_MS, type UiHub } from './hub.js';
+import { UI_PAGE, UI_SCRIPT } from './page.js';
+import { uiState } from './view.js';
+
+export const UI_MERMAID_URL = '/ui/assets/mermaid.min.js';
+
+export interface UiRoutesOptions {
+  controller: Controller;
+  hub: UiHub;
+  listener: 'socket' | 'tcp';
+}
+
+let mermaidFile: string | null | undefined;
+
+/** Mermaid's browser bundle in node_modules (a dependency of mcpx). */
+export function mermaidBundle(): string | null {
+  if (mermaidFile !== undefined) return mermaidFile;
+  try {
+    const file = createRequire(import.meta.url).resolve('mermaid/dist/mermaid.min.js');
+    mermaidFile = existsSync(file) ? file : null;
+  } catch {
+    mermaidFile = null;
+  }
+  return mermaidFile;
+}
+
+const CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+function pageHeaders(reply: FastifyReply): FastifyReply {
+  return reply
+    .header('content-security-policy', CSP)
+    .header('cache-control', 'no-store')
+    .header('referrer-policy', 'no-referrer')
+    .header('x-content-type-options', 'nosniff')
+    .header('x-frame-options', 'DENY');
+}
+
+const refused = (reply: FastifyReply, message: string) =>
+  reply.code(401).type('application/json; charset=utf-8').send({ ok: false, error: { code: 'MCPX_UNAUTHORIZED', message } });
+
+export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: FastifyInstance, opts: UiRoutesOptions) => {
+  const { controller, hub, listener } = opts;
+
+  app.post('/v1/ui/login', async (req, reply) => {
+    let address = await hub.address();
+    if (!address && listener === 'tcp') {
+      const host = req.headers.host ?? '';
+      const m = /^(.*):(\d+)$/.exec(host);
+      if (m) address = { host: m[1]!, port: Number(m[2]) };
+    }
+    if (!address) {
+      return reply.code(501).send({ ok: false, error: { code: 'MCPX_NOT_IMPLEMENTED', message: 'this daemon has no loopback TCP listener for the page' } });
+    }
+    const { code, expiresAt } = hub.newCode();
+    const host = address.host.includes(':') ? `[${address.host}]` : address.host;
+    const base = `http://${host}:${address.port}`;
+    return { ok: true, url: `${base}/ui/login?code=${code}`, page: `${base}/ui/`, expiresAt, inspector: hub.inspectorUrl };
+  });
+
+  app.get('/ui/login', async (req, reply) => {
+    const code = (req.query as { code?: unknown }).code;
+    const secret = typeof code === 'string' && code.length > 0 && code.length < 200 ? hub.redeem(code) : undefined;
+    if (!secret) return refused(reply, 'this login address is unknown, expired or already used: run `mcpx ui` again for a new one');
+    const port = /:(\d+)$/.exec(req.headers.host ?? '')?.[1] ?? '80';
+    reply.header('set-cookie', `${cookieName(port)}=${secret}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${Math.floor(UI_SESSION_TTL_MS / 1000)}`);
+    return reply.code(303).header('location', '/ui/').header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').send();
+  });
+
+  app.get('/ui', async (_req, reply) => reply.code(301).header('location', '/ui/').send());
+
+  app.get('/ui/', async (_req, reply) => pageHeaders(reply).type('text/html; charset=utf-8').send(UI_PAGE));
+
+  app.get('/ui/assets/app.js', async (_req, reply) => pageHeaders(reply).type('text/javascript; charset=utf-8').send(UI_SCRIPT));
+
+  app.get(UI_MERMAID_URL, async (_req, reply) => {
+    const file = mermaidBundle();
+    if (!file) return reply.code(404).send({ ok: false, error: { code: 'MCPX_NOT_FOUND', message: 'mermaid is not installed (npm install)' } });
+    return reply.header('cache-control', 'private, max-age=3600').header('x-content-type-options', 'nosniff').type('text/javascript; charset=utf-8').send(createReadStream(file));
+  });
+
+  app.get('/ui/api/state', async (_req, reply) => {
+    reply.header('cache-control', 'no-store');
+    return uiState(controller, hub);
+  });
+};

@@ -1,0 +1,99 @@
+/**
+ * `GET /ui/api/state`: everything the page draws, in one read — per server the protocol row
+ * (preference, era, negotiated version, eraSource, cached record, legacy lane), its lanes and live
+ * instances with the chart ids of their session states, the pool's own state, the last
+ * `server.era.stale`, and the kept probe timelines; plus both charts as Mermaid text.
+ */
+import { activeStateIds, toMermaid } from '../machines/statechart-doc.js';
+import { CHARTS } from '../machines/charts.js';
+import type { Controller, LaneView, ProtocolRow } from '../server/controller.js';
+import type { ProbeRecord, StaleNote } from './probe-ring.js';
+import type { UiHub } from './hub.js';
+
+export interface UiInstance {
+  id: string;
+  lane: string;
+  pid: number | null;
+  poolState: string;
+  sessionState: string | null;
+  era: string | null;
+  negotiated: string | null;
+  eraSource: string | null;
+  holders: number;
+  startedAt: string;
+  uptimeMs: number;
+  activeStateIds: string[];
+}
+
+export interface UiServer extends ProtocolRow {
+  transport: 'stdio' | 'http';
+  lanes: LaneView[];
+  instances: UiInstance[];
+  pool: { state: string; activeStateIds: string[] };
+  stale: StaleNote | null;
+  probes: ProbeRecord[];
+}
+
+export interface UiState {
+  at: string;
+  inspector: string | null;
+  charts: { session: string; pool: string };
+  servers: UiServer[];
+}
+
+let charts: UiState['charts'] | undefined;
+
+/** Both charts as Mermaid text, drawn from the machines exactly as docs/statecharts draws them. */
+export function chartTexts(): UiState['charts'] {
+  if (charts) return charts;
+  const session = CHARTS.find((c) => c.file === 'session.md')!;
+  const pool = CHARTS.find((c) => c.file === 'pool.md')!;
+  charts = { session: toMermaid(session.machine, session.options), pool: toMermaid(pool.machine, pool.options) };
+  return charts;
+}
+
+function poolStateText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value && typeof value === 'object') {
+    return Object.entries(value as Record<string, unknown>).map(([k, v]) => {
+      const sub = poolStateText(v);
+      return sub ? `${k}.${sub.includes(',') ? `(${sub})` : sub}` : k;
+    }).join(', ');
+  }
+  return '';
+}
+
+export function uiState(controller: Controller, hub: UiHub): UiState {
+  const rows = new Map(controller.protocol().servers.map((r) => [r.server, r]));
+  const probes = hub.probes.view();
+  const servers: UiServer[] = controller.serverStatus().map((s) => {
+    const row = rows.get(s.server)!;
+    const chart = controller.statechart(s.server);
+    const ids = new Map(chart.instances.map((i) => [i.id, i.activeStateIds]));
+    const pool = controller.pool(s.server);
+    const snap = pool.actor.getSnapshot();
+    return {
+      ...row,
+      transport: s.transport,
+      lanes: s.lanes,
+      instances: s.instances.map((i) => ({
+        id: i.id,
+        lane: i.lane,
+        pid: i.pid,
+        poolState: i.state,
+        sessionState: i.sessionState,
+        era: i.era,
+        negotiated: i.negotiated,
+        eraSource: i.eraSource,
+        holders: i.holders,
+        startedAt: i.startedAt,
+        uptimeMs: i.uptimeMs,
+        activeStateIds: ids.get(i.id) ?? [],
+      })),
+      pool: { state: poolStateText(snap.value), activeStateIds: activeStateIds(snap) },
+      stale: probes[s.server]?.stale ?? null,
+      probes: probes[s.server]?.probes ?? [],
+    };
+  });
+  return { at: new Date().toISOString(), inspector: hub.inspectorUrl, charts: chartTexts(), servers };
+}
