@@ -13,6 +13,7 @@
  *   unknown key inside a server's `mcpx` block is an error.
  * - Every error names the file, the server and the key, and all of them are collected.
  */
+import { REDACTED, redactUrl } from '../redaction.js';
 import { stat, readFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve as resolvePath, sep, isAbsolute } from 'node:path';
 import { findNodeAtLocation, parse as parseJsonc, parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
@@ -655,42 +656,9 @@ function withInheritEnv(s: ResolvedServer, settings: SettingsReader): ServerDefi
 // ---------------------------------------------------------------------------------------------
 // Secrets
 
-export const REDACTED = '<redacted>';
+export { REDACTED, redactUrl };
 
-/** Query parameters whose values are treated as secrets in a URL. */
-const SECRET_PARAM = /key|token|secret|pass|auth|sig|cred/i;
-const MARK = 'mcpx-redacted-0c5e1f';
-
-/** In a text that does not parse as a URL: `name=value` after `?`, `&` or `;`, for a secret-looking name. */
-const SECRET_PARAM_TEXT = /([?&;][^=&;#\s]*(?:key|token|secret|pass|auth|sig|cred)[^=&;#\s]*=)[^&;#\s"']*/gi;
-
-/**
- * The URL with its userinfo password, and the values of query parameters named like secrets
- * (`api_key`, `token`, `auth`, …), replaced by `<redacted>`. A text that is not a URL (a bad port, a
- * typo) gets the same treatment by pattern: it is shown in config errors, and a secret in it must not be.
- */
-export function redactUrl(url: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return url
-      .replace(/\/\/([^/@:\s]*):[^/@\s]*@/, `//$1:${REDACTED}@`)
-      .replace(SECRET_PARAM_TEXT, `$1${REDACTED}`);
-  }
-  let changed = false;
-  if (u.password !== '') {
-    u.password = MARK;
-    changed = true;
-  }
-  for (const k of [...new Set(u.searchParams.keys())]) {
-    if (SECRET_PARAM.test(k)) {
-      u.searchParams.set(k, MARK);
-      changed = true;
-    }
-  }
-  return changed ? u.toString().replaceAll(MARK, REDACTED) : url;
-}
+// Secrets in URLs and the redaction mark: src/redaction.ts (one rule for config, transports and the daemon).
 
 /**
  * A deep copy for display (`mcpx config`): every value of every `env` and `headers` object becomes

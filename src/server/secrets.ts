@@ -13,12 +13,10 @@
  * transport already redacts its own server's secrets before it cuts; this catches the others.
  */
 import type { ResolvedServer } from '../config/config-file.js';
-import { REDACTED } from '../config/config-file.js';
+import { REDACTED, SECRET_PARAM } from '../redaction.js';
 import { CUT_MARK, MIN_SECRET_LENGTH, SECRET_ENV_NAME as SECRET_NAME, secretFragmentAtEnd } from '../transports/secret-text.js';
 import { isStdioDefinition } from '../upstream/definition.js';
 
-/** Query parameters whose values are treated as secrets (as redactUrl does). */
-const SECRET_PARAM = /key|token|secret|pass|auth|sig|cred/i;
 /** The shortest start of a secret blanked before a cut mark. */
 export const MIN_FRAGMENT = 3;
 

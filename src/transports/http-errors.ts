@@ -13,10 +13,10 @@
  *   (code MCPX_TRANSPORT_CLOSED, like a stdio process that died).
  */
 import { McpxError, TransportClosedError, type ErrorCode, type RpcErrorObject } from '../errors.js';
+import { REDACTED } from '../redaction.js';
 
 /** Bodies kept in errors are cut to this many bytes (UTF-8). */
 export const ERROR_BODY_LIMIT_BYTES = 2048;
-const REDACTED = '[redacted]';
 
 export interface HttpFailureInit {
   status: number;
@@ -125,17 +125,6 @@ export class HttpConnectionError extends TransportClosedError {
 }
 
 // ------------------------------------------------------------------------------------- redaction
-
-/** The URL as shown in errors and logs: no user info, no query values, no fragment. */
-export function redactUrl(url: URL): string {
-  const shown = new URL(url.href);
-  shown.username = '';
-  shown.password = '';
-  shown.hash = '';
-  const hadQuery = shown.search !== '';
-  shown.search = '';
-  return hadQuery ? `${shown.href}?…` : shown.href;
-}
 
 /**
  * Knows the secrets of one channel (configured header values, URL credentials and query values)

@@ -7,11 +7,12 @@
  * of a secret (a value longer than what was kept) loses that start too.
  */
 
+import { REDACTED } from '../redaction.js';
+
 /** Environment variable names whose values are secrets (the daemon's scrubber uses the same rule). */
 export const SECRET_ENV_NAME = /key|token|secret|pass|pwd|auth|cred|sig|private|session|cookie|bearer|jwt|api/i;
 /** Shorter values are too likely to occur by chance to be blanked everywhere. */
 export const MIN_SECRET_LENGTH = 6;
-export const REDACTED = '<redacted>';
 /** What marks a cut. */
 export const CUT_MARK = '…';
 

@@ -12,7 +12,8 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import { McpxError, MessageTooLargeError, TransportClosedError } from '../errors.js';
-import { HTTPStatusError, HttpConnectionError, HttpRedactor, UnauthorizedError, redactUrl } from './http-errors.js';
+import { redactUrl } from '../redaction.js';
+import { HTTPStatusError, HttpConnectionError, HttpRedactor, UnauthorizedError } from './http-errors.js';
 import { classifyMessage, isRequest, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
 import { describeCause, headerValue, mediaType, readPrefix } from './http-body.js';
 import { SseDecoder } from './sse.js';

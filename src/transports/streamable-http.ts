@@ -24,12 +24,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request, type Dispatcher } from 'undici';
 import { McpxError, MessageTooLargeError, TransportClosedError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
 import { META } from '../protocol/constants.js';
+import { redactUrl } from '../redaction.js';
 import {
   HTTPStatusError,
   HttpConnectionError,
   HttpRedactor,
   UnauthorizedError,
-  redactUrl,
   type HttpFailureInit,
 } from './http-errors.js';
 import { classifyMessage, isNotification, isRequest, isResponse, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';

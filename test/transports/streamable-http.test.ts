@@ -419,7 +419,7 @@ describe('HTTP failures', () => {
       expect((err as UnauthorizedError).wwwAuthenticate).toContain('Bearer');
     }
     // The fixture echoes the Authorization header in its body: it must be redacted.
-    expect(JSON.stringify((errors[0] as UnauthorizedError).data)).toContain('[redacted]');
+    expect(JSON.stringify((errors[0] as UnauthorizedError).data)).toContain('<redacted>');
     peer.notify('notifications/initialized'); // a failed notification is logged (warn)
     await waitForHttpLog(fx['401'].log, () => httpRequests(fx['401'].log, 'notifications/initialized').length > 0);
     await new Promise((r) => setTimeout(r, 50));
@@ -440,7 +440,8 @@ describe('HTTP failures', () => {
     const err = await caught(peer.request('server/discover', discoverParams(MODERN)));
     expect(err).toBeInstanceOf(TransportClosedError);
     expect(err).toMatchObject({ code: 'MCPX_TRANSPORT_CLOSED' });
-    expect(err.message).toContain(`http://127.0.0.1:${port}/mcp`);
+    // One URL rule everywhere (src/redaction.ts): the password and secret-named query values are blanked.
+    expect(err.message).toContain(`http://user:<redacted>@127.0.0.1:${port}/mcp?key=<redacted>`);
     expect(err.message).toMatch(/ECONNREFUSED/);
     const all = `${err.message} ${JSON.stringify((err as McpxError).toJSON())}`;
     expect(all).not.toContain('pw-secret-1');
