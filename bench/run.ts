@@ -1,79 +1,85 @@
 /**
- * `npm run bench`: what the era probe and the era cache cost, against the bundled demo servers
- * (examples/servers: SDK v1 legacy-only, SDK v2 dual and modern-only) and a legacy server that never
- * answers server/discover (test/fixtures/raw.mjs silent).
+ * `npm run bench`: the call path side by side (bench/call-path.ts), the era probe against the SDK's
+ * `auto` negotiation (bench/probe.ts), starts (bench/startup.ts) and the pool at scale
+ * (bench/pool-scale.ts), in one run. Writes bench/results.json (figures, ratios, the machine,
+ * versions) and regenerates docs/benchmarks.md and docs/benchmarks.svg (bench/report.ts).
  *
- * For each server, in one run and interleaved (so machine load hits every variant alike), it measures
- * start → ready → one tools/call → stop for:
- *   - baseline: the era forced (force-initialize for legacy, force-discover otherwise): no probe at all;
- *   - first start: prefer-discover with an empty era cache (the one-time probe);
- *   - cached start: prefer-discover with the record the first start wrote.
- * It reports medians and each variant's ratio to the baseline. Ratios, not absolute times, are the result:
- * absolute times depend mostly on how fast node loads the SDK on this machine.
+ * Not part of `npm test`. Knobs (bench/lib/knobs.ts): MCPX_BENCH_QUICK=1 for a run of a few minutes,
+ * MCPX_BENCH_ROUNDS, MCPX_BENCH_CALLS, MCPX_BENCH_ONLY=call,probe,startup,pool, MCPX_BENCH_NO_DOCS=1.
+ * Every process it starts is stopped and every temp folder removed, also when interrupted.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { SessionPreference } from '../src/machines/preference.js';
-import { EraCache } from '../src/upstream/era-cache.js';
-import { UpstreamSession } from '../src/upstream/session.js';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, platform, release, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { benchCallPath } from './call-path.js';
+import { QUICK, ROOT, WRITE_DOCS, wanted } from './lib/knobs.js';
+import { cleanupAll } from './lib/procs.js';
+import { benchPool } from './pool-scale.js';
+import { benchProbe } from './probe.js';
+import { computeTargets, writeReport, type Results } from './report.js';
+import { benchStartup } from './startup.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const ROUNDS = Number(process.env.MCPX_BENCH_ROUNDS ?? 7);
-
-const SERVERS = [
-  { name: 'legacy-only', args: ['examples/servers/legacy-only.mjs'], forced: 'force-initialize' as const },
-  { name: 'dual', args: ['examples/servers/dual.mjs'], forced: 'force-discover' as const },
-  { name: 'modern-only', args: ['examples/servers/modern-only.mjs'], forced: 'force-discover' as const },
-  // A legacy server that never answers server/discover: the first start pays upstream.probeTimeout (2 s).
-  { name: 'legacy, silent before initialize', args: ['test/fixtures/raw.mjs', 'silent'], forced: 'force-initialize' as const },
-];
-
-async function once(definition: { command: string; args: string[] }, preference: SessionPreference, cache: EraCache | null): Promise<number> {
-  const session = new UpstreamSession({ name: 'bench', definition, preference, cache });
-  const t0 = performance.now();
-  try {
-    await session.start();
-    await session.callTool('echo', { text: 'bench' });
-    return performance.now() - t0;
-  } finally {
-    await session.stop();
-  }
+function versionOf(pkg: string): string | null {
+  const file = join(ROOT, 'node_modules', ...pkg.split('/'), 'package.json');
+  if (!existsSync(file)) return null;
+  return (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? null;
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-};
+const log = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
 async function main(): Promise<void> {
-  const rows: string[] = [];
-  for (const server of SERVERS) {
-    const definition = { command: process.execPath, args: server.args.map((a, i) => (i === 0 ? join(root, a) : a)) };
-    const times = { baseline: [] as number[], first: [] as number[], cached: [] as number[] };
-    for (let round = 0; round < ROUNDS; round++) {
-      const state = mkdtempSync(join(tmpdir(), 'mcpx-bench-'));
-      try {
-        times.baseline.push(await once(definition, server.forced, null));
-        const cache = await EraCache.open(state);
-        times.first.push(await once(definition, 'prefer-discover', cache));
-        times.cached.push(await once(definition, 'prefer-discover', await EraCache.open(state)));
-      } finally {
-        rmSync(state, { recursive: true, force: true });
-      }
+  const cpu = cpus();
+  const results: Results = {
+    generatedAt: new Date().toISOString(),
+    quick: QUICK,
+    machine: {
+      cpus: cpu.length,
+      cpuModel: cpu[0]?.model.trim() ?? 'unknown',
+      memGiB: Math.round(totalmem() / 2 ** 30),
+      platform: `${platform()} ${release()}`,
+      loadStart: loadavg().map((x) => x.toFixed(2)).join(' '),
+    },
+    versions: {
+      node: process.versions.node,
+      mcpx: (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version,
+      '@modelcontextprotocol/client': versionOf('@modelcontextprotocol/client'),
+      '@modelcontextprotocol/server': versionOf('@modelcontextprotocol/server'),
+      '@modelcontextprotocol/sdk': versionOf('@modelcontextprotocol/sdk'),
+      supergateway: versionOf('supergateway'),
+      fastify: versionOf('fastify'),
+      undici: versionOf('undici'),
+      xstate: versionOf('xstate'),
+    },
+  };
+  // A section that fails is reported and the others still run.
+  const section = async <T>(name: 'call' | 'startup' | 'probe' | 'pool', run: () => Promise<T>): Promise<T | undefined> => {
+    if (!wanted(name)) return undefined;
+    try {
+      return await run();
+    } catch (err) {
+      log(`${name}: failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+      (results.failed ??= {})[name] = err instanceof Error ? err.message : String(err);
+      await cleanupAll();
+      return undefined;
     }
-    const base = median(times.baseline);
-    const fmt = (xs: number[]) => `${median(xs).toFixed(0)} ms (×${(median(xs) / base).toFixed(2)})`;
-    rows.push(`| ${server.name} | ${base.toFixed(0)} ms (×1.00, ${server.forced}) | ${fmt(times.first)} | ${fmt(times.cached)} |`);
-  }
-  console.log(`start → ready → tools/call → stop, median of ${ROUNDS} rounds, ratio to the forced baseline measured in the same run\n`);
-  console.log('| server | baseline (no probe) | first start (probe) | cached start |');
+  };
+  results.call = await section('call', () => benchCallPath(log));
+  results.startup = await section('startup', () => benchStartup(log));
+  results.probe = await section('probe', () => benchProbe(log));
+  results.pool = await section('pool', () => benchPool(log));
+  results.machine['loadEnd'] = loadavg().map((x) => x.toFixed(2)).join(' ');
+  results.targets = computeTargets(results);
+  writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  if (WRITE_DOCS) writeReport(results);
+  console.log('| measure | target | figure | met? |');
   console.log('|---|---|---|---|');
-  for (const r of rows) console.log(r);
+  for (const t of results.targets) console.log(`| ${t.measure} | ${t.target} | ${t.shown} | ${t.met === null ? '–' : t.met ? 'yes' : 'NO'} (${t.by}) |`);
+  console.log(`\nwrote bench/results.json${WRITE_DOCS ? ', docs/benchmarks.md and docs/benchmarks.svg' : ''}`);
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+main()
+  .catch((err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  })
+  .finally(() => cleanupAll());

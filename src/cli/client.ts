@@ -1,18 +1,19 @@
 /**
  * How the CLI reaches the daemon: through the state folder (`<state>/daemon.sock`), over HTTP on the
- * Unix socket with undici. When nothing answers there, client commands start a daemon in the
+ * Unix socket with node:http (a CLI command starts a process per run: an HTTP client loaded from
+ * node's own modules costs nothing to load). When nothing answers there, client commands start a daemon in the
  * background (`<node> <this CLI> daemon`, detached, same state folder, config, environment and
  * working directory, its log appended to `<state>/daemon.log`) and wait for its socket, bounded.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { chmod } from 'node:fs/promises';
+import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { join, resolve as resolvePath } from 'node:path';
-import { Client } from 'undici';
 import { McpxError } from '../errors.js';
 import { loadConfig } from '../config/config-file.js';
 import { Settings } from '../config/settings.js';
-import { checkSocketPath, DAEMON_LOG, ensureStateDir } from '../server/state-dir.js';
+import { checkSocketPath, DAEMON_JSON, DAEMON_LOG, ensureStateDir } from '../server/state-dir.js';
 
 export interface ClientOptions {
   /** `--config FILE`. */
@@ -73,47 +74,82 @@ export function isNotRunning(err: unknown): boolean {
   return false;
 }
 
+interface SendOptions {
+  method: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+  agent?: Agent | false;
+  signal?: AbortSignal;
+  /** No answer (headers) within this long: the request fails with code ETIMEDOUT. */
+  timeoutMs?: number;
+}
+
+/** One HTTP request on the Unix socket; resolves with the response once its headers arrived. */
+function send(socket: string, o: SendOptions): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        socketPath: socket,
+        path: o.path,
+        method: o.method,
+        headers: { host: 'localhost', ...(o.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(o.body)) }), ...o.headers },
+        agent: o.agent ?? false,
+        ...(o.signal ? { signal: o.signal } : {}),
+      },
+      resolve,
+    );
+    req.once('error', reject);
+    if (o.timeoutMs !== undefined) {
+      req.setTimeout(o.timeoutMs, () => req.destroy(Object.assign(new Error(`no answer within ${o.timeoutMs} ms`), { code: 'ETIMEDOUT' })));
+    }
+    req.end(o.body);
+  });
+}
+
+async function readText(res: IncomingMessage): Promise<string> {
+  res.setEncoding('utf8');
+  let text = '';
+  for await (const chunk of res) text += chunk as string;
+  return text;
+}
+
 export class DaemonClient {
   readonly socket: string;
-  private client: Client | undefined;
+  /** Keeps the connection between a command's requests (a call's ask, then its polls). */
+  private agent: Agent | undefined;
 
   constructor(socket: string) {
     this.socket = socket;
   }
 
-  private get http(): Client {
-    this.client ??= new Client('http://localhost', { socketPath: this.socket, headersTimeout: 0, bodyTimeout: 0 });
-    return this.client;
-  }
-
   async request<T = unknown>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
-    const res = await this.http.request({
-      path,
+    this.agent ??= new Agent({ keepAlive: true, maxSockets: 4 });
+    const res = await send(this.socket, {
       method,
+      path,
+      agent: this.agent,
       headers: { accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
-    const text = await res.body.text();
+    const text = await readText(res);
     let parsed: unknown = text;
     try {
       parsed = text === '' ? null : JSON.parse(text);
     } catch {
       parsed = text;
     }
-    return { status: res.statusCode, body: parsed as T };
+    return { status: res.statusCode ?? 0, body: parsed as T };
   }
 
   /** Whether a daemon answers on the socket. */
   async alive(timeoutMs = 2_000): Promise<boolean> {
-    const probe = new Client('http://localhost', { socketPath: this.socket, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs });
     try {
-      const res = await probe.request({ path: '/v1/health', method: 'GET' });
-      await res.body.text();
+      const res = await send(this.socket, { method: 'GET', path: '/v1/health', timeoutMs });
+      await readText(res);
       return res.statusCode === 200;
     } catch {
       return false;
-    } finally {
-      await probe.close().catch(() => undefined);
     }
   }
 
@@ -123,16 +159,16 @@ export class DaemonClient {
    */
   follow(query: string, onEvent: (type: string, data: unknown) => void): { ready: Promise<void>; stop: () => void } {
     const ac = new AbortController();
-    const c = new Client('http://localhost', { socketPath: this.socket, headersTimeout: 0, bodyTimeout: 0 });
     let markReady!: () => void;
     const ready = new Promise<void>((r) => (markReady = r));
     void (async () => {
       try {
-        const res = await c.request({ path: `/v1/events${query}`, method: 'GET', signal: ac.signal });
+        const res = await send(this.socket, { method: 'GET', path: `/v1/events${query}`, signal: ac.signal });
+        res.setEncoding('utf8');
         let buf = '';
-        for await (const chunk of res.body) {
+        for await (const chunk of res) {
           markReady();
-          buf += (chunk as Buffer).toString('utf8');
+          buf += chunk as string;
           let at: number;
           while ((at = buf.indexOf('\n\n')) !== -1) {
             const frame = buf.slice(0, at);
@@ -159,16 +195,13 @@ export class DaemonClient {
     })();
     return {
       ready,
-      stop: () => {
-        ac.abort();
-        void c.destroy().catch(() => undefined);
-      },
+      stop: () => ac.abort(),
     };
   }
 
   async close(): Promise<void> {
-    await this.client?.close().catch(() => undefined);
-    this.client = undefined;
+    this.agent?.destroy();
+    this.agent = undefined;
   }
 }
 
@@ -229,6 +262,11 @@ export async function startDaemonInBackground(target: Target, opts: StartOptions
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await client.alive(1_000)) {
+      // The daemon writes daemon.json (its pid, the TCP port and token) just after its socket answers:
+      // a command that returns once the daemon is started leaves it there for whoever reads it next.
+      const file = join(target.stateDir, DAEMON_JSON);
+      const until = Date.now() + 2_000;
+      while (!existsSync(file) && Date.now() < until && !exited) await new Promise((r) => setTimeout(r, 10));
       child.unref();
       return { pid: child.pid };
     }

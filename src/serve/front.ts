@@ -12,6 +12,7 @@
  * Aggregate mode (the default): tools and prompts as `<server>__<name>` (./names.ts), resources and
  * templates by their own URIs. Passthrough mode: one server under its own names.
  */
+import { RPC } from '../protocol/constants.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import {
   CLIENT_CAPABILITIES_META_KEY,
@@ -69,7 +70,6 @@ const ASK_POLL_MS = 20_000;
 
 /** JSON-RPC error codes the front answers with itself. */
 const INVALID_PARAMS = -32602;
-const INTERNAL_ERROR = -32603;
 
 const SERVER_INFO_META = 'io.modelcontextprotocol/serverInfo';
 
@@ -84,12 +84,15 @@ export class FrontView {
   readonly resources: Array<{ server: string; item: CatalogItem }> = [];
   readonly templates: Array<{ server: string; item: CatalogItem; template: UriTemplate | undefined }> = [];
   readonly errors: Array<{ server: string; code: string; message: string }> = [];
+  /** Every server was listed (no failure, nothing left unlisted): the view may be reused until the catalogue changes. */
+  readonly complete: boolean;
 
   constructor(view: CatalogView, readonly mode: { passthrough?: string; servers?: readonly string[] }) {
     // Names are given over every configured server, so a `--servers` filter never renames anything.
     const all = view.servers;
     const pairs = (pick: (s: ServerCatalog) => CatalogItem[]) =>
       all.flatMap((s) => pick(s).filter((i) => typeof i['name'] === 'string').map((i) => ({ server: s.server, name: i['name'] as string, item: i })));
+    this.complete = all.every((s) => s.error === undefined && s.source !== 'none');
     const toolPairs = pairs((s) => s.tools);
     const promptPairs = pairs((s) => s.prompts);
     this.tools = NameTable.of(toolPairs);
@@ -181,6 +184,51 @@ export class FrontView {
 }
 
 /**
+ * The caller's view of the catalogue, kept between requests: a `tools/call` resolves its name against
+ * the view the last listing (or call) built, instead of fetching the catalogue and rebuilding the name
+ * tables on every request. One view per caller lane (the caller's revision picks the lane, and the lane
+ * the listing). A view is dropped when the backend announces a catalogue change, after `maxAgeMs`
+ * (a bound in case an announcement is lost), and is never kept when a server failed to list; a name the
+ * kept view does not know is looked up again in a fresh view before it is refused.
+ */
+export class ViewCache {
+  private readonly views = new Map<string, { view: FrontView; at: number }>();
+  private generation = 0;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly backend: FrontBackend,
+    private readonly mode: { passthrough?: string; servers?: readonly string[] },
+    private readonly maxAgeMs = 5_000,
+  ) {
+    this.unsubscribe = backend.onChange(() => this.clear());
+  }
+
+  /** The kept view for this caller's lane, else a fresh one; `fresh` always fetches (and keeps the result). */
+  async get(ctx: RelayContext, fresh = false): Promise<FrontView> {
+    const key = ctx.callerProtocol ?? '';
+    const kept = this.views.get(key);
+    if (!fresh && kept && Date.now() - kept.at < this.maxAgeMs) return kept.view;
+    const generation = this.generation;
+    const view = new FrontView(await this.backend.catalog(ctx), this.mode);
+    // A change announced while this view was being fetched may have come after the catalogue was read.
+    if (view.complete && generation === this.generation) this.views.set(key, { view, at: Date.now() });
+    else this.views.delete(key);
+    return view;
+  }
+
+  clear(): void {
+    this.generation += 1;
+    this.views.clear();
+  }
+
+  close(): void {
+    this.unsubscribe();
+    this.clear();
+  }
+}
+
+/**
  * The serving entries' factory: one front instance per connection (stdio, legacy HTTP session) or
  * per request (2026-07-28 HTTP).
  */
@@ -197,6 +245,10 @@ export function frontFactory(cfg: FrontConfig): McpServerFactory & { close(): vo
     bind: (ctx) => `${ctx.mcpReq.method}\0${ctx.sessionId ?? ''}`,
   });
   const live = new Set<Server>();
+  const views = new ViewCache(cfg.backend, {
+    ...(cfg.passthrough === undefined ? {} : { passthrough: cfg.passthrough }),
+    ...(cfg.servers === undefined ? {} : { servers: cfg.servers }),
+  });
   // Every instance announces changes to its caller: legacy connections get list_changed
   // notifications, 2026-07-28 callers get them on their subscriptions/listen streams.
   const unsubscribe = cfg.backend.onChange((change) => {
@@ -209,7 +261,7 @@ export function frontFactory(cfg: FrontConfig): McpServerFactory & { close(): vo
     }
   });
   const factory = ((ctx: { era: 'legacy' | 'modern' }) => {
-    const server = buildFront(cfg, ctx.era, log, codec, session);
+    const server = buildFront(cfg, ctx.era, log, codec, session, views);
     live.add(server);
     const prev = server.onclose;
     server.onclose = () => {
@@ -220,6 +272,7 @@ export function frontFactory(cfg: FrontConfig): McpServerFactory & { close(): vo
   }) as McpServerFactory & { close(): void };
   factory.close = () => {
     unsubscribe();
+    views.close();
     live.clear();
   };
   return factory;
@@ -230,7 +283,7 @@ function shownBy(cfg: FrontConfig, server: string): boolean {
   return cfg.servers === undefined || cfg.servers.includes(server);
 }
 
-function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, codec: RequestStateCodec<AskState>, session: string): Server {
+function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, codec: RequestStateCodec<AskState>, session: string, views: ViewCache): Server {
   const server = new Server(
     { name: cfg.passthrough === undefined ? 'mcpx' : `mcpx/${cfg.passthrough}`, version: cfg.version },
     {
@@ -244,11 +297,6 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
       requestState: { verify: (state, ctx) => codec.verify(state, ctx) },
     },
   );
-  const mode = {
-    ...(cfg.passthrough === undefined ? {} : { passthrough: cfg.passthrough }),
-    ...(cfg.servers === undefined ? {} : { servers: cfg.servers }),
-  };
-
   /** The caller's revision: the request's own `_meta` (2026-07-28), else the one negotiated at initialize. */
   const relayContext = (ctx: ServerContext): RelayContext => {
     const claimed = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[PROTOCOL_VERSION_META_KEY];
@@ -260,7 +308,22 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
     };
   };
 
-  const view = async (ctx: RelayContext): Promise<FrontView> => new FrontView(await cfg.backend.catalog(ctx), mode);
+  /** A listing's view: always fetched (a caller listing wants what is offered now), and kept for the requests that follow. */
+  const view = (ctx: RelayContext): Promise<FrontView> => views.get(ctx, true);
+
+  /**
+   * The server and upstream name behind a tool or prompt name: from the kept view, else (a name it does
+   * not know, or no view kept) from a fresh one, so a tool added since the last listing is found.
+   */
+  const targetOf = async (rctx: RelayContext, kind: 'tools' | 'prompts', name: string): Promise<{ v: FrontView; found: ReturnType<FrontView['resolve']> }> => {
+    let v = await views.get(rctx);
+    let found = v.resolve(kind, name);
+    if (!found) {
+      v = await views.get(rctx, true);
+      found = v.resolve(kind, name);
+    }
+    return { v, found };
+  };
 
   /**
    * The caller's progress token, relayed: upstream progress goes to the caller under the caller's own
@@ -298,24 +361,24 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
   server.setRequestHandler('tools/call', async (req, ctx) => {
     const rctx = relayContext(ctx);
     const name = req.params.name;
-    const v = await view(rctx);
-    const target = v.resolve('tools', name) ?? v.resolveUnlisted(name);
-    if (!target) throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${name}`);
+    const { v, found } = await targetOf(rctx, 'tools', name);
+    const tool = found ?? v.resolveUnlisted(name);
+    if (!tool) throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${name}`);
     const can = askable(ctx);
     if (can) {
       try {
-        const out = await ask(can.asks, ctx, rctx, name, target.server, { tool: target.original, args: (req.params.arguments ?? {}) as Record<string, unknown> }, can.caps);
+        const out = await ask(can.asks, ctx, rctx, name, tool.server, { tool: tool.original, args: (req.params.arguments ?? {}) as Record<string, unknown> }, can.caps);
         if ('input' in out) return out.input as never;
         if (out.done.result !== undefined) return fromUpstream(out.done.result) as never;
         const e = out.done.error!;
-        return toolFailure(target.server, new RelayError(e.code, e.message, e.data)) as never;
+        return toolFailure(tool.server, new RelayError(e.code, e.message, e.data)) as never;
       } catch (err) {
         if (err instanceof ProtocolError) throw err;
-        return toolFailure(target.server, err) as never;
+        return toolFailure(tool.server, err) as never;
       }
     }
     try {
-      const result = await relayed(ctx, rctx, (r) => cfg.backend.request(target.server, 'tools/call', { name: target.original, arguments: req.params.arguments ?? {} }, r));
+      const result = await relayed(ctx, rctx, (r) => cfg.backend.request(tool.server, 'tools/call', { name: tool.original, arguments: req.params.arguments ?? {} }, r));
       return fromUpstream(result) as never;
     } catch (err) {
       // A 2026-07-28 caller is told of a capability it must declare (-32021, requiredCapabilities);
@@ -324,7 +387,7 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
         throw new ProtocolError(err.rpc.code, err.rpc.message, err.rpc.data);
       }
       // A client shows a tool result to the person; a JSON-RPC error it may swallow.
-      return toolFailure(target.server, err) as never;
+      return toolFailure(tool.server, err) as never;
     }
   });
 
@@ -406,14 +469,14 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
     const e = out.done.error!;
     const rpc = new RelayError(e.code, e.message, e.data).rpc;
     if (rpc) throw new ProtocolError(rpc.code, rpc.message, rpc.data);
-    throw new ProtocolError(INTERNAL_ERROR, `mcpx: ${upstream}: ${e.code}: ${e.message}`, { server: upstream, code: e.code });
+    throw new ProtocolError(RPC.internalError, `mcpx: ${upstream}: ${e.code}: ${e.message}`, { server: upstream, code: e.code });
   };
 
   server.setRequestHandler('prompts/list', async (_req, ctx) => ({ prompts: (await listing(ctx)).listPrompts() }) as never);
 
   server.setRequestHandler('prompts/get', async (req, ctx) => {
     const rctx = relayContext(ctx);
-    const target = (await view(rctx)).resolve('prompts', req.params.name);
+    const target = (await targetOf(rctx, 'prompts', req.params.name)).found;
     if (!target) throw new ProtocolError(INVALID_PARAMS, `Unknown prompt: ${req.params.name}`);
     const params = { name: target.original, ...(req.params.arguments ? { arguments: req.params.arguments } : {}) };
     const can = askable(ctx);
@@ -478,7 +541,7 @@ async function relay(backend: FrontBackend, server: string, method: Parameters<F
     if (err instanceof RelayError && err.rpc) throw new ProtocolError(err.rpc.code, err.rpc.message, err.rpc.data);
     const code = err instanceof RelayError ? err.code : 'MCPX_INTERNAL';
     const message = err instanceof Error ? err.message : String(err);
-    throw new ProtocolError(INTERNAL_ERROR, `mcpx: ${server}: ${code}: ${message}`, { server, code });
+    throw new ProtocolError(RPC.internalError, `mcpx: ${server}: ${code}: ${message}`, { server, code });
   }
 }
 

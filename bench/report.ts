@@ -1,0 +1,298 @@
+/**
+ * bench/results.json → docs/benchmarks.md and docs/benchmarks.svg: the tables, the targets (met or
+ * missed, by how much), a bar chart drawn from the figures, the before/after comparison when
+ * bench/results.before.json holds an earlier run, and the CPU profile summaries of bench/profile.json.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CallResults, CallRow } from './call-path.js';
+import type { PoolResults } from './pool-scale.js';
+import type { ProbeResults, ProbeVariant } from './probe.js';
+import type { StartupResults } from './startup.js';
+import type { ProfileFile } from './profile.js';
+import { ROOT } from './lib/knobs.js';
+import { round, showMs, showRate, type Figure } from './lib/stats.js';
+
+export interface Results {
+  generatedAt: string;
+  quick: boolean;
+  machine: Record<string, unknown>;
+  versions: Record<string, string | null>;
+  call?: CallResults;
+  probe?: ProbeResults;
+  startup?: StartupResults;
+  pool?: PoolResults;
+  targets?: Target[];
+  /** Sections that failed, and why. */
+  failed?: Record<string, string>;
+}
+
+export interface Target {
+  id: string;
+  measure: string;
+  target: string;
+  value: number | null;
+  shown: string;
+  met: boolean | null;
+  /** How far from the target: positive is the margin, negative the miss. */
+  by: string;
+}
+
+const row = (r: Results, id: string, c: number): CallRow | undefined => r.call?.rows.find((x) => x.id === id && x.concurrency === c);
+const f2 = (x: number) => x.toFixed(2);
+
+export function computeTargets(r: Results): Target[] {
+  const t: Target[] = [];
+  const add = (id: string, measure: string, target: string, value: number | null, shown: string, met: boolean | null, by: string) => t.push({ id, measure, target, value: value === null ? null : round(value), shown, met, by });
+  const aL1 = row(r, 'a-legacy', 1);
+  const aM1 = row(r, 'a-modern', 1);
+  const b1 = row(r, 'b', 1);
+  const aM16 = row(r, 'a-modern', 16);
+  const aL16 = row(r, 'a-legacy', 16);
+  const b16 = row(r, 'b', 16);
+  const d1 = row(r, 'd', 1);
+  const d16 = row(r, 'd', 16);
+  if (b1 && aM1) {
+    const over = b1.p50.median - aM1.p50.median;
+    add('b-p50', '(b) p50 overhead over (a, 2026-07-28)', '≤ 0.25 ms', over, `${f2(over)} ms (${f2(aM1.p50.median)} → ${f2(b1.p50.median)})`, over <= 0.25, over <= 0.25 ? `${f2(0.25 - over)} ms to spare` : `missed by ${f2(over - 0.25)} ms`);
+  }
+  if (b16 && aM16) {
+    const ratio = b16.rate.median / aM16.rate.median;
+    add('b-rate', '(b) calls/s at 16 in flight', '≥ 0.8× (a)', ratio, `${f2(ratio)}× (${Math.round(b16.rate.median)}/s vs ${Math.round(aM16.rate.median)}/s)`, ratio >= 0.8, ratio >= 0.8 ? `${f2(ratio - 0.8)}× to spare` : `missed by ${f2(0.8 - ratio)}×`);
+  }
+  for (const [id, floor, era] of [['c-legacy', aL1, '2025-11-25'], ['c-modern', aM1, '2026-07-28']] as const) {
+    const c1 = row(r, id, 1);
+    if (!c1 || !floor) continue;
+    const over = c1.p50.median - floor.p50.median;
+    const dOver = d1 && aL1 ? d1.p50.median - aL1.p50.median : null;
+    const met = over <= 0.5 && (dOver === null || over < dOver);
+    add(`${id}-p50`, `(c) p50 overhead over (a), ${era} caller`, '≤ 0.5 ms, and below (d)', over, `${f2(over)} ms (${f2(floor.p50.median)} → ${f2(c1.p50.median)}); (d) ${dOver === null ? 'not measured' : `${f2(dOver)} ms`}`, met, over <= 0.5 ? (dOver !== null && over >= dOver ? `above (d) by ${f2(over - dOver)} ms` : `${f2(0.5 - over)} ms to spare`) : `missed by ${f2(over - 0.5)} ms`);
+    const c16 = row(r, id, 16);
+    if (c16 && d16) {
+      const ratio = c16.rate.median / d16.rate.median;
+      add(`${id}-rate`, `(c) calls/s at 16, ${era} caller`, 'above (d)', ratio, `${Math.round(c16.rate.median)}/s vs (d) ${Math.round(d16.rate.median)}/s = ${f2(ratio)}×${aL16 ? `; (a) ${Math.round((era === '2025-11-25' ? aL16 : aM16 ?? aL16).rate.median)}/s` : ''}`, ratio > 1, ratio > 1 ? `${f2(ratio)}× (d)` : `missed: ${f2(ratio)}× (d)`);
+    }
+  }
+  if (r.startup) {
+    const v = r.startup.daemonReadyMs.median;
+    add('daemon-ready', 'daemon start → ready (demo config, servers not waited for)', '≤ 300 ms', v, `${v.toFixed(0)} ms`, v <= 300, v <= 300 ? `${(300 - v).toFixed(0)} ms to spare` : `missed by ${(v - 300).toFixed(0)} ms`);
+    const s = r.startup.serveFirstListMs.median;
+    add('serve-first-list', '`mcpx serve` start → first tools/list (catalogue present)', '≤ 250 ms', s, `${s.toFixed(0)} ms`, s <= 250, s <= 250 ? `${(250 - s).toFixed(0)} ms to spare` : `missed by ${(s - 250).toFixed(0)} ms`);
+  }
+  const e = r.call?.shell.find((x) => x.id === 'e');
+  const node = r.call?.shell.find((x) => x.id === 'node');
+  if (e && node) {
+    const ratio = e.wallMs.median / node.wallMs.median;
+    add('cli-call', '`mcpx call` against a warm daemon, whole process', '≤ 2× bare `node -e 0`', ratio, `${f2(ratio)}× (${e.wallMs.median.toFixed(0)} ms vs ${node.wallMs.median.toFixed(0)} ms${e.maxRssMiB ? `; ${e.maxRssMiB.median.toFixed(0)} MiB vs ${node.maxRssMiB?.median.toFixed(0)} MiB` : ''})`, ratio <= 2, ratio <= 2 ? `${f2(2 - ratio)}× to spare` : `missed by ${f2(ratio - 2)}× (${(e.wallMs.median - 2 * node.wallMs.median).toFixed(0)} ms)`);
+  }
+  if (r.probe) {
+    for (const id of ['stdio-legacy-error', 'stdio-legacy-silent', 'stdio-legacy-exit']) {
+      const p = r.probe.rows.find((x) => x.id === id);
+      const first = p?.cells.first;
+      const sdk = p?.cells.sdkAuto;
+      if (!p || !first || !sdk || !Number.isFinite(first.ms.median) || !Number.isFinite(sdk.ms.median)) continue;
+      const ratio = first.ms.median / sdk.ms.median;
+      add(`probe-${id}`, `time to first result, stdio ${p.label}, first start`, '≤ 0.6× SDK auto', ratio, `${f2(ratio)}× (${first.ms.median.toFixed(0)} ms vs ${sdk.ms.median.toFixed(0)} ms)`, ratio <= 0.6, ratio <= 0.6 ? `${f2(0.6 - ratio)}× to spare` : `missed by ${f2(ratio - 0.6)}×`);
+    }
+  }
+  if (r.pool) {
+    const p = r.pool;
+    const at = p.sizes.find((x) => x.sessions === p.target);
+    const last = p.sizes[p.sizes.length - 1];
+    const done = [...p.sizes].reverse().find((x) => x.startAndProbeAllMs !== null);
+    const h = at?.heapPerSessionKiB?.median ?? done?.heapPerSessionKiB?.median ?? null;
+    const hAt = at?.heapPerSessionKiB ? p.target : done?.sessions;
+    add('pool-heap', `${p.target} session actors: heap per session`, '≤ 30 KB', h, h === null ? 'not measured' : `${h.toFixed(1)} KiB${hAt !== p.target ? ` (at ${hAt} sessions: ${p.target} did not come up)` : ''}`, h === null ? null : h <= 30, h === null ? '–' : h <= 30 ? `${(30 - h).toFixed(1)} KiB to spare` : `missed by ${(h - 30).toFixed(1)} KiB`);
+    const s = at?.startAndProbeAllMs?.median ?? null;
+    const growth = p.sizes.map((x) => `${x.sessions}: ${x.startAndProbeAllMs ? `${Math.round(x.startAndProbeAllMs.median)} ms` : `> ${p.deadlineMs / 1000} s (${x.upAtDeadline ?? 0} up)`}`).join(', ');
+    add('pool-start', `${p.target} session actors: all started and probed`, '≤ 1 s', s, s === null ? `not within ${p.deadlineMs / 1000} s (${growth})` : `${s.toFixed(0)} ms (${growth})`, s === null ? false : s <= 1000, s === null ? `missed: ${last?.upAtDeadline ?? 0} of ${last?.sessions} up after ${p.deadlineMs / 1000} s` : s <= 1000 ? `${(1000 - s).toFixed(0)} ms to spare` : `missed by ${(s - 1000).toFixed(0)} ms`);
+    const a = at?.acquireReleasePerSec?.median ?? done?.acquireReleasePerSec?.median ?? null;
+    const g = p.globalAcquireReleasePerSec.median;
+    add('pool-rate', 'acquire/release per second (warm instances)', '≥ 10,000/s', a ?? g, `${a === null ? '–' : `${Math.round(a)}/s over ${at?.acquireReleasePerSec ? p.target : done?.sessions} session instances`}; ${Math.round(g)}/s on one global instance`, (a ?? g) >= 10_000, (a ?? g) >= 10_000 ? `${f2((a ?? g) / 10_000)}× the target` : `missed: ${f2((a ?? g) / 10_000)}× the target`);
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SVG: two bar groups — p50 at concurrency 1 (ms, shorter is better) and calls/s at 16 (longer is better)
+
+function esc(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/`/g, '');
+}
+
+export function chart(r: Results): string {
+  const rows = r.call?.rows ?? [];
+  const ids = [...new Set(rows.map((x) => x.id))];
+  const labelOf = (id: string) => rows.find((x) => x.id === id)?.label ?? id;
+  const W = 860;
+  const left = 330;
+  const barW = W - left - 110;
+  const barH = 18;
+  const gap = 8;
+  const groupH = 30 + ids.length * (barH + gap);
+  const H = 20 + groupH * 2 + 20;
+  const parts: string[] = [];
+  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
+  parts.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
+  const group = (y0: number, title: string, value: (row: CallRow) => number, fmt: (v: number) => string, c: number) => {
+    parts.push(`<text x="10" y="${y0 + 16}" font-weight="bold">${esc(title)}</text>`);
+    const vals = ids.map((id) => rows.find((x) => x.id === id && x.concurrency === c));
+    const max = Math.max(...vals.map((v) => (v ? value(v) : 0)), 1e-9);
+    vals.forEach((v, i) => {
+      const y = y0 + 28 + i * (barH + gap);
+      const id = ids[i]!;
+      const colour = id.startsWith('a') ? '#7f8c8d' : id === 'b' ? '#2e86de' : id.startsWith('c') ? '#10ac84' : id === 'd' ? '#ee5253' : '#8e44ad';
+      parts.push(`<text x="${left - 8}" y="${y + barH - 5}" text-anchor="end">${esc(`(${id}) ${labelOf(id)}`)}</text>`);
+      if (!v) return;
+      const w = Math.max(1, (value(v) / max) * barW);
+      parts.push(`<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${barH}" fill="${colour}"/>`);
+      parts.push(`<text x="${(left + w + 6).toFixed(1)}" y="${y + barH - 5}">${esc(fmt(value(v)))}</text>`);
+    });
+  };
+  group(10, 'p50 latency, 1 in flight (ms; shorter is better)', (x) => x.p50.median, (v) => `${v.toFixed(2)} ms`, 1);
+  group(10 + groupH, 'calls/s, 16 in flight (longer is better)', (x) => x.rate.median, (v) => `${Math.round(v)}/s`, 16);
+  parts.push('</svg>');
+  return `${parts.join('\n')}\n`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Markdown
+
+function callTable(r: Results): string[] {
+  if (!r.call) return ['(not measured in this run)'];
+  const out = ['| path | in flight | p50 | p99 | calls/s |', '|---|---:|---|---|---|'];
+  for (const x of r.call.rows) out.push(`| (${x.id}) ${x.label}${x.note ? ` — ${x.note}` : ''}${x.errors ? ` (${x.errors} errors)` : ''} | ${x.concurrency} | ${showMs(x.p50)} | ${showMs(x.p99)} | ${showRate(x.rate)} |`);
+  for (const m of r.call.missing) out.push(`| (${m.id}) ${m.label} | – | not measured: ${m.why} | | |`);
+  out.push('');
+  out.push('| from the shell | wall (median per round, spread over rounds) | peak RSS |', '|---|---|---|');
+  for (const s of r.call.shell) out.push(`| ${s.label} | ${showMs(s.wallMs, 0)} | ${s.maxRssMiB ? `${s.maxRssMiB.median.toFixed(0)} MiB` : '–'} |`);
+  return out;
+}
+
+function probeTable(r: Results): string[] {
+  if (!r.probe) return ['(not measured in this run)'];
+  const v: ProbeVariant[] = ['forced', 'first', 'cached', 'sdkAuto'];
+  const names: Record<ProbeVariant, string> = { forced: 'mcpx, era forced (no probe)', first: 'mcpx first start', cached: 'mcpx cached start', sdkAuto: "SDK v2 `mode: 'auto'`" };
+  const out = [`Each cell: start → first tools/call result (median, spread) · JSON-RPC requests before the call · processes spawned. ${r.probe.rounds} rounds; probe timeout ${r.probe.probeTimeoutMs} ms for both.`, '', `| server | ${v.map((x) => names[x]).join(' | ')} | first ÷ SDK |`, `|---|${v.map(() => '---').join('|')}|---:|`];
+  for (const p of r.probe.rows) {
+    const cells = v.map((x) => {
+      const c = p.cells[x];
+      if (!c || c.error) return c?.error ? `failed: ${c.error.slice(0, 60)}` : '–';
+      return `${c.ms.median.toFixed(0)} ms (${c.ms.min.toFixed(0)}–${c.ms.max.toFixed(0)}) · ${c.requests} req · ${c.processes} proc`;
+    });
+    const first = p.cells.first?.ms.median;
+    const sdk = p.cells.sdkAuto?.ms.median;
+    const ratio = first !== undefined && sdk !== undefined && Number.isFinite(first) && Number.isFinite(sdk) ? `${(first / sdk).toFixed(2)}×` : '–';
+    out.push(`| ${p.transport}: ${p.label} | ${cells.join(' | ')} | ${ratio} |`);
+  }
+  return out;
+}
+
+function targetTable(r: Results, before: Results | undefined): string[] {
+  const now = r.targets ?? [];
+  const was = new Map((before?.targets ?? []).map((t) => [t.id, t]));
+  const out = before ? ['| measure | target | before | after | met? |', '|---|---|---|---|---|'] : ['| measure | target | figure | met? |', '|---|---|---|---|'];
+  for (const t of now) {
+    const verdict = t.met === null ? '–' : t.met ? `yes (${t.by})` : `**no** (${t.by})`;
+    if (before) out.push(`| ${t.measure} | ${t.target} | ${was.get(t.id)?.shown ?? '–'} | ${t.shown} | ${verdict} |`);
+    else out.push(`| ${t.measure} | ${t.target} | ${t.shown} | ${verdict} |`);
+  }
+  return out;
+}
+
+function profileSection(): string[] {
+  const file = join(ROOT, 'bench', 'profile.json');
+  if (!existsSync(file)) return ['(no profile yet: `npm run bench:profile`)'];
+  const p = JSON.parse(readFileSync(file, 'utf8')) as ProfileFile;
+  const out: string[] = [];
+  for (const [label, s] of Object.entries(p)) {
+    out.push(`### ${label} (${s.at})`, '');
+    out.push(`${s.what}. ${s.calls} calls in ${(s.wallMs / 1000).toFixed(1)} s (${Math.round(s.calls / (s.wallMs / 1000))}/s); the daemon was busy ${s.busyPct.toFixed(0)}% of the sampled time; per call ≈ ${s.cpuPerCallUs.toFixed(0)} µs of daemon CPU.`, '');
+    out.push('By area (self time, share of busy samples):', '', '| area | self % | µs per call |', '|---|---:|---:|');
+    for (const a of s.areas.slice(0, 12)) out.push(`| ${a.area} | ${a.pct.toFixed(1)} | ${a.usPerCall.toFixed(0)} |`);
+    out.push('', 'Top functions by self time:', '', '| function | where | self % | total % |', '|---|---|---:|---:|');
+    for (const f of s.topSelf.slice(0, 15)) out.push(`| \`${f.name}\` | ${f.where} | ${f.selfPct.toFixed(1)} | ${f.totalPct.toFixed(1)} |`);
+    out.push('', 'Top mcpx functions by total time (inclusive):', '', '| function | where | total % |', '|---|---|---:|');
+    for (const f of s.topTotalOwn.slice(0, 12)) out.push(`| \`${f.name}\` | ${f.where} | ${f.totalPct.toFixed(1)} |`);
+    out.push('');
+  }
+  return out;
+}
+
+function poolLines(p: PoolResults): string[] {
+  const out = [`\`call\` scope (each call its own session), N \`hold\` calls at once; ${p.rounds} rounds; a size not all up within ${p.deadlineMs / 1000} s is given up${p.gcExposed ? '; heap after a full GC' : ' (no --expose-gc: heap figures are noisy)'}.`, '', '| sessions | all started and probed | heap per session | acquire/release per second (session scope, warm) |', '|---:|---|---|---|'];
+  for (const x of p.sizes) {
+    out.push(`| ${x.sessions} | ${x.startAndProbeAllMs ? showMs(x.startAndProbeAllMs, 0) : `not within ${p.deadlineMs / 1000} s (${x.upAtDeadline ?? 0} up)`} | ${x.heapPerSessionKiB ? `${x.heapPerSessionKiB.median.toFixed(1)} KiB (${x.heapPerSessionKiB.min.toFixed(1)}–${x.heapPerSessionKiB.max.toFixed(1)})` : '–'} | ${showRate(x.acquireReleasePerSec ?? undefined)} |`);
+  }
+  out.push('', `One warm \`global\` instance, 64 in flight: ${showRate(p.globalAcquireReleasePerSec)} acquire/release (each an in-memory tools/call).`);
+  return out;
+}
+
+export function markdown(r: Results, before: Results | undefined, notes: string): string {
+  const m = r.machine;
+  const lines = [
+    '# Benchmarks',
+    '',
+    '<!-- Generated by `npm run bench` (bench/report.ts) from bench/results.json; edit bench/notes.md for the prose. -->',
+    '',
+    `Run ${r.generatedAt}${r.quick ? ' (quick mode: fewer rounds and calls)' : ''} on ${m['cpus']}× ${m['cpuModel']}, ${m['memGiB']} GiB, ${m['platform']}; Node ${r.versions['node']}, mcpx ${r.versions['mcpx']}, @modelcontextprotocol/client ${r.versions['@modelcontextprotocol/client']}, supergateway ${r.versions['supergateway'] ?? '–'}. Load average at start ${m['loadStart']}, at end ${m['loadEnd']}.`,
+    '',
+    'Every figure is the median of several runs with the spread (lowest–highest run) in brackets; variants are interleaved round by round, so machine load hits them alike. The machine is shared and small: read ratios within one run, not absolute times.',
+    '',
+    '## Targets',
+    '',
+    ...(r.failed ? Object.entries(r.failed).map(([k, v]) => `**The ${k} section failed in this run:** ${v}\n`) : []),
+    ...targetTable(r, before),
+    '',
+    before ? `"before" is bench/results.before.json (${before.generatedAt}${before.quick ? ', quick mode' : ''}), measured on the same machine before the fixes.` : '',
+    '',
+    '## The call path',
+    '',
+    `Fixture: ${r.call?.fixture ?? '–'}; ${r.call ? `${r.call.calls[1]} calls per run at 1 in flight, ${r.call.calls[16]} at 16; ${r.call.rounds} rounds.` : ''}`,
+    '',
+    '![p50 at 1 in flight and calls/s at 16 in flight, per path](benchmarks.svg)',
+    '',
+    ...callTable(r),
+    '',
+    '## The era probe against the SDK\'s `auto` negotiation',
+    '',
+    ...probeTable(r),
+    '',
+    '## Starts',
+    '',
+    r.startup ? `- daemon start → ready (the bundled demo, no config file): ${showMs(r.startup.daemonReadyMs, 0)}` : '- (not measured in this run)',
+    r.startup ? `- \`mcpx serve\` start → first tools/list answered (catalogue on disk, warm daemon): ${showMs(r.startup.serveFirstListMs, 0)}` : '',
+    '',
+    '## The pool at scale (in-memory upstream)',
+    '',
+    r.pool ? poolLines(r.pool).join('\n') : '- (not measured in this run)',
+    '',
+    '## Where the time goes: CPU profiles of the daemon under load',
+    '',
+    ...profileSection(),
+    notes.trim(),
+    '',
+    '## Running it',
+    '',
+    '```',
+    'npm run bench                      # everything (about 15 minutes on 2 cores)',
+    'MCPX_BENCH_QUICK=1 npm run bench   # a few minutes: 3 rounds, 200 calls per run',
+    'MCPX_BENCH_ONLY=call,startup npm run bench   # sections: call, probe, startup, pool',
+    'MCPX_BENCH_ROUNDS=5 MCPX_BENCH_CALLS=500 npm run bench',
+    'npm run bench:profile              # the daemon under --cpu-prof, summarised into bench/profile.json',
+    '```',
+    '',
+  ];
+  return lines.join('\n').replace(/\n{3,}/g, '\n\n');
+}
+
+export function writeReport(r: Results): void {
+  const beforeFile = join(ROOT, 'bench', 'results.before.json');
+  const before = existsSync(beforeFile) ? (JSON.parse(readFileSync(beforeFile, 'utf8')) as Results) : undefined;
+  const notesFile = join(ROOT, 'bench', 'notes.md');
+  const notes = existsSync(notesFile) ? readFileSync(notesFile, 'utf8') : '';
+  writeFileSync(join(ROOT, 'docs', 'benchmarks.md'), markdown(r, before, notes));
+  writeFileSync(join(ROOT, 'docs', 'benchmarks.svg'), chart(r));
+}
+
+export type { Figure };
