@@ -1,0 +1,172 @@
+/**
+ * The `mcpx ui` page in a real browser: Debian's chromium (/usr/bin/chromium, installed by .ci/run)
+ * driven by playwright-core, headless, background networking off, a fresh profile. Against a daemon
+ * running the bundled demo (`mcpx daemon`, no config file): the page loads with no request leaving
+ * 127.0.0.1, shows the three servers and their eras, highlights a state that changes when a server
+ * starts, and replays the legacy probe (discover, then initialize); a wrong or missing login is refused.
+ *
+ * UPDATE_SCREENSHOT=1 writes the README's screenshot, docs/ui.png.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../../src/server/package-info.js';
+import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, until } from '../cli/helpers.js';
+import { isGone } from '../server/helpers.js';
+import { tempDir } from '../support/real.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps', '--disable-extensions'];
+
+interface Ui {
+  loaded: boolean;
+  renders: number;
+  history: Array<{ server: string; instances: string; active: string; at: number }>;
+}
+
+describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', () => {
+  let dir: { path: string; remove: () => Promise<void> };
+  let daemon: ForegroundDaemon;
+  let socket: string;
+  let env: NodeJS.ProcessEnv;
+  let profile: string;
+  let context: BrowserContext;
+  let page: Page;
+  let origin: string;
+  let loginUrl: string;
+  const requests: string[] = [];
+
+  beforeAll(async () => {
+    dir = await tempDir('mcpx-ui-');
+    const state = join(dir.path, 'state');
+    socket = join(state, 'daemon.sock');
+    env = cleanEnv(dir.path, { MCPX_STATE_DIR: state });
+    daemon = await ForegroundDaemon.start(socket, [], { env, timeoutMs: 60_000 });
+    // the demo's three servers start with the daemon
+    await until(async () => (await api(socket, 'GET', '/v1/protocol')).body.servers?.filter((s: { era: string | null }) => s.era !== null).length === 3, 60_000, 'the demo probed');
+    const r = await mcpx(['ui', '--json'], { env, timeoutMs: 60_000 });
+    expect(r.code, r.stderr).toBe(0);
+    loginUrl = JSON.parse(r.stdout).url;
+    origin = new URL(loginUrl).origin;
+    profile = mkdtempSync(join(tmpdir(), 'mcpx-chromium-'));
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 1100 } });
+    context.on('request', (req) => requests.push(req.url()));
+    page = context.pages()[0] ?? (await context.newPage());
+  }, 120_000);
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await daemon?.stop();
+    await killAll();
+    await dir?.remove();
+  });
+
+  const ui = () => page.evaluate(() => (window as unknown as { mcpxUi: Ui }).mcpxUi);
+
+  it('loads from the daemon alone and shows the three servers, their eras, charts and the legacy probe', async () => {
+    const res = await page.goto(loginUrl);
+    expect(res?.status()).toBe(200);
+    expect(page.url()).toBe(`${origin}/ui/`);
+    await page.waitForFunction(() => {
+      const u = (window as unknown as { mcpxUi?: Ui }).mcpxUi;
+      return u?.loaded === true && document.querySelectorAll('.session-chart svg').length === 3 && document.querySelectorAll('.pool-chart svg').length === 3;
+    }, null, { timeout: 60_000 });
+
+    // every request the page made went to the daemon on 127.0.0.1
+    expect(requests.length).toBeGreaterThan(4);
+    const elsewhere = requests.filter((u) => !u.startsWith(`${origin}/`));
+    expect(elsewhere).toEqual([]);
+    expect(origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(requests).toContain(`${origin}/ui/assets/mermaid.min.js`);
+    expect(requests).toContain(`${origin}/v1/events`);
+
+    const servers = await page.$$eval('section.server', (els) => els.map((e) => ({
+      server: e.getAttribute('data-server'),
+      era: e.querySelector('.badges .era')?.textContent,
+      negotiated: e.querySelector('.badges .negotiated')?.textContent,
+      source: e.querySelector('.badges .era-source')?.textContent,
+    })));
+    expect(servers).toEqual([
+      { server: 'legacy-only', era: 'era legacy', negotiated: 'negotiated 2025-11-25', source: expect.stringMatching(/^eraSource (probe|cache)$/) },
+      { server: 'dual', era: 'era modern', negotiated: 'negotiated 2026-07-28', source: expect.stringMatching(/^eraSource (probe|cache)$/) },
+      { server: 'modern-only', era: 'era modern', negotiated: 'negotiated 2026-07-28', source: expect.stringMatching(/^eraSource (probe|cache)$/) },
+    ]);
+
+    // each live instance's state is highlighted in its chart (Mermaid drew the class)
+    const highlighted = await page.$$eval('.session-chart', (els) => els.map((e) => ({ active: e.getAttribute('data-active'), drawn: e.querySelectorAll('svg .active').length })));
+    for (const h of highlighted) {
+      expect(h.active).toBe('session_ready');
+      expect(h.drawn).toBeGreaterThan(0);
+    }
+
+    // the legacy probe: server/discover sent, its -32601, then initialize, then the verdict
+    const steps = await page.$$eval('#server-legacy-only .probe li', (els) => els.map((e) => `${e.getAttribute('data-kind')}: ${e.textContent}`));
+    const kinds = steps.map((s) => s.split(':')[0]);
+    expect(kinds.indexOf('discover.sent')).toBeGreaterThan(-1);
+    expect(kinds.indexOf('initialize.sent')).toBeGreaterThan(kinds.indexOf('discover.sent'));
+    expect(kinds.indexOf('verdict')).toBeGreaterThan(kinds.indexOf('initialize.sent'));
+    expect(steps.join('\n')).toContain('-32601');
+  }, 90_000);
+
+  it('follows a server starting: the new instance is highlighted in its connecting states, then ready', async () => {
+    const status = (await api(socket, 'GET', '/v1/status')).body;
+    const modern = status.servers.find((s: { server: string }) => s.server === 'modern-only');
+    const pid: number = modern.instances[0].pid;
+    const before = (await ui()).history.length;
+    process.kill(pid, 'SIGKILL'); // its instance goes away; the next call starts a new one
+    await until(() => isGone(pid), 20_000, 'the upstream gone');
+    await page.waitForFunction(() => document.querySelector('#server-modern-only .instances td')?.textContent?.startsWith('no live instances') === true, null, { timeout: 30_000 });
+    const call = await api(socket, 'POST', '/v1/call', { server: 'modern-only', tool: 'echo', args: { text: 'hi' } });
+    expect(call.body.ok).toBe(true);
+    await page.waitForFunction(() => document.querySelector('#server-modern-only .session-chart')?.getAttribute('data-drawn') === 'session_ready', null, { timeout: 30_000 });
+    const seen = (await ui()).history.slice(before).filter((h) => h.server === 'modern-only');
+    const connecting = seen.findIndex((h) => /=connecting\./.test(h.instances) && h.active.includes('session_connecting_'));
+    const ready = seen.findIndex((h, i) => i > connecting && /^i\d+=ready$/.test(h.instances) && h.active === 'session_ready');
+    expect(connecting, JSON.stringify(seen)).toBeGreaterThan(-1);
+    expect(ready, JSON.stringify(seen)).toBeGreaterThan(connecting);
+    // and its probe is in the timeline, newest first
+    const first = await page.$eval('#server-modern-only .probe h4', (e) => e.textContent ?? '');
+    expect(first).toMatch(/^instance i2 /);
+
+    if (process.env['UPDATE_SCREENSHOT'] === '1') {
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.screenshot({ path: join(packageRoot(), 'docs', 'ui.png'), clip: { x: 0, y: 0, width: 1400, height: 1100 } });
+    }
+  }, 90_000);
+
+  it('the old statechart page draws its chart with the bundled Mermaid too', async () => {
+    const old = await context.newPage();
+    await old.goto(`${origin}/v1/statecharts/legacy-only?format=html`);
+    await old.waitForSelector('.mermaid svg', { timeout: 30_000 });
+    await old.close();
+  }, 60_000);
+
+  it('refuses a wrong or missing login, a used code, a wrong token, and a page cookie outside the page', async () => {
+    const get = async (path: string, headers: Record<string, string> = {}) => (await request(`${origin}${path}`, { headers })).statusCode;
+    expect(await get('/ui/')).toBe(401);
+    expect(await get('/ui/api/state')).toBe(401);
+    expect(await get('/ui/login?code=not-a-code')).toBe(401);
+    expect(await get(new URL(loginUrl).pathname + new URL(loginUrl).search)).toBe(401); // used once already
+    expect(await get('/ui/api/state', { authorization: 'Bearer wrong-token' })).toBe(401);
+    expect(await get('/ui/api/state', { cookie: `mcpx_ui_${new URL(origin).port}=forged` })).toBe(401);
+    // the browser's own cookie opens the page's reads, never a write
+    const cookie = (await context.cookies(origin)).map((c) => `${c.name}=${c.value}`).join('; ');
+    expect(await get('/ui/api/state', { cookie })).toBe(200);
+    const shutdown = await request(`${origin}/v1/shutdown`, { method: 'POST', headers: { cookie } });
+    expect(shutdown.statusCode).toBe(401);
+    expect(await get('/ui/api/state', { cookie, origin: 'http://127.0.0.1:1' })).toBe(401);
+    // a fresh browser with no login is refused too
+    const stranger = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    try {
+      const p = await stranger.newPage();
+      const r = await p.goto(`${origin}/ui/`);
+      expect(r?.status()).toBe(401);
+    } finally {
+      await stranger.close();
+    }
+  }, 60_000);
+});
