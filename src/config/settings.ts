@@ -454,10 +454,6 @@ export function findSetting(path: string): SettingDef {
   return d as unknown as SettingDef;
 }
 
-export function isSettingPath(path: string): path is SettingPath {
-  return BY_PATH.has(path);
-}
-
 /**
  * The declaration a CLI flag names, in any of the forms a parser hands over: `--pool-max`, `pool-max`,
  * `poolMax` (commander's attribute name), or the path itself; aliases such as `--state-dir` too.

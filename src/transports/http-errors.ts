@@ -14,6 +14,7 @@
  */
 import { McpxError, TransportClosedError, type ErrorCode, type RpcErrorObject } from '../errors.js';
 import { REDACTED } from '../redaction.js';
+import { headerValue, type ResponseHeaders } from './http-body.js';
 
 /** Bodies kept in errors are cut to this many bytes (UTF-8). */
 export const ERROR_BODY_LIMIT_BYTES = 2048;
@@ -111,6 +112,19 @@ export class UnauthorizedError extends McpxError {
     this.method = init.method;
     this.wwwAuthenticate = init.wwwAuthenticate;
   }
+}
+
+/** 401 and 403: auth problems, never era evidence. */
+export const isAuthStatus = (status: number): boolean => status === 401 || status === 403;
+
+/**
+ * The typed error of a non-2xx answer that carried no JSON-RPC answer: UnauthorizedError (with the server's
+ * WWW-Authenticate challenge, redacted) for 401/403, HTTPStatusError for any other status.
+ */
+export function statusError(init: HttpFailureInit, headers: ResponseHeaders, redactor: HttpRedactor): UnauthorizedError | HTTPStatusError {
+  if (!isAuthStatus(init.status)) return new HTTPStatusError(init);
+  const challenge = headerValue(headers, 'www-authenticate');
+  return new UnauthorizedError({ ...init, ...(challenge !== undefined ? { wwwAuthenticate: redactor.text(challenge) } : {}) });
 }
 
 /**

@@ -25,7 +25,7 @@ export interface ServerRequestContext {
   context?: unknown;
 }
 
-export type ServerRequestHandler = (request: JsonRpcRequest, ctx: ServerRequestContext) => Promise<unknown>;
+export type PeerRequestHandler = (request: JsonRpcRequest, ctx: ServerRequestContext) => Promise<unknown>;
 export type NotificationListener = (notification: JsonRpcNotification, ctx: ServerRequestContext) => void;
 
 export interface RpcPeerOptions {
@@ -39,15 +39,12 @@ interface Pending {
   cleanup: () => void;
 }
 
-export const METHOD_NOT_FOUND = RPC.methodNotFound;
-export const INTERNAL_ERROR = RPC.internalError;
-
 export class RpcPeer {
   readonly channel: Channel;
   private readonly log: TransportLogger;
   private readonly pending = new Map<JsonRpcId, Pending>();
   private nextId = 1;
-  private requestHandler: ServerRequestHandler | undefined;
+  private requestHandler: PeerRequestHandler | undefined;
   private readonly notificationListeners: NotificationListener[] = [];
   private closeInfo: CloseInfo | undefined;
 
@@ -130,7 +127,7 @@ export class RpcPeer {
   }
 
   /** Answer server→client requests. Only one handler; a second call replaces the first. */
-  onRequest(handler: ServerRequestHandler): void {
+  onRequest(handler: PeerRequestHandler): void {
     this.requestHandler = handler;
   }
 
@@ -172,7 +169,7 @@ export class RpcPeer {
     let response: JsonRpcSuccess | JsonRpcFailure;
     const handler = this.requestHandler;
     if (!handler) {
-      response = { jsonrpc: '2.0', id: request.id, error: { code: METHOD_NOT_FOUND, message: 'Method not found' } };
+      response = { jsonrpc: '2.0', id: request.id, error: { code: RPC.methodNotFound, message: 'Method not found' } };
     } else {
       try {
         const result = await handler(request, { context });
@@ -219,9 +216,9 @@ export function toRpcError(err: unknown): RpcErrorObject {
       return e.data === undefined ? { code: e.code, message: e.message } : { code: e.code, message: e.message, data: e.data };
     }
   }
-  if (err instanceof McpxError) return { code: INTERNAL_ERROR, message: err.message, data: { mcpxCode: err.code } };
-  if (err instanceof Error) return { code: INTERNAL_ERROR, message: err.message };
-  return { code: INTERNAL_ERROR, message: String(err) };
+  if (err instanceof McpxError) return { code: RPC.internalError, message: err.message, data: { mcpxCode: err.code } };
+  if (err instanceof Error) return { code: RPC.internalError, message: err.message };
+  return { code: RPC.internalError, message: String(err) };
 }
 
 function reasonText(reason: unknown): string {

@@ -13,7 +13,7 @@
 import { Agent, request, type Dispatcher } from 'undici';
 import { McpxError, MessageTooLargeError, TransportClosedError } from '../errors.js';
 import { redactUrl } from '../redaction.js';
-import { HTTPStatusError, HttpConnectionError, HttpRedactor, UnauthorizedError } from './http-errors.js';
+import { HTTPStatusError, HttpConnectionError, HttpRedactor, statusError } from './http-errors.js';
 import { classifyMessage, isRequest, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
 import { describeCause, headerValue, mediaType, readPrefix } from './http-body.js';
 import { SseDecoder } from './sse.js';
@@ -187,11 +187,7 @@ export class LegacySseChannel implements Channel {
     if (status < 200 || status >= 300) {
       const body = this.redactor.text((await readPrefix(res.body, ERROR_BODY_READ_BYTES)).text);
       const init = { status, url: this.displayUrl, httpMethod: 'GET', body, ...(res.statusText ? { statusText: res.statusText } : {}) };
-      if (status === 401 || status === 403) {
-        const challenge = headerValue(res.headers, 'www-authenticate');
-        throw new UnauthorizedError({ ...init, ...(challenge !== undefined ? { wwwAuthenticate: this.redactor.text(challenge) } : {}) });
-      }
-      throw new HTTPStatusError(init);
+      throw statusError(init, res.headers, this.redactor);
     }
     const type = mediaType(res.headers);
     if (type !== 'text/event-stream') {
@@ -337,12 +333,7 @@ export class LegacySseChannel implements Channel {
       }
       const body = this.redactor.text((await readPrefix(res.body, ERROR_BODY_READ_BYTES)).text);
       const init = { status, url: redactUrl(endpoint), method: what, body, ...(res.statusText ? { statusText: res.statusText } : {}) };
-      if (status === 401 || status === 403) {
-        const challenge = headerValue(res.headers, 'www-authenticate');
-        error = new UnauthorizedError({ ...init, ...(challenge !== undefined ? { wwwAuthenticate: this.redactor.text(challenge) } : {}) });
-      } else {
-        error = new HTTPStatusError(init);
-      }
+      error = statusError(init, res.headers, this.redactor);
     } catch (err) {
       if (this.isClosed || controller.signal.aborted) return;
       error = new HttpConnectionError(

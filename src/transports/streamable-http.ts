@@ -29,7 +29,8 @@ import {
   HTTPStatusError,
   HttpConnectionError,
   HttpRedactor,
-  UnauthorizedError,
+  isAuthStatus,
+  statusError,
   type HttpFailureInit,
 } from './http-errors.js';
 import { classifyMessage, isNotification, isRequest, isResponse, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
@@ -547,13 +548,7 @@ export class StreamableHttpChannel implements Channel {
     const rpcError = responses.find((m): m is JsonRpcResponse & { error: RpcErrorObject } => 'error' in m)?.error;
 
     // Auth first: a 401/403 is never delivered as a JSON-RPC answer, so it can never be read as era evidence.
-    if (status === 401 || status === 403) {
-      const challenge = headerValue(res.headers, 'www-authenticate');
-      throw new UnauthorizedError({
-        ...this.failureInit(res, what, prefix.text, rpcError),
-        ...(challenge !== undefined ? { wwwAuthenticate: this.redactor.text(challenge) } : {}),
-      });
-    }
+    if (isAuthStatus(status)) throw statusError(this.failureInit(res, what, prefix.text, rpcError), res.headers, this.redactor);
     if (flight.id !== undefined) {
       // `id: null` is how legacy servers answer a request they could not attribute (400 "Server not
       // initialized"); it is that request's answer. A 5xx with `id: null` is a server fault, not an answer.
