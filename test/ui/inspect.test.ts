@@ -4,15 +4,16 @@
  * in another server's headers; it must appear neither in the relayed stream nor in the page's data.
  * Stopping ends the inspector's connection loop, even while it is waiting to reconnect.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActor, createMachine } from 'xstate';
 import { WebSocket } from 'ws';
 import { startDaemon, type DaemonHandle } from '../../src/server/daemon.js';
 import { startStatelyInspector } from '../../src/inspect/stately.js';
-import { api, cleanEnv, until } from '../cli/helpers.js';
+import { packageRoot } from '../../src/server/package-info.js';
+import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, until } from '../cli/helpers.js';
 import { tempDir } from '../support/real.js';
 
 const SENTINEL = 'sEnTiNeL-env-4d1f0b8e93';
@@ -147,4 +148,51 @@ describe('the inspector connection loop', () => {
     expect(inspector.connection()).toEqual({ open: false, retryPending: false, stopped: true, attempts });
     actor.stop();
   });
+});
+
+describe('without --inspect', () => {
+  it('nothing of the inspector is imported statically: @statelyai/inspect and ws only in src/inspect/stately.ts, which is only imported dynamically', () => {
+    const src = join(packageRoot(), 'src');
+    const files: string[] = [];
+    const walk = (d: string): void => {
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        if (e.isDirectory()) walk(join(d, e.name));
+        else if (e.name.endsWith('.ts')) files.push(join(d, e.name));
+      }
+    };
+    walk(src);
+    const staticImport = (text: string, spec: RegExp) => text.split('\n').some((l) => /^\s*import\s+(?!type\b)/.test(l) && spec.test(l));
+    const offenders = files.filter((f) => {
+      const rel = relative(src, f);
+      const text = readFileSync(f, 'utf8');
+      if (rel === join('inspect', 'stately.ts')) return false;
+      return staticImport(text, /from '(@statelyai\/inspect[^']*|ws)'/) || staticImport(text, /inspect\/stately\.js'/);
+    });
+    expect(offenders).toEqual([]);
+  });
+});
+
+describe('mcpx daemon --inspect (the command)', () => {
+  it('runs the demo with its actors on the relay, and exits cleanly on SIGTERM', async () => {
+    const dir = await tempDir('mcpx-inspect-cli-');
+    try {
+      const state = join(dir.path, 'state');
+      const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state });
+      const daemon = await ForegroundDaemon.start(join(state, 'daemon.sock'), ['--inspect=0'], { env, timeoutMs: 60_000 });
+      const r = await mcpx(['ui', '--json'], { env, timeoutMs: 60_000 });
+      expect(r.code, r.stderr).toBe(0);
+      const inspector = new URL(JSON.parse(r.stdout).inspector as string);
+      expect(inspector.hostname).toBe('127.0.0.1');
+      const ws = new WebSocket(`ws://${inspector.host}/relay?role=viewer&token=${encodeURIComponent(inspector.hash.slice(1))}`);
+      const ids = new Set<string>();
+      ws.on('message', (m) => ids.add((JSON.parse(m.toString()) as { sessionId: string }).sessionId));
+      await until(() => ['session:legacy-only:i1', 'session:dual:i1', 'session:modern-only:i1', 'pool:dual'].every((id) => ids.has(id)), 60_000, 'the demo\'s actors on the relay');
+      ws.terminate();
+      const exit = await daemon.stop('SIGTERM');
+      expect(exit).toEqual({ code: 0, signal: null });
+    } finally {
+      await killAll();
+      await dir.remove();
+    }
+  }, 120_000);
 });
