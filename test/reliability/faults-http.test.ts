@@ -16,7 +16,7 @@ import { harness, textOf, type Harness } from '../server/helpers.js';
 import { tempDir } from '../support/real.js';
 import { faultyEntry, isGone } from './helpers.js';
 
-export const HTTP_ROUNDS = Number(process.env['MCPX_FAULT_ROUNDS'] ?? 3);
+const HTTP_ROUNDS = Number(process.env['MCPX_FAULT_ROUNDS'] ?? 3);
 const HUGE = 20_000_000;
 
 interface Fault {

@@ -13,7 +13,7 @@ import { harness, textOf, type Harness } from '../server/helpers.js';
 import { tempDir } from '../support/real.js';
 import { faultyEntry, isGone } from './helpers.js';
 
-const ROUNDS = 3;
+const ROUNDS = Number(process.env['MCPX_FAULT_ROUNDS'] ?? 3);
 
 interface Fault {
   server: string;
