@@ -19,7 +19,12 @@ export type ErrorCode =
   | 'MCPX_REQUEST_TIMEOUT'
   | 'MCPX_REQUEST_CANCELLED'
   | 'MCPX_HTTP_STATUS'
-  | 'MCPX_UNAUTHORIZED'
+  /** The upstream refused mcpx (HTTP 401/403): check the server's configured credentials. */
+  | 'MCPX_UPSTREAM_UNAUTHORIZED'
+  /** A connection that must deliver something first (the HTTP+SSE endpoint event) did not in time. */
+  | 'MCPX_CONNECT_TIMEOUT'
+  /** The upstream broke its transport's rules (not an HTTP+SSE endpoint, an endpoint event that is not a URL). */
+  | 'MCPX_BAD_UPSTREAM'
   // the era probe
   | 'MCPX_ERA_MISMATCH'
   | 'MCPX_NO_COMMON_VERSION'
@@ -45,7 +50,11 @@ export type ErrorCode =
   | 'MCPX_TOOL_ERROR'
   | 'MCPX_NOT_FOUND'
   | 'MCPX_NOT_IMPLEMENTED'
+  /** This client lacks the daemon's token (or the page's login). */
+  | 'MCPX_UNAUTHORIZED'
   | 'MCPX_FORBIDDEN'
+  /** daemon.socket is taken by something that is not a stale mcpx socket. */
+  | 'MCPX_SOCKET_CONFLICT'
   | 'MCPX_SHUTTING_DOWN'
   | 'MCPX_DAEMON_RUNNING'
   | 'MCPX_DAEMON_UNAVAILABLE'

@@ -63,7 +63,7 @@ export type InitializeVerdict =
   | ({ kind: 'unauthorized'; why: string } & Fails)
   | ({ kind: 'unavailable'; why: string } & Fails);
 
-const UNAUTHORIZED = { code: 'MCPX_UNAUTHORIZED', headline: 'the server refused mcpx as unauthorized (not evidence of an era; nothing cached)' } as const;
+const UNAUTHORIZED = { code: 'MCPX_UPSTREAM_UNAUTHORIZED', headline: 'the server refused mcpx as unauthorized (not evidence of an era; nothing cached)' } as const;
 const UNAVAILABLE = { code: 'MCPX_UPSTREAM_UNAVAILABLE', headline: 'the server is unavailable (nothing concluded, nothing cached)' } as const;
 const MODERN_ERROR = { code: 'MCPX_MODERN_PROTOCOL_ERROR', headline: 'the modern server refused server/discover; mcpx never falls back to initialize after a modern error' } as const;
 const NO_COMMON = { code: 'MCPX_NO_COMMON_VERSION', headline: 'no protocol revision in common' } as const;

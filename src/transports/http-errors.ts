@@ -103,7 +103,7 @@ export class UnauthorizedError extends McpxError {
   constructor(init: HttpFailureInit & { wwwAuthenticate?: string }) {
     const what = init.method ?? (init.httpMethod && init.httpMethod !== 'POST' ? init.httpMethod : 'the request');
     super(
-      'MCPX_UNAUTHORIZED',
+      'MCPX_UPSTREAM_UNAUTHORIZED',
       `unauthorized (HTTP ${init.status}): ${init.url} refused ${what}; check the credentials configured for this server`,
       { data: { ...failureData(init), ...(init.wwwAuthenticate !== undefined ? { wwwAuthenticate: init.wwwAuthenticate } : {}) } },
     );

@@ -150,7 +150,7 @@ export class LegacySseChannel implements Channel {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         timedOut = true;
-        reject(new McpxError('MCPX_START_TIMEOUT', `${this.displayUrl} sent no endpoint event within ${this.timeoutMs} ms`, {
+        reject(new McpxError('MCPX_CONNECT_TIMEOUT', `${this.displayUrl} sent no endpoint event within ${this.timeoutMs} ms`, {
           data: { url: this.displayUrl, timeoutMs: this.timeoutMs },
         }));
       }, this.timeoutMs);
@@ -192,7 +192,7 @@ export class LegacySseChannel implements Channel {
     const type = mediaType(res.headers);
     if (type !== 'text/event-stream') {
       res.body.destroy();
-      throw new McpxError('MCPX_BAD_CONFIG', `${this.displayUrl} is not an HTTP+SSE endpoint: GET answered HTTP ${status} with content-type ${JSON.stringify(type || '(none)')}`, {
+      throw new McpxError('MCPX_BAD_UPSTREAM', `${this.displayUrl} is not an HTTP+SSE endpoint: GET answered HTTP ${status} with content-type ${JSON.stringify(type || '(none)')}`, {
         data: { url: this.displayUrl, status, contentType: type },
       });
     }
@@ -273,11 +273,11 @@ export class LegacySseChannel implements Channel {
     try {
       endpoint = new URL(data.trim(), this.url);
     } catch {
-      throw new McpxError('MCPX_BAD_CONFIG', `${this.displayUrl} sent an endpoint event that is not a URL`, { data: { url: this.displayUrl } });
+      throw new McpxError('MCPX_BAD_UPSTREAM', `${this.displayUrl} sent an endpoint event that is not a URL`, { data: { url: this.displayUrl } });
     }
     if (endpoint.origin !== this.url.origin) {
       throw new McpxError(
-        'MCPX_BAD_CONFIG',
+        'MCPX_BAD_UPSTREAM',
         `${this.displayUrl} named an endpoint on another origin (${endpoint.origin}, the server is ${this.url.origin}); refusing to send messages there`,
         { data: { url: this.displayUrl, origin: this.url.origin, endpointOrigin: endpoint.origin } },
       );

@@ -129,8 +129,8 @@ describe('HTTP failures (docs/behaviour.md §4)', () => {
 
   it('401/403 are never era evidence: both requests fail the session as unauthorized', () => {
     for (const status of [401, 403]) {
-      expect(discoverVerdict(failure('unauthorized', status), OFFERED, false)).toMatchObject({ kind: 'unauthorized', fails: { code: 'MCPX_UNAUTHORIZED' } });
-      expect(initializeVerdict(failure('unauthorized', status))).toMatchObject({ kind: 'unauthorized', fails: { code: 'MCPX_UNAUTHORIZED' } });
+      expect(discoverVerdict(failure('unauthorized', status), OFFERED, false)).toMatchObject({ kind: 'unauthorized', fails: { code: 'MCPX_UPSTREAM_UNAUTHORIZED' } });
+      expect(initializeVerdict(failure('unauthorized', status))).toMatchObject({ kind: 'unauthorized', fails: { code: 'MCPX_UPSTREAM_UNAUTHORIZED' } });
     }
   });
 

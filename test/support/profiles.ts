@@ -172,7 +172,7 @@ export const HTTP_PROFILES: Profile[] = [
   profile('http cached HTTP+SSE, but the server moved to Streamable HTTP', now(error(-32601)), now(initResult()), [L, L, E(MISMATCH), L], { ...http, spawnFails: ['sse'] }),
   profile('http 500 to everything', fail('status', 500), fail('status', 500), [E(UNAVAILABLE), E(UNAVAILABLE), E(UNAVAILABLE), E(UNAVAILABLE)], http),
   profile('http 503 to initialize', now(error(-32601)), fail('status', 503), [E(UNAVAILABLE), E(UNAVAILABLE), E(MISMATCH), E(UNAVAILABLE)], http),
-  profile('http 401', fail('unauthorized', 401), fail('unauthorized', 401), [E('MCPX_UNAUTHORIZED'), E('MCPX_UNAUTHORIZED'), E('MCPX_UNAUTHORIZED'), E('MCPX_UNAUTHORIZED')], http),
+  profile('http 401', fail('unauthorized', 401), fail('unauthorized', 401), [E('MCPX_UPSTREAM_UNAUTHORIZED'), E('MCPX_UPSTREAM_UNAUTHORIZED'), E('MCPX_UPSTREAM_UNAUTHORIZED'), E('MCPX_UPSTREAM_UNAUTHORIZED')], http),
   profile('http connection refused', fail('connection'), fail('connection'), [E(UNAVAILABLE), E(UNAVAILABLE), E(UNAVAILABLE), E(UNAVAILABLE)], http),
   profile('http modern, refuses the first request listing the version it refused (request-metadata)',
     (v, nth) => (nth === 0 ? now(error(-32022, { supported: ['2026-07-28'], requested: v })) : now(discoverResult())), now(refuseModern), [M, M, M, E(MISMATCH)], http),

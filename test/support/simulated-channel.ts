@@ -103,7 +103,7 @@ export class SimulatedChannel implements Channel {
     this.pending.splice(idx, 1);
     if (reaction.kind === 'fail') {
       const f = reaction.failure;
-      const code = f.kind === 'unauthorized' ? 'MCPX_UNAUTHORIZED' : f.kind === 'status' ? 'MCPX_HTTP_STATUS' : 'MCPX_TRANSPORT_CLOSED';
+      const code = f.kind === 'unauthorized' ? 'MCPX_UPSTREAM_UNAUTHORIZED' : f.kind === 'status' ? 'MCPX_HTTP_STATUS' : 'MCPX_TRANSPORT_CLOSED';
       const error = new McpxError(code, f.message, f.status ? { data: { status: f.status } } : undefined);
       for (const l of this.requestErrorListeners) l(req.id, error);
       return 'failed';

@@ -166,7 +166,7 @@ describe('LegacySseChannel start failures', () => {
     const { channel, closes } = open(server.url, { headers: { Authorization: `Bearer ${TOKEN}` } });
     const err = await caught(channel.start());
     expect(err).toBeInstanceOf(McpxError);
-    expect(err).toMatchObject({ code: 'MCPX_BAD_CONFIG' });
+    expect(err).toMatchObject({ code: 'MCPX_BAD_UPSTREAM' });
     expect(err.message).toContain(`http://localhost:${server.port}`);
     expect(err.message).toContain(`http://127.0.0.1:${server.port}`);
     expect(closes.map((c) => c.reason)).toEqual(['error']);
@@ -195,7 +195,7 @@ describe('LegacySseChannel start failures', () => {
     const { channel } = open(server.url, { timeoutMs: 300 });
     const t0 = Date.now();
     const err = await caught(channel.start());
-    expect(err).toMatchObject({ code: 'MCPX_START_TIMEOUT' });
+    expect(err).toMatchObject({ code: 'MCPX_CONNECT_TIMEOUT' });
     expect(Date.now() - t0).toBeLessThan(2000);
   });
 

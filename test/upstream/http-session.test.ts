@@ -152,7 +152,7 @@ describe.concurrent('§2 table over Streamable HTTP', () => {
 describe('statuses that are errors, not era evidence (nothing cached)', () => {
   it.each([
     ['500 to everything', ['500'], 'MCPX_UPSTREAM_UNAVAILABLE'],
-    ['401', ['401'], 'MCPX_UNAUTHORIZED'],
+    ['401', ['401'], 'MCPX_UPSTREAM_UNAUTHORIZED'],
   ])('%s', async (_, args, code) => {
     const f = await fixture('raw-http', args);
     const state = join(dir.path, `state-${args[0]}`);
