@@ -122,15 +122,16 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     await page.waitForFunction(() => document.querySelector('#server-modern-only .instances td')?.textContent?.startsWith('no live instances') === true, null, { timeout: 30_000 });
     const call = await api(socket, 'POST', '/v1/call', { server: 'modern-only', tool: 'echo', args: { text: 'hi' } });
     expect(call.body.ok).toBe(true);
-    await page.waitForFunction(() => document.querySelector('#server-modern-only .session-chart')?.getAttribute('data-drawn') === 'session_ready', null, { timeout: 30_000 });
+    // every highlight change is kept in order: the new instance's connecting states, then ready
+    await page.waitForFunction((from) => (window as unknown as { mcpxUi: Ui }).mcpxUi.history.slice(from).some((h) => h.server === 'modern-only' && /^i\d+=ready$/.test(h.instances) && h.active === 'session_ready'), before, { timeout: 30_000 });
     const seen = (await ui()).history.slice(before).filter((h) => h.server === 'modern-only');
     const connecting = seen.findIndex((h) => /=connecting\./.test(h.instances) && h.active.includes('session_connecting_'));
     const ready = seen.findIndex((h, i) => i > connecting && /^i\d+=ready$/.test(h.instances) && h.active === 'session_ready');
     expect(connecting, JSON.stringify(seen)).toBeGreaterThan(-1);
     expect(ready, JSON.stringify(seen)).toBeGreaterThan(connecting);
-    // and its probe is in the timeline, newest first
-    const first = await page.$eval('#server-modern-only .probe h4', (e) => e.textContent ?? '');
-    expect(first).toMatch(/^instance i2 /);
+    // drawn so, and its probe is in the timeline, newest first
+    await page.waitForFunction(() => document.querySelector('#server-modern-only .session-chart')?.getAttribute('data-drawn') === 'session_ready'
+      && /^instance i2 .*: modern 2026-07-28/.test(document.querySelector('#server-modern-only .probe h4')?.textContent ?? ''), null, { timeout: 30_000 });
 
     if (process.env['UPDATE_SCREENSHOT'] === '1') {
       await page.evaluate(() => window.scrollTo(0, 0));
