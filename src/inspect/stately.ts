@@ -94,13 +94,13 @@ function viewerPage(): string {
   window.addEventListener('message', (e) => {
     if (e.source === frame.contentWindow && e.data && e.data.type === '@statelyai.connected') {
       connected = true;
-      for (const ev of buffer.splice(0)) frame.contentWindow.postMessage(ev, 'https://stately.ai');
+      for (const ev of buffer.splice(0)) frame.contentWindow.postMessage(ev, '*');
     }
   });
   const ws = new WebSocket('ws://' + location.host + '/relay?role=viewer&token=' + encodeURIComponent(token));
   ws.onmessage = (m) => {
     const ev = JSON.parse(m.data);
-    if (connected) frame.contentWindow.postMessage(ev, 'https://stately.ai'); else buffer.push(ev);
+    if (connected) frame.contentWindow.postMessage(ev, '*'); else buffer.push(ev);
   };
   ws.onclose = () => { document.getElementById('note').textContent = 'the mcpx relay closed (daemon stopped, or a wrong token in the address)'; };
 </script>

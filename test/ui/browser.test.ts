@@ -38,6 +38,7 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
   let origin: string;
   let loginUrl: string;
   const requests: string[] = [];
+  const problems: string[] = [];
 
   beforeAll(async () => {
     dir = await tempDir('mcpx-ui-');
@@ -55,6 +56,11 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 1100 } });
     context.on('request', (req) => requests.push(req.url()));
     page = context.pages()[0] ?? (await context.newPage());
+    // a script error, a refused load or a Content-Security-Policy violation shows up here
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(m.text());
+    });
+    page.on('pageerror', (e) => problems.push(e.message));
   }, 120_000);
 
   afterAll(async () => {
@@ -110,6 +116,7 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     expect(kinds.indexOf('initialize.sent')).toBeGreaterThan(kinds.indexOf('discover.sent'));
     expect(kinds.indexOf('verdict')).toBeGreaterThan(kinds.indexOf('initialize.sent'));
     expect(steps.join('\n')).toContain('-32601');
+    expect(problems).toEqual([]);
   }, 90_000);
 
   it('follows a server starting: the new instance is highlighted in its connecting states, then ready', async () => {
@@ -132,6 +139,8 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     // drawn so, and its probe is in the timeline, newest first
     await page.waitForFunction(() => document.querySelector('#server-modern-only .session-chart')?.getAttribute('data-drawn') === 'session_ready'
       && /^instance i2 .*: modern 2026-07-28/.test(document.querySelector('#server-modern-only .probe h4')?.textContent ?? ''), null, { timeout: 30_000 });
+
+    expect(problems).toEqual([]);
 
     if (process.env['UPDATE_SCREENSHOT'] === '1') {
       await page.evaluate(() => window.scrollTo(0, 0));
