@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UPSTREAM_PROCESS_CHANNEL, type UpstreamProcessEvent } from '../../src/transports/stdio.js';
 import { harness, textOf, type Harness } from '../server/helpers.js';
 import { tempDir } from '../support/real.js';
-import { faultyEntry, isGone } from './helpers.js';
+import { faultyEntry, isGone, pidOf } from './helpers.js';
 
 const ROUNDS = Number(process.env['MCPX_FAULT_ROUNDS'] ?? 3);
 
@@ -74,7 +74,18 @@ describe('stdio upstream faults', () => {
     let calls = 0;
     let answered = 0;
     const unexpected: string[] = [];
+    /** Which process serves `server` now (whoami answers "era=legacy pid=<pid>"). */
+    const pidServing = async (server: string) => {
+      calls += 1;
+      const r = await call(server, 'whoami');
+      answered += 1;
+      return pidOf(textOf(r.body as never));
+    };
+    // a fault that kills the process must leave the next call on a new one; the others on the same one
+    const REPLACED: Record<string, boolean> = { crashes: true, closesStdout: true, hangs: false, dups: false };
     for (let round = 0; round < ROUNDS; round += 1) {
+      const servedBy = new Map<string, number>();
+      for (const server of Object.keys(REPLACED)) servedBy.set(server, await pidServing(server));
       const outcomes = await Promise.all([
         ...FAULTS.map(async (f) => {
           calls += 1;
@@ -98,6 +109,8 @@ describe('stdio upstream faults', () => {
         const r = await call(server, 'echo', { text: 'after' });
         answered += 1;
         if (textOf(r.body as never) !== 'after era=legacy') unexpected.push(`${server} after: ${JSON.stringify(r.body).slice(0, 200)}`);
+        const now = await pidServing(server);
+        if ((now !== servedBy.get(server)) !== REPLACED[server]) unexpected.push(`${server} round ${round}: served by pid ${servedBy.get(server)} before the fault, ${now} after (${REPLACED[server] ? 'a new process expected' : 'the same process expected'})`);
       }
     }
     expect(unexpected).toEqual([]);
