@@ -18,7 +18,7 @@ import { CHARTS, renderChart } from '../src/machines/charts.js';
 import { toMermaid } from '../src/machines/statechart-doc.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps', '--disable-extensions'];
+const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps', '--disable-extensions', '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1'];
 
 /** The sha256 of a chart's Mermaid text, as its SVG names it. */
 export function mermaidHash(text: string): string {

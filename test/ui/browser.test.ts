@@ -16,10 +16,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/server/package-info.js';
 import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, until } from '../cli/helpers.js';
 import { isGone } from '../server/helpers.js';
+import { startStatelyInspector } from '../../src/inspect/stately.js';
+import { createActor, createMachine } from 'xstate';
 import { tempDir } from '../support/real.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps', '--disable-extensions'];
+export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps', '--disable-extensions', '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1'];
 
 interface Ui {
   loaded: boolean;
@@ -177,6 +179,36 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
       expect(r?.status()).toBe(401);
     } finally {
       await stranger.close();
+    }
+  }, 60_000);
+
+  it('the --inspect relay page connects to its relay and receives the actors (Stately\'s framed viewer kept off the network here)', async () => {
+    const inspector = await startStatelyInspector({ port: 0 });
+    const actor = createActor(createMachine({ id: 'toy', initial: 'a', states: { a: { on: { go: 'b' } }, b: {} } }), {
+      inspect: (ev) => inspector.inspect(ev, { actor: 'pool', server: 'toy' }),
+    });
+    const p = await context.newPage();
+    try {
+      // the viewer is Stately's web page: this test never lets a request leave 127.0.0.1
+      const blocked: string[] = [];
+      await p.route('**/*', (route) => {
+        const url = route.request().url();
+        if (url.startsWith('http://127.0.0.1:')) return route.continue();
+        blocked.push(url);
+        return route.abort();
+      });
+      actor.start();
+      actor.send({ type: 'go' });
+      await p.goto(inspector.url);
+      expect(await p.getAttribute('#inspector', 'src')).toBe('https://stately.ai/inspect');
+      // not connected to a viewer (it never loaded), so the page holds what the relay sent it
+      // (the page's top-level bindings, read by name)
+      await p.waitForFunction("ws.readyState === 1 && buffer.some((e) => e.sessionId === 'pool:toy' && e.type === '@xstate.snapshot')", null, { timeout: 20_000 });
+      expect(blocked.every((u) => u.startsWith('https://stately.ai/'))).toBe(true);
+    } finally {
+      await p.close();
+      actor.stop();
+      await inspector.stop();
     }
   }, 60_000);
 });
