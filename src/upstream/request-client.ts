@@ -1,0 +1,459 @@
+/**
+ * RequestClient: ordinary requests on a ready upstream session, in the era the session chart chose.
+ *
+ * UpstreamSession (./session.ts) runs the chart and its effects (processes, connections, the probe); once
+ * the chart is `ready`, every caller's request goes through here: the `_meta` envelope of 2026-07-28, the
+ * `resultType` check and `input_required` rounds, the one -32022 retry (the rule is versionRefusal in
+ * src/machines/verdict.ts), progress tokens, whose turn it is to ask a question on a legacy stdio session,
+ * listings, and SEP-2243 `Mcp-Param-*` headers with their one header-mismatch retry.
+ */
+import { McpxError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { WireTransport } from '../machines/session.machine.js';
+import { versionRefusal } from '../machines/verdict.js';
+import type { Era } from '../machines/versions.js';
+import { RPC } from '../protocol/constants.js';
+import { requestParams, type ClientCapabilities } from '../transports/mcp-messages.js';
+import type { RpcPeer } from '../transports/rpc-peer.js';
+import type { JsonRpcNotification, JsonRpcRequest } from '../transports/types.js';
+import { ToolHeaders } from './tool-headers.js';
+
+/** Answers a server-to-client request (legacy elicitation, sampling, roots) for the call that provoked it. */
+export type ServerRequestHandler = (request: JsonRpcRequest, context: unknown) => Promise<unknown>;
+
+/** Fulfils a modern `input_required` result: given the server's inputRequests, returns the inputResponses. */
+export type InputRequiredHandler = (inputRequests: Record<string, { method: string; params?: unknown }>, context: unknown) => Promise<Record<string, unknown>>;
+
+/** One `notifications/progress` the upstream sent for a request, as its caller sees it. */
+export interface ProgressUpdate {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+export type ProgressListener = (p: ProgressUpdate) => void;
+
+/** The listings a session can page through, and the server capability each needs (tools: none — always asked). */
+export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
+export const LISTINGS: Readonly<Record<ListKind, { method: string; key: string; capability: 'prompts' | 'resources' | null }>> = {
+  tools: { method: 'tools/list', key: 'tools', capability: null },
+  prompts: { method: 'prompts/list', key: 'prompts', capability: 'prompts' },
+  resources: { method: 'resources/list', key: 'resources', capability: 'resources' },
+  resourceTemplates: { method: 'resources/templates/list', key: 'resourceTemplates', capability: 'resources' },
+};
+
+/** The client requests forward() relays: those both eras share (the 2026-07-28 ClientRequest union minus server/discover and subscriptions/listen). */
+export const FORWARDED_METHODS = [
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'completion/complete',
+  'tools/list',
+  'tools/call',
+] as const;
+export type ForwardedMethod = (typeof FORWARDED_METHODS)[number];
+
+export const isForwardedMethod = (m: unknown): m is ForwardedMethod => typeof m === 'string' && (FORWARDED_METHODS as readonly string[]).includes(m);
+
+/** A listing longer than this many pages is cut off (a guard against servers that page forever). */
+const MAX_LIST_PAGES = 1000;
+
+/** Progress tokens are unique across every session of the process, so a log line names one request. */
+let progressTokens = 0;
+
+export interface CallOptions {
+  /** The caller's context; reaches the server-request handler for questions this call provokes. */
+  context?: unknown;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  /** Capabilities to declare in this modern request's `_meta` (a relay declares its caller's). */
+  capabilities?: ClientCapabilities;
+  /** Answers legacy server-to-client requests this call provokes (elicitation, sampling, roots). */
+  onServerRequest?: ServerRequestHandler;
+  onInputRequired?: InputRequiredHandler;
+  maxInputRounds?: number;
+  /**
+   * Receives the upstream's `notifications/progress` for this call: each upstream request (every
+   * input_required round is one) carries a fresh `_meta.progressToken`, forgotten when it settles.
+   */
+  onProgress?: ProgressListener;
+}
+
+export interface Tool {
+  name: string;
+  description?: string;
+  inputSchema?: unknown;
+  [key: string]: unknown;
+}
+
+/** A call in flight, as it travels with its upstream request (HTTP hands it back with the questions it provokes). */
+export interface InFlightCall {
+  context: unknown;
+  onServerRequest?: ServerRequestHandler;
+}
+
+export const isInFlightCall = (v: unknown): v is InFlightCall => typeof v === 'object' && v !== null && 'context' in v;
+
+/** What a request needs from the ready session: its connection and what the chart settled. */
+export interface ReadyConnection {
+  peer: RpcPeer;
+  era: Era;
+  negotiated: string;
+  transport: WireTransport;
+  /** The server's declared capabilities (from discover or initialize); undefined when it declared none. */
+  capabilities: unknown;
+  /** Modern revisions mcpx offers, newest first (for the -32022 rule). */
+  modernVersions: readonly string[];
+}
+
+/** The session side of the client: its name, its log, and a way to the ready connection. */
+export interface SessionLink {
+  readonly name: string;
+  readonly log: Logger;
+  /** The ready connection, starting the session first if needed; throws MCPX_SESSION_CLOSED when it is not open. */
+  ready(): Promise<ReadyConnection>;
+  readonly requestTimeoutMs: number | undefined;
+  readonly clientCapabilities: ClientCapabilities | undefined;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export class RequestClient {
+  /** Calls in flight that can answer questions, for transports that cannot attribute them (stdio). */
+  private readonly askers = new Set<InFlightCall>();
+  /** The turns of asking calls on a legacy stdio session (see askTurn). */
+  private askQueue: Promise<void> = Promise.resolve();
+  /**
+   * SEP-2243, modern Streamable HTTP sessions only: from the latest complete listTools(), the
+   * `Mcp-Param-*` headers each listed tool asks for, and the tools excluded for invalid annotations.
+   */
+  private paramTools: ToolHeaders | undefined;
+  /** The tools/list callTool runs when it needs paramTools; shared by concurrent calls. */
+  private paramToolsListing: Promise<void> | undefined;
+  /** Requests in flight that asked for progress, by the progressToken they carry. */
+  private readonly progress = new Map<string, { listener: ProgressListener; call: InFlightCall }>();
+
+  constructor(private readonly link: SessionLink) {}
+
+  private get name(): string {
+    return this.link.name;
+  }
+
+  private get log(): Logger {
+    return this.link.log;
+  }
+
+  /**
+   * Send a request in the session's era. Modern requests get the `_meta` envelope; results are
+   * checked for `resultType` (absent = complete, as legacy servers send). An `input_required` result is
+   * fulfilled through `onInputRequired` and retried, up to `maxInputRounds` (default 8).
+   */
+  request(method: string, params?: Record<string, unknown>, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+    return this.requestWithHeaders(method, params, opts, undefined);
+  }
+
+  /** request(), with extra HTTP headers on every round's POST (callTool's `Mcp-Param-*`). */
+  private async requestWithHeaders(
+    method: string, params: Record<string, unknown> | undefined, opts: CallOptions, headers: Record<string, string> | undefined,
+  ): Promise<Record<string, unknown>> {
+    const conn = await this.link.ready();
+    const maxRounds = opts.maxInputRounds ?? 8;
+    // The call travels with its request: HTTP hands it back with any question that request provokes.
+    const call: InFlightCall = { context: opts.context, ...(opts.onServerRequest ? { onServerRequest: opts.onServerRequest } : {}) };
+    // stdio says nothing of which call a legacy server's question is for: calls that can answer
+    // questions take turns there, so a question always has exactly one call to go to.
+    const release = call.onServerRequest && conn.transport === 'stdio' && conn.era === 'legacy' ? await this.askTurn(opts.signal) : undefined;
+    if (call.onServerRequest) this.askers.add(call);
+    try {
+      return await this.requestRounds(conn, method, params, opts, call, maxRounds, headers);
+    } finally {
+      this.askers.delete(call);
+      release?.();
+    }
+  }
+
+  /** Waits for the turn of the next asking call on this session; resolves with its release. */
+  private async askTurn(signal: AbortSignal | undefined): Promise<() => void> {
+    const previous = this.askQueue;
+    let release!: () => void;
+    const mine = new Promise<void>((resolve) => (release = resolve));
+    this.askQueue = previous.then(() => mine);
+    if (signal) {
+      const aborted = new Promise<never>((_, reject) => {
+        if (signal.aborted) reject(new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: cancelled while waiting for its turn`));
+        signal.addEventListener('abort', () => reject(new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: cancelled while waiting for its turn`)), { once: true });
+      });
+      try {
+        await Promise.race([previous, aborted]);
+      } catch (err) {
+        release(); // leave the line without holding up those behind
+        throw err;
+      }
+    } else {
+      await previous;
+    }
+    return release;
+  }
+
+  private async requestRounds(
+    conn: ReadyConnection, method: string, params: Record<string, unknown> | undefined,
+    opts: CallOptions, call: InFlightCall, maxRounds: number, headers?: Record<string, string>,
+  ): Promise<Record<string, unknown>> {
+    const { peer, era, negotiated } = conn;
+    let current = params;
+    for (let round = 0; ; round++) {
+      // Each round is a new upstream request, so it gets its own token (the spec: unique per request).
+      const token = opts.onProgress ? `mcpx-p-${++progressTokens}` : undefined;
+      if (token !== undefined) this.progress.set(token, { listener: opts.onProgress!, call });
+      let raw: unknown;
+      try {
+        // A -32022 gets the one retry the version rule allows (retryVersion); a second one is thrown.
+        for (let version = negotiated, retried = false; ; retried = true) {
+          try {
+            raw = await peer.request(method, requestParams(era, version, current, opts.capabilities ?? this.link.clientCapabilities, token === undefined ? undefined : { progressToken: token }), {
+              timeoutMs: opts.timeoutMs ?? this.link.requestTimeoutMs ?? 300_000,
+              ...(opts.signal ? { signal: opts.signal } : {}),
+              context: call,
+              ...(headers !== undefined && Object.keys(headers).length > 0 ? { headers } : {}),
+            });
+            break;
+          } catch (err) {
+            version = this.retryVersion(err, conn, method, retried);
+          }
+        }
+      } finally {
+        if (token !== undefined) this.progress.delete(token);
+      }
+      if (!isObject(raw)) throw new McpxError('MCPX_BAD_RESULT', `${this.name}: ${method} returned a result that is not an object`);
+      const resultType = raw.resultType ?? 'complete';
+      if (resultType === 'complete') return raw;
+      if (resultType !== 'input_required') {
+        // The spec: a resultType the client does not recognise MUST be considered invalid.
+        throw new McpxError('MCPX_BAD_RESULT', `${this.name}: ${method} returned unknown resultType ${JSON.stringify(resultType)}`);
+      }
+      if (!opts.onInputRequired) {
+        throw new McpxError('MCPX_UPSTREAM_ERROR', `${this.name}: ${method} needs input from the caller (input_required), and this caller cannot answer questions`, {
+          data: { resultType, inputRequests: raw.inputRequests },
+        });
+      }
+      if (round >= maxRounds) throw new McpxError('MCPX_UPSTREAM_ERROR', `${this.name}: ${method} still required input after ${maxRounds} rounds`);
+      const inputRequests = isObject(raw.inputRequests) ? (raw.inputRequests as Record<string, { method: string; params?: unknown }>) : {};
+      const inputResponses = Object.keys(inputRequests).length > 0 ? await opts.onInputRequired(inputRequests, opts.context) : {};
+      current = { ...params, inputResponses };
+      // requestState is echoed byte-exact when given, and never invented when not.
+      if (typeof raw.requestState === 'string') current.requestState = raw.requestState;
+    }
+  }
+
+  /**
+   * The version to send a modern request again at after a -32022, per the rule in src/machines/verdict.ts
+   * (versionRefusal: once, at the best mutual version); throws `err` when it is not a -32022, and
+   * MCPX_NO_COMMON_VERSION (keeping the upstream's error in `data`) when the rule says it is final.
+   */
+  private retryVersion(err: unknown, conn: ReadyConnection, method: string, retried: boolean): string {
+    if (conn.era !== 'modern' || !(err instanceof UpstreamRpcError) || err.rpc.code !== RPC.unsupportedProtocolVersion) throw err;
+    const v = versionRefusal(method, err.rpc, conn.modernVersions, retried);
+    if (v.kind === 'retry') {
+      this.log.info({ method, version: v.version, supported: v.supported }, v.why);
+      return v.version;
+    }
+    if (v.kind === 'malformed') throw err;
+    throw new McpxError('MCPX_NO_COMMON_VERSION', `${this.name}: ${v.why}`, { cause: err, data: { ...err.data, method, supported: v.supported } });
+  }
+
+  async listTools(opts: CallOptions = {}): Promise<Tool[]> {
+    const tools = (await this.listAll('tools', opts)) as Tool[];
+    return mirrorsParams(await this.link.ready()) ? this.admitTools(tools) : tools;
+  }
+
+  /**
+   * Every item of a listing, following `nextCursor` (at most MAX_LIST_PAGES pages; a cursor that comes
+   * back twice is MCPX_BAD_RESULT). Prompts and resources are listed only when the server declared the
+   * capability (many servers answer -32601 otherwise): an undeclared one is an empty list, nothing sent.
+   * Tools are returned as listed (listTools() also applies SEP-2243's exclusions).
+   */
+  async listAll(kind: ListKind, opts: CallOptions = {}): Promise<Array<Record<string, unknown>>> {
+    const { method, key, capability } = LISTINGS[kind];
+    const conn = await this.link.ready();
+    if (capability !== null && !declares(conn, capability)) return [];
+    const items: Array<Record<string, unknown>> = [];
+    const seen = new Set<string>();
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      const result = await this.request(method, cursor ? { cursor } : undefined, opts);
+      const list = result[key];
+      if (Array.isArray(list)) items.push(...list.filter(isObject));
+      cursor = typeof result.nextCursor === 'string' && result.nextCursor ? result.nextCursor : undefined;
+      if (!cursor) break;
+      if (seen.has(cursor)) {
+        throw new McpxError('MCPX_BAD_RESULT', `${this.name}: ${method} returned the cursor ${JSON.stringify(cursor)} twice; the listing would never end`, {
+          data: { method, cursor, pages: page + 1 },
+        });
+      }
+      seen.add(cursor);
+    }
+    return items;
+  }
+
+  /**
+   * One client request as a front relays it (FORWARDED_METHODS), in the session's era: `tools/call`
+   * goes through callTool (SEP-2243 headers), a prompts/resources listing the server did not declare
+   * is answered empty without sending anything, a tools/list page on a modern Streamable HTTP session
+   * leaves out the tools SEP-2243 excludes. Other methods are refused (MCPX_BAD_REQUEST).
+   */
+  async forward(method: string, params: Record<string, unknown> | undefined, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+    if (!isForwardedMethod(method)) {
+      throw new McpxError('MCPX_BAD_REQUEST', `${this.name}: mcpx does not relay ${JSON.stringify(method)}; it relays ${FORWARDED_METHODS.join(', ')}`, {
+        data: { server: this.name, method, allowed: [...FORWARDED_METHODS] },
+      });
+    }
+    if (params !== undefined && !isObject(params)) {
+      throw new McpxError('MCPX_BAD_REQUEST', `${this.name}: ${method} params must be an object`, { data: { server: this.name, method, field: 'params' } });
+    }
+    const conn = await this.link.ready();
+    if (method === 'tools/call') {
+      const name = params?.name;
+      const args = params?.arguments ?? {};
+      if (typeof name !== 'string' || !isObject(args)) {
+        throw new McpxError('MCPX_BAD_REQUEST', `${this.name}: tools/call needs a string "name" and an object "arguments"`, {
+          data: { server: this.name, method, field: typeof name !== 'string' ? 'name' : 'arguments' },
+        });
+      }
+      return this.callToolWith({ ...params, name, arguments: args }, opts);
+    }
+    const listing = Object.values(LISTINGS).find((l) => l.method === method);
+    if (listing?.capability && !declares(conn, listing.capability)) return { [listing.key]: [] };
+    const result = await this.request(method, params, opts);
+    if (method === 'tools/list' && mirrorsParams(conn) && Array.isArray(result.tools)) {
+      const tools = result.tools.filter(isObject) as Tool[];
+      // A whole listing (first page, no next) replaces the header table; a page only filters.
+      const whole = params?.cursor === undefined && (typeof result.nextCursor !== 'string' || result.nextCursor === '');
+      return { ...result, tools: whole ? this.admitTools(tools) : ToolHeaders.admit(tools, this.log, this.paramTools).admitted };
+    }
+    return result;
+  }
+
+  /**
+   * Calls a tool. On a modern Streamable HTTP session the arguments its `x-mcp-header` annotations name
+   * go out as `Mcp-Param-*` headers too (SEP-2243), from the most recently listed inputSchema; a call
+   * before any listing lists the tools once first. A tool excluded for invalid annotations is refused
+   * (MCPX_BAD_TOOL), and so is an argument with no header form (MCPX_BAD_REQUEST); nothing is sent.
+   */
+  callTool(name: string, args: Record<string, unknown> = {}, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+    return this.callToolWith({ name, arguments: args }, opts);
+  }
+
+  /** callTool with whole params (a relayed call may carry `_meta` or other fields besides name and arguments). */
+  private async callToolWith(
+    params: Record<string, unknown> & { name: string; arguments: Record<string, unknown> }, opts: CallOptions,
+  ): Promise<Record<string, unknown>> {
+    const { name, arguments: args } = params;
+    if (!mirrorsParams(await this.link.ready())) return this.request('tools/call', params, opts);
+    if (!this.paramTools) await this.listParamTools();
+    const headers = this.paramHeadersFor(name, args);
+    try {
+      return await this.requestWithHeaders('tools/call', params, opts, headers);
+    } catch (err) {
+      // "If the server rejects a request with a HeaderMismatch error because required Mcp-Param-* headers
+      // are missing or do not match the body, the client SHOULD call tools/list to check for changes to the
+      // tool's inputSchema, then retry the original request with the appropriate headers." Once, and only
+      // when the listing changed the headers: the same headers would be refused the same way.
+      if (!(err instanceof UpstreamRpcError) || err.rpc.code !== RPC.headerMismatch) throw err;
+      await this.listParamTools();
+      const fresh = this.paramHeadersFor(name, args);
+      if (JSON.stringify(Object.entries(fresh).sort()) === JSON.stringify(Object.entries(headers).sort())) throw err;
+      this.log.info({ tool: name }, 'the server refused the Mcp-Param headers; retrying with the re-listed inputSchema');
+      return this.requestWithHeaders('tools/call', params, opts, fresh);
+    }
+  }
+
+  /** Tools the last listTools() excluded for invalid `x-mcp-header` annotations, with the reason. */
+  excludedTools(): Array<{ name: string; reason: string }> {
+    return this.paramTools?.excluded() ?? [];
+  }
+
+  // ---- what arrives for requests in flight ----
+
+  /**
+   * A `notifications/progress`: delivered to the request in flight whose token it names (over HTTP it also
+   * arrives with the context of the POST that carried it, which must be that request's); otherwise dropped.
+   */
+  progressArrived(n: JsonRpcNotification, context: unknown): void {
+    const p = n.params ?? {};
+    const entry = typeof p.progressToken === 'string' ? this.progress.get(p.progressToken) : undefined;
+    if (!entry || (isInFlightCall(context) && context !== entry.call) || typeof p.progress !== 'number' || !Number.isFinite(p.progress)) {
+      this.log.debug({ progressToken: p.progressToken }, 'dropping a progress notification that matches no request in flight');
+      return;
+    }
+    const update: ProgressUpdate = {
+      progress: p.progress,
+      ...(typeof p.total === 'number' && Number.isFinite(p.total) ? { total: p.total } : {}),
+      ...(typeof p.message === 'string' ? { message: p.message } : {}),
+    };
+    try {
+      entry.listener(update);
+    } catch (err) {
+      this.log.warn({ err }, 'a progress listener threw');
+    }
+  }
+
+  /**
+   * A server-to-client request (legacy elicitation, sampling, roots). Over HTTP it arrives with the call
+   * whose response stream carried it. stdio cannot say which call provoked it: when exactly one call in
+   * flight can answer questions it is that one; otherwise mcpx does not guess. `fallback` answers for a
+   * session-wide handler when the call has none.
+   */
+  async answerServerRequest(req: JsonRpcRequest, context: unknown, fallback: ServerRequestHandler | undefined): Promise<unknown> {
+    if (req.method === 'ping') return {};
+    let call = isInFlightCall(context) ? context : undefined;
+    if (!call && this.askers.size === 1) call = [...this.askers][0];
+    if (call?.onServerRequest) return call.onServerRequest(req, call.context);
+    if (fallback) return fallback(req, call?.context);
+    if (this.askers.size > 1) {
+      const error: RpcErrorObject = { code: RPC.internalError, message: `mcpx cannot tell which of ${this.askers.size} calls in flight ${req.method} is for` };
+      throw error;
+    }
+    const error: RpcErrorObject = { code: RPC.methodNotFound, message: `mcpx has no caller to ask (${req.method})` };
+    throw error;
+  }
+
+  // ---- SEP-2243 Mcp-Param-* headers ----
+
+  private admitTools(tools: Tool[]): Tool[] {
+    const { table, admitted } = ToolHeaders.admit(tools, this.log, this.paramTools);
+    this.paramTools = table;
+    return admitted;
+  }
+
+  /** One tools/list for callTool's sake, shared by the calls waiting on it. A failure leaves paramTools as it was. */
+  private listParamTools(): Promise<void> {
+    this.paramToolsListing ??= this.listTools()
+      .then(
+        () => undefined,
+        (err: unknown) => this.log.debug({ err }, 'could not list the tools for their Mcp-Param headers'),
+      )
+      .finally(() => {
+        this.paramToolsListing = undefined;
+      });
+    return this.paramToolsListing;
+  }
+
+  private paramHeadersFor(name: string, args: Record<string, unknown>): Record<string, string> {
+    return this.paramTools?.for(this.name, name, args) ?? {};
+  }
+}
+
+/** "Clients using other transports (e.g., stdio) MAY ignore x-mcp-header annotations entirely": mcpx does, and legacy eras have none. */
+function mirrorsParams(conn: ReadyConnection): boolean {
+  return conn.transport === 'streamable-http' && conn.era === 'modern';
+}
+
+/** Whether the server declared a capability (from discover or initialize); with nothing known, assume it did. */
+function declares(conn: ReadyConnection, capability: string): boolean {
+  const caps = conn.capabilities;
+  if (!isObject(caps)) return true;
+  const value = caps[capability];
+  return value !== undefined && value !== null && value !== false;
+}
