@@ -24,9 +24,8 @@ import { buildOpenApi } from './openapi.js';
 import { packageVersion } from './package-info.js';
 import { CALLER_PROTOCOL_HEADER, callHeadersSchema, ROUTES, SESSION_HEADER, type RouteDef } from './schemas.js';
 import { localMermaid, MERMAID_ASSET_URL, statechartPage } from './statechart-page.js';
-import { toNodeHandler } from '@modelcontextprotocol/node';
-import { ControllerBackend } from '../serve/controller-backend.js';
-import { McpHttpEntry, type EntryMode } from '../serve/http-entry.js';
+// The /mcp entry (the MCP SDK's server side) loads on the first /mcp request, not before the daemon listens.
+import type { McpHttpEntry, EntryMode } from '../serve/http-entry.js';
 import { UiHub } from '../ui/hub.js';
 import { uiRoutes } from '../ui/routes.js';
 
@@ -54,8 +53,11 @@ export interface AppDeps {
   shutdown?: () => void;
   /** While true, every request but health and status gets 503 MCPX_SHUTTING_DOWN. */
   isStopping?: () => boolean;
-  /** The `/mcp` entry, shared by the daemon's listeners (one set of legacy sessions); default: one of its own. */
-  mcp?: McpHttpEntry;
+  /**
+   * The `/mcp` entry, shared by the daemon's listeners (one set of legacy sessions), or a function that
+   * makes it on first use (so the SDK loads only when /mcp is used); default: one of its own, made on first use.
+   */
+  mcp?: McpHttpEntry | (() => Promise<McpHttpEntry>);
   /** The `mcpx ui` page's state (probe ring, login codes), shared by the daemon's listeners; default: one of its own. */
   ui?: UiHub;
 }
@@ -209,14 +211,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const streams = new Set<() => void>();
   let openapi: Record<string, unknown> | undefined;
 
+  // Hooks take fastify's callback form: they run on every request, and an async hook costs a promise
+  // and a microtask turn each time.
+
   // ---- access (TCP) ----
-  app.addHook('onRequest', async (req, reply) => {
+  app.addHook('onRequest', (req, reply, done) => {
     if (listener === 'tcp') {
       const host = req.headers.host;
       const origin = req.headers.origin;
       if (!isLoopbackHostHeader(host) || !isLoopbackOrigin(origin)) {
         log?.warn({ host: host ?? null, origin: origin ?? null, url: req.url }, 'refused a request whose Host or Origin is not loopback');
-        return send(reply, 403, { code: 'MCPX_FORBIDDEN', message: `mcpx answers only loopback requests: ${!isLoopbackHostHeader(host) ? `Host ${JSON.stringify(host ?? '')}` : `Origin ${JSON.stringify(origin)}`} is not loopback` });
+        send(reply, 403, { code: 'MCPX_FORBIDDEN', message: `mcpx answers only loopback requests: ${!isLoopbackHostHeader(host) ? `Host ${JSON.stringify(host ?? '')}` : `Origin ${JSON.stringify(origin)}`} is not loopback` });
+        return;
       }
       if (controller.settings.get('daemon.auth') !== 'none') {
         const expected = deps.token?.();
@@ -225,22 +231,25 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         // Without the token: only the `mcpx ui` page's own reads, with its cookie (src/ui/hub.ts).
         if ((!expected || !m || !tokenMatches(m[1]!, expected)) && !ui.admits(req)) {
           reply.header('www-authenticate', 'Bearer realm="mcpx"');
-          return send(reply, 401, { code: 'MCPX_UNAUTHORIZED', message: 'this request needs "Authorization: Bearer <token>", the token in <state>/daemon.json (or set daemon.auth to none)' });
+          send(reply, 401, { code: 'MCPX_UNAUTHORIZED', message: 'this request needs "Authorization: Bearer <token>", the token in <state>/daemon.json (or set daemon.auth to none)' });
+          return;
         }
       }
     }
     if (deps.isStopping?.() && req.url !== '/v1/health' && req.url !== '/v1/status') {
-      return send(reply, 503, { code: 'MCPX_SHUTTING_DOWN', message: 'the daemon is shutting down' });
+      send(reply, 503, { code: 'MCPX_SHUTTING_DOWN', message: 'the daemon is shutting down' });
+      return;
     }
-    return undefined;
+    done();
   });
 
-  app.addHook('onResponse', async (req, reply) => {
-    log?.debug({ method: req.method, url: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+  app.addHook('onResponse', (req, reply, done) => {
+    if (log?.isLevelEnabled('debug')) log.debug({ method: req.method, url: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    done();
   });
 
   // Every payload leaves scrubbed of known secrets.
-  app.addHook('onSend', async (_req, _reply, payload) => (typeof payload === 'string' ? scrub(payload) : payload));
+  app.addHook('onSend', (_req, _reply, payload, done) => done(null, typeof payload === 'string' ? scrub(payload) : payload));
 
   app.addHook('preClose', async () => {
     for (const end of [...streams]) end();
@@ -484,12 +493,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   route(ROUTES.askAbandon, async ({ params }) => controller.asks.abandon(params.id));
 
   // ---- /mcp: the MCP front over Streamable HTTP (both eras), under the same access rules ----
-  const mcp = deps.mcp ?? new McpHttpEntry({ backend: new ControllerBackend(controller), version, ...(deps.logger ? { logger: deps.logger } : {}) });
-  if (!deps.mcp) app.addHook('onClose', async () => mcp.close());
+  let own: Promise<McpHttpEntry> | undefined;
+  const given = deps.mcp;
+  const mcpEntry = (): Promise<McpHttpEntry> => {
+    if (typeof given === 'function') return given();
+    if (given) return Promise.resolve(given);
+    own ??= Promise.all([import('../serve/http-entry.js'), import('../serve/controller-backend.js')]).then(
+      ([{ McpHttpEntry }, { ControllerBackend }]) => new McpHttpEntry({ backend: new ControllerBackend(controller), version, ...(deps.logger ? { logger: deps.logger } : {}) }),
+    );
+    return own;
+  };
+  if (!given) app.addHook('onClose', async () => (own ? (await own).close() : undefined));
+  let nodeHandler: Promise<typeof import('@modelcontextprotocol/node').toNodeHandler> | undefined;
   const known = (name: string) => controller.config.servers.some((s) => s.name === name && !s.disabled);
   const serveMcp = async (req: FastifyRequest, reply: FastifyReply, mode: EntryMode) => {
     const missing = [mode.passthrough, ...(mode.servers ?? [])].find((n) => n !== undefined && !known(n));
     if (missing !== undefined) return send(reply, 404, { code: 'MCPX_UNKNOWN_SERVER', message: `no server ${JSON.stringify(missing)} is configured` });
+    const [mcp, toNodeHandler] = await Promise.all([mcpEntry(), (nodeHandler ??= import('@modelcontextprotocol/node').then((m) => m.toNodeHandler))]);
     reply.hijack();
     const body = req.body;
     await toNodeHandler({ fetch: (request) => mcp.fetch(request, body, mode) }, { onerror: (err) => log?.error({ err }, '/mcp failed') })(req.raw as never, reply.raw as never, body);

@@ -17,13 +17,11 @@ import { basename, dirname } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger as PinoLogger } from 'pino';
-import pretty from 'pino-pretty';
 import { ConfigError } from '../errors.js';
 import { Settings, type SettingsSources } from '../config/settings.js';
 import { EraCache } from '../upstream/era-cache.js';
 import { CatalogStore } from '../catalog/catalog-store.js';
-import { ControllerBackend } from '../serve/controller-backend.js';
-import { McpHttpEntry } from '../serve/http-entry.js';
+import type { McpHttpEntry } from '../serve/http-entry.js';
 import { buildApp, type DaemonInfo } from './app.js';
 import { loadDaemonConfig } from './config-source.js';
 import { Controller, createPoolRegistry } from './controller.js';
@@ -72,9 +70,11 @@ export interface DaemonHandle {
   readonly stopped: Promise<void>;
 }
 
-function makeLogger(level: string, scrubber: Scrubber, opts: DaemonOptions): PinoLogger {
+async function makeLogger(level: string, scrubber: Scrubber, opts: DaemonOptions): Promise<PinoLogger> {
   const usePretty = opts.prettyLogs ?? (opts.logStream === undefined && process.stdout.isTTY === true);
-  const stream: Writable | pino.DestinationStream = opts.logStream ?? (usePretty ? pretty({ colorize: true, sync: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'hostname,daemon' }) : pino.destination({ dest: 1, sync: true }));
+  // pino-pretty loads only for a terminal: a background daemon logs JSON to its file.
+  const pretty = usePretty && !opts.logStream ? (await import('pino-pretty')).default : undefined;
+  const stream: Writable | pino.DestinationStream = opts.logStream ?? (pretty ? pretty({ colorize: true, sync: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'hostname,daemon' }) : pino.destination({ dest: 1, sync: true }));
   return pino(
     {
       level,
@@ -105,7 +105,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
 
   const scrubber = new Scrubber();
   scrubber.setFromServers(config.servers);
-  const logger = makeLogger(settings.get('log.level'), scrubber, opts);
+  const logger = await makeLogger(settings.get('log.level'), scrubber, opts);
   const log = logger.child({ component: 'daemon' });
 
   const stateDir = settings.get('paths.state');
@@ -209,8 +209,13 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     });
     const shutdown = () => void handle.stop('shutdown requested over the API');
     // One /mcp entry for both listeners: a legacy MCP session is the same whichever way it came in.
-    const mcp = new McpHttpEntry({ backend: new ControllerBackend(controller), version, logger, questionTtlSeconds: Math.ceil(settings.get('serve.questionTtl') / 1000) });
-    cleanups.push(() => mcp.close());
+    // Made on the first /mcp request: the MCP SDK's server side is not loaded before the daemon listens.
+    let mcpEntry: Promise<McpHttpEntry> | undefined;
+    const mcp = (): Promise<McpHttpEntry> =>
+      (mcpEntry ??= Promise.all([import('../serve/http-entry.js'), import('../serve/controller-backend.js')]).then(
+        ([{ McpHttpEntry }, { ControllerBackend }]) => new McpHttpEntry({ backend: new ControllerBackend(controller), version, logger, questionTtlSeconds: Math.ceil(settings.get('serve.questionTtl') / 1000) }),
+      ));
+    cleanups.push(async () => (mcpEntry ? (await mcpEntry).close() : undefined));
     const common = { controller, logger, version, startedAt, info, shutdown, isStopping: () => stopping, mcp, ui };
     buildCommon = () => common;
     const socketApp = await buildApp({ ...common, listener: 'socket' });

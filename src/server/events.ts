@@ -2,7 +2,6 @@
  * The daemon's event stream (`GET /v1/events`): every PoolEvent, plus what the daemon itself does —
  * calls finishing, config reloads (good and bad), settings changing.
  */
-import { EventEmitter } from 'node:events';
 import type { PoolEvent } from '../pool/types.js';
 
 export interface CallFinishedEvent {
@@ -65,32 +64,43 @@ export const EVENT_TYPES = [
   'catalog.changed',
 ] as const satisfies ReadonlyArray<DaemonEvent['type']>;
 
-/** One emitter for every listener (SSE clients, the log); a throwing listener never breaks the sender. */
+/**
+ * One hub for every listener (SSE clients, the log); a throwing listener never breaks the sender.
+ * Every event gets the next sequence number (the SSE `id:`) whether or not anyone listens; with no
+ * listener (the common case: nobody follows /v1/events) publishing is a counter increment.
+ */
 export class EventHub {
-  private readonly emitter = new EventEmitter();
+  private readonly subscribers = new Set<(event: DaemonEvent, seq: number) => void>();
   private seq = 0;
-
-  constructor() {
-    this.emitter.setMaxListeners(0);
-  }
 
   publish(event: DaemonEvent): void {
     const seq = ++this.seq;
-    for (const l of this.emitter.listeners('event')) {
+    if (this.subscribers.size === 0) return;
+    // A snapshot: a listener added while this event is delivered starts with the next one.
+    for (const l of [...this.subscribers]) {
       try {
-        (l as (e: DaemonEvent, seq: number) => void)(event, seq);
+        l(event, seq);
       } catch {
         // a listener's problem, not the sender's
       }
     }
   }
 
+  /** Whether anyone listens (a sender may skip building an event nobody reads; it must still publish for the sequence). */
+  get listening(): boolean {
+    return this.subscribers.size > 0;
+  }
+
   subscribe(listener: (event: DaemonEvent, seq: number) => void): () => void {
-    this.emitter.on('event', listener);
-    return () => this.emitter.off('event', listener);
+    // The same function twice is two subscriptions, as with an EventEmitter.
+    const entry = (event: DaemonEvent, seq: number) => listener(event, seq);
+    this.subscribers.add(entry);
+    return () => {
+      this.subscribers.delete(entry);
+    };
   }
 
   get listeners(): number {
-    return this.emitter.listenerCount('event');
+    return this.subscribers.size;
   }
 }
