@@ -7,13 +7,16 @@
  *
  * UPDATE_SCREENSHOT=1 writes the README's screenshot, docs/ui.png.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/server/package-info.js';
+import { loadDaemonConfig } from '../../src/server/config-source.js';
+import { EraCache } from '../../src/upstream/era-cache.js';
+import { eraCacheKey } from '../../src/upstream/process-key.js';
 import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, until } from '../cli/helpers.js';
 import { isGone } from '../server/helpers.js';
 import { startStatelyInspector } from '../../src/inspect/stately.js';
@@ -22,6 +25,11 @@ import { tempDir } from '../support/real.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps', '--disable-extensions', '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1'];
+
+// The callbacks handed to page.waitForFunction / evaluate run in the page; for the type checker, the page's globals they use.
+interface PageNode { textContent: string | null; getAttribute(name: string): string | null }
+declare const window: { mcpxUi?: Ui; scrollTo(x: number, y: number): void };
+declare const document: { querySelector(selector: string): PageNode | null; querySelectorAll(selector: string): { length: number } };
 
 interface Ui {
   loaded: boolean;
@@ -47,6 +55,13 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     const state = join(dir.path, 'state');
     socket = join(state, 'daemon.sock');
     env = cleanEnv(dir.path, { MCPX_STATE_DIR: state });
+    // A wrong era record for modern-only (it says legacy): its probe finds modern, and says server.era.stale.
+    mkdirSync(state, { recursive: true, mode: 0o700 });
+    const demo = await loadDaemonConfig({ env, cwd: dir.path });
+    const modernOnly = demo.servers.find((x) => x.name === 'modern-only')!;
+    const cache = await EraCache.open(state);
+    await cache.set(eraCacheKey(modernOnly.definition as never), { era: 'legacy', version: '2025-11-25', at: new Date().toISOString(), source: 'probe' });
+    await cache.whenIdle();
     daemon = await ForegroundDaemon.start(socket, [], { env, timeoutMs: 60_000 });
     // the demo's three servers start with the daemon
     await until(async () => (await api(socket, 'GET', '/v1/protocol')).body.servers?.filter((s: { era: string | null }) => s.era !== null).length === 3, 60_000, 'the demo probed');
@@ -73,14 +88,14 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     await dir?.remove();
   });
 
-  const ui = () => page.evaluate(() => (window as unknown as { mcpxUi: Ui }).mcpxUi);
+  const ui = () => page.evaluate(() => window.mcpxUi!);
 
   it('loads from the daemon alone and shows the three servers, their eras, charts and the legacy probe', async () => {
     const res = await page.goto(loginUrl);
     expect(res?.status()).toBe(200);
     expect(page.url()).toBe(`${origin}/ui/`);
     await page.waitForFunction(() => {
-      const u = (window as unknown as { mcpxUi?: Ui }).mcpxUi;
+      const u = window.mcpxUi;
       return u?.loaded === true && document.querySelectorAll('.session-chart svg').length === 3 && document.querySelectorAll('.pool-chart svg').length === 3;
     }, null, { timeout: 60_000 });
 
@@ -118,6 +133,11 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     expect(kinds.indexOf('initialize.sent')).toBeGreaterThan(kinds.indexOf('discover.sent'));
     expect(kinds.indexOf('verdict')).toBeGreaterThan(kinds.indexOf('initialize.sent'));
     expect(steps.join('\n')).toContain('-32601');
+
+    // the wrong cached record of modern-only: server.era.stale on the page and in its probe's timeline
+    expect(await page.textContent('#server-modern-only .stale')).toMatch(/^server\.era\.stale at .*: the cached record said legacy 2025-11-25, the server answered modern$/);
+    expect(await page.$$eval('#server-modern-only .probe li[data-kind="stale"]', (els) => els.length)).toBe(1);
+    expect(await page.$$eval('#server-dual .stale, #server-legacy-only .stale', (els) => els.length)).toBe(0);
     expect(problems).toEqual([]);
   }, 90_000);
 
@@ -132,7 +152,7 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     const call = await api(socket, 'POST', '/v1/call', { server: 'modern-only', tool: 'echo', args: { text: 'hi' } });
     expect(call.body.ok).toBe(true);
     // every highlight change is kept in order: the new instance's connecting states, then ready
-    await page.waitForFunction((from) => (window as unknown as { mcpxUi: Ui }).mcpxUi.history.slice(from).some((h) => h.server === 'modern-only' && /^i\d+=ready$/.test(h.instances) && h.active === 'session_ready'), before, { timeout: 30_000 });
+    await page.waitForFunction((from) => window.mcpxUi!.history.slice(from).some((h) => h.server === 'modern-only' && /^i\d+=ready$/.test(h.instances) && h.active === 'session_ready'), before, { timeout: 30_000 });
     const seen = (await ui()).history.slice(before).filter((h) => h.server === 'modern-only');
     const connecting = seen.findIndex((h) => /=connecting\./.test(h.instances) && h.active.includes('session_connecting_'));
     const ready = seen.findIndex((h, i) => i > connecting && /^i\d+=ready$/.test(h.instances) && h.active === 'session_ready');
