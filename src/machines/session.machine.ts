@@ -67,6 +67,8 @@ export interface SessionContext extends ServerIdentity {
   initializeTried: boolean;
   /** Processes (or connections) started so far; a probe may replace one process once. */
   spawns: number;
+  /** HTTP legacy sessions the server expired (404) and mcpx opened again with a fresh initialize. */
+  renewals: number;
   /** For HTTP upstreams: Streamable HTTP, or the HTTP+SSE fallback (remembered in the era record). */
   httpTransport: 'streamable-http' | 'sse' | null;
   /** What the next process is for, after a respawn. */
@@ -92,7 +94,9 @@ export type SessionEvent =
   | { type: 'rpc.result'; id: string; result: unknown }
   | { type: 'rpc.error'; id: string; error: RpcErrorObject }
   /** HTTP only: the request failed without a JSON-RPC answer (status without a JSON-RPC body, no connection). */
-  | { type: 'rpc.failed'; id: string; failure: HttpFailure };
+  | { type: 'rpc.failed'; id: string; failure: HttpFailure }
+  /** HTTP only: the server answered 404 to a request carrying the legacy session's id: that session is gone. */
+  | { type: 'transport.expired' };
 
 export type SessionEmitted =
   | { type: 'spawn'; attempt: number; transport: WireTransport }
@@ -238,6 +242,8 @@ export const sessionMachine = setup({
 
     /** Every answer row: see AnswerGuardParams. */
     answer: ({ context, event }, params: AnswerGuardParams) => answers(context, event, params),
+    /** Only a legacy session has a server-side session that can expire. */
+    isLegacy: ({ context }) => context.era === 'legacy',
     /** A bare 400/404/405 to initialize means HTTP+SSE only while mcpx is still on Streamable HTTP. */
     onStreamableHttp: ({ context }) => context.httpTransport === 'streamable-http',
   },
@@ -274,6 +280,12 @@ export const sessionMachine = setup({
       enqueue.emit({ type: 'request', id, method: 'initialize', params: initializeParams(version, context.clientCapabilities) });
     }),
     sendInitialized: enqueueActions(({ enqueue }) => enqueue.emit({ type: 'notify', method: 'notifications/initialized' })),
+    /** Open an expired legacy session again: a fresh initialize at the revision the session spoke. */
+    sendRenewal: enqueueActions(({ context, enqueue }) => {
+      const id = `mcpx-initialize-${context.nextId}`;
+      enqueue.assign({ nextId: context.nextId + 1, initializeId: id, renewals: context.renewals + 1 });
+      enqueue.emit({ type: 'request', id, method: 'initialize', params: initializeParams(context.negotiated ?? NEWEST_LEGACY, context.clientCapabilities) });
+    }),
 
     /** Record what an answer (or a close) said, for error messages, and forget the answered request. */
     note: enqueueActions(({ context, event, enqueue }) => {
@@ -310,7 +322,8 @@ export const sessionMachine = setup({
      * legacy-only by its transport, so that is worth recording whatever came first.
      */
     recordEra: enqueueActions(({ context, enqueue }) => {
-      if (isForced(context.preference) || !context.era || !context.negotiated) return;
+      // A renewed session is the same server as before: what the probe learned was recorded then.
+      if (isForced(context.preference) || !context.era || !context.negotiated || context.renewals > 0) return;
       const cached = context.cached;
       let record: Omit<EraRecord, 'at'> | null = null;
       if (context.era === 'modern') {
@@ -360,6 +373,7 @@ export const sessionMachine = setup({
     discoverTried: false,
     initializeTried: false,
     spawns: 0,
+    renewals: 0,
     httpTransport:
       input.transport === 'stdio' ? null
       : input.declaredSse ? 'sse'
@@ -524,6 +538,27 @@ export const sessionMachine = setup({
         'rpc.*': [
           { guard: discover(['modern']), actions: ['learnLateModern', 'note'] },
           { guard: discover('any'), actions: 'note' },
+        ],
+        'transport.expired': { guard: 'isLegacy', target: 'renewing' },
+        'transport.closed': { target: 'closed', actions: { type: 'closedBy', params: { reason: 'upstream closed' } } },
+        stop: { target: 'stopped', actions: { type: 'closedBy', params: { reason: 'stopped' } } },
+      },
+    },
+
+    /**
+     * HTTP: the server expired the legacy session (404 to a request carrying its id). Open a new one with a
+     * fresh initialize (the transport holds the requests that met the 404 and sends them again once this is
+     * ready); if the server will not, the session is closed and its pool replaces it.
+     */
+    renewing: {
+      entry: 'sendRenewal',
+      after: {
+        startTimeout: { target: 'closed', actions: { type: 'closedBy', params: { reason: 'the expired legacy session was not opened again within upstream.startTimeout' } } },
+      },
+      on: {
+        'rpc.*': [
+          { guard: initialize(['legacy']), target: 'ready', actions: ['settleLegacy', 'note', 'sendInitialized'] },
+          { guard: initialize('any'), target: 'closed', actions: ['note', { type: 'closedBy', params: { reason: 'the server would not open the expired legacy session again' } }] },
         ],
         'transport.closed': { target: 'closed', actions: { type: 'closedBy', params: { reason: 'upstream closed' } } },
         stop: { target: 'stopped', actions: { type: 'closedBy', params: { reason: 'stopped' } } },

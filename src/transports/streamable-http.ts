@@ -5,11 +5,11 @@
  * of each message off the message itself and sets the headers that era requires:
  * - modern (params._meta carries io.modelcontextprotocol/protocolVersion): `MCP-Protocol-Version`
  *   (= that value), `Mcp-Method`, `Mcp-Name` for the methods that mirror a name/uri. Never a session id.
- *   Plus the headers given to send() (SEP-2243 `Mcp-Param-*`, computed by UpstreamSession): modern only.
+ *   Plus the headers given to send() (SEP-2243 `Mcp-Param-*`, computed by RequestClient): modern only.
  * - legacy: the channel watches the `initialize` exchange and remembers the negotiated version and the
  *   `Mcp-Session-Id` the server minted; later legacy messages carry both (`initialize` carries neither).
- *   A 404 to a message carrying the session id means the session is gone: the remembered initialize
- *   is re-run (plus `notifications/initialized`) and the message retried once.
+ *   A 404 to a message carrying the session id is reported to the owner (onSessionExpired), which opens
+ *   a new session (the session chart's `renewing` state); the message is then sent once more.
  *
  * Answers arrive as `application/json` or as an SSE stream scoped to the POST. Everything that arrives
  * on a POST's response — progress, logs, and server-to-client requests — is delivered with the
@@ -22,7 +22,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request, type Dispatcher } from 'undici';
-import { McpxError, MessageTooLargeError, TransportClosedError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
+import { McpxError, MessageTooLargeError, TransportClosedError, type RpcErrorObject } from '../errors.js';
 import { META } from '../protocol/constants.js';
 import { redactUrl } from '../redaction.js';
 import {
@@ -107,8 +107,6 @@ interface Flight {
   settled: boolean;
   /** Cancelled by the caller (notifications/cancelled): its abort is not an error. */
   cancelled: boolean;
-  /** Internal POSTs (session renewal): the answer goes here instead of to listeners. */
-  capture?: (response: JsonRpcResponse, headers: ResponseHeaders) => void;
 }
 
 interface LegacySession {
@@ -116,8 +114,6 @@ interface LegacySession {
   version: string;
   /** Mcp-Session-Id minted by the server, if it minted one. */
   sessionId: string | undefined;
-  /** The initialize request, re-run when the session expires. */
-  initialize: JsonRpcRequest;
 }
 
 /** Methods whose `Mcp-Name` header mirrors a params field (SEP-2243; tasks/* from the tasks extension). */
@@ -227,7 +223,7 @@ export class StreamableHttpChannel implements Channel {
   private readonly requestsById = new Map<JsonRpcId, Flight>();
   private legacy: LegacySession | undefined;
   private renewal: Promise<void> | undefined;
-  private renewals = 0;
+  private expiredHandler: (() => Promise<void>) | undefined;
   /** The legacy standalone GET stream (§4.3), for the session it belongs to. */
   private standalone: { session: LegacySession; controller: AbortController } | undefined;
   private isClosed = false;
@@ -307,8 +303,9 @@ export class StreamableHttpChannel implements Channel {
     void this.run(flight);
   }
 
-  close(): Promise<void> {
-    this.closePromise ??= this.shutdown({ reason: 'stopped' });
+  /** Closes the channel; with `error`, requests still waiting fail with it (why the owner closed it). */
+  close(error?: Error): Promise<void> {
+    this.closePromise ??= this.shutdown(error ? { reason: 'connection-lost', error } : { reason: 'stopped' });
     return this.closePromise;
   }
 
@@ -614,12 +611,8 @@ export class StreamableHttpChannel implements Channel {
     if (isResponse(message) && flight.id !== undefined && message.id === flight.id) {
       if (flight.settled) return;
       flight.settled = true;
-      if (flight.capture) {
-        flight.capture(message, headers);
-        return;
-      }
       // Remember the session before anyone hears of it: a listener may send notifications/initialized at once.
-      if (flight.method === 'initialize' && 'result' in message) this.noteInitialize(flight.message as JsonRpcRequest, message.result, headers);
+      if (flight.method === 'initialize' && 'result' in message) this.noteInitialize(message.result, headers);
     }
     for (const listener of this.messageListeners) {
       try {
@@ -631,7 +624,7 @@ export class StreamableHttpChannel implements Channel {
   }
 
   /** An initialize result with a protocolVersion opens (or replaces) the legacy session. */
-  private noteInitialize(initialize: JsonRpcRequest, result: unknown, headers: ResponseHeaders): boolean {
+  private noteInitialize(result: unknown, headers: ResponseHeaders): boolean {
     const version = (result as { protocolVersion?: unknown } | null)?.protocolVersion;
     if (typeof version !== 'string') return false;
     let sessionId = headerValue(headers, 'mcp-session-id');
@@ -639,7 +632,7 @@ export class StreamableHttpChannel implements Channel {
       this.log.warn({ url: this.displayUrl }, 'ignoring an Mcp-Session-Id that is not visible ASCII');
       sessionId = undefined;
     }
-    this.legacy = { version, sessionId, initialize };
+    this.legacy = { version, sessionId };
     this.log.debug({ url: this.displayUrl, version, sessionMinted: sessionId !== undefined }, 'legacy session opened');
     return true;
   }
@@ -766,71 +759,42 @@ export class StreamableHttpChannel implements Channel {
 
   // ---------------------------------------------------------------------------- session renewal
 
-  /** The session `staleId` got a 404: open a new one (once, however many messages noticed). */
+  /**
+   * Who opens an expired legacy session again: the session chart decides that, through its adapter (a fresh
+   * initialize sent like any request, whose answer this channel notes as the new session). The requests that
+   * met the 404 wait here and are sent once more when the handler resolves. With no handler, or when it
+   * rejects, the channel closes: it has no session any more.
+   */
+  onSessionExpired(handler: () => Promise<void>): void {
+    this.expiredHandler = handler;
+  }
+
+  /** The session `staleId` got a 404: the owner opens a new one (once, however many messages noticed). */
   private async renewSession(staleId: string): Promise<void> {
     if (this.renewal) {
       await this.renewal;
       return;
     }
-    if (!this.legacy || this.legacy.sessionId !== staleId) return; // renewed meanwhile
-    this.renewal = this.reinitialize(this.legacy).finally(() => {
-      this.renewal = undefined;
-    });
+    const old = this.legacy;
+    if (!old || old.sessionId !== staleId) return; // renewed meanwhile
+    this.log.info({ url: this.displayUrl, version: old.version }, 'the legacy session is gone (HTTP 404)');
+    const handler = this.expiredHandler;
+    this.renewal = (async () => {
+      if (!handler) throw new McpxError('MCPX_SESSION_CLOSED', `the legacy session at ${this.displayUrl} is gone (HTTP 404), and nothing here opens it again`, { data: { url: this.displayUrl } });
+      await handler();
+      if (this.legacy === old) throw new McpxError('MCPX_SESSION_CLOSED', `the legacy session at ${this.displayUrl} is gone (HTTP 404) and no new one was opened`, { data: { url: this.displayUrl } });
+      this.log.info({ url: this.displayUrl, version: this.legacy?.version }, 'legacy session opened again');
+    })()
+      .catch((err: unknown) => {
+        const error = err instanceof McpxError ? err : new McpxError('MCPX_SESSION_CLOSED', `the legacy session at ${this.displayUrl} is gone (HTTP 404): ${describeCause(err)}`, { cause: err, data: { url: this.displayUrl } });
+        // The connection is no longer usable: report it closed, so its owner stops using it.
+        this.closePromise ??= this.shutdown({ reason: 'connection-lost', error });
+        throw error;
+      })
+      .finally(() => {
+        this.renewal = undefined;
+      });
     await this.renewal;
-  }
-
-  private async reinitialize(old: LegacySession): Promise<void> {
-    this.log.info({ url: this.displayUrl, version: old.version }, 'the legacy session is gone (HTTP 404); re-initializing');
-    const initialize: JsonRpcRequest = { ...old.initialize, id: `mcpx-reinit-${++this.renewals}` };
-    let answer: JsonRpcResponse | undefined;
-    let answerHeaders: ResponseHeaders = {};
-    try {
-      await this.internalExchange(initialize, (response, headers) => {
-        answer = response;
-        answerHeaders = headers;
-      });
-      if (!answer) throw new Error('no answer');
-      if ('error' in answer) throw new UpstreamRpcError('initialize', this.redactor.value(answer.error));
-      // The old session must not be used again, whatever happens next.
-      if (!this.noteInitialize(old.initialize, answer.result, answerHeaders)) {
-        throw new McpxError('MCPX_BAD_RESULT', 'the initialize result has no protocolVersion');
-      }
-      await this.internalExchange({ jsonrpc: '2.0', method: 'notifications/initialized' });
-      this.openStandalone();
-    } catch (err) {
-      if (this.legacy === old) this.legacy = undefined;
-      const why = err instanceof Error ? err.message : String(err);
-      const error = new McpxError('MCPX_SESSION_CLOSED', `the legacy session at ${this.displayUrl} is gone (HTTP 404) and re-initializing failed: ${why}`, {
-        cause: err,
-        data: { url: this.displayUrl },
-      });
-      // The connection is no longer usable: report it closed, so the session leaves `ready` and its pool
-      // replaces it, instead of staying ready on a channel with no session.
-      this.closePromise ??= this.shutdown({ reason: 'connection-lost', error });
-      throw error;
-    }
-    this.log.info({ url: this.displayUrl, version: this.legacy?.version }, 'legacy session re-initialized');
-  }
-
-  /** POST a message of the channel's own; its answer goes to `capture`, not to listeners. */
-  private async internalExchange(message: JsonRpcMessage, capture?: Flight['capture']): Promise<void> {
-    const flight: Flight = {
-      message,
-      id: isRequest(message) ? message.id : undefined,
-      method: 'method' in message ? message.method : undefined,
-      context: undefined,
-      controller: new AbortController(),
-      settled: false,
-      cancelled: false,
-      ...(capture ? { capture } : {}),
-    };
-    this.inflight.add(flight);
-    try {
-      await this.exchange(flight, false);
-    } finally {
-      this.inflight.delete(flight);
-    }
-    if (this.isClosed) throw new TransportClosedError(`the HTTP channel to ${this.displayUrl} was closed`, { url: this.displayUrl });
   }
 
   // ---------------------------------------------------------------------------------- closing
@@ -841,7 +805,7 @@ export class StreamableHttpChannel implements Channel {
     this.standalone = undefined;
     const flights = [...this.inflight];
     for (const flight of flights) {
-      const report = !flight.settled && !flight.cancelled && flight.id !== undefined && !flight.capture;
+      const report = !flight.settled && !flight.cancelled && flight.id !== undefined;
       flight.settled = true;
       if (report) {
         // The reason the channel is closing (an expired session that could not be renewed) says more than "closed".

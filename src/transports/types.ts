@@ -70,8 +70,11 @@ export interface Channel {
   /** Open the channel (spawn the process / nothing for HTTP). Rejects with a typed McpxError. */
   start(): Promise<void>;
   send(message: JsonRpcMessage, context?: unknown, options?: SendOptions): void;
-  /** Orderly stop. Resolves when nothing is left running. Safe to call twice or after a crash. */
-  close(): Promise<void>;
+  /**
+   * Orderly stop. Resolves when nothing is left running. Safe to call twice or after a crash. `error`, when
+   * given, is why the owner closes it: requests still waiting fail with it (transports that have none ignore it).
+   */
+  close(error?: Error): Promise<void>;
   onMessage(listener: (message: JsonRpcMessage, context?: unknown) => void): void;
   onClose(listener: (info: CloseInfo) => void): void;
   /**
@@ -79,6 +82,11 @@ export interface Channel {
    * body, a dropped response stream. RpcPeer rejects that request with the error given here.
    */
   onRequestError?(listener: (id: JsonRpcId, error: Error) => void): void;
+  /**
+   * HTTP legacy sessions: `handler` opens a session the server expired (404) again; the transport holds the
+   * requests that met the 404 until it settles. Transports without server-side sessions do not have this.
+   */
+  onSessionExpired?(handler: () => Promise<void>): void;
   readonly pid: number | undefined;
   readonly closed: boolean;
 }

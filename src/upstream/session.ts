@@ -95,6 +95,9 @@ export class UpstreamSession extends EventEmitter {
   private startPromise: Promise<SessionInfo> | undefined;
   private transport: WireTransport | undefined;
   private lastClose: CloseInfo | undefined;
+  private closedAnnounced = false;
+  /** The chart's renewal of an expired legacy session, while it runs (see renew). */
+  private renewal: Promise<void> | undefined;
   /** Ordinary requests once the chart is ready (era envelope, input_required rounds, progress, Mcp-Param headers). */
   private readonly client: RequestClient;
 
@@ -144,7 +147,17 @@ export class UpstreamSession extends EventEmitter {
       this.emit('era.stale', { server: this.name, cached: e.cached, found: e.found });
     });
     this.actor.subscribe({
-      next: (snapshot) => this.emit('state', snapshot),
+      next: (snapshot) => {
+        this.emit('state', snapshot);
+        // `closed` means the chart closed a ready session (the upstream went away, or an expired legacy
+        // session could not be opened again). A process lost while connecting is the chart's business (a
+        // respawn, or a start failure start() reports): announcing it would let listeners take it for the
+        // successor's.
+        if (snapshot.matches('closed') && !this.closedAnnounced) {
+          this.closedAnnounced = true;
+          this.emit('closed', this.lastClose ?? { reason: 'connection-lost', error: new Error(snapshot.context.closeReason ?? 'closed') });
+        }
+      },
       error: (err) => this.log.error({ err }, 'session actor failed'),
     });
   }
@@ -201,6 +214,8 @@ export class UpstreamSession extends EventEmitter {
 
   /** The connection a request goes out on, once the chart is ready (starting the session first if needed). */
   private async readyConnection(): Promise<ReadyConnection> {
+    // A request that arrives while an expired legacy session is being opened again waits for it.
+    if (this.renewal) await this.renewal.catch(() => undefined);
     if (!this.isReady) await this.start();
     const { era, negotiated, capabilities, modernVersions } = this.actor.getSnapshot().context;
     if (!this.peer || !era || !negotiated || !this.transport || !this.isReady) {
@@ -272,11 +287,8 @@ export class UpstreamSession extends EventEmitter {
       const detail = closeDetail(info);
       this.log.info({ reason: info.reason, code: info.code, signal: info.signal }, 'upstream closed');
       this.actor.send({ type: 'transport.closed', reason: info.reason, ...(detail ? { detail } : {}) });
-      // `closed` means the chart closed the session (ready → closed). A process lost while connecting is
-      // the chart's business (a respawn, or a start failure start() reports): announcing it would let
-      // listeners take it for the successor's.
-      if (this.actor.getSnapshot().matches('closed')) this.emit('closed', info);
     });
+    channel.onSessionExpired?.(() => this.renew(channel));
     channel.start().then(
       () => {
         if (channel !== this.channel) return;
@@ -291,12 +303,37 @@ export class UpstreamSession extends EventEmitter {
     );
   }
 
+  /**
+   * The transport says the server expired the legacy session: the chart decides (renewing: a fresh
+   * initialize). Resolves when the chart is ready again; rejects when it closed the session instead.
+   */
+  private renew(channel: Channel): Promise<void> {
+    if (channel !== this.channel) return Promise.reject(new McpxError('MCPX_SESSION_CLOSED', `${this.name}: the connection was replaced`));
+    this.renewal ??= new Promise<void>((resolve, reject) => {
+      const check = (snapshot: SessionSnapshot): void => {
+        if (snapshot.matches('renewing')) return;
+        sub.unsubscribe();
+        this.renewal = undefined;
+        if (snapshot.matches('ready')) resolve();
+        else reject(new McpxError('MCPX_SESSION_CLOSED', `${this.name}: ${snapshot.context.closeReason ?? `the legacy session expired (${stateName(snapshot)})`}`));
+      };
+      const sub = this.actor.subscribe(check);
+      this.log.info({ renewals: this.actor.getSnapshot().context.renewals }, 'the server expired the legacy session (HTTP 404); opening it again');
+      this.actor.send({ type: 'transport.expired' });
+      check(this.actor.getSnapshot());
+    });
+    return this.renewal;
+  }
+
   private onKill(): void {
     const channel = this.channel;
     if (!channel) return;
     this.channel = undefined;
     this.peer = undefined;
-    const done = channel.close().catch((err: unknown) => this.log.warn({ err }, 'error while stopping upstream'));
+    // Requests still waiting learn why the chart closed the session (an expired session not opened again).
+    const s = this.actor.getSnapshot();
+    const why = s.matches('closed') && s.context.closeReason ? new McpxError('MCPX_SESSION_CLOSED', `${this.name}: ${s.context.closeReason}`) : undefined;
+    const done = channel.close(why).catch((err: unknown) => this.log.warn({ err }, 'error while stopping upstream'));
     this.closing.add(done);
     void done.finally(() => this.closing.delete(done));
   }

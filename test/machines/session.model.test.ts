@@ -41,6 +41,15 @@ function modelEvents(p: Profile) {
       return [fails ? { type: 'transport.closed', reason: 'spawn-failed', detail: 'spawn ENOENT' } : { type: 'transport.ready' }];
     }
     const c = s.context;
+    if (s.matches('renewing')) {
+      // The fresh initialize after the server expired the legacy session is answered per `p.expires`.
+      const r = p.expires!;
+      const id = c.initializeId!;
+      if (r.kind === 'silent') return __unsafe_getAllOwnEventDescriptors(s).filter((t) => t.includes('startTimeout')).map((type) => ({ type }) as unknown as SessionEvent);
+      if (r.kind === 'exit') return [{ type: 'transport.closed', reason: 'connection-lost', detail: 'connection lost' }];
+      if (r.kind === 'fail') return [{ type: 'rpc.failed', id, failure: r.failure }];
+      return 'result' in r.answer ? [{ type: 'rpc.result', id, result: r.answer.result }] : [{ type: 'rpc.error', id, error: (r.answer as { error: never }).error }];
+    }
     // No probe needs this many requests; a chart that loops (say, retrying -32022 forever) would make the
     // graph infinite, so its paths end here, still open, and fail the oracle instead of exhausting memory.
     if (c.nextId > MAX_PROBE_REQUESTS) return [];
@@ -78,6 +87,8 @@ function modelEvents(p: Profile) {
     if (s.matches('ready')) {
       // Once ready, only a late discover answer (after a legacy race win) or a crash can follow.
       const late = events.filter((e) => e.type !== 'transport.closed');
+      // An HTTP legacy session the server expires, once (it is then opened again, or closed).
+      if (p.expires && c.era === 'legacy' && c.httpTransport === 'streamable-http' && c.renewals === 0) late.push({ type: 'transport.expired' });
       return p.crashAfterReady ? [...late, { type: 'transport.closed', reason: 'exit', detail: 'exit code 3' }] : late;
     }
     const timers = __unsafe_getAllOwnEventDescriptors(s).filter((t) => t.startsWith('xstate.after.'));
@@ -106,6 +117,7 @@ const serializeState = (s: SessionSnapshot) =>
     dv: s.context.discoverVersion,
     vr: s.context.versionRetried,
     sp: s.context.spawns,
+    rn: s.context.renewals,
     r: s.context.afterRespawn,
     era: s.context.era,
     m: s.context.supportsModern,
@@ -192,6 +204,7 @@ async function replay(p: Profile, pref: MachinePreference, cache: CacheState, pa
     else if (e.type === 'transport.closed') upstream.current.exit(1);
     else if (e.type === 'rpc.result' || e.type === 'rpc.error') expect(upstream.current.answer(e.id)).toBe('answered');
     else if (e.type === 'rpc.failed') expect(upstream.current.answer(e.id)).toBe('failed');
+    else if (e.type === 'transport.expired') upstream.current.expire();
     else if (e.type.includes('probeTimeout')) clock.increment(PROBE_TIMEOUT);
     else if (e.type.includes('startTimeout')) clock.increment(START_TIMEOUT);
     else throw new Error(`no way to replay ${e.type}`);
@@ -259,6 +272,7 @@ describe.each(combos)('%s under %s, cached era: %s', (_name, pref, cache, p) => 
   it.each(complete.map((path) => [describePath(path), path] as const))('%s', async (_, path) => {
     pathCount++;
     let want = expected(p, pref, cache);
+    if (path.steps.some((st) => st.event.type === 'transport.expired')) want = p.afterExpiry!;
     if ('firstWins' in want) {
       const first = path.steps.find((st) => st.event.type === 'rpc.result' || st.event.type === 'rpc.error')?.event as { id: string };
       want = { era: first.id.startsWith('mcpx-initialize') ? 'legacy' : 'modern' };
@@ -319,6 +333,26 @@ describe('stopping', () => {
     expect(session.snapshot.value).toEqual({ connecting: 'discovering' });
     await session.stop();
     await expect(started).rejects.toMatchObject({ code: 'MCPX_SESSION_CLOSED' });
+    expect(session.snapshot.value).toBe('stopped');
+    expect(upstream.current.closed).toBe(true);
+  });
+});
+
+describe('stopping while an expired legacy session is opened again', () => {
+  it('stops the session (and its connection) instead of waiting for the server', async () => {
+    const p = HTTP_PROFILES.find((x) => x.name === 'http legacy, session expires, server silent after')!;
+    const upstream = new SimulatedUpstream(p);
+    const session = new UpstreamSession({ name: 'sim', definition: { url: 'http://127.0.0.1:9/mcp' }, preference: 'force-initialize', channelFactory: upstream.factory, inspect: recordCoverage });
+    const started = session.start();
+    upstream.current.ready();
+    await settle();
+    expect(upstream.current.answer(upstream.current.pending[0]!.id)).toBe('answered');
+    await started;
+    upstream.current.expire();
+    await settle();
+    expect(session.snapshot.value).toBe('renewing');
+    expect(upstream.current.pending.map((r) => r.method)).toEqual(['initialize']);
+    await session.stop();
     expect(session.snapshot.value).toBe('stopped');
     expect(upstream.current.closed).toBe(true);
   });

@@ -37,6 +37,10 @@ export interface Profile {
   http?: boolean;
   spawnFails?: boolean | WireTransport[];
   crashAfterReady?: boolean;
+  /** HTTP legacy: the server expires the session once it is ready (404), and answers the fresh initialize so. */
+  expires?: Reaction;
+  /** The outcome after that expiry (docs/behaviour.md §4: a new session, or the session closed). */
+  afterExpiry?: Outcome;
   /** Answers pending requests in any order (an SDK server with async handlers), not only oldest first. */
   outOfOrder?: boolean;
   /** States of the machine in which this server's process may crash. */
@@ -176,6 +180,14 @@ export const HTTP_PROFILES: Profile[] = [
   profile('http connection refused', fail('connection'), fail('connection'), [E(UNAVAILABLE), E(UNAVAILABLE), E(UNAVAILABLE), E(UNAVAILABLE)], http),
   profile('http modern, refuses the first request listing the version it refused (request-metadata)',
     (v, nth) => (nth === 0 ? now(error(-32022, { supported: ['2026-07-28'], requested: v })) : now(discoverResult())), now(refuseModern), [M, M, M, E(MISMATCH)], http),
+  // A legacy session the server expires (404): opened again with a fresh initialize, or closed.
+  profile('http legacy, session expires, opened again', now(error(-32601)), now(initResult()), [L, L, E(MISMATCH), L], { ...http, expires: now(initResult()), afterExpiry: L }),
+  profile('http legacy, session expires, initialize refused after', now(error(-32601)), now(initResult()), [L, L, E(MISMATCH), L],
+    { ...http, expires: fail('status', 404), afterExpiry: { era: 'legacy', then: 'closed' } }),
+  profile('http legacy, session expires, server silent after', now(error(-32601)), now(initResult()), [L, L, E(MISMATCH), L],
+    { ...http, expires: { kind: 'silent' }, afterExpiry: { era: 'legacy', then: 'closed' } }),
+  profile('http legacy, session expires, connection lost after', now(error(-32601)), now(initResult()), [L, L, E(MISMATCH), L],
+    { ...http, expires: { kind: 'exit' }, afterExpiry: { era: 'legacy', then: 'closed' } }),
   profile('http -32022 in a 400, then retry',
     (v) => (v === '2026-07-28' ? now(discoverResult()) : now(error(-32022, { supported: ['2026-07-28'], requested: v }))),
     now(refuseModern), [M, M, M, E(MISMATCH)], { ...http, modernVersions: ['2027-03-01', '2026-07-28'] }),

@@ -46,6 +46,9 @@ export class SimulatedChannel implements Channel {
   private startResolve: (() => void) | undefined;
   private startReject: ((e: Error) => void) | undefined;
   private isClosed = false;
+  private expiredHandlers: Array<() => Promise<void>> = [];
+  /** The server expired this connection's legacy session: its next initialize is answered per `profile.expires`. */
+  private expired = false;
   /** This process's record of each request it received, by id. */
   private readonly records = new Map<string | number, WireRecord>();
   readonly pid: number;
@@ -94,7 +97,8 @@ export class SimulatedChannel implements Channel {
     if (idx < 0) throw new Error(`process ${this.attempt} has no pending request ${id}; pending: ${this.pending.map((r) => r.id).join(', ')}`);
     const req = this.pending[idx]!;
     const record = this.records.get(req.id)!;
-    const reaction = this.upstream.profile.react(req.method as 'server/discover' | 'initialize', record.version ?? '', this.transport, record.nth ?? 0);
+    const renewal = this.expired && req.method === 'initialize' ? this.upstream.profile.expires : undefined;
+    const reaction = renewal ?? this.upstream.profile.react(req.method as 'server/discover' | 'initialize', record.version ?? '', this.transport, record.nth ?? 0);
     if (reaction.kind === 'silent') return 'silent';
     if (reaction.kind === 'exit') {
       this.exit(1);
@@ -112,6 +116,16 @@ export class SimulatedChannel implements Channel {
     const message = { jsonrpc: '2.0' as const, id: req.id, ...reaction.answer } as JsonRpcMessage;
     for (const l of this.messageListeners) l(message);
     return 'answered';
+  }
+
+  /** The server says the legacy session is gone (as a 404 would): the owner is asked to open it again. */
+  expire(): void {
+    this.expired = true;
+    for (const h of this.expiredHandlers) h().catch(() => undefined);
+  }
+
+  onSessionExpired(handler: () => Promise<void>): void {
+    this.expiredHandlers.push(handler);
   }
 
   exit(code: number): void {

@@ -321,29 +321,41 @@ describe('legacy requests', () => {
     for (const e of answers.slice(-2)) expect(e.headers['mcp-session-id']).toBeDefined();
   });
 
-  it('a 404 on the session re-initializes (fresh initialize + initialized) and retries the request once', async () => {
-    const { logger, records } = recordingLogger();
-    const { peer } = open(fx.sessions.url, { logger });
+  // Whether and how to open an expired session again is the session chart's decision (renewing); the
+  // channel reports the 404, holds the requests that met it, and sends them once more when the owner is done.
+  it('a 404 on the session goes to the owner once (however many requests met it), then each request is sent once more', async () => {
+    const { peer, channel } = open(fx.sessions.url);
     await handshake(peer);
     expect(textOf(await peer.request('tools/call', { name: 'echo', arguments: { text: 'before' } }))).toBe('before era=legacy');
     const oldSid = lastRequest(fx.sessions.log, 'tools/call').headers['mcp-session-id'];
+    let renewals = 0;
+    // The owner's renewal, as the session chart does it: a fresh initialize and notifications/initialized.
+    channel.onSessionExpired(async () => {
+      renewals++;
+      await handshake(peer);
+    });
     const killed = await request(`${fx.sessions.origin}/kill-sessions`, { method: 'POST' });
     expect(await killed.body.json()).toMatchObject({ killed: expect.any(Number) });
-    const initsBefore = httpRequests(fx.sessions.log, 'initialize').length;
 
-    expect(textOf(await peer.request('tools/call', { name: 'echo', arguments: { text: 'after' } }))).toBe('after era=legacy');
-
-    const calls = httpRequests(fx.sessions.log, 'tools/call').slice(-2);
-    expect(calls[0]!.headers['mcp-session-id']).toBe(oldSid);
-    expect((await responseOf(fx.sessions.log, calls[0]!)).status).toBe(404);
-    const newSid = calls[1]!.headers['mcp-session-id'];
+    const texts = await Promise.all(['a', 'b', 'c'].map(async (t) => textOf(await peer.request('tools/call', { name: 'echo', arguments: { text: t } }))));
+    expect(texts).toEqual(['a era=legacy', 'b era=legacy', 'c era=legacy']);
+    expect(renewals).toBe(1);
+    const calls = httpRequests(fx.sessions.log, 'tools/call').slice(-6);
+    expect(calls.filter((c) => c.headers['mcp-session-id'] === oldSid)).toHaveLength(3);
+    const newSid = calls.at(-1)!.headers['mcp-session-id'];
     expect(newSid).toBeDefined();
     expect(newSid).not.toBe(oldSid);
-    const inits = httpRequests(fx.sessions.log, 'initialize');
-    expect(inits.length).toBe(initsBefore + 1);
-    expect(inits.at(-1)!.headers).toEqual({});
-    expect(lastRequest(fx.sessions.log, 'notifications/initialized').headers['mcp-session-id']).toBe(newSid);
-    expect(records.some((r) => r.level === 'info' && /re-initializ/.test(r.msg ?? ''))).toBe(true);
+    expect(calls.filter((c) => c.headers['mcp-session-id'] === newSid)).toHaveLength(3);
+  });
+
+  it('a 404 on the session with no owner to open it again fails the request with MCPX_SESSION_CLOSED and closes the channel', async () => {
+    const { peer, channel, closes } = open(fx.sessions.url);
+    await handshake(peer);
+    await request(`${fx.sessions.origin}/kill-sessions`, { method: 'POST' });
+    const err = await caught(peer.request('tools/call', { name: 'echo', arguments: { text: 'x' } }));
+    expect(err).toMatchObject({ code: 'MCPX_SESSION_CLOSED', message: expect.stringMatching(/HTTP 404/) });
+    await channel.close();
+    expect(closes[0]).toMatchObject({ reason: 'connection-lost' });
   });
 
   it('close() sends DELETE with the session id', async () => {

@@ -10,7 +10,7 @@ import { laneSessionPreference, type SessionPreference } from '../../src/machine
 import { EraCache } from '../../src/upstream/era-cache.js';
 import { UpstreamSession, type UpstreamSessionOptions } from '../../src/upstream/session.js';
 import { startHttpFixture, type HttpFixture } from '../fixtures/http/index.js';
-import { httpRequests, readHttpLog } from '../fixtures/http/log.js';
+import { httpRequests, readHttpLog, waitForHttpLog } from '../fixtures/http/log.js';
 import { tempDir, textOf } from '../support/real.js';
 import { recordingLogger } from '../support/recording-logger.js';
 
@@ -214,15 +214,35 @@ describe('statuses that are errors, not era evidence (nothing cached)', () => {
   });
 });
 
-describe('an expired legacy HTTP session', () => {
-  it('is opened again with a fresh initialize when the server says 404; the session stays ready', async () => {
+describe('an expired legacy HTTP session (the chart\'s renewing state)', () => {
+  it('is opened again with a fresh initialize when the server says 404, and the request is sent once more', async () => {
     const f = await fixture('v1-legacy-sessions');
-    const session = httpSession(f, 'force-initialize');
+    const { logger, records } = recordingLogger();
+    const session = httpSession(f, 'force-initialize', { logger });
     try {
       await session.start();
+      expect(textOf(await session.callTool('echo', { text: 'before' }))).toBe('before era=legacy');
+      const log = async () => httpRequests(f.log);
+      const oldSid = (await log()).filter((r) => r.rpcMethod === 'tools/call').at(-1)!.headers['mcp-session-id'];
+      const initsBefore = (await log()).filter((r) => r.rpcMethod === 'initialize').length;
       await fetch(`${f.origin}/kill-sessions`, { method: 'POST' });
+
       expect(textOf(await session.callTool('echo', { text: 'after' }))).toBe('after era=legacy');
       expect(session.snapshot.value).toBe('ready');
+      expect(session.snapshot.context.renewals).toBe(1);
+
+      const wireLog = await log();
+      const calls = wireLog.filter((r) => r.rpcMethod === 'tools/call').slice(-2);
+      expect(calls[0]!.headers['mcp-session-id']).toBe(oldSid);
+      const newSid = calls[1]!.headers['mcp-session-id'];
+      expect(newSid).toBeDefined();
+      expect(newSid).not.toBe(oldSid);
+      const inits = wireLog.filter((r) => r.rpcMethod === 'initialize');
+      expect(inits.length).toBe(initsBefore + 1);
+      expect(inits.at(-1)!.headers['mcp-session-id']).toBeUndefined();
+      // notifications/initialized is its own POST, which may reach the server after the retried call.
+      await waitForHttpLog(f.log, (events) => events.some((e) => e.event === 'request' && (e as { rpcMethod?: string }).rpcMethod === 'notifications/initialized' && (e as { headers: Record<string, string> }).headers['mcp-session-id'] === newSid), 30_000);
+      expect(records.some((r) => /expired the legacy session/.test(r.msg ?? ''))).toBe(true);
     } finally {
       await session.stop();
     }
@@ -235,7 +255,7 @@ describe('an expired legacy HTTP session', () => {
       await session.start();
       const closed = new Promise<void>((resolve) => session.once('closed', () => resolve()));
       await fetch(`${f.origin}/kill-sessions?refuse=initialize`, { method: 'POST' });
-      await expect(session.callTool('echo', { text: 'after' })).rejects.toMatchObject({ code: 'MCPX_SESSION_CLOSED', message: expect.stringMatching(/re-initializing failed/) });
+      await expect(session.callTool('echo', { text: 'after' })).rejects.toMatchObject({ code: 'MCPX_SESSION_CLOSED', message: expect.stringMatching(/would not open the expired legacy session again/) });
       await closed;
       expect(session.snapshot.value).toBe('closed');
     } finally {
