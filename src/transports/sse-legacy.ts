@@ -14,6 +14,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { McpxError, MessageTooLargeError, TransportClosedError } from '../errors.js';
 import { redactUrl } from '../redaction.js';
 import { HTTPStatusError, HttpConnectionError, HttpRedactor, statusError } from './http-errors.js';
+import { ChannelBase } from './channel-base.js';
 import { classifyMessage, isRequest, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
 import { describeCause, headerValue, mediaType, readPrefix } from './http-body.js';
 import { SseDecoder } from './sse.js';
@@ -35,24 +36,18 @@ export interface LegacySseChannelOptions {
   dispatcher?: Dispatcher;
 }
 
-type MessageListener = (message: JsonRpcMessage, context?: unknown) => void;
-type CloseListener = (info: CloseInfo) => void;
-type RequestErrorListener = (id: JsonRpcId, error: Error) => void;
 
-export class LegacySseChannel implements Channel {
+export class LegacySseChannel extends ChannelBase implements Channel {
   readonly url: URL;
   readonly displayUrl: string;
   private readonly headers: Record<string, string>;
   private readonly redactor: HttpRedactor;
-  private readonly log: TransportLogger;
+  protected readonly log: TransportLogger;
   private readonly maxMessageBytes: number;
   private readonly timeoutMs: number;
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
 
-  private readonly messageListeners: MessageListener[] = [];
-  private readonly closeListeners: CloseListener[] = [];
-  private readonly requestErrorListeners: RequestErrorListener[] = [];
 
   private endpoint: URL | undefined;
   private startPromise: Promise<void> | undefined;
@@ -61,9 +56,9 @@ export class LegacySseChannel implements Channel {
   private stream: Dispatcher.ResponseData['body'] | undefined;
   private readonly posts = new Set<AbortController>();
   private isClosed = false;
-  private closeFired = false;
 
   constructor(options: LegacySseChannelOptions) {
+    super();
     const headers = normalizeConfiguredHeaders(options.headers, 'HTTP+SSE upstream');
     const { url, display } = parseHttpUrl(options.url, headers, 'HTTP+SSE upstream');
     this.url = url;
@@ -88,18 +83,6 @@ export class LegacySseChannel implements Channel {
   /** Where messages are POSTed, once start() resolved (shown without credentials or query values). */
   get endpointUrl(): string | undefined {
     return this.endpoint ? redactUrl(this.endpoint) : undefined;
-  }
-
-  onMessage(listener: MessageListener): void {
-    this.messageListeners.push(listener);
-  }
-
-  onClose(listener: CloseListener): void {
-    this.closeListeners.push(listener);
-  }
-
-  onRequestError(listener: RequestErrorListener): void {
-    this.requestErrorListeners.push(listener);
   }
 
   start(): Promise<void> {
@@ -299,13 +282,7 @@ export class LegacySseChannel implements Channel {
         this.log.warn({ url: this.displayUrl, reason: c.reason }, 'ignoring an SSE message that is not JSON-RPC');
         continue;
       }
-      for (const listener of this.messageListeners) {
-        try {
-          listener(c.message, undefined);
-        } catch (err) {
-          this.log.error({ err }, 'a message listener threw');
-        }
-      }
+      this.deliverMessage(c.message, undefined);
     }
   }
 
@@ -349,13 +326,7 @@ export class LegacySseChannel implements Channel {
       this.log.warn({ err: error, method: what, url: this.displayUrl }, 'could not deliver a message to the upstream');
       return;
     }
-    for (const listener of this.requestErrorListeners) {
-      try {
-        listener(message.id, error);
-      } catch (err) {
-        this.log.error({ err }, 'a request-error listener threw');
-      }
-    }
+    this.reportRequestError(message.id, error);
   }
 
   // ---------------------------------------------------------------------------------- closing
@@ -388,14 +359,6 @@ export class LegacySseChannel implements Channel {
   }
 
   private fireClose(info: CloseInfo): void {
-    if (this.closeFired) return;
-    this.closeFired = true;
-    for (const listener of this.closeListeners) {
-      try {
-        listener(info);
-      } catch (err) {
-        this.log.error({ err }, 'a close listener threw');
-      }
-    }
+    this.reportClose(info);
   }
 }

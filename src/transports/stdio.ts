@@ -18,6 +18,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { MessageTooLargeError, SpawnError, TransportClosedError } from '../errors.js';
+import { ChannelBase } from './channel-base.js';
 import { parseMessage, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
 import { encode, NdjsonDecoder } from './ndjson.js';
 import { procStat } from './proc-stat.js';
@@ -79,10 +80,8 @@ const STDOUT_DRAIN_MS = 250;
 const KILL_WAIT_MS = 5000;
 const POLL_MS = 20;
 
-type MessageListener = (message: JsonRpcMessage, context?: unknown) => void;
-type CloseListener = (info: CloseInfo) => void;
 
-export class StdioChannel implements Channel {
+export class StdioChannel extends ChannelBase implements Channel {
   private readonly command: string;
   private readonly args: string[];
   private readonly env: Record<string, string> | undefined;
@@ -94,7 +93,7 @@ export class StdioChannel implements Channel {
   private readonly cwd: string | undefined;
   private readonly maxMessageBytes: number;
   private readonly stopGraceMs: number;
-  private readonly log: TransportLogger;
+  protected readonly log: TransportLogger;
 
   private child: ChildProcess | undefined;
   private startPromise: Promise<void> | undefined;
@@ -107,7 +106,6 @@ export class StdioChannel implements Channel {
   private stdoutDone = false;
   /** send() refuses; set by close(), by a fault, and when onClose fires. */
   private isClosed = false;
-  private closeFired = false;
   private settleTimer: NodeJS.Timeout | undefined;
 
   private readonly exitSeen: Promise<void>;
@@ -115,8 +113,6 @@ export class StdioChannel implements Channel {
   private readonly stdoutSeen: Promise<void>;
   private markStdoutSeen!: () => void;
 
-  private readonly messageListeners: MessageListener[] = [];
-  private readonly closeListeners: CloseListener[] = [];
 
   private readonly stderrLines: string[] = [];
   private readonly stderrDecoder = new StringDecoder('utf8');
@@ -124,6 +120,7 @@ export class StdioChannel implements Channel {
   private stderrTruncated = false;
 
   constructor(options: StdioChannelOptions) {
+    super();
     this.command = options.command;
     this.args = options.args ?? [];
     this.env = options.env;
@@ -149,14 +146,6 @@ export class StdioChannel implements Channel {
   /** The last lines the child wrote to stderr (at most 20, each at most 500 characters and a cut mark), configured secrets redacted. */
   get stderrTail(): string[] {
     return [...this.stderrLines];
-  }
-
-  onMessage(listener: MessageListener): void {
-    this.messageListeners.push(listener);
-  }
-
-  onClose(listener: CloseListener): void {
-    this.closeListeners.push(listener);
   }
 
   start(): Promise<void> {
@@ -283,13 +272,7 @@ export class StdioChannel implements Channel {
       this.log.warn({ pid: this.pid, reason: parsed.reason, line: truncate(redactSecrets(line, this.secrets), 200) }, 'ignoring a stdout line that is not a JSON-RPC message');
       return;
     }
-    for (const listener of this.messageListeners) {
-      try {
-        listener(parsed.message, undefined);
-      } catch (err) {
-        this.log.error({ err }, 'a message listener threw');
-      }
-    }
+    this.deliverMessage(parsed.message, undefined);
   }
 
   private handleStderrText(text: string): void {
@@ -388,16 +371,9 @@ export class StdioChannel implements Channel {
 
   private fireClose(info: CloseInfo): void {
     if (this.closeFired) return;
-    this.closeFired = true;
     this.isClosed = true;
     clearTimeout(this.settleTimer);
-    for (const listener of this.closeListeners) {
-      try {
-        listener(info);
-      } catch (err) {
-        this.log.error({ err }, 'a close listener threw');
-      }
-    }
+    this.reportClose(info);
   }
 
   /** stdin EOF → grace → SIGTERM to the group → grace → SIGKILL to the group; then sweep stragglers. */

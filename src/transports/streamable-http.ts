@@ -33,6 +33,7 @@ import {
   statusError,
   type HttpFailureInit,
 } from './http-errors.js';
+import { ChannelBase } from './channel-base.js';
 import { classifyMessage, isNotification, isRequest, isResponse, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
 import { encodeParamValue } from './mcp-param-headers.js';
 import type { Channel, CloseInfo, JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, SendOptions } from './types.js';
@@ -89,9 +90,6 @@ export interface StreamableHttpChannelOptions {
   dispatcher?: Dispatcher;
 }
 
-type MessageListener = (message: JsonRpcMessage, context?: unknown) => void;
-type CloseListener = (info: CloseInfo) => void;
-type RequestErrorListener = (id: JsonRpcId, error: Error) => void;
 
 /** One POST (and, after a session renewal, its retry). */
 interface Flight {
@@ -204,20 +202,17 @@ export function parseHttpUrl(raw: string, headers: Record<string, string>, what:
 
 // ------------------------------------------------------------------------------------ the channel
 
-export class StreamableHttpChannel implements Channel {
+export class StreamableHttpChannel extends ChannelBase implements Channel {
   readonly url: URL;
   /** The URL as it may appear in errors and logs (no credentials, no query values). */
   readonly displayUrl: string;
   private readonly headers: Record<string, string>;
   private readonly redactor: HttpRedactor;
-  private readonly log: TransportLogger;
+  protected readonly log: TransportLogger;
   private readonly maxMessageBytes: number;
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
 
-  private readonly messageListeners: MessageListener[] = [];
-  private readonly closeListeners: CloseListener[] = [];
-  private readonly requestErrorListeners: RequestErrorListener[] = [];
 
   private readonly inflight = new Set<Flight>();
   private readonly requestsById = new Map<JsonRpcId, Flight>();
@@ -227,10 +222,10 @@ export class StreamableHttpChannel implements Channel {
   /** The legacy standalone GET stream (§4.3), for the session it belongs to. */
   private standalone: { session: LegacySession; controller: AbortController } | undefined;
   private isClosed = false;
-  private closeFired = false;
   private closePromise: Promise<void> | undefined;
 
   constructor(options: StreamableHttpChannelOptions) {
+    super();
     const headers = normalizeConfiguredHeaders(options.headers, 'Streamable HTTP upstream');
     const { url, display } = parseHttpUrl(options.url, headers, 'Streamable HTTP upstream');
     this.url = url;
@@ -261,18 +256,6 @@ export class StreamableHttpChannel implements Channel {
   /** Messages posted and not yet finished (requests waiting for an answer, notifications in transit). */
   get inflightCount(): number {
     return this.inflight.size;
-  }
-
-  onMessage(listener: MessageListener): void {
-    this.messageListeners.push(listener);
-  }
-
-  onClose(listener: CloseListener): void {
-    this.closeListeners.push(listener);
-  }
-
-  onRequestError(listener: RequestErrorListener): void {
-    this.requestErrorListeners.push(listener);
   }
 
   /** Nothing to open: the first POST connects. */
@@ -356,13 +339,7 @@ export class StreamableHttpChannel implements Channel {
       return;
     }
     this.log.debug({ err: error, method: flight.method, id: flight.id, url: this.displayUrl }, 'an HTTP request failed');
-    for (const listener of this.requestErrorListeners) {
-      try {
-        listener(flight.id, error);
-      } catch (err) {
-        this.log.error({ err }, 'a request-error listener threw');
-      }
-    }
+    this.reportRequestError(flight.id, error);
   }
 
   /** The headers for one message, and the session id it carries (if any). `extra`: send()'s, modern only. */
@@ -614,13 +591,7 @@ export class StreamableHttpChannel implements Channel {
       // Remember the session before anyone hears of it: a listener may send notifications/initialized at once.
       if (flight.method === 'initialize' && 'result' in message) this.noteInitialize(message.result, headers);
     }
-    for (const listener of this.messageListeners) {
-      try {
-        listener(message, flight.context);
-      } catch (err) {
-        this.log.error({ err }, 'a message listener threw');
-      }
-    }
+    this.deliverMessage(message, flight.context);
   }
 
   /** An initialize result with a protocolVersion opens (or replaces) the legacy session. */
@@ -814,13 +785,7 @@ export class StreamableHttpChannel implements Channel {
           method: flight.method,
           reason: info.reason,
         });
-        for (const listener of this.requestErrorListeners) {
-          try {
-            listener(flight.id!, error);
-          } catch (err) {
-            this.log.error({ err }, 'a request-error listener threw');
-          }
-        }
+        this.reportRequestError(flight.id!, error);
       }
       flight.controller.abort(new Error('channel closed'));
     }
@@ -850,14 +815,6 @@ export class StreamableHttpChannel implements Channel {
   }
 
   private fireClose(info: CloseInfo): void {
-    if (this.closeFired) return;
-    this.closeFired = true;
-    for (const listener of this.closeListeners) {
-      try {
-        listener(info);
-      } catch (err) {
-        this.log.error({ err }, 'a close listener threw');
-      }
-    }
+    this.reportClose(info);
   }
 }
