@@ -15,13 +15,14 @@ import { createReadStream } from 'node:fs';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import { z } from 'zod';
-import { McpxError, SettingValueError, UnknownSettingError } from '../errors.js';
+import { McpxError, SettingValueError, UnknownSettingError, type ErrorCode } from '../errors.js';
 import { loopbackHost } from '../config/settings.js';
 import type { CallContext } from '../pool/types.js';
 import { Controller } from './controller.js';
 import type { DaemonEvent } from './events.js';
 import { buildOpenApi } from './openapi.js';
 import { packageVersion } from './package-info.js';
+import { checkResponses, type ResponseViolation } from './response-contract.js';
 import { CALLER_PROTOCOL_HEADER, callHeadersSchema, ROUTES, SESSION_HEADER, type RouteDef } from './schemas.js';
 import { localMermaid, MERMAID_ASSET_URL, statechartPage } from './statechart-page.js';
 // The /mcp entry (the MCP SDK's server side) loads on the first /mcp request, not before the daemon listens.
@@ -60,6 +61,8 @@ export interface AppDeps {
   mcp?: McpHttpEntry | (() => Promise<McpHttpEntry>);
   /** The `mcpx ui` page's state (probe ring, login codes), shared by the daemon's listeners; default: one of its own. */
   ui?: UiHub;
+  /** Tests: hold every JSON answer against the schema its route declares, reporting mismatches here. */
+  checkResponses?: (violation: ResponseViolation) => void;
 }
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
@@ -79,35 +82,62 @@ export interface ApiError {
   data?: Record<string, unknown>;
 }
 
-/** HTTP status for an McpxError code. */
+/**
+ * The HTTP status of each error code on /v1. A Record over every ErrorCode, so a new code does not compile
+ * until it is given a status here. Upstream and session failures are 500: the request reached mcpx and
+ * mcpx could not do it; 4xx codes are the caller's.
+ */
+const STATUS: Record<ErrorCode, number> = {
+  MCPX_BAD_REQUEST: 400,
+  MCPX_BAD_SETTING: 400,
+  MCPX_BAD_PROTOCOL_VALUE: 400,
+  MCPX_UNKNOWN_QUESTION: 400,
+  MCPX_UNAUTHORIZED: 401,
+  MCPX_FORBIDDEN: 403,
+  MCPX_UNKNOWN_SERVER: 404,
+  MCPX_UNKNOWN_SETTING: 404,
+  MCPX_NOT_FOUND: 404,
+  MCPX_ALREADY_ANSWERED: 409,
+  MCPX_QUESTION_CLOSED: 409,
+  MCPX_TOO_MANY_ASKS: 429,
+  MCPX_NOT_IMPLEMENTED: 501,
+  MCPX_SHUTTING_DOWN: 503,
+  // configuration (a reload that failed), the daemon itself
+  MCPX_BAD_CONFIG: 500,
+  MCPX_SOCKET_CONFLICT: 500,
+  MCPX_DAEMON_RUNNING: 500,
+  MCPX_DAEMON_UNAVAILABLE: 500,
+  MCPX_CACHE_IO: 500,
+  MCPX_INTERNAL: 500,
+  // upstreams, their transports and the era probe
+  MCPX_SPAWN_FAILED: 500,
+  MCPX_TRANSPORT_CLOSED: 500,
+  MCPX_MESSAGE_TOO_LARGE: 500,
+  MCPX_REQUEST_TIMEOUT: 500,
+  MCPX_REQUEST_CANCELLED: 500,
+  MCPX_HTTP_STATUS: 500,
+  MCPX_UPSTREAM_UNAUTHORIZED: 500,
+  MCPX_CONNECT_TIMEOUT: 500,
+  MCPX_BAD_UPSTREAM: 500,
+  MCPX_ERA_MISMATCH: 500,
+  MCPX_NO_COMMON_VERSION: 500,
+  MCPX_MODERN_PROTOCOL_ERROR: 500,
+  MCPX_UNSUPPORTED_LEGACY_VERSION: 500,
+  MCPX_PROBE_REFUSED: 500,
+  MCPX_START_TIMEOUT: 500,
+  MCPX_UPSTREAM_UNAVAILABLE: 500,
+  MCPX_SESSION_CLOSED: 500,
+  MCPX_UPSTREAM_ERROR: 500,
+  MCPX_BAD_RESULT: 500,
+  MCPX_BAD_TOOL: 500,
+  MCPX_POOL_STOPPED: 500,
+  MCPX_TOOL_ERROR: 500,
+  MCPX_QUESTION_REFUSED: 500,
+  MCPX_ASK_EXPIRED: 500,
+};
+
 export function statusFor(code: string): number {
-  switch (code) {
-    case 'MCPX_BAD_REQUEST':
-    case 'MCPX_BAD_SETTING':
-    case 'MCPX_BAD_PROTOCOL_VALUE':
-      return 400;
-    case 'MCPX_UNAUTHORIZED':
-      return 401;
-    case 'MCPX_FORBIDDEN':
-      return 403;
-    case 'MCPX_UNKNOWN_QUESTION':
-      return 400;
-    case 'MCPX_UNKNOWN_SERVER':
-    case 'MCPX_UNKNOWN_SETTING':
-    case 'MCPX_NOT_FOUND':
-      return 404;
-    case 'MCPX_ALREADY_ANSWERED':
-    case 'MCPX_QUESTION_CLOSED':
-      return 409;
-    case 'MCPX_TOO_MANY_ASKS':
-      return 429;
-    case 'MCPX_NOT_IMPLEMENTED':
-      return 501;
-    case 'MCPX_SHUTTING_DOWN':
-      return 503;
-    default:
-      return 500;
-  }
+  return Object.hasOwn(STATUS, code) ? STATUS[code as ErrorCode]! : 500;
 }
 
 function send(reply: FastifyReply, status: number, error: ApiError): FastifyReply {
@@ -262,6 +292,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   app.setNotFoundHandler((req, reply) => send(reply, 404, { code: 'MCPX_NOT_FOUND', message: `no route ${req.method} ${req.url.split('?')[0]}` }));
+
+  if (deps.checkResponses) checkResponses(app, deps.checkResponses);
 
   // ---- the route helper: validate every part with its zod schema, then run the handler ----
   function route<D extends RouteDef>(def: D, fn: (input: Input<D>, req: FastifyRequest, reply: FastifyReply) => Promise<unknown>): void {

@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino, type Logger as PinoLogger } from 'pino';
 import { Settings, type SettingsSources } from '../../src/config/settings.js';
 import { buildApp, type AppDeps } from '../../src/server/app.js';
+import type { ResponseViolation } from '../../src/server/response-contract.js';
 import { loadDaemonConfig } from '../../src/server/config-source.js';
 import { Controller, createPoolRegistry } from '../../src/server/controller.js';
 import { Scrubber } from '../../src/server/secrets.js';
@@ -92,6 +93,8 @@ export interface Harness {
   cache: EraCache;
   /** Another app over the same controller (e.g. the TCP listener). */
   app2(deps: Partial<AppDeps>): Promise<FastifyInstance>;
+  /** Answers so far that did not match the schema their route declares (close() fails when there are any). */
+  violations: ResponseViolation[];
   close(): Promise<void>;
 }
 
@@ -111,8 +114,10 @@ export async function harness(dir: string, servers: Record<string, ServerEntry>,
   const controller = new Controller({ settings, registry, config, logger, scrubber, settingsSources: sources, loadConfig: () => loadDaemonConfig({ configFlag: file, env, cwd: dir }) });
   await controller.start();
   const apps: FastifyInstance[] = [];
+  // Every answer is held against the schema its route declares (the /v1 contract); close() fails on a mismatch.
+  const violations: ResponseViolation[] = [];
   const app2 = async (deps: Partial<AppDeps>) => {
-    const a = await buildApp({ controller, logger, ...deps });
+    const a = await buildApp({ controller, logger, checkResponses: (v) => violations.push(v), ...deps });
     apps.push(a);
     return a;
   };
@@ -126,10 +131,12 @@ export async function harness(dir: string, servers: Record<string, ServerEntry>,
     logs,
     cache,
     app2,
+    violations,
     async close() {
       await controller.stop();
       await cache.whenIdle();
       await Promise.all(apps.map((a) => a.close()));
+      if (violations.length > 0) throw new Error(`answers that do not match their route's declared schema:\n${violations.map((v) => `${v.route} ${v.status}: ${v.issues.join('; ')}`).join('\n')}`);
     },
   };
 }

@@ -1,0 +1,38 @@
+/**
+ * The /v1 contract, checked on real responses: each route in ROUTES declares the body of each status it
+ * answers with, and this hook holds every JSON answer against that declaration. The daemon does not turn it
+ * on (the schemas describe what the handlers already build); the test harness does, so every API test is also
+ * a contract test, and a handler whose answer drifts from its declared schema fails the suite.
+ */
+import type { FastifyInstance } from 'fastify';
+import { ROUTES, type RouteDef } from './schemas.js';
+
+export interface ResponseViolation {
+  /** `METHOD /url` as ROUTES declares it. */
+  route: string;
+  status: number;
+  /** Each mismatch as `path: message`. */
+  issues: string[];
+}
+
+export function checkResponses(app: FastifyInstance, report: (v: ResponseViolation) => void): void {
+  const routes = new Map<string, RouteDef>(Object.values(ROUTES).map((r) => [`${r.method} ${r.url}`, r as RouteDef]));
+  app.addHook('onSend', async (req, reply, payload) => {
+    const route = `${req.method} ${req.routeOptions.url}`;
+    const schema = routes.get(route)?.responses[reply.statusCode]?.schema;
+    // Statuses any route may answer (401, 403, 500, 503) are described once, not per route.
+    if (!schema || typeof payload !== 'string') return payload;
+    // A route may answer another content type on request (`?format=html`); only JSON answers are held to the schema.
+    if (!String(reply.getHeader('content-type') ?? '').startsWith('application/json')) return payload;
+    let value: unknown;
+    try {
+      value = JSON.parse(payload);
+    } catch {
+      report({ route, status: reply.statusCode, issues: ['the body is not JSON'] });
+      return payload;
+    }
+    const r = schema.safeParse(value);
+    if (!r.success) report({ route, status: reply.statusCode, issues: r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`) });
+    return payload;
+  });
+}
