@@ -4,24 +4,16 @@
  * `--answer` / `--answers` / `--roots` — and the call goes on. The outcome has `/v1/call`'s shape,
  * so `--json` prints what it always printed.
  */
+import type { z } from 'zod';
+import type { askStartedSchema, askViewSchema, callResultSchema } from '../server/schemas.js';
 import { readFileSync } from 'node:fs';
 import { McpxError } from '../errors.js';
 import type { DaemonClient } from './client.js';
 import { answerQuestion, parseAnswerFlag, type AnswerSources, type Question } from './questions.js';
 
-export interface CallOutcomeBody {
-  ok: boolean;
-  result?: Record<string, unknown>;
-  error?: { code: string; message: string; data?: Record<string, unknown> };
-}
-
-interface AskViewBody {
-  id: string;
-  status: string;
-  questions: Question[];
-  result?: Record<string, unknown>;
-  error?: { code: string; message: string; data?: Record<string, unknown> };
-}
+/** What /v1/call answers (mcpx call --json prints the same shape, whichever route ran the call). */
+export type CallOutcomeBody = z.output<typeof callResultSchema>;
+type AskViewBody = z.output<typeof askViewSchema>;
 
 /** What the person gave on the command line (a usage mistake throws). */
 export function answerSources(o: { answer?: string[]; answers?: string; roots?: string[] }, stdinUsed: boolean): AnswerSources {
@@ -65,7 +57,7 @@ async function json<T>(client: DaemonClient, method: 'GET' | 'POST', path: strin
 export async function runAsk(
   client: DaemonClient, body: Record<string, unknown> & { server: string }, headers: Record<string, string>, sources: AnswerSources, beforeQuestion?: () => void,
 ): Promise<CallOutcomeBody> {
-  const { id } = await json<{ id: string }>(client, 'POST', '/v1/ask', body, headers);
+  const { id } = await json<z.output<typeof askStartedSchema>>(client, 'POST', '/v1/ask', body, headers);
   const path = `/v1/ask/${encodeURIComponent(id)}`;
   // Ctrl-C outside a question gives the call up (the daemon cancels it upstream) before exiting.
   const onSigint = () => {

@@ -13,17 +13,18 @@
  */
 import stringify from 'safe-stable-stringify';
 import type { SnapshotFrom } from 'xstate';
+import type { z } from 'zod';
 import { ConfigError, McpxError, type ConfigProblem } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { redactConfig, resolvePoolConfigs, type LoadedConfig, type ResolvedServer } from '../config/config-file.js';
 import { findSetting, SETTINGS, type SettingEntry, type Settings, type SettingsSources } from '../config/settings.js';
 import { sessionMachine } from '../machines/session.machine.js';
 import { activeStateIds, toMermaid, withActiveStates } from '../machines/statechart-doc.js';
-import type { Lane, Preference } from '../machines/preference.js';
+import type { Lane } from '../machines/preference.js';
 import { laneCap } from '../pool/pool.machine.js';
 import { poolFingerprint, PoolRegistry, type ApplyResult } from '../pool/pool-registry.js';
 import { ServerPool, type ServerPoolDeps } from '../pool/server-pool.js';
-import type { CallContext, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport } from '../pool/types.js';
+import type { CallContext, InstanceStatus, PoolEvent, PoolServerConfig } from '../pool/types.js';
 import type { EraCache } from '../upstream/era-cache.js';
 import type { Tool } from '../upstream/session.js';
 import type { CatalogStore } from '../catalog/catalog-store.js';
@@ -33,6 +34,7 @@ import { AskStore } from '../serve/asks.js';
 import { Catalog } from '../serve/catalog.js';
 import { exposeNames } from '../serve/names.js';
 import { EventHub, type DaemonEvent } from './events.js';
+import type { callResultSchema, configViewSchema, instanceSchema, protocolSchema, reloadSchema, serverViewSchema, settingChangeSchema, statechartSchema, statusSchema, toolsSchema } from './schemas.js';
 import { Scrubber } from './secrets.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -64,109 +66,21 @@ export function createPoolRegistry(opts: CreateRegistryOptions): PoolRegistry {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Views (the /v1 response bodies)
+// Views (the /v1 response bodies): derived from the response schemas in ./schemas.ts, the one statement of
+// the contract (the API tests hold every real answer to those schemas).
 
-export interface ServerView {
-  server: string;
-  transport: 'stdio' | 'http';
-  disabled: boolean;
-  /** The effective `protocol`: the server's own key, else `upstream.protocol`. Canonical. */
-  preference: Preference;
-  preferenceSource: 'server' | 'setting';
-  command?: string;
-  args?: string[];
-  cwd?: string;
-  /** Variable names only; every value is `<redacted>`. */
-  env?: Record<string, string>;
-  url?: string;
-  /** Header names only; every value is `<redacted>`. */
-  headers?: Record<string, string>;
-  limits: { scope: string; max: number; sharing: string; idleTimeoutMs: number };
-  probeTimeoutMs: number;
-  /** Live instances right now (0 when not started or not pooled). */
-  instances: number;
-}
-
-export interface LaneView {
-  lane: Lane;
-  max: number;
-  instances: number;
-  /** The legacy lane under `follow`: unused, available, or refused (docs/behaviour.md §6). */
-  state?: string;
-  reason?: string;
-}
-
-export interface InstanceView {
-  id: string;
-  lane: Lane;
-  pid: number | null;
-  scopeKey: string;
-  holders: number;
-  state: string;
-  sessionState: string | null;
-  era: string | null;
-  negotiated: string | null;
-  eraSource: string | null;
-  startedAt: string;
-  uptimeMs: number;
-}
-
-export interface ServerStatusView {
-  server: string;
-  transport: 'stdio' | 'http';
-  preference: Preference;
-  lanes: LaneView[];
-  instances: InstanceView[];
-}
-
-export interface ProtocolRow extends ProtocolReport {
-  /** A runtime settings change waiting for the server's live instances to stop (this preference applies then). */
-  pendingPreference?: Preference;
-}
-
-export interface ToolView extends Tool {
-  server: string;
-  /** The name MCP clients see through `mcpx serve` and `/mcp` (aggregate mode). */
-  exposed: string;
-}
-
-export interface ToolsView {
-  ok: boolean;
-  tools: ToolView[];
-  /** The lane each server answered for (the caller's era under `follow`, else `own`). */
-  lanes: Record<string, Lane>;
-  errors: Array<{ server: string; code: string; message: string; data?: Record<string, unknown> }>;
-}
-
-export type CallOutcome =
-  | { ok: true; result: Record<string, unknown> }
-  | { ok: false; error: { code: string; message: string; data?: Record<string, unknown> } };
-
-export interface SettingChangeView {
-  setting: SettingEntry;
-  /** When the new value takes effect. */
-  appliesTo: string;
-  /** Servers brought up to date at once, and servers that pick the change up when their live instances stop. */
-  servers?: { applied: string[]; deferred: string[] };
-}
-
-export interface ConfigView {
-  file: string | null;
-  via: string | null;
-  demo: boolean;
-  servers: ServerView[];
-  warnings: string[];
-}
-
-export type ReloadOutcome =
-  | ({ ok: true } & Omit<ApplyResult, 'failed'> & { file: string | null; demo: boolean; failed: Array<{ server: string; message: string }>; warnings: string[]; restartNeeded: string[] })
-  | { ok: false; file: string | null; error: { code: string; message: string; data?: Record<string, unknown> } };
-
-export interface StatechartView {
-  server: string;
-  mermaid: string;
-  instances: Array<{ id: string; lane: Lane; state: string; poolState: string; activeStateIds: string[] }>;
-}
+export type ServerView = z.output<typeof serverViewSchema>;
+export type ServerStatusView = z.output<typeof statusSchema>['servers'][number];
+export type LaneView = ServerStatusView['lanes'][number];
+export type InstanceView = z.output<typeof instanceSchema>;
+export type ProtocolRow = z.output<typeof protocolSchema>['servers'][number];
+export type ToolsView = z.output<typeof toolsSchema>;
+export type ToolView = ToolsView['tools'][number];
+export type CallOutcome = z.output<typeof callResultSchema>;
+export type SettingChangeView = z.output<typeof settingChangeSchema>;
+export type ConfigView = z.output<typeof configViewSchema>;
+export type ReloadOutcome = z.output<typeof reloadSchema>;
+export type StatechartView = z.output<typeof statechartSchema>;
 
 /** A loaded config plus whether it is the bundled demo (no config file found). */
 export type DaemonConfig = LoadedConfig & { demo?: boolean };

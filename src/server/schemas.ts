@@ -199,7 +199,15 @@ export const serversSchema = z.object({ servers: z.array(serverViewSchema) });
 
 export const toolsSchema = z.object({
   ok: z.boolean(),
-  tools: z.array(z.object({ server: z.string(), name: z.string(), description: z.string().optional(), inputSchema: z.unknown().optional() }).passthrough()),
+  tools: z.array(
+    z.object({
+      server: z.string(),
+      name: z.string(),
+      exposed: z.string().meta({ description: 'The name MCP clients see through mcpx serve and /mcp (aggregate mode).' }),
+      description: z.string().optional(),
+      inputSchema: z.unknown().optional(),
+    }).passthrough(),
+  ),
   lanes: z.record(z.string(), laneSchema),
   errors: z.array(z.object({ server: z.string(), code: z.string(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() })),
 });

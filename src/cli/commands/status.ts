@@ -1,13 +1,14 @@
 /** `mcpx status`: the daemon, its servers, their lanes and live instances. */
 import type { Command } from 'commander';
-import type { ServerStatusView } from '../../server/controller.js';
+import type { z } from 'zod';
+import type { statusSchema } from '../../server/schemas.js';
 import { api, out, printJson, withClient, withJson, withTarget, type CliContext, type CommonOpts } from '../common.js';
 import { ago, table } from '../format.js';
 
 export function register(program: Command, cli: CliContext): void {
   withJson(withTarget(program.command('status').description('the daemon, its servers, their lanes and live instances'))).action(async (o: CommonOpts) =>
     withClient(o, cli, async (client) => {
-      const { body } = await api<{ version: string; pid: number; uptimeMs: number; daemon: { socket: string | null; tcp: { host: string; port: number } | null }; config: { file: string | null; demo: boolean }; servers: ServerStatusView[] }>(client, 'GET', '/v1/status');
+      const { body } = await api<z.output<typeof statusSchema>>(client, 'GET', '/v1/status');
       if (o.json) return printJson(body);
       out(`mcpx ${body.version}, daemon pid ${body.pid}, up ${ago(body.uptimeMs)}; socket ${body.daemon.socket ?? '-'}${body.daemon.tcp ? `; tcp ${body.daemon.tcp.host}:${body.daemon.tcp.port}` : ''}`);
       out(`config: ${body.config.file ?? '-'}${body.config.demo ? ' (the bundled demo)' : ''}`);

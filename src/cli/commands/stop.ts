@@ -1,4 +1,6 @@
 /** `mcpx stop`: stop the daemon and every upstream process (never starts one). */
+import type { z } from 'zod';
+import type { shutdownSchema } from '../../server/schemas.js';
 import type { Command } from 'commander';
 import { McpxError } from '../../errors.js';
 import { api, out, target, withTarget, type CommonOpts } from '../common.js';
@@ -13,7 +15,7 @@ export function register(program: Command): void {
         out(`no daemon is running (state folder ${t.stateDir})`);
         return;
       }
-      const { body } = await api<{ pid: number }>(client, 'POST', '/v1/shutdown');
+      const { body } = await api<z.output<typeof shutdownSchema>>(client, 'POST', '/v1/shutdown');
       const deadline = Date.now() + 30_000;
       while (pidAlive(body.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       if (pidAlive(body.pid)) throw new McpxError('MCPX_INTERNAL', `the daemon (pid ${body.pid}) is still running after 30 s`);
