@@ -593,12 +593,14 @@ describe.concurrent('raw.mjs modes', () => {
 
   it('every mode exits 0 when stdin ends', async () => {
     const modes = Object.keys(RAW_MODES) as RawMode[];
-    const procs = modes.map((mode) => new Proc('raw', { mode, env: { SLOW_MS: '5000' } }));
-    // a pending slow answer must not keep the process alive
+    // A pending slow answer must not keep the process alive: it is due long after the grace below, so a
+    // process that waited for it would be stopped with SIGTERM. The grace is only a guard against a hang:
+    // every mode starts at once, and on a busy machine starting and exiting takes seconds (no race).
+    const procs = modes.map((mode) => new Proc('raw', { mode, env: { SLOW_MS: '300000' } }));
     procs.forEach((p, i) => modes[i]!.startsWith('slow') && p.send(discover(1)));
-    const exits = await Promise.all(procs.map((p) => p.close()));
+    const exits = await Promise.all(procs.map((p) => p.close(45_000)));
     expect(exits).toEqual(modes.map(() => ({ code: 0, signal: null })));
-  });
+  }, 120_000);
 });
 
 // ---------------------------------------------------------------------------------------------
