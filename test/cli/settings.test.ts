@@ -113,7 +113,7 @@ describe.concurrent('upstream.protocol aliases, by source', () => {
         }
       }
     }));
-  }, 120_000); // about 30 daemons, three at a time: room for a busy machine
+  }, 300_000); // about 30 daemons, three at a time: room for a busy machine (95–102 s beside a second suite)
 
   it('bad values in the environment, a flag or the file stop the daemon with a message listing the canonical values', async () => {
     const home = join(dir.path, 'bad');
