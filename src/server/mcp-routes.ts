@@ -1,0 +1,56 @@
+/**
+ * `/mcp` and `/mcp/:server`, as a fastify plugin: the MCP front over Streamable HTTP (both caller eras),
+ * under the daemon's access rules. The entry (the MCP SDK's server side) loads on the first /mcp request,
+ * not before the daemon listens.
+ */
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger as PinoLogger } from 'pino';
+import type { EntryMode, McpHttpEntry } from '../serve/http-entry.js';
+import { send } from './api-errors.js';
+import type { Controller } from './controller.js';
+
+export interface McpRoutesOptions {
+  controller: Controller;
+  version: string;
+  logger?: PinoLogger;
+  /** The entry shared by the daemon's listeners, or a function that makes it on first use; default: one of its own. */
+  mcp?: McpHttpEntry | (() => Promise<McpHttpEntry>);
+}
+
+export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts) => {
+  const { controller, version } = opts;
+  const log = opts.logger?.child({ component: 'mcp' });
+  let own: Promise<McpHttpEntry> | undefined;
+  const given = opts.mcp;
+  const mcpEntry = (): Promise<McpHttpEntry> => {
+    if (typeof given === 'function') return given();
+    if (given) return Promise.resolve(given);
+    own ??= Promise.all([import('../serve/http-entry.js'), import('../serve/controller-backend.js')]).then(
+      ([{ McpHttpEntry }, { ControllerBackend }]) => new McpHttpEntry({ backend: new ControllerBackend(controller), version, ...(opts.logger ? { logger: opts.logger } : {}) }),
+    );
+    return own;
+  };
+  if (!given) app.addHook('onClose', async () => (own ? (await own).close() : undefined));
+  let nodeHandler: Promise<typeof import('@modelcontextprotocol/node').toNodeHandler> | undefined;
+  const known = (name: string) => controller.config.servers.some((s) => s.name === name && !s.disabled);
+  const serveMcp = async (req: FastifyRequest, reply: FastifyReply, mode: EntryMode) => {
+    const missing = [mode.passthrough, ...(mode.servers ?? [])].find((n) => n !== undefined && !known(n));
+    if (missing !== undefined) return send(reply, 404, { code: 'MCPX_UNKNOWN_SERVER', message: `no server ${JSON.stringify(missing)} is configured` });
+    const [mcp, toNodeHandler] = await Promise.all([mcpEntry(), (nodeHandler ??= import('@modelcontextprotocol/node').then((m) => m.toNodeHandler))]);
+    reply.hijack();
+    const body = req.body;
+    await toNodeHandler({ fetch: (request) => mcp.fetch(request, body, mode) }, { onerror: (err) => log?.error({ err }, '/mcp failed') })(req.raw as never, reply.raw as never, body);
+    return undefined;
+  };
+  const mcpMethods: Array<'GET' | 'POST' | 'DELETE'> = ['GET', 'POST', 'DELETE'];
+  app.route({
+    method: mcpMethods,
+    url: '/mcp',
+    handler: async (req, reply) => {
+      const servers = (req.query as { servers?: unknown }).servers;
+      const list = typeof servers === 'string' ? servers.split(',').map((x) => x.trim()).filter((x) => x.length > 0) : undefined;
+      return serveMcp(req, reply, list ? { servers: list } : {});
+    },
+  });
+  app.route({ method: mcpMethods, url: '/mcp/:server', handler: async (req, reply) => serveMcp(req, reply, { passthrough: (req.params as { server: string }).server }) });
+};

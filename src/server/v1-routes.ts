@@ -1,0 +1,282 @@
+/**
+ * The `/v1` routes, as a fastify plugin: each route of ROUTES (./schemas.ts) with its params, query, body
+ * and headers validated by their zod schemas before the handler runs (a bad one is a 400 naming the
+ * field), answering with the controller's views.
+ */
+import { createReadStream } from 'node:fs';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import { McpxError } from '../errors.js';
+import type { CallContext } from '../pool/types.js';
+import { badRequest, send, statusFor, toApiError } from './api-errors.js';
+import type { Controller } from './controller.js';
+import type { DaemonEvent } from './events.js';
+import { buildOpenApi } from './openapi.js';
+import { CALLER_PROTOCOL_HEADER, callHeadersSchema, ROUTES, SESSION_HEADER, type RouteDef } from './schemas.js';
+import { localMermaid, MERMAID_ASSET_URL, statechartPage } from './statechart-page.js';
+
+export interface DaemonInfo {
+  stateDir: string | null;
+  socket: string | null;
+  tcp: { host: string; port: number; auth: 'token' | 'none' } | null;
+}
+
+export interface V1Options {
+  controller: Controller;
+  version: string;
+  pid: number;
+  /** When the daemon started (ms since the epoch). */
+  startedAt: number;
+  /** Where the daemon listens, for /v1/status. */
+  info?: () => DaemonInfo;
+  /** `POST /v1/shutdown`: called after the 202 is sent. */
+  shutdown?: () => void;
+}
+
+type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
+type Input<D> = {
+  params: D extends { params: infer S } ? Out<S> : undefined;
+  query: D extends { query: infer S } ? Out<S> : undefined;
+  body: D extends { body: infer S } ? Out<S> : undefined;
+  headers: D extends { headers: infer S } ? Out<S> : undefined;
+};
+
+export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
+  const { controller, version, pid, startedAt } = opts;
+  const scrub = (text: string) => controller.scrubber.scrub(text);
+  const streams = new Set<() => void>();
+  let openapi: Record<string, unknown> | undefined;
+
+  app.addHook('preClose', async () => {
+    for (const end of [...streams]) end();
+  });
+
+  // ---- the route helper: validate every part with its zod schema, then run the handler ----
+  function route<D extends RouteDef>(def: D, fn: (input: Input<D>, req: FastifyRequest, reply: FastifyReply) => Promise<unknown>): void {
+    app.route({
+      method: def.method,
+      url: def.url,
+      handler: async (req, reply) => {
+        const input: Record<string, unknown> = {};
+        const parts = [
+          ['params', def.params, req.params],
+          ['query', def.query, req.query],
+          ['body', def.body, req.body],
+          ['headers', def.headers, req.headers],
+        ] as const;
+        for (const [where, schema, value] of parts) {
+          if (!schema) continue;
+          const r = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
+          if (!r.success) return send(reply, 400, badRequest(where, r.error));
+          input[where] = r.data;
+        }
+        return fn(input as Input<D>, req, reply);
+      },
+    });
+  }
+
+  /** The caller's context: X-Mcpx-Caller-Protocol → callerProtocol, the session (body, query or header), cancellation on disconnect. */
+  function contextOf(reply: FastifyReply, headers: z.output<typeof callHeadersSchema>, session: string | undefined, timeoutMs?: number): CallContext {
+    const ac = new AbortController();
+    // The response closes before it finished: the caller went away, so stop waiting on its behalf.
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) ac.abort(new Error('the caller went away'));
+    });
+    const callerProtocol = headers[CALLER_PROTOCOL_HEADER];
+    const s = session ?? headers[SESSION_HEADER];
+    return {
+      signal: ac.signal,
+      ...(callerProtocol ? { callerProtocol } : {}),
+      ...(s ? { session: s } : {}),
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    };
+  }
+
+  /** `Accept: text/event-stream`: the caller wants progress frames before the outcome. */
+  const wantsStream = (req: FastifyRequest) => /\btext\/event-stream\b/.test(req.headers.accept ?? '');
+
+  /** An SSE response for progress frames and a closing `result` frame (scrubbed like every payload). */
+  function openStream(reply: FastifyReply): { frame: (event: string, data: unknown) => void; end: (event: string, data: unknown) => void } {
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
+    const frame = (event: string, data: unknown) => {
+      if (!res.writableEnded) res.write(`event: ${event}\ndata: ${scrub(JSON.stringify(data))}\n\n`);
+    };
+    return {
+      frame,
+      end: (event, data) => {
+        frame(event, data);
+        res.end();
+      },
+    };
+  }
+
+  // ---- routes ----
+
+  route(ROUTES.health, async () => ({ ok: true, version, pid }));
+
+  route(ROUTES.status, async () => {
+    const cfg = controller.config;
+    return {
+      ok: true,
+      version,
+      pid,
+      startedAt: new Date(startedAt).toISOString(),
+      uptimeMs: Date.now() - startedAt,
+      daemon: opts.info?.() ?? { stateDir: null, socket: null, tcp: null },
+      config: { file: cfg.file ?? null, via: cfg.via ?? null, demo: cfg.demo === true },
+      servers: controller.serverStatus(),
+    };
+  });
+
+  route(ROUTES.servers, async () => ({ servers: controller.servers() }));
+
+  route(ROUTES.tools, async ({ query, headers }, _req, reply) =>
+    controller.tools(query.server, contextOf(reply, headers, query.session), { fresh: query.fresh === 'true' || query.fresh === '1' }));
+
+  route(ROUTES.call, async ({ body, headers }, _req, reply) => controller.call(body.server, body.tool, body.args, contextOf(reply, headers, body.session, body.timeoutMs)));
+
+  route(ROUTES.catalog, async ({ headers }, req, reply) => {
+    const ctx = contextOf(reply, headers, undefined);
+    if (!wantsStream(req)) return controller.catalog.view(ctx);
+    // Streamed: a progress frame as each server that had no listing yet is started and listed.
+    const stream = openStream(reply);
+    let outcome: unknown;
+    try {
+      outcome = await controller.catalog.view(ctx, { onProgress: (p) => stream.frame('progress', p) });
+    } catch (err) {
+      outcome = { ok: false, error: toApiError(err).error };
+    }
+    stream.end('result', outcome);
+    return undefined;
+  });
+
+  route(ROUTES.request, async ({ body, headers }, req, reply) => {
+    const ctx = contextOf(reply, headers, body.session, body.timeoutMs);
+    if (!wantsStream(req)) return controller.request(body.server, body.method, body.params, ctx);
+    // Streamed: progress frames while the request runs, then the outcome. Checked before the stream
+    // opens, so an unknown server is still a plain 404.
+    controller.pool(body.server);
+    const stream = openStream(reply);
+    let outcome: unknown;
+    try {
+      outcome = await controller.request(body.server, body.method, body.params, { ...ctx, onProgress: (p) => stream.frame('progress', p) });
+    } catch (err) {
+      outcome = { ok: false, error: toApiError(err).error };
+    }
+    stream.end('result', outcome);
+    return undefined;
+  });
+
+  route(ROUTES.settingsList, async () => controller.settingsList());
+  route(ROUTES.settingGet, async ({ params }) => controller.setting(params.path));
+  route(ROUTES.settingPut, async ({ params, body }) => controller.setSetting(params.path, body.value));
+  route(ROUTES.settingDelete, async ({ params }) => controller.unsetSetting(params.path));
+
+  route(ROUTES.protocol, async () => controller.protocol());
+
+  route(ROUTES.config, async () => controller.configView());
+
+  route(ROUTES.reload, async () => controller.reload('api'));
+
+  route(ROUTES.shutdown, async (_input, _req, reply) => {
+    if (opts.shutdown) reply.raw.once('finish', () => setImmediate(() => opts.shutdown?.()));
+    return reply.code(202).send({ ok: true, stopping: true, pid });
+  });
+
+  route(ROUTES.openapi, async () => (openapi ??= buildOpenApi(version)));
+
+  route(ROUTES.statechart, async ({ params, query }, _req, reply) => {
+    const view = controller.statechart(params.server);
+    if (query.format === 'html') {
+      return reply.type('text/html; charset=utf-8').send(statechartPage(view, { mermaidUrl: localMermaid() ? MERMAID_ASSET_URL : null }));
+    }
+    return view;
+  });
+
+  app.get(MERMAID_ASSET_URL, async (_req, reply) => {
+    const file = localMermaid();
+    if (!file) return send(reply, 404, { code: 'MCPX_NOT_FOUND', message: 'no local copy of mermaid is installed' });
+    return reply.type('text/javascript; charset=utf-8').send(createReadStream(file));
+  });
+
+  route(ROUTES.events, async ({ query }, req, reply) => {
+    const types = query.type?.split(',').map((t) => t.trim()).filter((t) => t.length > 0);
+    const wanted = (e: DaemonEvent): boolean => {
+      if (query.server !== undefined && (!('server' in e) || e.server !== query.server)) return false;
+      if (types && !types.some((t) => (t.endsWith('.') ? e.type.startsWith(t) : e.type === t))) return false;
+      return true;
+    };
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.write(': mcpx events\n\n');
+    const unsubscribe = controller.hub.subscribe((e, seq) => {
+      if (!wanted(e)) return;
+      res.write(`id: ${seq}\nevent: ${e.type}\ndata: ${scrub(JSON.stringify(e))}\n\n`);
+    });
+    const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
+    ping.unref();
+    const end = () => {
+      clearInterval(ping);
+      unsubscribe();
+      streams.delete(end);
+      if (!res.writableEnded) res.end();
+    };
+    streams.add(end);
+    req.raw.once('close', end);
+    res.once('close', end);
+  });
+
+  // ---- /v1/ask: a call the upstream may interrupt with questions (src/serve/asks.ts) ----
+
+  /** An ask error naming an answer (`data.path`), as a 4xx naming that body field. */
+  const askFailure = (reply: FastifyReply, err: unknown) => {
+    const path = err instanceof McpxError ? err.data?.['path'] : undefined;
+    if (!(err instanceof McpxError) || !Array.isArray(path)) throw err;
+    return send(reply, statusFor(err.code), { ...err.toJSON(), path: path as Array<string | number>, in: 'body' });
+  };
+
+  route(ROUTES.ask, async ({ body, headers }, _req, reply) => {
+    controller.pool(body.server); // an unknown server is a 404 now, not a failed ask later
+    const callerProtocol = headers[CALLER_PROTOCOL_HEADER];
+    const session = body.session ?? headers[SESSION_HEADER];
+    const started = controller.asks.start({
+      server: body.server,
+      tool: body.tool,
+      args: body.args,
+      ...(body.method === undefined ? {} : { method: body.method }),
+      ...(body.params === undefined ? {} : { params: body.params }),
+      ...(body.questionTimeoutMs === undefined ? {} : { questionTimeoutMs: body.questionTimeoutMs }),
+      capabilities: body.capabilities ?? {},
+      ...(callerProtocol ? { callerProtocol } : {}),
+      ...(session ? { session } : {}),
+      ...(body.timeoutMs === undefined ? {} : { timeoutMs: body.timeoutMs }),
+    });
+    return reply.code(202).send({ id: started.id, status: started.status });
+  });
+
+  route(ROUTES.askGet, async ({ params, query }, req, reply) => {
+    // A poller that goes away stops waiting (the ask itself goes on).
+    const gone = new AbortController();
+    reply.raw.once('close', () => gone.abort());
+    if (!wantsStream(req)) return controller.asks.wait(params.id, query.waitMs ?? 0, gone.signal);
+    // Streamed: the call's progress while this poll waits, then the view.
+    controller.asks.get(params.id); // an unknown ask is still a plain 404
+    const stream = openStream(reply);
+    const view = await controller.asks.wait(params.id, query.waitMs ?? 0, gone.signal, (p) => stream.frame('progress', p)).catch((err: unknown) => ({ ok: false, error: toApiError(err).error }));
+    stream.end('result', view);
+    return undefined;
+  });
+
+  route(ROUTES.askAnswers, async ({ params, body }, _req, reply) => {
+    try {
+      return controller.asks.answer(params.id, body.answers);
+    } catch (err) {
+      return askFailure(reply, err);
+    }
+  });
+
+  route(ROUTES.askAbandon, async ({ params }) => controller.asks.abandon(params.id));
+};
