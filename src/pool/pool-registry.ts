@@ -3,8 +3,8 @@
  *
  * `apply(configs)` adds the new servers, stops the removed ones, keeps every pool whose settings did
  * not change (its running instances survive the reload), and replaces the rest. "Did not change"
- * means the same process definition (its era-cache key), the same preference, the same limits, and
- * the same timeouts and backoff — anything a running pool has baked in. Pools are independent: one
+ * means the same process definition (its era-cache key), the same preference, the same limits, the
+ * same timeouts and backoff, and the same era-cache switch — anything a running pool has baked in. Pools are independent: one
  * server's failure (a pool that cannot be built, a stop that throws) never touches another's.
  */
 import { EventEmitter } from 'node:events';
@@ -53,6 +53,8 @@ export function poolFingerprint(config: PoolServerConfig): string {
     startTimeoutMs: config.startTimeoutMs ?? null,
     requestTimeoutMs: config.requestTimeoutMs ?? null,
     backoff: config.backoff ?? null,
+    // A running pool's sessions were built with or without the era cache.
+    eraCache: config.eraCache ?? null,
   }) ?? '';
 }
 

@@ -42,6 +42,12 @@ export interface PoolServerConfig {
   requestTimeoutMs?: number;
   /** Start-failure backoff; defaults in src/pool/pool.machine.ts (DEFAULT_BACKOFF: 1 s, ×2, capped at 30 s). */
   backoff?: Partial<BackoffPolicy>;
+  /**
+   * Whether the pool's sessions use the shared era cache (the `upstream.eraCache` setting; the daemon's
+   * registry, `createPoolRegistry`, reads it). In the pool fingerprint: switching it replaces the pool.
+   * Absent: the registry decides.
+   */
+  eraCache?: boolean;
 }
 
 /**

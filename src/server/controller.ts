@@ -3,9 +3,9 @@
  * event hub. Every /v1 route is a thin shell over one method here, so the API tests and the daemon
  * run the same code.
  *
- * Settings reach pools through `reconcile()`: the effective per-server configs are recomputed from
- * the config file and the settings, and handed to `PoolRegistry.apply`, which keeps unchanged pools
- * and replaces changed ones. A runtime change (`PUT /v1/settings/…`) applies to sessions started from
+ * Settings reach pools through `reconcile()` (the rules are in ./reconciler.ts): the effective
+ * per-server configs are recomputed from the config file and the settings, and handed to
+ * `PoolRegistry.apply`, which keeps unchanged pools and replaces changed ones. A runtime change (`PUT /v1/settings/…`) applies to sessions started from
  * now on: a pool with live instances (or calls in flight) is left alone — its sessions keep what they
  * started with — and is brought up to date as soon as it has none; idle pools are replaced at once
  * (nothing runs in them, so nothing is lost). A config reload applies at once (the user edited the
@@ -22,7 +22,7 @@ import { sessionMachine } from '../machines/session.machine.js';
 import { activeStateIds, toMermaid, withActiveStates } from '../machines/statechart-doc.js';
 import type { Lane } from '../machines/preference.js';
 import { laneCap } from '../pool/pool.machine.js';
-import { poolFingerprint, PoolRegistry, type ApplyResult } from '../pool/pool-registry.js';
+import { PoolRegistry } from '../pool/pool-registry.js';
 import { ServerPool, type ServerPoolDeps } from '../pool/server-pool.js';
 import type { CallContext, InstanceStatus, PoolEvent, PoolServerConfig } from '../pool/types.js';
 import type { EraCache } from '../upstream/era-cache.js';
@@ -34,33 +34,35 @@ import { AskStore } from '../serve/asks.js';
 import { Catalog } from '../serve/catalog.js';
 import { exposeNames } from '../serve/names.js';
 import { EventHub, type DaemonEvent } from './events.js';
+import { Reconciler, type ReconcileOptions, type ReconcileResult } from './reconciler.js';
 import type { callResultSchema, configViewSchema, instanceSchema, protocolSchema, reloadSchema, serverViewSchema, settingChangeSchema, statechartSchema, statusSchema, toolsSchema } from './schemas.js';
 import { Scrubber } from './secrets.js';
 
 // ---------------------------------------------------------------------------------------------
-// Pools that know whether they were built with the era cache
-
-const CACHE_MODE = new WeakMap<ServerPool, boolean>();
+// The daemon's pool registry
 
 export interface CreateRegistryOptions {
+  /** Read for a pool config without `eraCache` (the Controller's configs always carry it). */
   settings: Settings;
-  /** The shared era cache; pools created while `upstream.eraCache` is on get it, the others get none. */
+  /** The shared era cache; pools whose config has `eraCache` on get it, the others get none. */
   cache?: EraCache | null;
   logger?: Logger;
   inspect?: ServerPoolDeps['inspect'];
 }
 
-/** A PoolRegistry whose pools take the era cache according to `upstream.eraCache` at the time each is created. */
+/**
+ * A PoolRegistry whose pools take the era cache when their config says so (`eraCache`, the
+ * `upstream.eraCache` setting when the config was resolved; it is in the pool fingerprint, so switching
+ * the setting replaces the pools like any other change).
+ */
 export function createPoolRegistry(opts: CreateRegistryOptions): PoolRegistry {
   return new PoolRegistry({
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
     createPool: (config, deps) => {
-      const on = opts.settings.get('upstream.eraCache') === true && opts.cache != null;
+      const on = (config.eraCache ?? opts.settings.get('upstream.eraCache') === true) && opts.cache != null;
       // AskingSession: legacy sessions declare at initialize the questions mcpx can relay (/v1/ask).
-      const pool = new ServerPool(config, { sessionFactory: (o) => new AskingSession(o), ...deps, cache: on ? opts.cache ?? null : null });
-      CACHE_MODE.set(pool, on);
-      return pool;
+      return new ServerPool(config, { sessionFactory: (o) => new AskingSession(o), ...deps, cache: on ? opts.cache ?? null : null });
     },
   });
 }
@@ -208,16 +210,9 @@ export class Controller {
   private cfg: DaemonConfig;
   private readonly loader: (() => Promise<DaemonConfig>) | undefined;
   private readonly sources: ControllerOptions['settingsSources'];
-  private readonly inflight = new Map<string, number>();
-  /** Servers whose pool waits for its live instances to stop before taking a settings change. */
-  private deferred = new Set<string>();
-  private chain: Promise<unknown> = Promise.resolve();
-  /** Servers whose pool a reconcile is adding, replacing or removing right now, and when it is done. */
-  private readonly changing = new Map<string, Promise<unknown>>();
-  private reloadChain: Promise<unknown> = Promise.resolve();
-  private catchUpQueued = false;
+  /** When pools change, and which callers wait for it (./reconciler.ts). */
+  private readonly reconciler: Reconciler;
   private nextCall = 0;
-  private stopped = false;
   private readonly onPoolEvent = (e: PoolEvent) => this.poolEvent(e);
 
   constructor(opts: ControllerOptions) {
@@ -231,6 +226,7 @@ export class Controller {
     this.loader = opts.loadConfig;
     this.sources = opts.settingsSources;
     this.registry.on('event', this.onPoolEvent);
+    this.reconciler = new Reconciler({ registry: this.registry, desired: () => this.desired(), pool: (server) => this.pool(server), logger: this.log });
     this.catalog = new Catalog({
       store: opts.catalogStore ?? null,
       servers: () => this.cfg.servers.filter((s) => !s.disabled && this.registry.has(s.name)).map((s) => ({ name: s.name, definition: s.definition })),
@@ -254,7 +250,7 @@ export class Controller {
   }
 
   /** Builds the pools of the config in force. */
-  async start(): Promise<ApplyResult & { deferred: string[] }> {
+  async start(): Promise<ReconcileResult> {
     const r = await this.reconcile({ deferBusy: false });
     for (const f of r.failed) this.log.error({ server: f.name, err: f.error.message }, 'could not set up the server');
     return r;
@@ -262,7 +258,7 @@ export class Controller {
 
   /** Stops every pool (every upstream process). */
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.reconciler.stop();
     this.asks.close();
     await this.registry.stopAll();
     this.registry.off('event', this.onPoolEvent);
@@ -315,7 +311,7 @@ export class Controller {
       servers: this.orderedPools().map((pool) => {
         const row: ProtocolRow = pool.protocolReport();
         const want = desired.get(pool.name);
-        if (this.deferred.has(pool.name) && want && want.preference !== row.preference) row.pendingPreference = want.preference;
+        if (this.reconciler.isDeferred(pool.name) && want && want.preference !== row.preference) row.pendingPreference = want.preference;
         return row;
       }),
     };
@@ -445,22 +441,12 @@ export class Controller {
     });
   }
 
-  /** Runs `fn` on the server's pool, counted as in flight (so a settings change does not replace the pool under it). */
-  private async withPool<T>(server: string, fn: (pool: ServerPool) => Promise<T>): Promise<T> {
-    // A call to a server being replaced waits for its new pool. From the check to the increment is
-    // synchronous: a reconcile deciding about this server either saw this call in flight or runs after it.
-    for (let c = this.changing.get(server); c; c = this.changing.get(server)) await c.catch(() => undefined);
-    const pool = this.pool(server);
-    const name = pool.name;
-    this.inflight.set(name, (this.inflight.get(name) ?? 0) + 1);
-    try {
-      return await fn(pool);
-    } finally {
-      const n = (this.inflight.get(name) ?? 1) - 1;
-      if (n <= 0) this.inflight.delete(name);
-      else this.inflight.set(name, n);
-      this.catchUp(name);
-    }
+  /**
+   * Runs `fn` on the server's pool, counted as in flight (so a settings change does not replace the pool
+   * under it); a call to a server being replaced waits for its new pool.
+   */
+  private withPool<T>(server: string, fn: (pool: ServerPool) => Promise<T>): Promise<T> {
+    return this.reconciler.withPool(server, fn);
   }
 
   // ---- settings ----
@@ -501,9 +487,7 @@ export class Controller {
    * ones keep their processes).
    */
   reload(reason = 'api'): Promise<ReloadOutcome> {
-    const run = this.reloadChain.then(() => this.reloadNow(reason));
-    this.reloadChain = run.catch(() => undefined);
-    return run;
+    return this.reconciler.reload(() => this.reloadNow(reason));
   }
 
   private async reloadNow(reason: string): Promise<ReloadOutcome> {
@@ -568,91 +552,24 @@ export class Controller {
 
   // ---- bringing pools in line ----
 
+  /** The effective per-server configs: the config file over the settings, with the era-cache switch. */
   private desired(): PoolServerConfig[] {
-    return resolvePoolConfigs(this.cfg, this.settings);
-  }
-
-  private busy(name: string, pool: ServerPool): boolean {
-    return (this.inflight.get(name) ?? 0) > 0 || pool.instances().length > 0;
+    const eraCache = this.settings.get('upstream.eraCache') === true;
+    return resolvePoolConfigs(this.cfg, this.settings).map((c) => ({ ...c, eraCache }));
   }
 
   /**
-   * Hands the effective configs to the registry. With `deferBusy`, a pool that would change but has
-   * live instances or calls in flight keeps its config for now (and is caught up once it has none).
+   * Brings the pools in line with the effective configs (./reconciler.ts). With `deferBusy`, a pool that
+   * would change but has live instances or calls in flight keeps its config for now (and is caught up
+   * once it has none).
    */
-  reconcile(opts: { deferBusy: boolean }): Promise<ApplyResult & { deferred: string[] }> {
-    const run = this.chain.then(() => {
-      if (this.stopped) return { added: [], removed: [], replaced: [], kept: [], failed: [], deferred: [] };
-      return this.reconcileNow(opts);
-    });
-    this.chain = run.catch(() => undefined);
-    return run;
-  }
-
-  private reconcileNow(opts: { deferBusy: boolean }): Promise<ApplyResult & { deferred: string[] }> {
-    // Decided synchronously, and the servers it touches marked before anything is awaited, so no call slips in between.
-    const wantCache = this.settings.get('upstream.eraCache') === true;
-    const list: PoolServerConfig[] = [];
-    const deferred: string[] = [];
-    const refresh: string[] = [];
-    const touched = new Set<string>(this.registry.names());
-    for (const c of this.desired()) {
-      const pool = this.registry.has(c.name) ? this.registry.get(c.name) : undefined;
-      if (!pool) {
-        list.push(c);
-        continue;
-      }
-      const sameConfig = poolFingerprint(pool.config) === poolFingerprint(c);
-      const mode = CACHE_MODE.get(pool);
-      const sameCache = mode === undefined || mode === wantCache;
-      if (sameConfig && sameCache) {
-        list.push(c);
-        touched.delete(c.name);
-      } else if (opts.deferBusy && this.busy(c.name, pool)) {
-        list.push(pool.config);
-        deferred.push(c.name);
-        touched.delete(c.name);
-      } else {
-        list.push(c);
-        if (sameConfig) refresh.push(c.name); // only the era cache changed: the registry would keep it
-      }
-    }
-    const work = (async () => {
-      if (refresh.length > 0) await this.registry.apply(list.filter((c) => !refresh.includes(c.name)));
-      const result = await this.registry.apply(list);
-      if (refresh.length > 0) {
-        result.kept = result.kept.filter((n) => !refresh.includes(n));
-        result.replaced.push(...refresh.filter((n) => result.added.includes(n)));
-        result.added = result.added.filter((n) => !refresh.includes(n));
-      }
-      return result;
-    })();
-    for (const name of [...touched, ...list.map((c) => c.name).filter((n) => !this.registry.has(n))]) this.changing.set(name, work);
-    return work
-      .then((result) => {
-        this.deferred = new Set(deferred);
-        if (deferred.length > 0) this.log.info({ servers: deferred }, 'settings change waits for these servers\' live instances to stop');
-        return { ...result, deferred };
-      })
-      .finally(() => {
-        for (const [name, p] of this.changing) if (p === work) this.changing.delete(name);
-      });
-  }
-
-  /** A deferred server with nothing running any more takes its pending change. */
-  private catchUp(name: string): void {
-    if (this.stopped || this.catchUpQueued || !this.deferred.has(name) || !this.registry.has(name)) return;
-    if (this.busy(name, this.registry.get(name))) return;
-    this.catchUpQueued = true;
-    setImmediate(() => {
-      this.catchUpQueued = false;
-      void this.reconcile({ deferBusy: true }).catch((err: unknown) => this.log.error({ err }, 'could not apply a pending settings change'));
-    });
+  reconcile(opts: ReconcileOptions): Promise<ReconcileResult> {
+    return this.reconciler.reconcile(opts);
   }
 
   private poolEvent(e: PoolEvent): void {
     this.hub.publish(e as DaemonEvent);
-    if (e.type === 'server.stop') setImmediate(() => this.catchUp(e.server));
+    if (e.type === 'server.stop') this.reconciler.instanceStopped(e.server);
     // A fresh instance, or an upstream that says its lists changed: list it again (in the background).
     if (e.type === 'server.start' || e.type === 'server.list_changed') setImmediate(() => this.catalog.refresh(e.server, e.lane));
   }
