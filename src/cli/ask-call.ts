@@ -9,7 +9,7 @@ import type { askStartedSchema, askViewSchema, callResultSchema } from '../serve
 import { readFileSync } from 'node:fs';
 import { McpxError } from '../errors.js';
 import type { DaemonClient } from './client.js';
-import { answerQuestion, parseAnswerFlag, type AnswerSources, type Question } from './questions.js';
+import { answerQuestion, parseAnswerFlag, type AnswerSources } from './questions.js';
 
 /** What /v1/call answers (mcpx call --json prints the same shape, whichever route ran the call). */
 export type CallOutcomeBody = z.output<typeof callResultSchema>;

@@ -10,43 +10,28 @@
  * An endpoint on another origin is refused: the configured headers (tokens) must only ever go to the
  * server they were configured for.
  */
-import { Agent, request, type Dispatcher } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import { McpxError, MessageTooLargeError, TransportClosedError } from '../errors.js';
 import { redactUrl } from '../redaction.js';
-import { HTTPStatusError, HttpConnectionError, HttpRedactor, statusError } from './http-errors.js';
-import { ChannelBase } from './channel-base.js';
-import { classifyMessage, isRequest, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
-import { describeCause, headerValue, mediaType, readPrefix } from './http-body.js';
+import { HttpConnectionError, statusError } from './http-errors.js';
+import { HttpChannelBase, type HttpChannelOptions } from './http-channel-base.js';
+import { classifyMessage, isRequest, truncate } from './jsonrpc.js';
+import { describeCause, mediaType, readPrefix } from './http-body.js';
 import { SseDecoder } from './sse.js';
-import { DEFAULT_HTTP_MAX_MESSAGE_BYTES, normalizeConfiguredHeaders, parseHttpUrl } from './streamable-http.js';
-import type { Channel, CloseInfo, JsonRpcId, JsonRpcMessage } from './types.js';
+import type { Channel, CloseInfo, JsonRpcMessage } from './types.js';
 
 export const DEFAULT_ENDPOINT_TIMEOUT_MS = 10_000;
 const ERROR_BODY_READ_BYTES = 64 * 1024;
 
-export interface LegacySseChannelOptions {
-  /** The SSE URL (the one a GET opens the stream on, e.g. http://host/sse). */
-  url: string;
-  headers?: Record<string, string>;
-  logger?: TransportLogger;
-  /** Largest accepted SSE event. Default 64 MiB; a larger one closes the channel. */
-  maxMessageBytes?: number;
+/** `url` is the SSE URL (the one a GET opens the stream on, e.g. http://host/sse); a message over `maxMessageBytes` closes the channel. */
+export interface LegacySseChannelOptions extends HttpChannelOptions {
   /** How long start() waits for the response and its `endpoint` event. Default 10 s. */
   timeoutMs?: number;
-  dispatcher?: Dispatcher;
 }
 
 
-export class LegacySseChannel extends ChannelBase implements Channel {
-  readonly url: URL;
-  readonly displayUrl: string;
-  private readonly headers: Record<string, string>;
-  private readonly redactor: HttpRedactor;
-  protected readonly log: TransportLogger;
-  private readonly maxMessageBytes: number;
+export class LegacySseChannel extends HttpChannelBase implements Channel {
   private readonly timeoutMs: number;
-  private readonly dispatcher: Dispatcher;
-  private readonly ownsDispatcher: boolean;
 
 
   private endpoint: URL | undefined;
@@ -55,29 +40,10 @@ export class LegacySseChannel extends ChannelBase implements Channel {
   private readonly streamController = new AbortController();
   private stream: Dispatcher.ResponseData['body'] | undefined;
   private readonly posts = new Set<AbortController>();
-  private isClosed = false;
 
   constructor(options: LegacySseChannelOptions) {
-    super();
-    const headers = normalizeConfiguredHeaders(options.headers, 'HTTP+SSE upstream');
-    const { url, display } = parseHttpUrl(options.url, headers, 'HTTP+SSE upstream');
-    this.url = url;
-    this.displayUrl = display;
-    this.headers = headers;
-    this.redactor = new HttpRedactor({ ...headers, ...options.headers }, url);
-    this.log = options.logger ?? silentLogger;
-    this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_HTTP_MAX_MESSAGE_BYTES;
+    super(options, 'HTTP+SSE upstream');
     this.timeoutMs = options.timeoutMs ?? DEFAULT_ENDPOINT_TIMEOUT_MS;
-    this.ownsDispatcher = options.dispatcher === undefined;
-    this.dispatcher = options.dispatcher ?? new Agent({ headersTimeout: 0, bodyTimeout: 0 });
-  }
-
-  get pid(): undefined {
-    return undefined;
-  }
-
-  get closed(): boolean {
-    return this.isClosed;
   }
 
   /** Where messages are POSTed, once start() resolved (shown without credentials or query values). */

@@ -21,26 +21,23 @@
  * opened again, since the channel is then unusable.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Agent, request, type Dispatcher } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import { McpxError, MessageTooLargeError, TransportClosedError, type RpcErrorObject } from '../errors.js';
 import { META } from '../protocol/constants.js';
-import { redactUrl } from '../redaction.js';
 import {
   HTTPStatusError,
   HttpConnectionError,
-  HttpRedactor,
   isAuthStatus,
   statusError,
   type HttpFailureInit,
 } from './http-errors.js';
-import { ChannelBase } from './channel-base.js';
-import { classifyMessage, isNotification, isRequest, isResponse, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
+import { HttpChannelBase, PROTOCOL_HEADERS, type HttpChannelOptions } from './http-channel-base.js';
+import { classifyMessage, isNotification, isRequest, isResponse, truncate } from './jsonrpc.js';
 import { encodeParamValue } from './mcp-param-headers.js';
-import type { Channel, CloseInfo, JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, SendOptions } from './types.js';
+import type { Channel, CloseInfo, JsonRpcId, JsonRpcMessage, JsonRpcResponse, SendOptions } from './types.js';
 import { SseDecoder } from './sse.js';
 import { describeCause, discard, errorCode, headerValue, mediaType, readLimited, readPrefix, type ResponseHeaders } from './http-body.js';
 
-export const DEFAULT_HTTP_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 /** How much of a non-2xx body is read looking for a JSON-RPC answer. */
 const ERROR_BODY_READ_BYTES = 1024 * 1024;
 /** close(): how long the session DELETE may take. */
@@ -79,16 +76,7 @@ async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
   }
 }
 
-export interface StreamableHttpChannelOptions {
-  url: string;
-  /** Sent on every request (e.g. Authorization). Values never appear in errors or logs. */
-  headers?: Record<string, string>;
-  logger?: TransportLogger;
-  /** Largest accepted JSON body or SSE event. Default 64 MiB. */
-  maxMessageBytes?: number;
-  /** undici dispatcher to use; default: a private Agent, destroyed by close(). */
-  dispatcher?: Dispatcher;
-}
+export type StreamableHttpChannelOptions = HttpChannelOptions;
 
 
 /** One POST (and, after a session renewal, its retry). */
@@ -124,20 +112,6 @@ const MCP_NAME_SOURCE: Readonly<Record<string, string>> = {
   'tasks/cancel': 'taskId',
 };
 
-/** Headers the channel owns; a configured header of the same name is dropped. */
-const PROTOCOL_HEADERS = new Set([
-  'content-type',
-  'accept',
-  'content-length',
-  'transfer-encoding',
-  'connection',
-  'host',
-  'mcp-protocol-version',
-  'mcp-method',
-  'mcp-name',
-  'mcp-session-id',
-  'last-event-id',
-]);
 
 /**
  * An `Mcp-Name` value per the 2026-07-28 value-encoding rule ("The same encoding rule applies to the
@@ -159,60 +133,9 @@ export function modernVersionOf(message: JsonRpcMessage): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
-/** Lower-cased configured headers, minus the ones the channel owns; CR/LF/NUL in a value is refused. */
-export function normalizeConfiguredHeaders(headers: Record<string, string> | undefined, where: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers ?? {})) {
-    const key = name.trim().toLowerCase();
-    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(key)) {
-      throw new McpxError('MCPX_BAD_CONFIG', `${where}: ${JSON.stringify(name)} is not a valid HTTP header name`);
-    }
-    if (typeof value !== 'string' || /[\r\n\0]/.test(value)) {
-      // The value is never echoed: it may be a token.
-      throw new McpxError('MCPX_BAD_CONFIG', `${where}: the value of header ${JSON.stringify(name)} must be a string without line breaks`);
-    }
-    if (PROTOCOL_HEADERS.has(key)) continue;
-    out[key] = value;
-  }
-  return out;
-}
-
-/** Parse a configured endpoint URL: http(s) only; user info becomes Basic auth (unless configured). */
-export function parseHttpUrl(raw: string, headers: Record<string, string>, what: string): { url: URL; display: string } {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new McpxError('MCPX_BAD_CONFIG', `${what}: the URL is not valid`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new McpxError('MCPX_BAD_CONFIG', `${what}: only http: and https: URLs are supported, got ${url.protocol}`, { data: { protocol: url.protocol } });
-  }
-  if (url.username !== '' || url.password !== '') {
-    if (headers.authorization === undefined) {
-      const user = decodeURIComponent(url.username);
-      const pass = decodeURIComponent(url.password);
-      headers.authorization = `Basic ${Buffer.from(`${user}:${pass}`, 'utf8').toString('base64')}`;
-    }
-  }
-  const display = redactUrl(url);
-  url.hash = '';
-  return { url, display };
-}
-
 // ------------------------------------------------------------------------------------ the channel
 
-export class StreamableHttpChannel extends ChannelBase implements Channel {
-  readonly url: URL;
-  /** The URL as it may appear in errors and logs (no credentials, no query values). */
-  readonly displayUrl: string;
-  private readonly headers: Record<string, string>;
-  private readonly redactor: HttpRedactor;
-  protected readonly log: TransportLogger;
-  private readonly maxMessageBytes: number;
-  private readonly dispatcher: Dispatcher;
-  private readonly ownsDispatcher: boolean;
-
+export class StreamableHttpChannel extends HttpChannelBase implements Channel {
 
   private readonly inflight = new Set<Flight>();
   private readonly requestsById = new Map<JsonRpcId, Flight>();
@@ -221,31 +144,10 @@ export class StreamableHttpChannel extends ChannelBase implements Channel {
   private expiredHandler: (() => Promise<void>) | undefined;
   /** The legacy standalone GET stream (§4.3), for the session it belongs to. */
   private standalone: { session: LegacySession; controller: AbortController } | undefined;
-  private isClosed = false;
   private closePromise: Promise<void> | undefined;
 
   constructor(options: StreamableHttpChannelOptions) {
-    super();
-    const headers = normalizeConfiguredHeaders(options.headers, 'Streamable HTTP upstream');
-    const { url, display } = parseHttpUrl(options.url, headers, 'Streamable HTTP upstream');
-    this.url = url;
-    this.displayUrl = display;
-    this.headers = headers;
-    this.redactor = new HttpRedactor({ ...headers, ...options.headers }, url);
-    this.log = options.logger ?? silentLogger;
-    this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_HTTP_MAX_MESSAGE_BYTES;
-    if (!(this.maxMessageBytes > 0)) throw new RangeError(`maxMessageBytes must be positive, got ${String(options.maxMessageBytes)}`);
-    this.ownsDispatcher = options.dispatcher === undefined;
-    this.dispatcher = options.dispatcher ?? new Agent({ headersTimeout: 0, bodyTimeout: 0 });
-  }
-
-  /** HTTP has no process. */
-  get pid(): undefined {
-    return undefined;
-  }
-
-  get closed(): boolean {
-    return this.isClosed;
+    super(options, 'Streamable HTTP upstream');
   }
 
   /** The legacy session the channel is tracking: negotiated version and whether a session id was minted. */

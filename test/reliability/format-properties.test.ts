@@ -240,7 +240,8 @@ describe('upstream-eras.json with arbitrary contents', () => {
 
 // ---- the config file ----
 
-const CONFIG = '/work/some/project/.mcpx.json';
+// Never read: the file name parse errors are to name.
+const CONFIG = join(tmpdir(), 'some-project', '.mcpx.json');
 
 const entry = fc.record(
   {
@@ -278,7 +279,7 @@ function docText(doc: unknown, jsonc: boolean): string {
 
 function checkParsed(text: string): void {
   generated.config += 1;
-  const env = { HOME: '/home/someone', PATH: '/usr/bin' };
+  const env = { HOME: join(tmpdir(), 'someone'), PATH: '/usr/bin' };
   let loaded!: ReturnType<typeof parseConfigText>;
   expect(() => (loaded = parseConfigText(text, CONFIG, { env }))).not.toThrow();
   for (const p of [...loaded.errors, ...loaded.warnings]) {

@@ -1,0 +1,118 @@
+/**
+ * What the two HTTP channels (Streamable HTTP and the deprecated HTTP+SSE) share: the configured endpoint
+ * (URL, headers, user info as Basic auth), the redaction of its secrets, the dispatcher, the message limit.
+ */
+import { Agent, type Dispatcher } from 'undici';
+import { McpxError } from '../errors.js';
+import { redactUrl } from '../redaction.js';
+import { ChannelBase } from './channel-base.js';
+import { HttpRedactor } from './http-errors.js';
+import { silentLogger, type TransportLogger } from './jsonrpc.js';
+
+/** Largest accepted JSON body or SSE event, unless configured. */
+export const DEFAULT_HTTP_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+/** Headers the channel owns; a configured header of the same name is dropped. */
+export const PROTOCOL_HEADERS = new Set([
+  'content-type',
+  'accept',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'host',
+  'mcp-protocol-version',
+  'mcp-method',
+  'mcp-name',
+  'mcp-session-id',
+  'last-event-id',
+]);
+
+/** Lower-cased configured headers, minus the ones the channel owns; CR/LF/NUL in a value is refused. */
+export function normalizeConfiguredHeaders(headers: Record<string, string> | undefined, where: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    const key = name.trim().toLowerCase();
+    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(key)) {
+      throw new McpxError('MCPX_BAD_CONFIG', `${where}: ${JSON.stringify(name)} is not a valid HTTP header name`);
+    }
+    if (typeof value !== 'string' || /[\r\n\0]/.test(value)) {
+      // The value is never echoed: it may be a token.
+      throw new McpxError('MCPX_BAD_CONFIG', `${where}: the value of header ${JSON.stringify(name)} must be a string without line breaks`);
+    }
+    if (PROTOCOL_HEADERS.has(key)) continue;
+    out[key] = value;
+  }
+  return out;
+}
+
+/** Parse a configured endpoint URL: http(s) only; user info becomes Basic auth (unless configured). */
+export function parseHttpUrl(raw: string, headers: Record<string, string>, what: string): { url: URL; display: string } {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new McpxError('MCPX_BAD_CONFIG', `${what}: the URL is not valid`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new McpxError('MCPX_BAD_CONFIG', `${what}: only http: and https: URLs are supported, got ${url.protocol}`, { data: { protocol: url.protocol } });
+  }
+  if (url.username !== '' || url.password !== '') {
+    if (headers.authorization === undefined) {
+      const user = decodeURIComponent(url.username);
+      const pass = decodeURIComponent(url.password);
+      headers.authorization = `Basic ${Buffer.from(`${user}:${pass}`, 'utf8').toString('base64')}`;
+    }
+  }
+  const display = redactUrl(url);
+  url.hash = '';
+  return { url, display };
+}
+
+export interface HttpChannelOptions {
+  url: string;
+  /** Sent on every request (e.g. Authorization). Values never appear in errors or logs. */
+  headers?: Record<string, string>;
+  logger?: TransportLogger;
+  /** Largest accepted JSON body or SSE event. Default 64 MiB. */
+  maxMessageBytes?: number;
+  /** undici dispatcher to use; default: a private Agent, destroyed by close(). */
+  dispatcher?: Dispatcher;
+}
+
+export abstract class HttpChannelBase extends ChannelBase {
+  readonly url: URL;
+  /** The URL as it may appear in errors and logs (secrets redacted). */
+  readonly displayUrl: string;
+  protected readonly headers: Record<string, string>;
+  protected readonly redactor: HttpRedactor;
+  protected readonly log: TransportLogger;
+  protected readonly maxMessageBytes: number;
+  protected readonly dispatcher: Dispatcher;
+  protected readonly ownsDispatcher: boolean;
+  protected isClosed = false;
+
+  /** @param what names the endpoint in config errors, e.g. "Streamable HTTP upstream". */
+  constructor(options: HttpChannelOptions, what: string) {
+    super();
+    const headers = normalizeConfiguredHeaders(options.headers, what);
+    const { url, display } = parseHttpUrl(options.url, headers, what);
+    this.url = url;
+    this.displayUrl = display;
+    this.headers = headers;
+    this.redactor = new HttpRedactor({ ...headers, ...options.headers }, url);
+    this.log = options.logger ?? silentLogger;
+    this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_HTTP_MAX_MESSAGE_BYTES;
+    if (!(this.maxMessageBytes > 0)) throw new RangeError(`maxMessageBytes must be positive, got ${String(options.maxMessageBytes)}`);
+    this.ownsDispatcher = options.dispatcher === undefined;
+    this.dispatcher = options.dispatcher ?? new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+  }
+
+  /** HTTP has no process. */
+  get pid(): undefined {
+    return undefined;
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+}
