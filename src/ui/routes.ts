@@ -11,12 +11,12 @@
  * The page loads nothing from anywhere but the daemon (its Content-Security-Policy says so too) and
  * follows /v1/events for live updates.
  */
-import { createReadStream, existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { Controller } from '../server/controller.js';
 import { cookieName, UI_SESSION_TTL_MS, type UiHub } from './hub.js';
 import { UI_PAGE, UI_SCRIPT } from './page.js';
+import { localMermaid } from '../server/statechart-page.js';
 import { uiState } from './view.js';
 
 export const UI_MERMAID_URL = '/ui/assets/mermaid.min.js';
@@ -25,20 +25,6 @@ export interface UiRoutesOptions {
   controller: Controller;
   hub: UiHub;
   listener: 'socket' | 'tcp';
-}
-
-let mermaidFile: string | null | undefined;
-
-/** Mermaid's browser bundle in node_modules (a dependency of mcpx). */
-export function mermaidBundle(): string | null {
-  if (mermaidFile !== undefined) return mermaidFile;
-  try {
-    const file = createRequire(import.meta.url).resolve('mermaid/dist/mermaid.min.js');
-    mermaidFile = existsSync(file) ? file : null;
-  } catch {
-    mermaidFile = null;
-  }
-  return mermaidFile;
 }
 
 const CSP = [
@@ -100,7 +86,7 @@ export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: Fastify
   app.get('/ui/assets/app.js', async (_req, reply) => pageHeaders(reply).type('text/javascript; charset=utf-8').send(UI_SCRIPT));
 
   app.get(UI_MERMAID_URL, async (_req, reply) => {
-    const file = mermaidBundle();
+    const file = localMermaid();
     if (!file) return reply.code(404).send({ ok: false, error: { code: 'MCPX_NOT_FOUND', message: 'mermaid is not installed (npm install)' } });
     return reply.header('cache-control', 'private, max-age=3600').header('x-content-type-options', 'nosniff').type('text/javascript; charset=utf-8').send(createReadStream(file));
   });
