@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Pool } from 'undici';
-import { CALLS, MCPX, ROOT, ROUNDS } from './lib/knobs.js';
+import { BASELINE_MCPX, CALLS, MCPX, ROOT, ROUNDS } from './lib/knobs.js';
 import { drive } from './lib/load.js';
 import { DUAL, freePort, nodeServer, sleep, startDaemon, stopChild, track, type Daemon } from './lib/procs.js';
 import { figure, percentile, type Figure } from './lib/stats.js';
@@ -94,12 +94,12 @@ async function sdkHttp(id: string, label: string, url: string, modern: boolean, 
   };
 }
 
-function v1Call(socket: string): Variant {
+function v1Call(socket: string, id = 'b', label = 'POST /v1/call (daemon socket)'): Variant {
   const pool = new Pool('http://localhost', { socketPath: socket, connections: 16, pipelining: 1 });
   const body = JSON.stringify({ server: 'dual', tool: 'echo', args: ARGS });
   return {
-    id: 'b',
-    label: 'POST /v1/call (daemon socket)',
+    id,
+    label,
     call: async () => {
       const res = await pool.request({ path: '/v1/call', method: 'POST', headers: { 'content-type': 'application/json' }, body });
       const out = (await res.body.json()) as { ok?: boolean; result?: unknown };
@@ -172,12 +172,18 @@ function timeCommand(args: string[], env: NodeJS.ProcessEnv, cwd: string): { ms:
   return { ms, rssKiB: m ? Number(m[1]) : null };
 }
 
-async function shellRows(daemon: Daemon): Promise<ShellRow[]> {
+async function shellRows(daemon: Daemon, base: Daemon | undefined): Promise<ShellRow[]> {
   const per = Math.max(3, Math.round(CALLS / 40));
   const cases = [
-    { id: 'node', label: 'bare `node -e 0`', args: ['-e', '0'] },
-    { id: 'version', label: '`mcpx --version`', args: [MCPX, '--version'] },
-    { id: 'e', label: '`mcpx call dual echo` (warm daemon)', args: [MCPX, 'call', 'dual', 'echo', JSON.stringify(ARGS)] },
+    { id: 'node', label: 'bare `node -e 0`', args: ['-e', '0'], d: daemon },
+    { id: 'version', label: '`mcpx --version`', args: [MCPX, '--version'], d: daemon },
+    { id: 'e', label: '`mcpx call dual echo` (warm daemon)', args: [MCPX, 'call', 'dual', 'echo', JSON.stringify(ARGS)], d: daemon },
+    ...(base && BASELINE_MCPX
+      ? [
+          { id: 'version-before', label: 'before: `mcpx --version`', args: [BASELINE_MCPX, '--version'], d: base },
+          { id: 'e-before', label: 'before: `mcpx call dual echo` (warm daemon)', args: [BASELINE_MCPX, 'call', 'dual', 'echo', JSON.stringify(ARGS)], d: base },
+        ]
+      : []),
   ];
   const ms = new Map<string, number[]>(cases.map((c) => [c.id, []]));
   const rss = new Map<string, number[]>(cases.map((c) => [c.id, []]));
@@ -185,7 +191,7 @@ async function shellRows(daemon: Daemon): Promise<ShellRow[]> {
     const runMs = new Map<string, number[]>(cases.map((c) => [c.id, []]));
     for (let i = 0; i < per; i++) {
       for (const c of cases) {
-        const r = timeCommand(c.args, daemon.env, daemon.dir);
+        const r = timeCommand(c.args, c.d.env, c.d.dir);
         runMs.get(c.id)!.push(r.ms);
         if (r.rssKiB !== null) rss.get(c.id)!.push(r.rssKiB / 1024);
       }
@@ -199,13 +205,20 @@ export async function benchCallPath(log: (line: string) => void): Promise<CallRe
   const variants: Variant[] = [];
   const missing: CallResults['missing'] = [];
   const daemon = await startDaemon({ servers: { dual: nodeServer(DUAL) } });
+  let base: Daemon | undefined;
   try {
+    if (BASELINE_MCPX) base = await startDaemon({ cli: BASELINE_MCPX, servers: { dual: nodeServer(DUAL) } });
     log(`daemon ready in ${daemon.readyMs.toFixed(0)} ms`);
     variants.push(await sdkStdio('a-legacy', 'SDK v2 client → fixture, 2025-11-25 (floor)', process.execPath, [DUAL], undefined, false, 'echo'));
     variants.push(await sdkStdio('a-modern', 'SDK v2 client → fixture, 2026-07-28 (floor)', process.execPath, [DUAL], undefined, true, 'echo'));
     variants.push(v1Call(daemon.socket));
     variants.push(await sdkStdio('c-legacy', 'SDK v2 client → `mcpx serve`, 2025-11-25', process.execPath, [MCPX, 'serve'], daemon.env, false, 'dual__echo'));
     variants.push(await sdkStdio('c-modern', 'SDK v2 client → `mcpx serve`, 2026-07-28', process.execPath, [MCPX, 'serve'], daemon.env, true, 'dual__echo'));
+    if (base && BASELINE_MCPX) {
+      variants.push(v1Call(base.socket, 'b-before', 'before: POST /v1/call (daemon socket)'));
+      variants.push(await sdkStdio('c-legacy-before', 'before: SDK v2 client → `mcpx serve`, 2025-11-25', process.execPath, [BASELINE_MCPX, 'serve'], base.env, false, 'dual__echo'));
+      variants.push(await sdkStdio('c-modern-before', 'before: SDK v2 client → `mcpx serve`, 2026-07-28', process.execPath, [BASELINE_MCPX, 'serve'], base.env, true, 'dual__echo'));
+    }
     const sg = await supergateway();
     if ('variant' in sg) variants.push(sg.variant);
     else missing.push({ id: 'd', label: 'supergateway', why: sg.why });
@@ -242,11 +255,12 @@ export async function benchCallPath(log: (line: string) => void): Promise<CallRe
     for (const v of variants) await v.close().catch(() => undefined);
     variants.length = 0;
     log('shell: mcpx call / --version / node -e 0');
-    const shell = await shellRows(daemon);
+    const shell = await shellRows(daemon, base);
     return { fixture: 'examples/servers/dual.mjs echo', rounds: ROUNDS, calls: { 1: CALLS, 16: CALLS * 2 }, rows, missing, shell };
   } finally {
     for (const v of variants) await v.close().catch(() => undefined);
     await daemon.stop();
+    await base?.stop();
   }
 }
 

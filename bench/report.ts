@@ -23,6 +23,8 @@ export interface Results {
   startup?: StartupResults;
   pool?: PoolResults;
   targets?: Target[];
+  /** The targets for MCPX_BENCH_BASELINE's twin rows (same run), when one was given. */
+  baselineTargets?: Target[];
   /** Sections that failed, and why. */
   failed?: Record<string, string>;
 }
@@ -41,15 +43,21 @@ export interface Target {
 const row = (r: Results, id: string, c: number): CallRow | undefined => r.call?.rows.find((x) => x.id === id && x.concurrency === c);
 const f2 = (x: number) => x.toFixed(2);
 
-export function computeTargets(r: Results): Target[] {
+/**
+ * The targets of the issue, from one run. `baseline`: the same targets for MCPX_BENCH_BASELINE's rows
+ * (ids ending in -before, measured in the same run), against the same floor and peers.
+ */
+export function computeTargets(r: Results, baseline = false): Target[] {
   const t: Target[] = [];
+  const sfx = baseline ? '-before' : '';
+  const own = (id: string, c: number) => row(r, `${id}${sfx}`, c);
   const add = (id: string, measure: string, target: string, value: number | null, shown: string, met: boolean | null, by: string) => t.push({ id, measure, target, value: value === null ? null : round(value), shown, met, by });
   const aL1 = row(r, 'a-legacy', 1);
   const aM1 = row(r, 'a-modern', 1);
-  const b1 = row(r, 'b', 1);
+  const b1 = own('b', 1);
   const aM16 = row(r, 'a-modern', 16);
   const aL16 = row(r, 'a-legacy', 16);
-  const b16 = row(r, 'b', 16);
+  const b16 = own('b', 16);
   const d1 = row(r, 'd', 1);
   const d16 = row(r, 'd', 16);
   if (b1 && aM1) {
@@ -61,30 +69,32 @@ export function computeTargets(r: Results): Target[] {
     add('b-rate', '(b) calls/s at 16 in flight', '≥ 0.8× (a)', ratio, `${f2(ratio)}× (${Math.round(b16.rate.median)}/s vs ${Math.round(aM16.rate.median)}/s)`, ratio >= 0.8, ratio >= 0.8 ? `${f2(ratio - 0.8)}× to spare` : `missed by ${f2(0.8 - ratio)}×`);
   }
   for (const [id, floor, era] of [['c-legacy', aL1, '2025-11-25'], ['c-modern', aM1, '2026-07-28']] as const) {
-    const c1 = row(r, id, 1);
+    const c1 = own(id, 1);
     if (!c1 || !floor) continue;
     const over = c1.p50.median - floor.p50.median;
     const dOver = d1 && aL1 ? d1.p50.median - aL1.p50.median : null;
     const met = over <= 0.5 && (dOver === null || over < dOver);
     add(`${id}-p50`, `(c) p50 overhead over (a), ${era} caller`, '≤ 0.5 ms, and below (d)', over, `${f2(over)} ms (${f2(floor.p50.median)} → ${f2(c1.p50.median)}); (d) ${dOver === null ? 'not measured' : `${f2(dOver)} ms`}`, met, over <= 0.5 ? (dOver !== null && over >= dOver ? `above (d) by ${f2(over - dOver)} ms` : `${f2(0.5 - over)} ms to spare`) : `missed by ${f2(over - 0.5)} ms`);
-    const c16 = row(r, id, 16);
+    const c16 = own(id, 16);
     if (c16 && d16) {
       const ratio = c16.rate.median / d16.rate.median;
       add(`${id}-rate`, `(c) calls/s at 16, ${era} caller`, 'above (d)', ratio, `${Math.round(c16.rate.median)}/s vs (d) ${Math.round(d16.rate.median)}/s = ${f2(ratio)}×${aL16 ? `; (a) ${Math.round((era === '2025-11-25' ? aL16 : aM16 ?? aL16).rate.median)}/s` : ''}`, ratio > 1, ratio > 1 ? `${f2(ratio)}× (d)` : `missed: ${f2(ratio)}× (d)`);
     }
   }
-  if (r.startup) {
-    const v = r.startup.daemonReadyMs.median;
+  const st = baseline ? r.startup?.baseline : r.startup;
+  if (st) {
+    const v = st.daemonReadyMs.median;
     add('daemon-ready', 'daemon start → ready (demo config, servers not waited for)', '≤ 300 ms', v, `${v.toFixed(0)} ms`, v <= 300, v <= 300 ? `${(300 - v).toFixed(0)} ms to spare` : `missed by ${(v - 300).toFixed(0)} ms`);
-    const s = r.startup.serveFirstListMs.median;
+    const s = st.serveFirstListMs.median;
     add('serve-first-list', '`mcpx serve` start → first tools/list (catalogue present)', '≤ 250 ms', s, `${s.toFixed(0)} ms`, s <= 250, s <= 250 ? `${(250 - s).toFixed(0)} ms to spare` : `missed by ${(s - 250).toFixed(0)} ms`);
   }
-  const e = r.call?.shell.find((x) => x.id === 'e');
+  const e = r.call?.shell.find((x) => x.id === `e${sfx}`);
   const node = r.call?.shell.find((x) => x.id === 'node');
   if (e && node) {
     const ratio = e.wallMs.median / node.wallMs.median;
     add('cli-call', '`mcpx call` against a warm daemon, whole process', '≤ 2× bare `node -e 0`', ratio, `${f2(ratio)}× (${e.wallMs.median.toFixed(0)} ms vs ${node.wallMs.median.toFixed(0)} ms${e.maxRssMiB ? `; ${e.maxRssMiB.median.toFixed(0)} MiB vs ${node.maxRssMiB?.median.toFixed(0)} MiB` : ''})`, ratio <= 2, ratio <= 2 ? `${f2(2 - ratio)}× to spare` : `missed by ${f2(ratio - 2)}× (${(e.wallMs.median - 2 * node.wallMs.median).toFixed(0)} ms)`);
   }
+  if (baseline) return t; // the probe and the pool have no baseline twin (their code is not what changed)
   if (r.probe) {
     for (const id of ['stdio-legacy-error', 'stdio-legacy-silent', 'stdio-legacy-exit']) {
       const p = r.probe.rows.find((x) => x.id === id);
@@ -142,7 +152,8 @@ export function chart(r: Results): string {
       const y = y0 + 28 + i * (barH + gap);
       const id = ids[i]!;
       const colour = id.startsWith('a') ? '#7f8c8d' : id === 'b' ? '#2e86de' : id.startsWith('c') ? '#10ac84' : id === 'd' ? '#ee5253' : '#8e44ad';
-      parts.push(`<text x="${left - 8}" y="${y + barH - 5}" text-anchor="end">${esc(`(${id}) ${labelOf(id)}`)}</text>`);
+      const label = `(${id}) ${labelOf(id).replace(/^before: /, '')}`;
+      parts.push(`<text x="${left - 8}" y="${y + barH - 5}" text-anchor="end">${esc(label.length > 50 ? `${label.slice(0, 49)}…` : label)}</text>`);
       if (!v) return;
       const w = Math.max(1, (value(v) / max) * barW);
       parts.push(`<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${barH}" fill="${colour}"/>`);
@@ -244,7 +255,7 @@ export function markdown(r: Results, before: Results | undefined, notes: string)
     ...(r.failed ? Object.entries(r.failed).map(([k, v]) => `**The ${k} section failed in this run:** ${v}\n`) : []),
     ...targetTable(r, before),
     '',
-    before ? `"before" is bench/results.before.json (${before.generatedAt}${before.quick ? ', quick mode' : ''}), measured on the same machine before the fixes.` : '',
+    before ? `"before": ${r.baselineTargets ? `the call-path, CLI and start rows measured in this same run, interleaved, on a build of the code before the fixes (MCPX_BENCH_BASELINE); the probe and pool rows from bench/results.before.json (${before.generatedAt}${before.quick ? ', quick mode' : ''}), code the fixes did not touch` : `bench/results.before.json (${before.generatedAt}${before.quick ? ', quick mode' : ''}), measured on the same machine before the fixes`}.` : '',
     '',
     '## The call path',
     '',
@@ -262,6 +273,7 @@ export function markdown(r: Results, before: Results | undefined, notes: string)
     '',
     r.startup ? `- daemon start → ready (the bundled demo, no config file): ${showMs(r.startup.daemonReadyMs, 0)}` : '- (not measured in this run)',
     r.startup ? `- \`mcpx serve\` start → first tools/list answered (catalogue on disk, warm daemon): ${showMs(r.startup.serveFirstListMs, 0)}` : '',
+    r.startup?.baseline ? `- before (same run, interleaved): daemon start → ready ${showMs(r.startup.baseline.daemonReadyMs, 0)}; \`mcpx serve\` start → first tools/list ${showMs(r.startup.baseline.serveFirstListMs, 0)}` : '',
     '',
     '## The pool at scale (in-memory upstream)',
     '',
@@ -289,6 +301,12 @@ export function markdown(r: Results, before: Results | undefined, notes: string)
 export function writeReport(r: Results): void {
   const beforeFile = join(ROOT, 'bench', 'results.before.json');
   const before = existsSync(beforeFile) ? (JSON.parse(readFileSync(beforeFile, 'utf8')) as Results) : undefined;
+  if (before && r.baselineTargets) {
+    // Same-run figures for what the baseline measured, the earlier run's for the rest.
+    const same = new Map(r.baselineTargets.map((x) => [x.id, x]));
+    before.targets = (before.targets ?? []).map((x) => same.get(x.id) ?? x);
+    for (const x of r.baselineTargets) if (!before.targets.some((y) => y.id === x.id)) before.targets.push(x);
+  }
   const notesFile = join(ROOT, 'bench', 'notes.md');
   const notes = existsSync(notesFile) ? readFileSync(notesFile, 'utf8') : '';
   writeFileSync(join(ROOT, 'docs', 'benchmarks.md'), markdown(r, before, notes));

@@ -8,6 +8,9 @@
  *   MCPX_BENCH_POOL_N=N     session actors in the pool-scale section (default 1000)
  *   MCPX_BENCH_POOL_DEADLINE=MS  give up on a pool size whose sessions are not all up by then (quick 20 s, full 60 s)
  *   MCPX_BENCH_NO_DOCS=1    write bench/results.json only, leave docs/benchmarks.md alone
+ *   MCPX_BENCH_BASELINE=DIR another built mcpx (DIR/dist/src/cli/main.js, e.g. a checkout of an earlier
+ *                           commit after `npm run build`), measured in the same run, interleaved, as
+ *                           "before": the daemon, serve and CLI rows and the starts get a twin
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,3 +46,6 @@ export const ROOT = (() => {
 
 /** The built CLI (`npm run bench` builds first). */
 export const MCPX = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+
+/** The baseline's built CLI, when MCPX_BENCH_BASELINE names one. */
+export const BASELINE_MCPX = process.env['MCPX_BENCH_BASELINE'] ? join(process.env['MCPX_BENCH_BASELINE'], 'dist', 'src', 'cli', 'main.js') : undefined;

@@ -116,6 +116,8 @@ export interface DaemonOptions {
   env?: Record<string, string>;
   /** How often to poll the socket while waiting (ms). */
   pollMs?: number;
+  /** The CLI to run (default: this checkout's). */
+  cli?: string;
 }
 
 /** `mcpx daemon` in a temp folder, its log in the folder (as a background daemon's would be). */
@@ -133,7 +135,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
   const { openSync, closeSync } = await import('node:fs');
   const log = openSync(join(dir, 'daemon.log'), 'a');
   const t0 = performance.now();
-  const child = track(spawn(process.execPath, [...(opts.nodeArgs ?? []), MCPX, 'daemon'], { cwd: dir, env, stdio: ['ignore', log, log] }));
+  const child = track(spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.cli ?? MCPX, 'daemon'], { cwd: dir, env, stdio: ['ignore', log, log] }));
   closeSync(log);
   let gone = false;
   child.once('exit', () => (gone = true));

@@ -66,18 +66,17 @@ export const EVENT_TYPES = [
 
 /**
  * One hub for every listener (SSE clients, the log); a throwing listener never breaks the sender.
- * Every event gets the next sequence number (the SSE `id:`) whether or not anyone listens; with no
- * listener (the common case: nobody follows /v1/events) publishing is a counter increment.
+ * Every event gets the next sequence number (the SSE `id:`) whether or not anyone listens; publishing
+ * allocates nothing (no copy of the listener list per event, as `EventEmitter.listeners()` made).
  */
 export class EventHub {
-  private readonly subscribers = new Set<(event: DaemonEvent, seq: number) => void>();
+  /** Copied on subscribe and unsubscribe (rare), never on publish (every call): a publish iterates the list as it was. */
+  private subscribers: ReadonlyArray<(event: DaemonEvent, seq: number) => void> = [];
   private seq = 0;
 
   publish(event: DaemonEvent): void {
     const seq = ++this.seq;
-    if (this.subscribers.size === 0) return;
-    // A snapshot: a listener added while this event is delivered starts with the next one.
-    for (const l of [...this.subscribers]) {
+    for (const l of this.subscribers) {
       try {
         l(event, seq);
       } catch {
@@ -88,19 +87,19 @@ export class EventHub {
 
   /** Whether anyone listens (a sender may skip building an event nobody reads; it must still publish for the sequence). */
   get listening(): boolean {
-    return this.subscribers.size > 0;
+    return this.subscribers.length > 0;
   }
 
   subscribe(listener: (event: DaemonEvent, seq: number) => void): () => void {
     // The same function twice is two subscriptions, as with an EventEmitter.
     const entry = (event: DaemonEvent, seq: number) => listener(event, seq);
-    this.subscribers.add(entry);
+    this.subscribers = [...this.subscribers, entry];
     return () => {
-      this.subscribers.delete(entry);
+      this.subscribers = this.subscribers.filter((l) => l !== entry);
     };
   }
 
   get listeners(): number {
-    return this.subscribers.size;
+    return this.subscribers.length;
   }
 }
