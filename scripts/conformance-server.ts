@@ -30,35 +30,20 @@
  * `server-<version>:` lists entries for one spec version only (the CLI ignores those keys). Each entry
  * needs a one-line reason as a trailing `# comment`. Not part of `npm test`: the suite is an alpha.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { children, DEFAULT_VERSIONS, failing, killGroup, printHelp, root, runCli, spawnTracked, UsageError, type Check, type Status } from './conformance/common.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, '..', '..');
-const require = createRequire(import.meta.url);
-const cli = join(dirname(require.resolve('@modelcontextprotocol/conformance/package.json')), 'dist', 'index.js');
 const shim = join(root, 'scripts', 'conformance', 'register.mjs');
 const fixtureHost = join(root, 'test', 'fixtures', 'http', 'conformance-upstream-http.mjs');
 const defaultBaseline = join(root, 'conformance', 'server-expected-failures.yml');
 
-const DEFAULT_VERSIONS = ['2025-11-25', '2026-07-28'];
 const EXTENSION_VERSION = '2026-07-28';
 const KILL_GRACE_MS = 10_000;
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
-
-type Status = 'SUCCESS' | 'FAILURE' | 'WARNING' | 'SKIPPED' | 'INFO';
-
-interface Check {
-  id: string;
-  status: Status;
-  errorMessage?: string;
-}
 
 interface RunResult {
   scenario: string;
@@ -77,8 +62,6 @@ interface BaselineEntry {
   version?: string;
   line: number;
 }
-
-class UsageError extends Error {}
 
 // ------------------------------------------------------------------ arguments
 
@@ -100,11 +83,7 @@ function parseOptions() {
     strict: true,
     allowPositionals: false,
   });
-  if (values.help) {
-    const doc = readFileSync(fileURLToPath(import.meta.url), 'utf8');
-    console.log(/\/\*\*([\s\S]*?)\*\//.exec(doc)?.[1]?.replace(/^ \* ?/gm, '') ?? 'see scripts/conformance-server.ts');
-    process.exit(0);
-  }
+  if (values.help) printHelp(import.meta.url);
   if (!values.fixture && values.url === undefined) throw new UsageError('give --url <endpoint> or --fixture');
   if (values.fixture && values.url !== undefined) throw new UsageError('--url and --fixture exclude each other');
   if (values.url !== undefined) checkLoopback(values.url);
@@ -144,50 +123,6 @@ function checkLoopback(url: string): URL {
 
 // ------------------------------------------------------------------ child processes
 
-const children = new Set<ChildProcess>();
-
-/** Kill a child's whole process group (children are spawned detached, as group leaders). */
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    /* already gone */
-  }
-}
-
-function spawnTracked(args: string[], stdin: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
-  const child = spawn(process.execPath, args, { cwd: root, detached: true, stdio: [stdin, 'pipe', 'pipe'] });
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  return child;
-}
-
-/** Run the conformance CLI; resolves with its output when it exits or was killed after `limitMs`. */
-function runCli(args: string[], limitMs: number): Promise<{ code: number | null; out: string; killed: boolean }> {
-  return new Promise((done) => {
-    const child = spawnTracked(['--import', shim, cli, ...args]);
-    let out = '';
-    const keep = (b: Buffer) => {
-      out += b.toString('utf8');
-      if (out.length > 400_000) out = out.slice(-200_000);
-    };
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
-    let killed = false;
-    const timer = setTimeout(() => {
-      killed = true;
-      killGroup(child, 'SIGKILL');
-    }, limitMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      // The CLI may leave grandchildren behind in rare cases; its group goes with it.
-      killGroup(child, 'SIGKILL');
-      done({ code, out, killed });
-    });
-  });
-}
-
 // ------------------------------------------------------------------ scenario lists
 
 /** `  - name [tags]` lines of `conformance list` output, up to the first blank line after the header. */
@@ -206,7 +141,7 @@ function parseList(text: string, header: RegExp): Array<{ name: string; tags: st
 
 /** Every server scenario with its tags: the spec versions it applies to, or `extension`. */
 async function listServer(): Promise<Array<{ name: string; tags: string[] }>> {
-  const r = await runCli(['list', '--server'], 30_000);
+  const r = await runCli(['--import', shim], ['list', '--server'], 30_000);
   const list = r.code === 0 ? parseList(r.out, /^Server scenarios/) : [];
   if (list.length === 0) throw new Error(`conformance list --server failed (exit ${r.code}):\n${r.out.slice(-2000)}`);
   return list;
@@ -215,7 +150,7 @@ async function listServer(): Promise<Array<{ name: string; tags: string[] }>> {
 /** Per revision, the server scenarios of its frozen requirement set (`list --requirements`); empty when the CLI has none. */
 async function listRequired(versions: string[]): Promise<Map<string, Set<string>>> {
   const required = new Map<string, Set<string>>();
-  const r = await runCli(['list', '--requirements', versions.join(',')], 30_000);
+  const r = await runCli(['--import', shim], ['list', '--requirements', versions.join(',')], 30_000);
   if (r.code !== 0) return required;
   for (const section of r.out.split(/^(?=Required for )/m)) {
     const revision = /^Required for (\S+)/.exec(section)?.[1];
@@ -232,7 +167,7 @@ async function runScenario(url: string, scenario: string, version: string, force
   const started = Date.now();
   const args = ['server', '--url', url, '--scenario', scenario, '--spec-version', version, '--timeout', String(timeoutMs), '-o', dir];
   if (force) args.push('--force');
-  const r = await runCli(args, timeoutMs + KILL_GRACE_MS);
+  const r = await runCli(['--import', shim], args, timeoutMs + KILL_GRACE_MS);
   const ms = Date.now() - started;
   writeFileSync(join(dir, 'output.txt'), r.out);
   const sub = readdirSync(dir, { withFileTypes: true }).find((d) => d.isDirectory() && existsSync(join(dir, d.name, 'checks.json')));
@@ -291,7 +226,6 @@ function readBaseline(file: string): BaselineEntry[] {
   return entries;
 }
 
-const failing = (c: Check) => c.status === 'FAILURE' || c.status === 'WARNING';
 
 interface Verdict {
   unexpected: string[];

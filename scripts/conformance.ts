@@ -25,34 +25,19 @@
  * The mock servers the CLI starts bind 127.0.0.1 only (scripts/conformance/loopback.mjs, preloaded
  * next to the Node 20 fs.globSync shim); each CLI runs in its own process group, killed when it overruns.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { children, DEFAULT_VERSIONS, failing, killGroup, printHelp, root, runCli, UsageError, type Check, type Status } from './conformance/common.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, '..', '..');
-const require = createRequire(import.meta.url);
-const cli = join(dirname(require.resolve('@modelcontextprotocol/conformance/package.json')), 'dist', 'index.js');
 const preloads = ['register.mjs', 'loopback.mjs'].flatMap((f) => ['--import', join(root, 'scripts', 'conformance', f)]);
 const adapter = join(root, 'dist', 'scripts', 'conformance-client.js');
 const NOT_APPLICABLE = join(root, 'conformance', 'client-not-applicable.yml');
 const EXPECTED_FAILURES = join(root, 'conformance', 'client-expected-failures.yml');
 
-const DEFAULT_VERSIONS = ['2025-11-25', '2026-07-28'];
 /** The client gets this much less than the run, so the CLI can still write its checks after killing it. */
 const CLIENT_MARGIN_MS = 5_000;
-
-type Status = 'SUCCESS' | 'FAILURE' | 'WARNING' | 'SKIPPED' | 'INFO';
-
-interface Check {
-  id: string;
-  status: Status;
-  errorMessage?: string;
-}
 
 interface RunResult {
   scenario: string;
@@ -75,8 +60,6 @@ interface Entry {
   line: number;
 }
 
-class UsageError extends Error {}
-
 // ------------------------------------------------------------------ arguments
 
 function parseOptions() {
@@ -93,11 +76,7 @@ function parseOptions() {
     strict: true,
     allowPositionals: false,
   });
-  if (values.help) {
-    const doc = readFileSync(fileURLToPath(import.meta.url), 'utf8');
-    console.log(/\/\*\*([\s\S]*?)\*\//.exec(doc)?.[1]?.replace(/^ \* ?/gm, '') ?? 'see scripts/conformance.ts');
-    process.exit(0);
-  }
+  if (values.help) printHelp(import.meta.url);
   const parallel = Number(values.parallel);
   if (!Number.isInteger(parallel) || parallel < 1) throw new UsageError(`--parallel wants a positive integer, got ${values.parallel}`);
   const timeoutS = Number(values.timeout);
@@ -150,47 +129,9 @@ const versionKeys = (prefix: string) => (key: string) => (key === prefix ? {} : 
 
 // ------------------------------------------------------------------ child processes
 
-const children = new Set<ChildProcess>();
-
-function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  try {
-    process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    /* already gone */
-  }
-}
-
-/** Run the conformance CLI in its own process group; resolves with its output when it exits or was killed at `limitMs`. */
-function runCli(args: string[], limitMs: number): Promise<{ code: number | null; out: string; killed: boolean }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [...preloads, cli, ...args], { cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(child);
-    let out = '';
-    const keep = (b: Buffer) => {
-      out += b.toString('utf8');
-      if (out.length > 400_000) out = out.slice(-200_000);
-    };
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
-    let killed = false;
-    const timer = setTimeout(() => {
-      killed = true;
-      killGroup(child);
-    }, limitMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      // The client command (the adapter) is in the CLI's group: nothing of the run outlives it.
-      killGroup(child);
-      children.delete(child);
-      done({ code, out, killed });
-    });
-  });
-}
-
 /** `  - name [tags]` lines after the "Client scenarios" header of `conformance list`. */
 async function listClient(version: string): Promise<string[]> {
-  const r = await runCli(['list', '--client', '--spec-version', version], 30_000);
+  const r = await runCli(preloads, ['list', '--client', '--spec-version', version], 30_000);
   const lines = r.out.split('\n');
   const start = lines.findIndex((l) => /^Client scenarios/.test(l));
   const names: string[] = [];
@@ -210,7 +151,7 @@ async function runScenario(scenario: string, version: string, timeoutMs: number,
   mkdirSync(dir, { recursive: true });
   const started = Date.now();
   const args = ['client', '--command', `${process.execPath} ${adapter}`, '--scenario', scenario, '--spec-version', version, '--timeout', String(timeoutMs - CLIENT_MARGIN_MS), '-o', dir];
-  const r = await runCli(args, timeoutMs);
+  const r = await runCli(preloads, args, timeoutMs);
   const ms = Date.now() - started;
   const text = r.out.replace(/\x1b\[[0-9;]*m/g, '');
   writeFileSync(join(dir, 'output.txt'), text);
@@ -243,7 +184,6 @@ async function pool<T, R>(jobs: T[], parallel: number, run: (job: T) => Promise<
 // ------------------------------------------------------------------ report
 
 const count = (r: RunResult, ...s: Status[]) => r.checks.filter((c) => s.includes(c.status)).length;
-const failing = (c: Check) => c.status === 'FAILURE' || c.status === 'WARNING';
 
 type Verdict = 'pass' | 'FAIL' | 'xfail' | 'STALE';
 
