@@ -17,7 +17,7 @@ import { basename, dirname } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger as PinoLogger } from 'pino';
-import { ConfigError } from '../errors.js';
+import { ConfigError, McpxError } from '../errors.js';
 import { Settings, type SettingsSources } from '../config/settings.js';
 import { EraCache } from '../upstream/era-cache.js';
 import { CatalogStore } from '../catalog/catalog-store.js';
@@ -141,7 +141,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
   const uiAddress = (): Promise<UiAddress> => {
     if (tcp) return Promise.resolve(tcp);
     uiListener ??= (async () => {
-      if (stopping || !buildCommon) throw new ConfigError([{ source: 'runtime', message: 'the daemon is not ready for the page' }]);
+      if (stopping || !buildCommon) throw new McpxError('MCPX_SHUTTING_DOWN', stopping ? 'the daemon is stopping' : 'the daemon is not ready for the page yet');
       token ??= randomBytes(32).toString('base64url');
       scrubber.addFixed(token);
       const uiApp = await buildApp({ ...buildCommon(), listener: 'tcp', token: () => token });
@@ -195,11 +195,11 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
 
     // the socket: whatever is there is stale (we hold the lock), unless something answers on it
     if (await socketAnswers(socket)) {
-      throw new ConfigError([{ source: 'runtime', message: `something already answers on ${socket} (daemon.socket); is another daemon using it with a different state folder?` }]);
+      throw new McpxError('MCPX_SOCKET_CONFLICT', `something already answers on ${socket} (daemon.socket); is another daemon using it with a different state folder?`, { data: { socket } });
     }
     // Whatever is left at the socket path is stale (we hold the lock and nothing answers); only a socket is removed.
     if (await stat(socket).then((s) => !s.isSocket(), () => false)) {
-      throw new ConfigError([{ source: 'runtime', message: `daemon.socket ${socket} exists and is not a socket; move it away or choose another path` }]);
+      throw new McpxError('MCPX_SOCKET_CONFLICT', `daemon.socket ${socket} exists and is not a socket; move it away or choose another path`, { data: { socket } });
     }
     await rm(socket, { force: true });
     const info = (): DaemonInfo => ({
