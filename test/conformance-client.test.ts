@@ -10,7 +10,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../src/server/package-info.js';
+import { packageRoot } from '../src/package-info.js';
 
 const RUNNER = join(packageRoot(), 'dist', 'scripts', 'conformance.js');
 

@@ -20,7 +20,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
-import { packageVersion } from '../server/package-info.js';
+import { packageVersion } from '../package-info.js';
 import { COMMANDS } from './commands/index.js';
 import { UsageError, type CliContext } from './common.js';
 

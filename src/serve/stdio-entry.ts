@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import { McpxError } from '../errors.js';
 import { DaemonClient, type Target } from '../cli/client.js';
 import type { Logger } from '../log.js';
-import { packageVersion } from '../server/package-info.js';
+import { packageVersion } from '../package-info.js';
 import { frontFactory } from './front.js';
 import { SocketBackend } from './socket-backend.js';
 

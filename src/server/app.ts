@@ -22,7 +22,7 @@ import { uiRoutes } from '../ui/routes.js';
 import { send, toApiError } from './api-errors.js';
 import type { Controller } from './controller.js';
 import { mcpRoutes } from './mcp-routes.js';
-import { packageVersion } from './package-info.js';
+import { packageVersion } from '../package-info.js';
 import { checkResponses, type ResponseViolation } from './response-contract.js';
 import { v1Routes, type DaemonInfo } from './v1-routes.js';
 

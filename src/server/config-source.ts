@@ -5,7 +5,7 @@
  */
 import { loadConfig, type LoadConfigOptions } from '../config/config-file.js';
 import type { DaemonConfig } from './controller.js';
-import { demoConfigPath } from './package-info.js';
+import { demoConfigPath } from '../package-info.js';
 
 export interface ConfigSourceOptions extends LoadConfigOptions {
   /** Path of the demo config used when no file is found; default examples/demo.json. */

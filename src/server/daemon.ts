@@ -27,7 +27,7 @@ import { loadDaemonConfig } from './config-source.js';
 import { Controller, createPoolRegistry } from './controller.js';
 import { EventHub } from './events.js';
 import { ProcessLedger, sweepOrphans } from './orphans.js';
-import { packageVersion } from './package-info.js';
+import { packageVersion } from '../package-info.js';
 import { Scrubber } from './secrets.js';
 import { UiHub, type UiAddress } from '../ui/hub.js';
 import type { StatelyInspector } from '../inspect/stately.js';

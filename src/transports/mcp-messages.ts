@@ -3,21 +3,8 @@
  * (protocol version, client capabilities, client info) and the 2025-11-25 `initialize` handshake.
  * Pure functions: no I/O, no era decisions (the caller says which era to build for).
  */
-import { createRequire } from 'node:module';
+import { packageVersion } from '../package-info.js';
 import { META } from '../protocol/constants.js';
-
-const require = createRequire(import.meta.url);
-function packageVersion(): string {
-  for (const rel of ['../../package.json', '../../../package.json']) {
-    try {
-      const pkg = require(rel) as { name?: string; version?: string };
-      if (pkg.name === 'mcpx' && typeof pkg.version === 'string') return pkg.version;
-    } catch {
-      // try the next location (src/ and dist/src/ sit at different depths)
-    }
-  }
-  return '0.0.0';
-}
 
 export const MCPX_VERSION = packageVersion();
 export const CLIENT_INFO = { name: 'mcpx', version: MCPX_VERSION } as const;

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client } from 'undici';
-import { packageRoot } from '../../src/server/package-info.js';
+import { packageRoot } from '../../src/package-info.js';
 import { isGone } from '../server/helpers.js';
 
 export const MCPX = join(packageRoot(), 'dist', 'src', 'cli', 'main.js');

@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/server/package-info.js';
+import { packageRoot } from '../../src/package-info.js';
 import { FIXTURE_DIR } from '../fixtures/index.js';
 import { cleanEnv, ForegroundDaemon, killAll, readJson, until } from '../cli/helpers.js';
 import { tempDir } from '../support/real.js';

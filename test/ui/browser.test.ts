@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/server/package-info.js';
+import { packageRoot } from '../../src/package-info.js';
 import { loadDaemonConfig } from '../../src/server/config-source.js';
 import { EraCache } from '../../src/upstream/era-cache.js';
 import { eraCacheKey } from '../../src/upstream/process-key.js';

@@ -12,7 +12,7 @@ import { createActor, createMachine } from 'xstate';
 import { WebSocket } from 'ws';
 import { startDaemon, type DaemonHandle } from '../../src/server/daemon.js';
 import { startStatelyInspector } from '../../src/inspect/stately.js';
-import { packageRoot } from '../../src/server/package-info.js';
+import { packageRoot } from '../../src/package-info.js';
 import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, until } from '../cli/helpers.js';
 import { tempDir } from '../support/real.js';
 
