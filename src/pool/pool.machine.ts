@@ -263,8 +263,11 @@ class Draft {
    */
   move(s: Slot | { id: string; status: 'new' }, to: SlotStatus | 'gone'): void {
     if (!SLOT_TRANSITIONS[s.status].includes(to)) throw new Error(`pool: instance ${s.id} cannot move from ${s.status} to ${to}`);
-    if (to === 'gone') delete this.c.instances[s.id];
-    else (s as Slot).status = to;
+    if (to === 'gone') {
+      const gone = this.c.instances[s.id];
+      delete this.c.instances[s.id];
+      if (gone) indexRemove(this.c.instances, gone);
+    } else (s as Slot).status = to;
   }
   remove(id: string): void {
     const s = this.c.instances[id];
@@ -291,7 +294,53 @@ class Draft {
 }
 
 const slotsOf = (c: PoolContext, lane: Lane) => Object.values(c.instances).filter((s) => s.lane === lane);
-const slotFor = (c: PoolContext, lane: Lane, key: string) => Object.values(c.instances).find((s) => s.lane === lane && s.key === key);
+
+/**
+ * Slot ids by lane and scope key, in creation order, for each `instances` table (built on first use, kept in
+ * step by the one place that creates a slot and the one that removes one). Without it every waiter scanned
+ * every slot on every event, and 1,000 call-scoped sessions took longer than a minute to start.
+ */
+const slotIndex = new WeakMap<Record<string, Slot>, Map<string, string[]>>();
+const indexKey = (lane: Lane, key: string) => `${lane}\0${key}`;
+
+function indexOf(instances: Record<string, Slot>): Map<string, string[]> {
+  let index = slotIndex.get(instances);
+  if (!index) {
+    index = new Map();
+    for (const s of Object.values(instances)) {
+      const k = indexKey(s.lane, s.key);
+      const ids = index.get(k);
+      if (ids) ids.push(s.id);
+      else index.set(k, [s.id]);
+    }
+    slotIndex.set(instances, index);
+  }
+  return index;
+}
+
+/** The first slot of a lane and key (the one a caller of that key is served by). */
+function slotFor(c: PoolContext, lane: Lane, key: string): Slot | undefined {
+  const id = indexOf(c.instances).get(indexKey(lane, key))?.[0];
+  return id === undefined ? undefined : c.instances[id];
+}
+
+function indexAdd(instances: Record<string, Slot>, s: Slot): void {
+  const index = slotIndex.get(instances);
+  if (!index) return; // built from the table on first use
+  const k = indexKey(s.lane, s.key);
+  const ids = index.get(k);
+  if (ids) ids.push(s.id);
+  else index.set(k, [s.id]);
+}
+
+function indexRemove(instances: Record<string, Slot>, s: Slot): void {
+  const index = slotIndex.get(instances);
+  if (!index) return;
+  const k = indexKey(s.lane, s.key);
+  const ids = index.get(k)?.filter((id) => id !== s.id);
+  if (ids && ids.length > 0) index.set(k, ids);
+  else index.delete(k);
+}
 const acquirable = (c: PoolContext, s: Slot | undefined): s is Slot =>
   s !== undefined && (s.status === 'ready' || s.status === 'idle') && (c.sharing === 'shared' || s.holders.length === 0);
 
@@ -391,7 +440,9 @@ function dispatch(d: Draft): void {
       room[lane]--;
       const id = `i${c.nextInstance++}`;
       d.move({ id, status: 'new' }, 'starting');
-      c.instances[id] = { id, lane, key: w.key, status: 'starting', holders: [], lastUsed: ++c.tick, era: null };
+      const slot: Slot = { id, lane, key: w.key, status: 'starting', holders: [], lastUsed: ++c.tick, era: null };
+      c.instances[id] = slot;
+      indexAdd(c.instances, slot);
       c.stats.starts++;
       d.emit({ type: 'instance.start', id, lane, key: w.key, preference: laneSessionPreference(c.preference, lane), useCache: lane === 'own' });
     } else if (claimable[lane] > 0) {
