@@ -4,6 +4,7 @@
  */
 import type { AnyStateMachine } from 'xstate';
 import { poolMachine } from '../pool/pool.machine.js';
+import { reconcileMachine } from '../server/reconcile.machine.js';
 import { sessionMachine } from './session.machine.js';
 import { toMarkdown, type MermaidOptions } from './statechart-doc.js';
 
@@ -34,6 +35,17 @@ export const CHARTS: Chart[] = [
       'idle stop, eviction and stop. Self-loops are the instance and lease events the running pool handles in place. ' +
       'Drawn from src/pool/pool.machine.ts.',
     machine: poolMachine,
+    options: { selfLoops: true },
+  },
+  {
+    file: 'reconcile.md',
+    title: 'Reconciliation',
+    description:
+      'When the pools are brought in line with the effective per-server configs (the config file over the settings), and who waits: ' +
+      'runs one at a time, each planned from the facts of when it starts (unchanged pool fingerprint: kept; busy under deferBusy: deferred; ' +
+      'else added, replaced or removed in one apply), and one catch-up run when a deferred server has nothing running any more. ' +
+      'Self-loops are the requests queued while a run is under way. Drawn from src/server/reconcile.machine.ts.',
+    machine: reconcileMachine,
     options: { selfLoops: true },
   },
 ];

@@ -3,13 +3,14 @@
  * event hub. Every /v1 route is a thin shell over one method here, so the API tests and the daemon
  * run the same code.
  *
- * Settings reach pools through `reconcile()` (the rules are in ./reconciler.ts): the effective
+ * Settings reach pools through `reconcile()` (the rules: ./reconcile.machine.ts): the effective
  * per-server configs are recomputed from the config file and the settings, and handed to
- * `PoolRegistry.apply`, which keeps unchanged pools and replaces changed ones. A runtime change (`PUT /v1/settings/…`) applies to sessions started from
- * now on: a pool with live instances (or calls in flight) is left alone — its sessions keep what they
- * started with — and is brought up to date as soon as it has none; idle pools are replaced at once
- * (nothing runs in them, so nothing is lost). A config reload applies at once (the user edited the
- * server), except that an unchanged server keeps its running process.
+ * `PoolRegistry.apply`, which keeps unchanged pools and replaces changed ones. A runtime change
+ * (`PUT /v1/settings/…`) applies to sessions started from now on: a pool with live instances (or
+ * calls in flight) is left alone — its sessions keep what they started with — and is brought up to
+ * date as soon as it has none; idle pools are replaced at once (nothing runs in them, so nothing is
+ * lost). A config reload applies at once (the user edited the server), except that an unchanged
+ * server keeps its running process.
  */
 import stringify from 'safe-stable-stringify';
 import type { SnapshotFrom } from 'xstate';
@@ -210,7 +211,7 @@ export class Controller {
   private cfg: DaemonConfig;
   private readonly loader: (() => Promise<DaemonConfig>) | undefined;
   private readonly sources: ControllerOptions['settingsSources'];
-  /** When pools change, and which callers wait for it (./reconciler.ts). */
+  /** When pools change, and which callers wait for it (the shell of ./reconcile.machine.ts). */
   private readonly reconciler: Reconciler;
   private nextCall = 0;
   private readonly onPoolEvent = (e: PoolEvent) => this.poolEvent(e);
@@ -559,7 +560,7 @@ export class Controller {
   }
 
   /**
-   * Brings the pools in line with the effective configs (./reconciler.ts). With `deferBusy`, a pool that
+   * Brings the pools in line with the effective configs (./reconcile.machine.ts). With `deferBusy`, a pool that
    * would change but has live instances or calls in flight keeps its config for now (and is caught up
    * once it has none).
    */

@@ -59,9 +59,18 @@ function setup(initial: PoolServerConfig[]) {
     return apply(configs);
   };
   let desired = initial;
-  const r = new Reconciler({ registry, desired: () => desired, pool: (s) => registry.get(s), logger: silentLogger });
+  let failure: Error | null = null;
+  const r = new Reconciler({
+    registry,
+    desired: () => {
+      if (failure) throw failure;
+      return desired;
+    },
+    pool: (s) => registry.get(s),
+    logger: silentLogger,
+  });
   const pool = (name: string) => registry.get(name) as unknown as FakePool;
-  return { r, registry, built, pool, applies: () => applies, want: (d: PoolServerConfig[]) => (desired = d) };
+  return { r, registry, built, pool, applies: () => applies, want: (d: PoolServerConfig[]) => (desired = d), failWith: (err: Error | null) => (failure = err) };
 }
 
 const tick = () => new Promise((res) => setImmediate(res));
@@ -71,25 +80,25 @@ async function until(cond: () => boolean): Promise<void> {
 }
 
 describe('planReconcile', () => {
-  const current = new Map([['same', cfg('same')], ['changed', cfg('changed')], ['gone', cfg('gone')], ['busy', cfg('busy')]]);
+  const current = [cfg('same'), cfg('changed'), cfg('gone'), cfg('busy')];
   const desired = [cfg('same'), cfg('changed', { preference: 'legacy' }), cfg('new'), cfg('busy', { probeTimeoutMs: 5 })];
 
   it('keeps unchanged servers, changes the others; a reload does not defer', () => {
-    const plan = planReconcile(current, desired, { deferBusy: false }, () => true);
+    const plan = planReconcile({ current, desired, busy: ['same', 'changed', 'gone', 'busy'] }, { deferBusy: false });
     expect(plan.configs).toEqual(desired);
     expect(plan.deferred).toEqual([]);
     expect(plan.changing.sort()).toEqual(['busy', 'changed', 'gone', 'new']);
   });
 
   it('with deferBusy a busy server that would change keeps its current config', () => {
-    const plan = planReconcile(current, desired, { deferBusy: true }, (n) => n === 'busy' || n === 'same');
+    const plan = planReconcile({ current, desired, busy: ['busy', 'same'] }, { deferBusy: true });
     expect(plan.configs).toEqual([cfg('same'), cfg('changed', { preference: 'legacy' }), cfg('new'), cfg('busy')]);
     expect(plan.deferred).toEqual(['busy']);
     expect(plan.changing.sort()).toEqual(['changed', 'gone', 'new']);
   });
 
   it('the era-cache switch alone is a change', () => {
-    const plan = planReconcile(new Map([['a', cfg('a')]]), [cfg('a', { eraCache: false })], { deferBusy: false }, () => false);
+    const plan = planReconcile({ current: [cfg('a')], desired: [cfg('a', { eraCache: false })], busy: [] }, { deferBusy: false });
     expect(plan.changing).toEqual(['a']);
   });
 });
@@ -185,6 +194,14 @@ describe('Reconciler', () => {
     t.r.stop();
     expect(await t.r.reconcile({ deferBusy: false })).toEqual({ added: [], removed: [], replaced: [], kept: [], failed: [], deferred: [] });
     expect(t.applies()).toBe(0);
+  });
+
+  it('a run whose configs cannot be resolved fails alone; the next one runs', async () => {
+    const t = setup([cfg('a')]);
+    t.failWith(new Error('no configs'));
+    await expect(t.r.reconcile({ deferBusy: false })).rejects.toThrow('no configs');
+    t.failWith(null);
+    expect(await t.r.reconcile({ deferBusy: false })).toMatchObject({ added: ['a'] });
   });
 
   it('runs reloads one at a time', async () => {
