@@ -14,7 +14,8 @@
  *   the context plain data (persistable, printable, comparable in tests), and a session failure
  *   arrives here as an ordinary event, so no child actor can error the pool (the supervision pitfall
  *   of spawned children, the xstate v5 documentation §1.3).
- * - **Instance slots are data** (`context.instances`), each with a `status` that moves only as
+ * - **Instance slots are data** (`context.instances`, an immutable SlotTable with O(1) lookups by id,
+ *   lane and key, and holder: ./slot-table.ts), each with a `status` that moves only as
  *   SLOT_TRANSITIONS allows (every move goes through `Draft.move`, which checks it). A chart per slot would be a spawned child, and xstate/graph cannot walk a
  *   parent whose decisions read children (a pure `transition()` leaves children inert); with slots as
  *   data the whole pool is one machine that the model-based test traverses and replays.
@@ -56,6 +57,7 @@ import { enqueueActions, setup } from 'xstate';
 import type { ErrorCode } from '../errors.js';
 import { isForced, laneSessionPreference, type Lane, type Preference, type SessionPreference } from '../machines/preference.js';
 import type { Era } from '../machines/versions.js';
+import { SlotTable } from './slot-table.js';
 import type { BackoffPolicy, PoolLimits, Scope, Sharing } from './types.js';
 
 export type { BackoffPolicy };
@@ -96,6 +98,12 @@ export interface Waiter {
   /** The lane the caller's era asks for: `legacy` only under follow, for callers before 2026-07-28. */
   want: Lane;
   key: string;
+  /**
+   * It waits for its key's instance (starting, held exclusively or stopping): only a change to that
+   * key's instances or to the routing facts (own era, legacy route, cooldowns) can move it, so dispatch
+   * skips it otherwise (without this, 1,000 callers starting at once made every event scan all 1,000).
+   */
+  parked?: true;
 }
 
 export interface PoolFailure {
@@ -136,8 +144,8 @@ export interface PoolContext {
   max: number;
   idleTimeoutMs: number;
   backoff: BackoffPolicy;
-  /** Live instance slots by id, in start order. */
-  instances: Record<string, Slot>;
+  /** Live instance slots (an immutable table with lookups by id, lane and key, and holder). */
+  instances: SlotTable;
   /** Callers waiting for an instance, oldest first. */
   waiters: Waiter[];
   nextInstance: number;
@@ -222,7 +230,7 @@ export function initialContext(input: PoolInput): PoolContext {
     max: input.limits.max,
     idleTimeoutMs: Math.max(0, input.limits.idleTimeoutMs),
     backoff: { ...DEFAULT_BACKOFF, ...input.backoff },
-    instances: {},
+    instances: SlotTable.EMPTY,
     waiters: [],
     nextInstance: 1,
     tick: 0,
@@ -235,19 +243,20 @@ export function initialContext(input: PoolInput): PoolContext {
   };
 }
 
-/** A mutable working copy of a context; slots are copied on write. */
+/**
+ * A working copy of a context for one step. Slots are values in an immutable SlotTable: every change
+ * puts a changed copy, so the context the step started from (and every earlier snapshot) is untouched.
+ */
 class Draft {
   readonly c: PoolContext;
   readonly effects: Effect[] = [];
-  constructor(from: PoolContext) {
-    this.c = { ...from, instances: { ...from.instances }, waiters: [...from.waiters], lanes: { ...from.lanes }, stats: { ...from.stats } };
+  /** Scope keys whose instances changed in this step (parked waiters of other keys need no look). */
+  readonly touched = new Set<string>();
+  constructor(readonly from: PoolContext) {
+    this.c = { ...from, waiters: [...from.waiters], lanes: { ...from.lanes }, stats: { ...from.stats } };
   }
   slot(id: string): Slot | undefined {
-    const s = this.c.instances[id];
-    if (!s) return undefined;
-    const copy = { ...s, holders: [...s.holders] };
-    this.c.instances[id] = copy;
-    return copy;
+    return this.c.instances.get(id);
   }
   lane(lane: Lane): LaneHealth {
     const h = { ...this.c.lanes[lane] };
@@ -257,26 +266,43 @@ class Draft {
   emit(event: PoolEmitted): void {
     this.effects.push({ kind: 'emit', event });
   }
+  /** A slot's fields other than its status (holders, lastUsed, era); returns the new value. */
+  change(s: Slot, changes: Partial<Pick<Slot, 'holders' | 'lastUsed' | 'era'>>): Slot {
+    const next = { ...this.c.instances.get(s.id)!, ...changes };
+    this.c.instances = this.c.instances.put(next);
+    this.touched.add(s.key);
+    return next;
+  }
   /**
    * The one way a slot's status changes: a move SLOT_TRANSITIONS does not allow is a bug in this file, and
    * fails loudly (the model-based test walks every path) rather than leaving a slot in a state nothing handles.
    */
-  move(s: Slot | { id: string; status: 'new' }, to: SlotStatus | 'gone'): void {
-    if (!SLOT_TRANSITIONS[s.status].includes(to)) throw new Error(`pool: instance ${s.id} cannot move from ${s.status} to ${to}`);
+  move(s: Slot, to: SlotStatus | 'gone', changes: Partial<Pick<Slot, 'holders' | 'lastUsed' | 'era'>> = {}): Slot | undefined {
+    const current = this.c.instances.get(s.id) ?? s;
+    checkMove(current.id, current.status, to);
+    this.touched.add(current.key);
     if (to === 'gone') {
-      const gone = this.c.instances[s.id];
-      delete this.c.instances[s.id];
-      if (gone) indexRemove(this.c.instances, gone);
-    } else (s as Slot).status = to;
+      this.c.instances = this.c.instances.remove(s.id);
+      return undefined;
+    }
+    const next = { ...current, ...changes, status: to };
+    this.c.instances = this.c.instances.put(next);
+    return next;
+  }
+  create(slot: Slot): void {
+    checkMove(slot.id, 'new', slot.status);
+    this.c.instances = this.c.instances.put(slot);
+    this.touched.add(slot.key);
   }
   remove(id: string): void {
-    const s = this.c.instances[id];
+    const s = this.c.instances.get(id);
     if (s) this.move(s, 'gone');
     this.effects.push({ kind: 'disarmIdle', id });
   }
   stopSlot(s: Slot, reason: StopReason): void {
-    if (s.status === 'idle') this.effects.push({ kind: 'disarmIdle', id: s.id });
-    this.move(s, 'stopping');
+    const current = this.c.instances.get(s.id) ?? s;
+    if (current.status === 'idle') this.effects.push({ kind: 'disarmIdle', id: s.id });
+    this.move(current, 'stopping');
     this.emit({ type: 'instance.stop', id: s.id, lane: s.lane, reason });
   }
   /** A slot with no holders left: idle with its timer, or (call scope) stopped. */
@@ -293,54 +319,15 @@ class Draft {
   }
 }
 
-const slotsOf = (c: PoolContext, lane: Lane) => Object.values(c.instances).filter((s) => s.lane === lane);
-
-/**
- * Slot ids by lane and scope key, in creation order, for each `instances` table (built on first use, kept in
- * step by the one place that creates a slot and the one that removes one). Without it every waiter scanned
- * every slot on every event, and 1,000 call-scoped sessions took longer than a minute to start.
- */
-const slotIndex = new WeakMap<Record<string, Slot>, Map<string, string[]>>();
-const indexKey = (lane: Lane, key: string) => `${lane}\0${key}`;
-
-function indexOf(instances: Record<string, Slot>): Map<string, string[]> {
-  let index = slotIndex.get(instances);
-  if (!index) {
-    index = new Map();
-    for (const s of Object.values(instances)) {
-      const k = indexKey(s.lane, s.key);
-      const ids = index.get(k);
-      if (ids) ids.push(s.id);
-      else index.set(k, [s.id]);
-    }
-    slotIndex.set(instances, index);
-  }
-  return index;
+function checkMove(id: string, from: SlotStatus | 'new', to: SlotStatus | 'gone'): void {
+  if (!SLOT_TRANSITIONS[from].includes(to)) throw new Error(`pool: instance ${id} cannot move from ${from} to ${to}`);
 }
 
-/** The first slot of a lane and key (the one a caller of that key is served by). */
+/** The slot of a lane and key (the one a caller of that key is served by). */
 function slotFor(c: PoolContext, lane: Lane, key: string): Slot | undefined {
-  const id = indexOf(c.instances).get(indexKey(lane, key))?.[0];
-  return id === undefined ? undefined : c.instances[id];
+  return c.instances.forKey(lane, key);
 }
 
-function indexAdd(instances: Record<string, Slot>, s: Slot): void {
-  const index = slotIndex.get(instances);
-  if (!index) return; // built from the table on first use
-  const k = indexKey(s.lane, s.key);
-  const ids = index.get(k);
-  if (ids) ids.push(s.id);
-  else index.set(k, [s.id]);
-}
-
-function indexRemove(instances: Record<string, Slot>, s: Slot): void {
-  const index = slotIndex.get(instances);
-  if (!index) return;
-  const k = indexKey(s.lane, s.key);
-  const ids = index.get(k)?.filter((id) => id !== s.id);
-  if (ids && ids.length > 0) index.set(k, ids);
-  else index.delete(k);
-}
 const acquirable = (c: PoolContext, s: Slot | undefined): s is Slot =>
   s !== undefined && (s.status === 'ready' || s.status === 'idle') && (c.sharing === 'shared' || s.holders.length === 0);
 
@@ -402,62 +389,96 @@ function cooldownError(c: PoolContext, lane: Lane): PoolFailure {
  * goes to the oldest caller of its key), then, oldest first, the waiters that need a new instance:
  * start one if the lane has room, else claim one already stopping, else evict the LRU idle one, else wait.
  */
-function dispatch(d: Draft): void {
+function dispatch(d: Draft, all = false): void {
   const c = d.c;
   const needNew: Waiter[] = [];
   const keep: Waiter[] = [];
+  // A parked waiter whose key and routing did not change would only be parked again (see Waiter.parked).
+  const scanAll = all || routingChanged(d.from, c);
+  const stillParked = (w: Waiter) => !scanAll && w.parked === true && !d.touched.has(w.key);
   for (const w of c.waiters) {
+    if (stillParked(w)) {
+      needNew.push(w);
+      continue;
+    }
     const s = usableSlot(c, w);
     if (!s) {
       needNew.push(w);
       continue;
     }
-    const slot = d.slot(s.id)!;
-    if (slot.status === 'idle') d.effects.push({ kind: 'disarmIdle', id: slot.id });
-    d.move(slot, 'ready');
-    slot.holders.push(w.requestId);
-    slot.lastUsed = ++c.tick;
-    d.emit({ type: 'acquire.granted', requestId: w.requestId, id: slot.id });
+    if (s.status === 'idle') d.effects.push({ kind: 'disarmIdle', id: s.id });
+    d.move(s, 'ready', { holders: [...s.holders, w.requestId], lastUsed: ++c.tick });
+    d.emit({ type: 'acquire.granted', requestId: w.requestId, id: s.id });
+  }
+  if (needNew.length === 0) {
+    c.waiters = keep;
+    return;
   }
   const cap = laneCap(c);
-  const room: Record<Lane, number> = { own: cap - slotsOf(c, 'own').length, legacy: cap - slotsOf(c, 'legacy').length };
-  const claimable: Record<Lane, number> = {
-    own: slotsOf(c, 'own').filter((s) => s.status === 'stopping').length,
-    legacy: slotsOf(c, 'legacy').filter((s) => s.status === 'stopping').length,
-  };
+  const own = c.instances.count('own');
+  const legacy = c.instances.count('legacy');
+  const room: Record<Lane, number> = { own: cap - own.all, legacy: cap - legacy.all };
+  const claimable: Record<Lane, number> = { own: own.stopping, legacy: legacy.stopping };
   for (const w of needNew) {
+    if (stillParked(w)) {
+      keep.push(w);
+      continue;
+    }
     const lane = needsNewInstance(c, w);
     if (lane === null) {
-      keep.push(w); // an instance it may get is starting, held exclusively, or stopping: wait for it
+      keep.push(parked(w, true)); // an instance it may get is starting, held exclusively, or stopping: wait for it
       continue;
     }
     if (c.lanes[lane].cooling) {
       d.emit({ type: 'acquire.rejected', requestId: w.requestId, error: cooldownError(c, lane) });
       continue;
     }
-    keep.push(w);
     if (room[lane] > 0) {
       room[lane]--;
+      keep.push(parked(w, true)); // it now waits for the instance started for its key
       const id = `i${c.nextInstance++}`;
-      d.move({ id, status: 'new' }, 'starting');
-      const slot: Slot = { id, lane, key: w.key, status: 'starting', holders: [], lastUsed: ++c.tick, era: null };
-      c.instances[id] = slot;
-      indexAdd(c.instances, slot);
+      d.create({ id, lane, key: w.key, status: 'starting', holders: [], lastUsed: ++c.tick, era: null });
       c.stats.starts++;
       d.emit({ type: 'instance.start', id, lane, key: w.key, preference: laneSessionPreference(c.preference, lane), useCache: lane === 'own' });
-    } else if (claimable[lane] > 0) {
+      continue;
+    }
+    keep.push(parked(w, false)); // it waits for room in its lane
+    if (claimable[lane] > 0) {
       claimable[lane]--;
     } else {
-      const victim = slotsOf(c, lane)
-        .filter((s) => s.status === 'idle')
-        .sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      // O(instances), only when a lane is full: the least recently used idle instance.
+      let victim: Slot | undefined;
+      for (const s of c.instances.list()) if (s.lane === lane && s.status === 'idle' && (!victim || s.lastUsed < victim.lastUsed)) victim = s;
       if (victim) {
         c.stats.evictions++;
-        d.stopSlot(d.slot(victim.id)!, 'evicted');
+        d.stopSlot(victim, 'evicted');
       }
     }
   }
   c.waiters = keep;
+}
+
+/** Facts every waiter's routing reads, besides its key's instances. */
+function routingChanged(a: PoolContext, b: PoolContext): boolean {
+  return a.ownEra !== b.ownEra || a.legacyLane !== b.legacyLane || a.lanes.own.cooling !== b.lanes.own.cooling || a.lanes.legacy.cooling !== b.lanes.legacy.cooling;
+}
+
+function parked(w: Waiter, on: boolean): Waiter {
+  if ((w.parked === true) === on) return w;
+  if (on) return { ...w, parked: true };
+  const { parked: _, ...rest } = w;
+  return rest;
+}
+
+/**
+ * True when a full dispatch of this context would do nothing: no waiter could be served, started for,
+ * rejected or make room. Every step leaves the pool so; the model-based test checks it after every step
+ * (it is what makes skipping parked waiters safe).
+ */
+export function isSettled(ctx: PoolContext): boolean {
+  const d = new Draft(ctx);
+  dispatch(d, true);
+  return d.effects.length === 0 && d.c.instances === ctx.instances && d.c.waiters.every((w, i) => w.requestId === ctx.waiters[i]?.requestId) && d.c.waiters.length === ctx.waiters.length;
 }
 
 export function acquire(ctx: PoolContext, e: { requestId: string; want: Lane; key: string }): Step {
@@ -470,11 +491,9 @@ export function acquire(ctx: PoolContext, e: { requestId: string; want: Lane; ke
 
 export function release(ctx: PoolContext, requestId: string): Step {
   const d = new Draft(ctx);
-  const held = Object.values(ctx.instances).find((s) => s.holders.includes(requestId));
+  const held = ctx.instances.heldBy(requestId);
   if (held) {
-    const s = d.slot(held.id)!;
-    s.holders = s.holders.filter((h) => h !== requestId);
-    s.lastUsed = ++d.c.tick;
+    const s = d.change(held, { holders: held.holders.filter((h) => h !== requestId), lastUsed: ++d.c.tick });
     if (s.holders.length === 0 && s.status === 'ready') d.settleUnheld(s);
   }
   dispatch(d);
@@ -492,21 +511,20 @@ export function ready(ctx: PoolContext, id: string, era: Era): Step {
   const d = new Draft(ctx);
   const s = d.slot(id);
   if (!s) return d.done();
-  s.era = era;
-  d.move(s, 'idle');
+  d.move(s, 'idle', { era });
   if (s.lane === 'own') d.c.ownEra = era;
   d.c.lanes[s.lane] = { failures: 0, cooling: false, cooldownMs: 0, lastError: null };
   if (s.lane === 'legacy' && d.c.legacyLane === 'unused') d.c.legacyLane = 'available';
   d.effects.push({ kind: 'raise', event: { type: 'lane.ready', lane: s.lane } });
   dispatch(d);
-  const after = d.c.instances[id];
-  if (after && after.status === 'idle' && after.holders.length === 0) d.settleUnheld(d.slot(id)!);
+  const after = d.slot(id);
+  if (after && after.status === 'idle' && after.holders.length === 0) d.settleUnheld(after);
   return d.done();
 }
 
 export function startFailed(ctx: PoolContext, id: string, error: PoolFailure): Step {
   const d = new Draft(ctx);
-  const s = ctx.instances[id];
+  const s = ctx.instances.get(id);
   if (!s) return d.done();
   d.remove(id);
   d.c.stats.failures++;
@@ -529,7 +547,7 @@ export function startFailed(ctx: PoolContext, id: string, error: PoolFailure): S
 
 export function exited(ctx: PoolContext, id: string): Step {
   const d = new Draft(ctx);
-  if (!ctx.instances[id]) return d.done();
+  if (!ctx.instances.get(id)) return d.done();
   d.remove(id);
   d.c.stats.crashes++;
   dispatch(d);
@@ -538,7 +556,7 @@ export function exited(ctx: PoolContext, id: string): Step {
 
 export function stopped(ctx: PoolContext, id: string): Step {
   const d = new Draft(ctx);
-  const s = d.c.instances[id];
+  const s = d.slot(id);
   if (!s) return d.done();
   d.move(s, 'gone');
   dispatch(d);
@@ -570,8 +588,8 @@ export function stopAll(ctx: PoolContext): Step {
   const d = new Draft(ctx);
   for (const w of d.c.waiters) d.emit({ type: 'acquire.rejected', requestId: w.requestId, error: stoppedError(d.c) });
   d.c.waiters = [];
-  for (const s of Object.values(ctx.instances)) {
-    if (s.status !== 'stopping') d.stopSlot(d.slot(s.id)!, 'pool-stopped');
+  for (const s of ctx.instances.list()) {
+    if (s.status !== 'stopping') d.stopSlot(s, 'pool-stopped');
   }
   return d.done();
 }
@@ -584,7 +602,7 @@ export function rejectStopped(ctx: PoolContext, requestId: string): Step {
 
 // ---- the machine ----
 
-const statusOf = (c: PoolContext, e: PoolMachineEvent): SlotStatus | undefined => ('id' in e ? c.instances[e.id]?.status : undefined);
+const statusOf = (c: PoolContext, e: PoolMachineEvent): SlotStatus | undefined => ('id' in e ? c.instances.get(e.id)?.status : undefined);
 
 /** The part of enqueueActions' `enqueue` that carrying out a Step needs. */
 interface Enqueue {
@@ -621,7 +639,7 @@ export const poolMachine = setup({
   },
   guards: {
     isFollow: ({ context }) => context.follow,
-    isHolder: ({ context, event }) => event.type === 'release' && Object.values(context.instances).some((s) => s.holders.includes(event.requestId)),
+    isHolder: ({ context, event }) => event.type === 'release' && context.instances.heldBy(event.requestId) !== undefined,
     isWaiting: ({ context, event }) => event.type === 'cancel' && context.waiters.some((w) => w.requestId === event.requestId),
     isStarting: ({ context, event }) => statusOf(context, event) === 'starting',
     isLive: ({ context, event }) => {
@@ -630,7 +648,7 @@ export const poolMachine = setup({
     },
     isIdle: ({ context, event }) => statusOf(context, event) === 'idle',
     isStopping: ({ context, event }) => statusOf(context, event) === 'stopping',
-    noInstances: ({ context }) => Object.keys(context.instances).length === 0,
+    noInstances: ({ context }) => context.instances.size === 0,
     laneFailed: ({ event }, params: { lane: Lane }) => event.type === 'lane.failed' && event.lane === params.lane && !event.refused,
     laneReady: ({ event }, params: { lane: Lane }) => event.type === 'lane.ready' && event.lane === params.lane,
     legacyRefused: ({ event }) => event.type === 'lane.failed' && event.lane === 'legacy' && event.refused,

@@ -174,7 +174,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
 
   instances(): InstanceStatus[] {
     const now = Date.now();
-    return Object.values(this.actor.getSnapshot().context.instances).map((slot) => {
+    return this.actor.getSnapshot().context.instances.list().map((slot) => {
       const live = this.sessions.get(slot.id);
       const info = live?.session.info();
       return {

@@ -20,7 +20,7 @@ import { SimulatedClock, __unsafe_getAllOwnEventDescriptors, createActor, transi
 import { getShortestPaths, type StatePath } from 'xstate/graph';
 import type { Lane, Preference } from '../../src/machines/preference.js';
 import type { Era } from '../../src/machines/versions.js';
-import { laneCap, needsNewInstance, poolMachine, usableSlot, type PoolContext, type PoolInput, type PoolMachineEvent } from '../../src/pool/pool.machine.js';
+import { isSettled, laneCap, needsNewInstance, poolMachine, usableSlot, type PoolContext, type PoolInput, type PoolMachineEvent } from '../../src/pool/pool.machine.js';
 import { ServerPool } from '../../src/pool/server-pool.js';
 import type { PoolLimits } from '../../src/pool/types.js';
 import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
@@ -68,7 +68,7 @@ function modelEvents(m: ModelConfig) {
   return (s: Snap): PoolMachineEvent[] => {
     if (s.status !== 'active') return [];
     const c = s.context;
-    const slots = Object.values(c.instances);
+    const slots = c.instances.list();
     const events: PoolMachineEvent[] = [];
     if (c.stats.acquires < m.acquires) {
       const requestId = `r${c.stats.acquires + 1}`;
@@ -106,7 +106,7 @@ function modelEvents(m: ModelConfig) {
  */
 function abstractOf(s: Snap): Record<string, unknown> {
   const c = s.context;
-  const slots = Object.values(c.instances);
+  const slots = c.instances.list();
   const rank = [...slots].sort((a, b) => a.lastUsed - b.lastUsed).map((x) => x.id);
   const lane = (h: PoolContext['lanes']['own']) => ({ ...h, lastError: h.lastError?.code ?? null });
   return {
@@ -131,7 +131,7 @@ const serializeState = (s: Snap) => JSON.stringify(abstractOf(s));
 function checkInvariants(s: Snap): string[] {
   const c = s.context;
   const bad: string[] = [];
-  const slots = Object.values(c.instances);
+  const slots = c.instances.list();
   for (const lane of ['own', 'legacy'] as const) {
     const mine = slots.filter((x) => x.lane === lane);
     if (mine.length > laneCap(c)) bad.push(`${lane} lane holds ${mine.length} > ${laneCap(c)}`);
@@ -145,9 +145,12 @@ function checkInvariants(s: Snap): string[] {
   }
   const ids = [...c.waiters.map((w) => w.requestId), ...slots.flatMap((x) => x.holders)];
   if (new Set(ids).size !== ids.length) bad.push('a request is queued twice or both queued and holding');
+  // Dispatch skips parked waiters whose key and routing did not change; a full dispatch must find nothing left to do.
+  if (s.matches('running') && !isSettled(c)) bad.push('a full dispatch would still act (a waiter was skipped that should not have been)');
   for (const w of c.waiters) {
     if (usableSlot(c, w)) bad.push(`${w.requestId} waits although an instance could serve it`);
     const lane = needsNewInstance(c, w);
+    if (w.parked && lane !== null) bad.push(`${w.requestId} is parked but needs a new instance`);
     if (lane !== null) {
       const inLane = slots.filter((x) => x.lane === lane);
       if (c.lanes[lane].cooling) bad.push(`${w.requestId} waits on a cooling lane instead of failing fast`);
@@ -241,7 +244,7 @@ function execute(sut: Sut, e: PoolMachineEvent): void {
       return;
     case 'instance.ready': {
       const p = up.of(e.id);
-      p.kind = e.era === 'legacy' && p.instance && pool.actor.getSnapshot().context.instances[e.id]?.lane === 'own' ? 'legacy' : 'dual';
+      p.kind = e.era === 'legacy' && p.instance && pool.actor.getSnapshot().context.instances.get(e.id)?.lane === 'own' ? 'legacy' : 'dual';
       p.up();
       return;
     }
@@ -291,23 +294,23 @@ async function replay(m: ModelConfig, path: Path): Promise<void> {
       await settle();
       const model = step.state;
       // A failed or crashed instance's leftovers are cleaned up by the pool on its own: let those stops finish.
-      for (const p of sut.up.processes) if (p.stopping && !model.context.instances[p.instance!]) p.finishStop();
+      for (const p of sut.up.processes) if (p.stopping && !model.context.instances.get(p.instance!)) p.finishStop();
       await settle();
       const real = sut.pool.actor.getSnapshot();
       expect(abstractOf(real), `after step ${i} (${e.type})`).toEqual(abstractOf(model));
       // Every instance the model holds as up has a live process; nothing else runs.
       const live = new Set(sut.up.alive().map((p) => p.instance));
-      for (const slot of Object.values(model.context.instances)) {
+      for (const slot of model.context.instances.list()) {
         if (slot.status === 'ready' || slot.status === 'idle') expect(live.has(slot.id), `${slot.id} runs`).toBe(true);
         // Holders are in a call the upstream is answering (a pool stop may already have cut them off).
         if (slot.status === 'ready') for (const h of slot.holders) expect(sut.up.held(), `${h} is in flight`).toContain(h);
       }
-      for (const id of live) expect(model.context.instances[id!], `process of ${id} belongs to a slot`).toBeDefined();
+      for (const id of live) expect(model.context.instances.get(id!), `process of ${id} belongs to a slot`).toBeDefined();
       // A request that left the queue without holding was refused; its call says so.
       const prev = i > 0 ? path.steps[i - 1]!.state.context : undefined;
       for (const w of prev?.waiters ?? []) {
         const stillWaiting = model.context.waiters.some((x) => x.requestId === w.requestId);
-        const holding = Object.values(model.context.instances).some((x) => x.holders.includes(w.requestId));
+        const holding = model.context.instances.list().some((x) => x.holders.includes(w.requestId));
         if (!stillWaiting && !holding && !(e.type === 'cancel' && e.requestId === w.requestId)) {
           const outcome = await sut.calls.get(w.requestId)!.outcome;
           expect(outcome.ok, `${w.requestId} was refused`).toBe(false);

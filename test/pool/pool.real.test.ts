@@ -154,7 +154,7 @@ describe('concurrent callers of both eras', () => {
     let worst = { own: 0, legacy: 0 };
     let worstHolders = 0;
     const sub = r.pool.actor.subscribe((s) => {
-      const slots = Object.values(s.context.instances);
+      const slots = s.context.instances.list();
       const own = slots.filter((x) => x.lane === 'own').length;
       const legacy = slots.filter((x) => x.lane === 'legacy').length;
       worst = { own: Math.max(worst.own, own), legacy: Math.max(worst.legacy, legacy) };

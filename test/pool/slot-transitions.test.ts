@@ -9,7 +9,7 @@ const limits = { scope: 'global', sharing: 'shared', max: 1, idleTimeoutMs: 60_0
 
 function startedSlot(): PoolContext {
   const c = acquire(initialContext({ server: 's', preference: 'prefer-discover', limits }), { requestId: 'r1', want: 'own', key: 'global' }).context;
-  expect(Object.values(c.instances).map((s) => s.status)).toEqual(['starting']);
+  expect(c.instances.list().map((s) => s.status)).toEqual(['starting']);
   return c;
 }
 
@@ -17,15 +17,15 @@ describe('instance slot moves', () => {
   it('legal moves follow the table: new → starting → ready (granted) → stopping', () => {
     let c = startedSlot();
     c = ready(c, 'i1', 'legacy').context;
-    expect(c.instances.i1?.status).toBe('ready');
+    expect(c.instances.get('i1')?.status).toBe('ready');
     expect(SLOT_TRANSITIONS.starting).toContain('ready');
     c = stopAll(c).context;
-    expect(c.instances.i1?.status).toBe('stopping');
+    expect(c.instances.get('i1')?.status).toBe('stopping');
   });
 
   it('a move the table forbids throws, naming the slot and both statuses', () => {
     const c = stopAll(startedSlot()).context;
-    expect(c.instances.i1?.status).toBe('stopping');
+    expect(c.instances.get('i1')?.status).toBe('stopping');
     expect(SLOT_TRANSITIONS.stopping).not.toContain('idle');
     expect(() => ready(c, 'i1', 'legacy')).toThrow('pool: instance i1 cannot move from stopping to idle');
   });
