@@ -57,6 +57,7 @@ import { enqueueActions, setup } from 'xstate';
 import type { ErrorCode } from '../errors.js';
 import { isForced, laneSessionPreference, type Lane, type Preference, type SessionPreference } from '../machines/preference.js';
 import type { Era } from '../machines/versions.js';
+import { ParkedWaiters } from './parked-waiters.js';
 import { SlotTable } from './slot-table.js';
 import type { BackoffPolicy, PoolLimits, Scope, Sharing } from './types.js';
 
@@ -98,12 +99,8 @@ export interface Waiter {
   /** The lane the caller's era asks for: `legacy` only under follow, for callers before 2026-07-28. */
   want: Lane;
   key: string;
-  /**
-   * It waits for its key's instance (starting, held exclusively or stopping): only a change to that
-   * key's instances or to the routing facts (own era, legacy route, cooldowns) can move it, so dispatch
-   * skips it otherwise (without this, 1,000 callers starting at once made every event scan all 1,000).
-   */
-  parked?: true;
+  /** Arrival order (the pool's acquire count when it came): callers are served oldest first. */
+  seq: number;
 }
 
 export interface PoolFailure {
@@ -146,8 +143,14 @@ export interface PoolContext {
   backoff: BackoffPolicy;
   /** Live instance slots (an immutable table with lookups by id, lane and key, and holder). */
   instances: SlotTable;
-  /** Callers waiting for an instance, oldest first. */
+  /** Callers waiting for an instance that get a look on every event (new ones, and those waiting for room in their lane), oldest first. */
   waiters: Waiter[];
+  /**
+   * Callers waiting for their key's instance (starting, held exclusively or stopping): only a change to
+   * that key's instances or to the routing facts (own era, legacy route, cooldowns) can move them, so
+   * they get a look only then. `waiting(c)` lists both kinds in arrival order.
+   */
+  parked: ParkedWaiters;
   nextInstance: number;
   tick: number;
   /** What the own lane speaks, from its latest ready instance (or the era cache, before any). */
@@ -232,6 +235,7 @@ export function initialContext(input: PoolInput): PoolContext {
     backoff: { ...DEFAULT_BACKOFF, ...input.backoff },
     instances: SlotTable.EMPTY,
     waiters: [],
+    parked: ParkedWaiters.EMPTY,
     nextInstance: 1,
     tick: 0,
     // force-* never reads the era cache.
@@ -253,7 +257,7 @@ class Draft {
   /** Scope keys whose instances changed in this step (parked waiters of other keys need no look). */
   readonly touched = new Set<string>();
   constructor(readonly from: PoolContext) {
-    this.c = { ...from, waiters: [...from.waiters], lanes: { ...from.lanes }, stats: { ...from.stats } };
+    this.c = { ...from, lanes: { ...from.lanes }, stats: { ...from.stats } };
   }
   slot(id: string): Slot | undefined {
     return this.c.instances.get(id);
@@ -391,16 +395,27 @@ function cooldownError(c: PoolContext, lane: Lane): PoolFailure {
  */
 function dispatch(d: Draft, all = false): void {
   const c = d.c;
+  // Who gets a look: the active callers, and the parked ones whose key's instances changed (every parked
+  // one when the routing facts changed). The others would only be parked again (see PoolContext.parked).
+  let look: Waiter[] = c.waiters;
+  if (c.parked.size > 0) {
+    if (all || routingChanged(d.from, c)) {
+      look = mergeBySeq(look, c.parked.list());
+      c.parked = ParkedWaiters.EMPTY;
+    } else {
+      const woken: Waiter[] = [];
+      for (const key of d.touched) {
+        const [mine, rest] = c.parked.take(key);
+        if (mine.length === 0) continue;
+        woken.push(...mine);
+        c.parked = rest;
+      }
+      if (woken.length > 0) look = mergeBySeq(look, woken.sort(bySeq));
+    }
+  }
   const needNew: Waiter[] = [];
   const keep: Waiter[] = [];
-  // A parked waiter whose key and routing did not change would only be parked again (see Waiter.parked).
-  const scanAll = all || routingChanged(d.from, c);
-  const stillParked = (w: Waiter) => !scanAll && w.parked === true && !d.touched.has(w.key);
-  for (const w of c.waiters) {
-    if (stillParked(w)) {
-      needNew.push(w);
-      continue;
-    }
+  for (const w of look) {
     const s = usableSlot(c, w);
     if (!s) {
       needNew.push(w);
@@ -420,13 +435,9 @@ function dispatch(d: Draft, all = false): void {
   const room: Record<Lane, number> = { own: cap - own.all, legacy: cap - legacy.all };
   const claimable: Record<Lane, number> = { own: own.stopping, legacy: legacy.stopping };
   for (const w of needNew) {
-    if (stillParked(w)) {
-      keep.push(w);
-      continue;
-    }
     const lane = needsNewInstance(c, w);
     if (lane === null) {
-      keep.push(parked(w, true)); // an instance it may get is starting, held exclusively, or stopping: wait for it
+      c.parked = c.parked.add(w); // an instance it may get is starting, held exclusively, or stopping: wait for it
       continue;
     }
     if (c.lanes[lane].cooling) {
@@ -435,14 +446,14 @@ function dispatch(d: Draft, all = false): void {
     }
     if (room[lane] > 0) {
       room[lane]--;
-      keep.push(parked(w, true)); // it now waits for the instance started for its key
+      c.parked = c.parked.add(w); // it waits for the instance started for its key
       const id = `i${c.nextInstance++}`;
       d.create({ id, lane, key: w.key, status: 'starting', holders: [], lastUsed: ++c.tick, era: null });
       c.stats.starts++;
       d.emit({ type: 'instance.start', id, lane, key: w.key, preference: laneSessionPreference(c.preference, lane), useCache: lane === 'own' });
       continue;
     }
-    keep.push(parked(w, false)); // it waits for room in its lane
+    keep.push(w); // it waits for room in its lane
     if (claimable[lane] > 0) {
       claimable[lane]--;
     } else {
@@ -458,16 +469,29 @@ function dispatch(d: Draft, all = false): void {
   c.waiters = keep;
 }
 
+const bySeq = (a: Waiter, b: Waiter) => a.seq - b.seq;
+
+/** Two lists each in arrival order, merged in arrival order. */
+function mergeBySeq(a: readonly Waiter[], b: readonly Waiter[]): Waiter[] {
+  if (a.length === 0) return [...b];
+  const out: Waiter[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (j >= b.length || (i < a.length && a[i]!.seq < b[j]!.seq)) out.push(a[i++]!);
+    else out.push(b[j++]!);
+  }
+  return out;
+}
+
+/** Every waiting caller, active and parked, in arrival order. */
+export function waiting(c: Pick<PoolContext, 'waiters' | 'parked'>): Waiter[] {
+  return c.parked.size === 0 ? [...c.waiters] : mergeBySeq(c.waiters, c.parked.list());
+}
+
 /** Facts every waiter's routing reads, besides its key's instances. */
 function routingChanged(a: PoolContext, b: PoolContext): boolean {
   return a.ownEra !== b.ownEra || a.legacyLane !== b.legacyLane || a.lanes.own.cooling !== b.lanes.own.cooling || a.lanes.legacy.cooling !== b.lanes.legacy.cooling;
-}
-
-function parked(w: Waiter, on: boolean): Waiter {
-  if ((w.parked === true) === on) return w;
-  if (on) return { ...w, parked: true };
-  const { parked: _, ...rest } = w;
-  return rest;
 }
 
 /**
@@ -478,13 +502,14 @@ function parked(w: Waiter, on: boolean): Waiter {
 export function isSettled(ctx: PoolContext): boolean {
   const d = new Draft(ctx);
   dispatch(d, true);
-  return d.effects.length === 0 && d.c.instances === ctx.instances && d.c.waiters.every((w, i) => w.requestId === ctx.waiters[i]?.requestId) && d.c.waiters.length === ctx.waiters.length;
+  const before = waiting(ctx).map((w) => w.requestId).join(' ');
+  return d.effects.length === 0 && d.c.instances === ctx.instances && waiting(d.c).map((w) => w.requestId).join(' ') === before;
 }
 
 export function acquire(ctx: PoolContext, e: { requestId: string; want: Lane; key: string }): Step {
   const d = new Draft(ctx);
   d.c.stats.acquires++;
-  d.c.waiters.push({ requestId: e.requestId, want: e.want, key: e.key });
+  d.c.waiters = [...d.c.waiters, { requestId: e.requestId, want: e.want, key: e.key, seq: d.c.stats.acquires }];
   dispatch(d);
   return d.done();
 }
@@ -503,6 +528,7 @@ export function release(ctx: PoolContext, requestId: string): Step {
 export function cancel(ctx: PoolContext, requestId: string): Step {
   const d = new Draft(ctx);
   d.c.waiters = d.c.waiters.filter((w) => w.requestId !== requestId);
+  d.c.parked = d.c.parked.remove(requestId);
   dispatch(d);
   return d.done();
 }
@@ -586,8 +612,9 @@ const stoppedError = (c: PoolContext): PoolFailure => ({ code: 'MCPX_POOL_STOPPE
 
 export function stopAll(ctx: PoolContext): Step {
   const d = new Draft(ctx);
-  for (const w of d.c.waiters) d.emit({ type: 'acquire.rejected', requestId: w.requestId, error: stoppedError(d.c) });
+  for (const w of waiting(d.c)) d.emit({ type: 'acquire.rejected', requestId: w.requestId, error: stoppedError(d.c) });
   d.c.waiters = [];
+  d.c.parked = ParkedWaiters.EMPTY;
   for (const s of ctx.instances.list()) {
     if (s.status !== 'stopping') d.stopSlot(s, 'pool-stopped');
   }
@@ -640,7 +667,7 @@ export const poolMachine = setup({
   guards: {
     isFollow: ({ context }) => context.follow,
     isHolder: ({ context, event }) => event.type === 'release' && context.instances.heldBy(event.requestId) !== undefined,
-    isWaiting: ({ context, event }) => event.type === 'cancel' && context.waiters.some((w) => w.requestId === event.requestId),
+    isWaiting: ({ context, event }) => event.type === 'cancel' && (context.parked.has(event.requestId) || context.waiters.some((w) => w.requestId === event.requestId)),
     isStarting: ({ context, event }) => statusOf(context, event) === 'starting',
     isLive: ({ context, event }) => {
       const st = statusOf(context, event);

@@ -54,6 +54,12 @@ export interface ServerPoolDeps {
   sessionFactory?: (opts: PoolSessionOptions) => UpstreamSession;
   /** xstate inspection of the pool actor and of every session actor (live statecharts), with which actor it came from. */
   inspect?: (event: InspectionEvent, source: InspectSource) => void;
+  /**
+   * Whether `inspect` also gets the pool actor's events (default true). The daemon turns it off unless an
+   * inspector is attached: its probe timelines read only session snapshots, and the pool actor's events
+   * (several per call: acquire, release, their actions and snapshots) would be built for nobody.
+   */
+  inspectPool?: boolean;
   /** xstate clock for the pool actor (idle timers, cooldowns); tests pass a SimulatedClock. */
   clock?: Clock;
 }
@@ -129,7 +135,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
         ...(config.backoff ? { backoff: config.backoff } : {}),
         cachedEra: cached?.era ?? null,
       },
-      ...(deps.inspect ? { inspect: (ev: InspectionEvent) => deps.inspect?.(ev, { actor: 'pool', server: config.name }) } : {}),
+      ...(deps.inspect && deps.inspectPool !== false ? { inspect: (ev: InspectionEvent) => deps.inspect?.(ev, { actor: 'pool', server: config.name }) } : {}),
       ...(deps.clock ? { clock: deps.clock } : {}),
     });
     this.actor.on('*', (e) => this.perform(e as PoolEmitted));

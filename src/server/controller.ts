@@ -49,6 +49,7 @@ export interface CreateRegistryOptions {
   cache?: EraCache | null;
   logger?: Logger;
   inspect?: ServerPoolDeps['inspect'];
+  inspectPool?: ServerPoolDeps['inspectPool'];
 }
 
 /**
@@ -60,6 +61,7 @@ export function createPoolRegistry(opts: CreateRegistryOptions): PoolRegistry {
   return new PoolRegistry({
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
+    ...(opts.inspectPool === undefined ? {} : { inspectPool: opts.inspectPool }),
     createPool: (config, deps) => {
       const on = (config.eraCache ?? opts.settings.get('upstream.eraCache') === true) && opts.cache != null;
       // AskingSession: legacy sessions declare at initialize the questions mcpx can relay (/v1/ask).

@@ -172,7 +172,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
       ui.inspectorUrl = started.url;
       cleanups.push(() => started.stop());
     }
-    const registry = createPoolRegistry({ settings, cache, logger, inspect: (ev, source) => {
+    const registry = createPoolRegistry({ settings, cache, logger, inspectPool: inspector !== undefined, inspect: (ev, source) => {
       probes.inspect(ev, source);
       inspector?.inspect(ev, source);
     } });

@@ -66,7 +66,18 @@ export function processDefinition<T extends ProcessDefinitionInput>(def: T): Pro
   return { transport: def.transport ?? 'streamable-http', url: def.url, headers: { ...(def.headers ?? {}) } };
 }
 
-/** Lower-case hex SHA-256 of the normalised process definition, keys sorted (safe-stable-stringify). */
+/** Keys already computed, per definition object: a pool hands the same definition to every instance it starts. */
+const keys = new WeakMap<object, string>();
+
+/**
+ * Lower-case hex SHA-256 of the normalised process definition, keys sorted (safe-stable-stringify).
+ * Definitions are treated as immutable once loaded (a config change builds new ones).
+ */
 export function eraCacheKey<T extends ProcessDefinitionInput>(def: T): string {
-  return createHash('sha256').update(stringify(processDefinition(def)), 'utf8').digest('hex');
+  let key = keys.get(def);
+  if (key === undefined) {
+    key = createHash('sha256').update(stringify(processDefinition(def)), 'utf8').digest('hex');
+    keys.set(def, key);
+  }
+  return key;
 }

@@ -20,7 +20,7 @@ import { SimulatedClock, __unsafe_getAllOwnEventDescriptors, createActor, transi
 import { getShortestPaths, type StatePath } from 'xstate/graph';
 import type { Lane, Preference } from '../../src/machines/preference.js';
 import type { Era } from '../../src/machines/versions.js';
-import { isSettled, laneCap, needsNewInstance, poolMachine, usableSlot, type PoolContext, type PoolInput, type PoolMachineEvent } from '../../src/pool/pool.machine.js';
+import { isSettled, laneCap, waiting, needsNewInstance, poolMachine, usableSlot, type PoolContext, type PoolInput, type PoolMachineEvent } from '../../src/pool/pool.machine.js';
 import { ServerPool } from '../../src/pool/server-pool.js';
 import type { PoolLimits } from '../../src/pool/types.js';
 import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
@@ -91,7 +91,7 @@ function modelEvents(m: ModelConfig) {
       if (slot.status === 'stopping') events.push({ type: 'instance.stopped', id: slot.id });
     }
     if (s.matches('running')) {
-      for (const w of c.waiters) events.push({ type: 'cancel', requestId: w.requestId });
+      for (const w of waiting(c)) events.push({ type: 'cancel', requestId: w.requestId });
       for (const t of __unsafe_getAllOwnEventDescriptors(s)) if (t.startsWith('xstate.after.')) events.push({ type: t } as unknown as PoolMachineEvent);
       events.push({ type: 'stop' });
     }
@@ -113,7 +113,7 @@ function abstractOf(s: Snap): Record<string, unknown> {
     value: s.value,
     status: s.status,
     instances: slots.map((x) => ({ id: x.id, lane: x.lane, key: x.key, status: x.status, holders: x.holders, era: x.era, lru: rank.indexOf(x.id) })),
-    waiters: c.waiters,
+    waiters: waiting(c).map(({ seq: _, ...w }) => w),
     nextInstance: c.nextInstance,
     ownEra: c.ownEra,
     lanes: { own: lane(c.lanes.own), legacy: lane(c.lanes.legacy) },
@@ -143,14 +143,14 @@ function checkInvariants(s: Snap): string[] {
     if (x.status === 'ready' && x.holders.length === 0 && s.matches('running')) bad.push(`${x.id} is ready with no holder`);
     if (c.scope === 'call' && x.status === 'idle') bad.push(`${x.id}: a call-scope instance idles`);
   }
-  const ids = [...c.waiters.map((w) => w.requestId), ...slots.flatMap((x) => x.holders)];
+  const ids = [...waiting(c).map((w) => w.requestId), ...slots.flatMap((x) => x.holders)];
   if (new Set(ids).size !== ids.length) bad.push('a request is queued twice or both queued and holding');
   // Dispatch skips parked waiters whose key and routing did not change; a full dispatch must find nothing left to do.
   if (s.matches('running') && !isSettled(c)) bad.push('a full dispatch would still act (a waiter was skipped that should not have been)');
-  for (const w of c.waiters) {
+  for (const w of c.parked.list()) if (needsNewInstance(c, w) !== null) bad.push(`${w.requestId} is parked but needs a new instance`);
+  for (const w of waiting(c)) {
     if (usableSlot(c, w)) bad.push(`${w.requestId} waits although an instance could serve it`);
     const lane = needsNewInstance(c, w);
-    if (w.parked && lane !== null) bad.push(`${w.requestId} is parked but needs a new instance`);
     if (lane !== null) {
       const inLane = slots.filter((x) => x.lane === lane);
       if (c.lanes[lane].cooling) bad.push(`${w.requestId} waits on a cooling lane instead of failing fast`);
@@ -163,7 +163,7 @@ function checkInvariants(s: Snap): string[] {
     if (v.running.ownLane !== (c.lanes.own.cooling ? 'coolingDown' : 'healthy')) bad.push('ownLane region out of step with context');
     if (v.running.legacyLane !== (c.lanes.legacy.cooling ? 'coolingDown' : 'healthy')) bad.push('legacyLane region out of step with context');
     if (v.running.legacyRoute !== c.legacyLane) bad.push('legacyRoute region out of step with context');
-  } else if (c.waiters.length > 0) {
+  } else if (waiting(c).length > 0) {
     bad.push('waiters left while stopping');
   }
   if (s.value === 'stopped' && slots.length > 0) bad.push('stopped with instances');
@@ -308,8 +308,8 @@ async function replay(m: ModelConfig, path: Path): Promise<void> {
       for (const id of live) expect(model.context.instances.get(id!), `process of ${id} belongs to a slot`).toBeDefined();
       // A request that left the queue without holding was refused; its call says so.
       const prev = i > 0 ? path.steps[i - 1]!.state.context : undefined;
-      for (const w of prev?.waiters ?? []) {
-        const stillWaiting = model.context.waiters.some((x) => x.requestId === w.requestId);
+      for (const w of prev ? waiting(prev) : []) {
+        const stillWaiting = waiting(model.context).some((x) => x.requestId === w.requestId);
         const holding = model.context.instances.list().some((x) => x.holders.includes(w.requestId));
         if (!stillWaiting && !holding && !(e.type === 'cancel' && e.requestId === w.requestId)) {
           const outcome = await sut.calls.get(w.requestId)!.outcome;

@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
+import { waiting } from '../../src/pool/pool.machine.js';
 import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
 import { eraCacheKey } from '../../src/upstream/process-key.js';
 import { settle, textOf } from '../support/auto-upstream.js';
@@ -46,7 +47,7 @@ describe('scope: global', () => {
     const calls = ['a', 'b', 'c'].map((t) => held(s, t).then((r) => order.push(textOf(r))));
     await until(() => s.up.held().length === 1);
     expect(s.up.held()).toEqual(['a']);
-    expect(s.pool.actor.getSnapshot().context.waiters.map((w) => w.requestId)).toEqual(['r2', 'r3']);
+    expect(waiting(s.pool.actor.getSnapshot().context).map((w) => w.requestId)).toEqual(['r2', 'r3']);
     s.up.release('a');
     await until(() => s.up.held().includes('b'));
     s.up.release('b');
@@ -240,11 +241,11 @@ describe('callers waiting for capacity', () => {
     const cancelled = held(s, 'cancelled', { signal: ac.signal });
     const timedOut = held(s, 'late', { timeoutMs: 30 });
     await settle();
-    expect(s.pool.actor.getSnapshot().context.waiters).toHaveLength(2);
+    expect(waiting(s.pool.actor.getSnapshot().context)).toHaveLength(2);
     ac.abort(new Error('caller went away'));
     await expect(cancelled).rejects.toMatchObject({ code: 'MCPX_REQUEST_CANCELLED', message: expect.stringContaining('caller went away') });
     await expect(timedOut).rejects.toMatchObject({ code: 'MCPX_REQUEST_TIMEOUT', message: expect.stringContaining('waiting for a free instance') });
-    expect(s.pool.actor.getSnapshot().context.waiters).toEqual([]);
+    expect(waiting(s.pool.actor.getSnapshot().context)).toEqual([]);
 
     s.up.release('first');
     await first;
