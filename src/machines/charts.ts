@@ -51,5 +51,6 @@ export const CHARTS: Chart[] = [
 ];
 
 export function renderChart(chart: Chart): string {
-  return toMarkdown(chart.machine, chart.title, chart.description, chart.options);
+  const svg = chart.file.replace(/\.md$/, '.svg');
+  return toMarkdown(chart.machine, chart.title, `${chart.description} The same chart as a picture: [${svg}](${svg}).`, chart.options);
 }
