@@ -295,7 +295,9 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
     return new Promise<Lease>((resolve, reject) => {
       const requestId = `r${++this.nextRequest}`;
       let timer: NodeJS.Timeout | undefined;
+      let settled = false;
       const cleanup = () => {
+        settled = true;
         if (timer) clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         this.waiting.delete(requestId);
@@ -319,12 +321,14 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
           reject(error);
         },
       });
+      this.send({ type: 'acquire', requestId, want, key });
+      // A warm instance is granted (or the acquire refused) within the send: no watch needed then.
+      if (settled) return;
       signal?.addEventListener('abort', onAbort, { once: true });
       if (deadline !== undefined) {
         // Bounded: setTimeout fires at once for a delay past 2^31−1 ms.
         timer = setTimeout(() => leave(this.timeoutError(ctx.timeoutMs!, `waiting for a free instance (key ${JSON.stringify(key)})`)), Math.min(MAX_DURATION_MS, Math.max(0, deadline - Date.now())));
       }
-      this.send({ type: 'acquire', requestId, want, key });
     });
   }
 
