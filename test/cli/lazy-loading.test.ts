@@ -57,6 +57,19 @@ describe('what each process loads', () => {
     }
   });
 
+  it('mcpx config describes the config without loading the daemon (no controller, pools, zod, fastify)', async () => {
+    const dir = await tempDir('mcpx-loads-');
+    try {
+      const file = join(dir.path, 'loads.txt');
+      const r = await mcpx(['config', '--json'], { env: recording(cleanEnv(dir.path), file) });
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).demo).toBe(true);
+      expect(among(loaded(file), DAEMON_PACKAGES, ['server/controller.js', 'server/daemon.js'])).toEqual([]);
+    } finally {
+      await dir.remove();
+    }
+  });
+
   it('mcpx call against a running daemon loads none of the daemon\'s dependencies (zod, fastify, undici, …); the daemon loads no undici (stdio upstreams only), no MCP SDK (no /mcp request), no ajv and no ui page', async () => {
     const dir = await tempDir('mcpx-loads-');
     try {
