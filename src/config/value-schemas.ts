@@ -5,7 +5,7 @@
  * message, for a boundary that is validated with zod.
  *
  * Apart from those parsers on purpose: zod takes about as long to load as node itself, and the CLI
- * (`mcpx call` resolving the daemon's socket) and the daemon's start path read settings without it.
+ * (`mcpx call` resolving the daemon's socket, `mcpx config`) reads settings without it.
  */
 import { homedir } from 'node:os';
 import { z } from 'zod';
