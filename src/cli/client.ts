@@ -13,7 +13,6 @@ import { join, resolve as resolvePath } from 'node:path';
 import { McpxError } from '../errors.js';
 import { loadConfig } from '../config/config-file.js';
 import { Settings } from '../config/settings.js';
-import { checkSocketPath, DAEMON_JSON, DAEMON_LOG, ensureStateDir } from '../server/state-dir.js';
 
 export interface ClientOptions {
   /** `--config FILE`. */
@@ -239,6 +238,8 @@ function lastError(logFile: string): string | undefined {
 export async function startDaemonInBackground(target: Target, opts: StartOptions): Promise<{ pid: number | undefined }> {
   const env = opts.env ?? process.env;
   const timeoutMs = opts.timeoutMs ?? (Number(env['MCPX_DAEMON_START_TIMEOUT']) || 20_000);
+  // The state folder's rules load only here: a command that finds its daemon running never needs them.
+  const { checkSocketPath, DAEMON_JSON, DAEMON_LOG, ensureStateDir } = await import('../server/state-dir.js');
   checkSocketPath(target.socket); // the daemon would refuse it too; say so before starting one
   await ensureStateDir(target.stateDir);
   const logFile = join(target.stateDir, DAEMON_LOG);

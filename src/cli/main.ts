@@ -14,14 +14,14 @@
  * none answers (`stop` excepted). Errors: one line on stderr, `mcpx: <message>`; exit 2 for a usage
  * error, 1 for anything else.
  *
- * Each command is its own module (./commands/), and loads what it runs only when it runs: a command
- * is a separate process each time, so what it imports is paid on every use (`mcpx call` and
- * `mcpx --version` never load fastify, xstate or the MCP SDK).
+ * Each command is its own module (./commands/), loaded only when the command line can run it, and
+ * loads what it runs only when it runs: a command is a separate process each time, so what it imports
+ * is paid on every use (`mcpx call` and `mcpx --version` never load zod, fastify, xstate or the MCP SDK).
  */
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { packageVersion } from '../package-info.js';
-import { COMMANDS } from './commands/index.js';
+import { commandsFor } from './commands/index.js';
 import { UsageError, type CliContext } from './common.js';
 
 const ENTRY = fileURLToPath(import.meta.url);
@@ -38,7 +38,7 @@ async function buildProgram(argv: readonly string[]): Promise<Command> {
     })
     .exitOverride();
   const cli: CliContext = { entry: ENTRY, argv };
-  for (const command of COMMANDS) await command.register(program, cli);
+  for (const command of await commandsFor(argv)) await command.register(program, cli);
   return program;
 }
 

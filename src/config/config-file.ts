@@ -18,7 +18,7 @@ import { stat, readFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve as resolvePath, sep, isAbsolute } from 'node:path';
 import { findNodeAtLocation, parse as parseJsonc, parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
 import { ConfigError, type ConfigProblem } from '../errors.js';
-import { preferenceSchema, type Preference } from '../machines/preference.js';
+import { canonicalPreference, preferenceRefusal, type Preference } from '../machines/preference.js';
 import type { PoolLimits, PoolServerConfig, Scope, Sharing } from '../pool/types.js';
 import type { HttpDefinition, ServerDefinition, StdioDefinition } from '../upstream/definition.js';
 import { checkSettingsFile, closest, findSetting, homeFolder, SETTING_BLOCKS, showValue, type SettingPath } from './settings.js';
@@ -536,9 +536,8 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
 
   let preference: Preference | undefined;
   if (Object.hasOwn(entry, 'protocol') && entry['protocol'] !== undefined) {
-    const r = preferenceSchema.safeParse(entry['protocol']);
-    if (r.success) preference = r.data;
-    else problem([...at, 'protocol'], r.error.issues[0]?.message ?? 'is not a protocol preference');
+    preference = canonicalPreference(entry['protocol']);
+    if (preference === undefined) problem([...at, 'protocol'], preferenceRefusal(entry['protocol']));
   }
 
   let disabled = false;

@@ -6,8 +6,9 @@
  * (`1.5s`), and a compound lists each unit once, largest first. The result is a whole number of
  * milliseconds (rounded), never negative, and at most `MAX_DURATION_MS`: Node's timers cannot wait
  * longer (a larger delay fires at once), so a longer value would silently mean "now".
+ *
+ * No zod here (the CLI parses `--timeout` with this); the zod form is `durationSchema` in ./value-schemas.ts.
  */
-import { z } from 'zod';
 import { McpxError } from '../errors.js';
 import { showValue as show } from './show-value.js';
 
@@ -109,15 +110,3 @@ export function formatDuration(ms: number): string {
   }
   return best;
 }
-
-/** A string or number in, milliseconds out; refusals carry the message of `tryParseDuration`. */
-export const durationSchema = z
-  .union([z.string(), z.number()], { error: (issue) => (tryParseDuration(issue.input) as { message: string }).message })
-  .transform((value, ctx): number => {
-    const r = tryParseDuration(value);
-    if (!r.ok) {
-      ctx.addIssue({ code: 'custom', message: r.message, input: value });
-      return z.NEVER;
-    }
-    return r.ms;
-  });

@@ -15,9 +15,8 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve as resolvePath } from 'node:path';
-import { z } from 'zod';
 import { SettingValueError, UnknownSettingError, type ConfigProblem } from '../errors.js';
-import { CANONICAL_PREFERENCES, DEFAULT_PREFERENCE, preferenceSchema, type Preference } from '../machines/preference.js';
+import { CANONICAL_PREFERENCES, canonicalPreference, DEFAULT_PREFERENCE, preferenceRefusal, type Preference } from '../machines/preference.js';
 import type { Scope, Sharing } from '../pool/types.js';
 import { formatDuration, tryParseDuration } from './duration.js';
 import { showValue } from './show-value.js';
@@ -69,14 +68,13 @@ export function enumCodec<const V extends string>(values: readonly V[]): Codec<V
   };
 }
 
-/** `upstream.protocol`: every alias in, the canonical name out (through `preferenceSchema`, docs/behaviour.md §1). */
+/** `upstream.protocol`: every alias in, the canonical name out (docs/behaviour.md §1). */
 export const protocolCodec: Codec<Preference> = {
   type: 'protocol',
   allowed: CANONICAL_PREFERENCES,
   parse(input) {
-    const r = preferenceSchema.safeParse(input);
-    if (r.success) return ok(r.data);
-    return fail(r.error.issues[0]?.message ?? `${showValue(input)} is not a protocol preference; use one of: ${CANONICAL_PREFERENCES.join(', ')}`);
+    const found = canonicalPreference(input);
+    return found === undefined ? fail(preferenceRefusal(input)) : ok(found);
   },
   display: (v) => v,
 };
@@ -219,8 +217,6 @@ export interface SettingDef<P extends string = string, T = unknown> extends Sett
   /** The nested key in the config file: `['upstream', 'eraCache']`. */
   key: readonly string[];
   restart: boolean;
-  /** Zod schema for a typed value (config file, API body); relative paths resolve against the working directory. */
-  schema: z.ZodType<T, unknown>;
 }
 
 const words = (segment: string): string[] => segment.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(' ');
@@ -247,17 +243,6 @@ export function defaultStateDir(env: NodeJS.ProcessEnv = process.env, home = hom
   return xdg !== undefined && isAbsolute(xdg) ? join(xdg, 'mcpx') : join(home, '.local', 'state', 'mcpx');
 }
 
-function schemaOf<T>(codec: Codec<T>): z.ZodType<T, unknown> {
-  return z.unknown().transform((value, ctx): T => {
-    const r = codec.parse(value, { text: false, baseDir: process.cwd(), home: homedir() });
-    if (!r.ok) {
-      ctx.addIssue({ code: 'custom', message: r.message, input: value, ...(codec.allowed ? { params: { allowed: [...codec.allowed] } } : {}) });
-      return z.NEVER;
-    }
-    return r.value;
-  });
-}
-
 function setting<const P extends string, T>(d: SettingDeclaration<P, T>): SettingDef<P, T> {
   return Object.freeze({
     ...d,
@@ -267,7 +252,6 @@ function setting<const P extends string, T>(d: SettingDeclaration<P, T>): Settin
     flagAliases: d.flagAliases ?? [],
     key: d.path.split('.'),
     restart: d.restart ?? false,
-    schema: d.codec === protocolCodec ? (preferenceSchema as unknown as z.ZodType<T, unknown>) : schemaOf(d.codec),
   });
 }
 

@@ -2,10 +2,11 @@
  * `upstream.protocol` and a server's own `protocol` key (docs/behaviour.md §1).
  *
  * Values are named for the first request mcpx sends. Every reader (config file, env, CLI flag, the
- * settings API, a server's `protocol` key) goes through `parsePreference` or `preferenceSchema`, so
- * the aliases are accepted everywhere and only canonical names travel further.
+ * settings API, a server's `protocol` key) goes through `canonicalPreference` / `parsePreference` (or
+ * `preferenceSchema`, their zod form in src/config/value-schemas.ts), so the aliases are accepted
+ * everywhere and only canonical names travel further. No zod here: the CLI reads preferences (in the
+ * config file and the settings) without loading it.
  */
-import { z } from 'zod';
 import { ProtocolValueError } from '../errors.js';
 import { eraOfRevision } from './versions.js';
 
@@ -39,7 +40,7 @@ export function isPreference(value: unknown): value is Preference {
 }
 
 /** The canonical name for `value`, or undefined. Case-insensitive; surrounding white space ignored. */
-function lookup(value: unknown): Preference | undefined {
+export function canonicalPreference(value: unknown): Preference | undefined {
   if (typeof value !== 'string') return undefined;
   const v = value.trim().toLowerCase();
   if (isPreference(v)) return v;
@@ -62,7 +63,7 @@ function printable(value: unknown): unknown {
  * @throws ProtocolValueError (MCPX_BAD_PROTOCOL_VALUE) listing the canonical values.
  */
 export function parsePreference(value: unknown, where?: string): Preference {
-  const found = lookup(value);
+  const found = canonicalPreference(value);
   if (found === undefined) throw new ProtocolValueError(printable(value), CANONICAL_PREFERENCES, where);
   return found;
 }
@@ -95,19 +96,7 @@ export function isForced(p: Preference): p is 'force-discover' | 'force-initiali
   return p === 'force-discover' || p === 'force-initialize';
 }
 
-const refusal = (input: unknown): string => new ProtocolValueError(printable(input), CANONICAL_PREFERENCES).message;
-
-/**
- * The same rules for config and API boundaries: accepts any alias, outputs the canonical name, and
- * refuses everything else (non-strings included) with one issue whose message lists the canonical values.
- */
-export const preferenceSchema = z
-  .string({ error: (issue) => refusal(issue.input) })
-  .transform((value, ctx): Preference => {
-    const found = lookup(value);
-    if (found === undefined) {
-      ctx.addIssue({ code: 'custom', message: refusal(value), input: value, params: { allowed: [...CANONICAL_PREFERENCES] } });
-      return z.NEVER;
-    }
-    return found;
-  });
+/** The message refusing `input` as a preference (it lists the canonical values). */
+export function preferenceRefusal(input: unknown): string {
+  return new ProtocolValueError(printable(input), CANONICAL_PREFERENCES).message;
+}

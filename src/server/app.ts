@@ -13,7 +13,8 @@
  * passes the secret scrubber on its way out.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { createRequire } from 'node:module';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import { loopbackHost } from '../config/settings.js';
 import type { McpHttpEntry } from '../serve/http-entry.js';
@@ -23,7 +24,7 @@ import { send, toApiError } from './api-errors.js';
 import type { Controller } from './controller.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { packageVersion } from '../package-info.js';
-import { checkResponses, type ResponseViolation } from './response-contract.js';
+import type { ResponseViolation } from './response-contract.js';
 import { v1Routes, type DaemonInfo } from './v1-routes.js';
 
 export type { DaemonInfo } from './v1-routes.js';
@@ -94,6 +95,25 @@ export function isLoopbackOrigin(origin: string | undefined): boolean {
   return loopbackHost(u.hostname) !== undefined;
 }
 
+/**
+ * fastify's JSON Schema compilers (ajv, fast-json-stringify), required only if a route ever declares a
+ * fastify schema. None does (every part is validated with zod in ./v1-routes.ts), and fastify would
+ * otherwise load ajv whenever an instance is made, before the daemon listens.
+ */
+type CompilersFactory = Required<NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>>;
+let fastifyCompilers: CompilersFactory | undefined;
+function defaultCompilers(): CompilersFactory {
+  const fastifyRequire = createRequire(createRequire(import.meta.url).resolve('fastify'));
+  return {
+    buildValidator: (fastifyRequire('@fastify/ajv-compiler') as () => CompilersFactory['buildValidator'])(),
+    buildSerializer: (fastifyRequire('@fastify/fast-json-stringify-compiler') as () => CompilersFactory['buildSerializer'])(),
+  };
+}
+const lazyCompilers: CompilersFactory = {
+  buildValidator: (...args) => (fastifyCompilers ??= defaultCompilers()).buildValidator(...args),
+  buildSerializer: (...args) => (fastifyCompilers ??= defaultCompilers()).buildSerializer(...args),
+};
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { controller } = deps;
   const version = deps.version ?? packageVersion();
@@ -110,6 +130,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     forceCloseConnections: true,
     bodyLimit: 8 * 1024 * 1024,
     return503OnClosing: true,
+    schemaController: { compilersFactory: lazyCompilers },
   });
 
   // Hooks take fastify's callback form: they run on every request, and an async hook costs a promise
@@ -160,7 +181,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.setNotFoundHandler((req, reply) => send(reply, 404, { code: 'MCPX_NOT_FOUND', message: `no route ${req.method} ${req.url.split('?')[0]}` }));
 
-  if (deps.checkResponses) checkResponses(app, deps.checkResponses);
+  if (deps.checkResponses) (await import('./response-contract.js')).checkResponses(app, deps.checkResponses); // tests only
 
   await app.register(v1Routes, {
     controller, version, pid, startedAt,

@@ -17,7 +17,7 @@ import type { SnapshotFrom } from 'xstate';
 import type { z } from 'zod';
 import { ConfigError, McpxError, type ConfigProblem } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { redactConfig, resolvePoolConfigs, type LoadedConfig, type ResolvedServer } from '../config/config-file.js';
+import { resolvePoolConfigs, type LoadedConfig } from '../config/config-file.js';
 import { findSetting, SETTINGS, type SettingEntry, type Settings, type SettingsSources } from '../config/settings.js';
 import { sessionMachine } from '../machines/session.machine.js';
 import { activeStateIds, toMermaid, withActiveStates } from '../machines/statechart-doc.js';
@@ -37,6 +37,7 @@ import { exposeNames } from '../serve/names.js';
 import { EventHub, type DaemonEvent } from './events.js';
 import { Reconciler, type ReconcileOptions, type ReconcileResult } from './reconciler.js';
 import type { callResultSchema, configViewSchema, instanceSchema, protocolSchema, reloadSchema, serverViewSchema, settingChangeSchema, statechartSchema, statusSchema, toolsSchema } from './schemas.js';
+import { describeConfig, serverView } from './config-view.js';
 import { Scrubber } from './secrets.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -106,44 +107,8 @@ export function appliesTo(path: string): string {
 
 const RESTART_PATHS = SETTINGS.filter((d) => d.restart).map((d) => d.path as string);
 
-// ---------------------------------------------------------------------------------------------
-// Config descriptions (shared with `mcpx config`, which computes them without a daemon)
-
-/** The effective pool config of one server, disabled or not. */
-function effectiveOf(server: ResolvedServer, settings: Pick<Settings, 'get'>): PoolServerConfig {
-  return resolvePoolConfigs({ servers: [{ ...server, disabled: false }] }, settings)[0]!;
-}
-
-export function serverView(server: ResolvedServer, settings: Pick<Settings, 'get'>, instances = 0): ServerView {
-  const eff = effectiveOf(server, settings);
-  const def = redactConfig(server.definition) as unknown as Record<string, unknown>;
-  return {
-    server: server.name,
-    transport: server.transport,
-    disabled: server.disabled,
-    preference: eff.preference,
-    preferenceSource: server.preference === undefined ? 'setting' : 'server',
-    ...(typeof def['command'] === 'string' ? { command: def['command'] } : {}),
-    ...(Array.isArray(def['args']) ? { args: def['args'] as string[] } : {}),
-    ...(typeof def['cwd'] === 'string' ? { cwd: def['cwd'] } : {}),
-    ...(def['env'] ? { env: def['env'] as Record<string, string> } : {}),
-    ...(typeof def['url'] === 'string' ? { url: def['url'] } : {}),
-    ...(def['headers'] ? { headers: def['headers'] as Record<string, string> } : {}),
-    limits: { scope: eff.limits.scope, max: eff.limits.max, sharing: eff.limits.sharing, idleTimeoutMs: eff.limits.idleTimeoutMs },
-    probeTimeoutMs: eff.probeTimeoutMs,
-    instances,
-  };
-}
-
-export function describeConfig(config: DaemonConfig, settings: Pick<Settings, 'get'>): ConfigView {
-  return {
-    file: config.file ?? null,
-    via: config.via ?? null,
-    demo: config.demo === true,
-    servers: config.servers.map((s) => serverView(s, settings)),
-    warnings: config.warnings.map((w) => w.message),
-  };
-}
+// Config descriptions: ./config-view.ts (shared with `mcpx config`, which loads it without the daemon).
+export { describeConfig, serverView };
 
 /** `connecting.discovering` → `{ connecting: 'discovering' }`. */
 function stateValueOf(dotted: string): string | Record<string, unknown> {

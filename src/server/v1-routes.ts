@@ -11,7 +11,6 @@ import type { CallContext } from '../pool/types.js';
 import { badRequest, send, statusFor, toApiError } from './api-errors.js';
 import type { Controller } from './controller.js';
 import type { DaemonEvent } from './events.js';
-import { buildOpenApi } from './openapi.js';
 import { CALLER_PROTOCOL_HEADER, callHeadersSchema, ROUTES, SESSION_HEADER, type RouteDef } from './schemas.js';
 import { localMermaid, MERMAID_ASSET_URL, statechartPage } from './statechart-page.js';
 
@@ -185,7 +184,8 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     return reply.code(202).send({ ok: true, stopping: true, pid });
   });
 
-  route(ROUTES.openapi, async () => (openapi ??= buildOpenApi(version)));
+  // The document is generated on first request (its generator is loaded then, not before the daemon listens).
+  route(ROUTES.openapi, async () => (openapi ??= (await import('./openapi.js')).buildOpenApi(version)));
 
   route(ROUTES.statechart, async ({ params, query }, _req, reply) => {
     const view = controller.statechart(params.server);

@@ -1,13 +1,21 @@
 /**
  * What the two HTTP channels (Streamable HTTP and the deprecated HTTP+SSE) share: the configured endpoint
- * (URL, headers, user info as Basic auth), the redaction of its secrets, the dispatcher, the message limit.
+ * (URL, headers, user info as Basic auth), the redaction of its secrets, the dispatcher and its
+ * requests, the message limit.
  */
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { McpxError } from '../errors.js';
 import { redactUrl } from '../redaction.js';
 import { ChannelBase } from './channel-base.js';
 import { HttpRedactor } from './http-errors.js';
 import { silentLogger, type TransportLogger } from './jsonrpc.js';
+
+/**
+ * undici, loaded by the first HTTP request: it takes about as long to load as node itself, and a daemon
+ * whose upstreams are all stdio never needs it.
+ */
+let undici: Promise<typeof import('undici')> | undefined;
+const loadUndici = (): Promise<typeof import('undici')> => (undici ??= import('undici'));
 
 /** Largest accepted JSON body or SSE event, unless configured. */
 export const DEFAULT_HTTP_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -87,8 +95,10 @@ export abstract class HttpChannelBase extends ChannelBase {
   protected readonly redactor: HttpRedactor;
   protected readonly log: TransportLogger;
   protected readonly maxMessageBytes: number;
-  protected readonly dispatcher: Dispatcher;
-  protected readonly ownsDispatcher: boolean;
+  /** The dispatcher given, or the private Agent once the first request made it. */
+  private dispatcher: Dispatcher | undefined;
+  private readonly ownsDispatcher: boolean;
+  private dispatcherDestroyed = false;
   protected isClosed = false;
 
   /** @param what names the endpoint in config errors, e.g. "Streamable HTTP upstream". */
@@ -104,7 +114,25 @@ export abstract class HttpChannelBase extends ChannelBase {
     this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_HTTP_MAX_MESSAGE_BYTES;
     if (!(this.maxMessageBytes > 0)) throw new RangeError(`maxMessageBytes must be positive, got ${String(options.maxMessageBytes)}`);
     this.ownsDispatcher = options.dispatcher === undefined;
-    this.dispatcher = options.dispatcher ?? new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+    this.dispatcher = options.dispatcher;
+  }
+
+  /** One request on this channel's dispatcher (a private Agent, made on the first request, unless one was given). */
+  protected async request(url: string | URL, options: Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method' | 'dispatcher'> & { method: Dispatcher.HttpMethod }): Promise<Dispatcher.ResponseData> {
+    const { Agent, request } = await loadUndici();
+    if (!this.dispatcher) {
+      this.dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+      // Destroyed before its first request: it fails as a request on a destroyed Agent always did.
+      if (this.dispatcherDestroyed) await this.dispatcher.destroy();
+    }
+    return request(url, { ...options, dispatcher: this.dispatcher });
+  }
+
+  /** Ends the private Agent (a given dispatcher is its owner's); failures are ignored. */
+  protected async destroyDispatcher(): Promise<void> {
+    if (!this.ownsDispatcher) return;
+    this.dispatcherDestroyed = true;
+    await this.dispatcher?.destroy().catch(() => undefined);
   }
 
   /** HTTP has no process. */

@@ -10,7 +10,7 @@
  * An endpoint on another origin is refused: the configured headers (tokens) must only ever go to the
  * server they were configured for.
  */
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { McpxError, MessageTooLargeError, TransportClosedError } from '../errors.js';
 import { redactUrl } from '../redaction.js';
 import { HttpConnectionError, statusError } from './http-errors.js';
@@ -86,7 +86,7 @@ export class LegacySseChannel extends HttpChannelBase implements Channel {
         this.isClosed = true;
         this.log.warn({ err: error, url: this.displayUrl }, 'could not open the HTTP+SSE stream');
         this.fireClose({ reason: 'error', error });
-        if (this.ownsDispatcher) void this.dispatcher.destroy().catch(() => undefined);
+        void this.destroyDispatcher();
       }
       throw error;
     }
@@ -115,11 +115,10 @@ export class LegacySseChannel extends HttpChannelBase implements Channel {
   private async handshake(signal: AbortSignal, timedOut: () => boolean): Promise<void> {
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(this.url, {
+      res = await this.request(this.url, {
         method: 'GET',
         headers: { ...this.headers, accept: 'text/event-stream', 'cache-control': 'no-cache' },
         signal,
-        dispatcher: this.dispatcher,
         headersTimeout: 0,
         bodyTimeout: 0,
       });
@@ -204,7 +203,7 @@ export class LegacySseChannel extends HttpChannelBase implements Channel {
         const error = new HttpConnectionError(`the HTTP+SSE stream at ${this.displayUrl} was lost: ${why}`, { url: this.displayUrl }, err);
         this.abortPosts();
         this.fireClose({ reason: 'connection-lost', error });
-        if (this.ownsDispatcher) void this.dispatcher.destroy().catch(() => undefined);
+        void this.destroyDispatcher();
       };
       res.body.on('end', () => {
         decoder.end();
@@ -260,12 +259,11 @@ export class LegacySseChannel extends HttpChannelBase implements Channel {
     this.posts.add(controller);
     let error: Error | undefined;
     try {
-      const res = await request(endpoint, {
+      const res = await this.request(endpoint, {
         method: 'POST',
         headers: { ...this.headers, 'content-type': 'application/json' },
         body: JSON.stringify(message),
         signal: controller.signal,
-        dispatcher: this.dispatcher,
         headersTimeout: 0,
         bodyTimeout: 0,
       });
@@ -306,7 +304,7 @@ export class LegacySseChannel extends HttpChannelBase implements Channel {
     this.stream?.destroy();
     this.abortPosts();
     this.fireClose({ reason: 'error', error });
-    if (this.ownsDispatcher) void this.dispatcher.destroy().catch(() => undefined);
+    void this.destroyDispatcher();
   }
 
   private abortPosts(): void {
@@ -320,7 +318,7 @@ export class LegacySseChannel extends HttpChannelBase implements Channel {
     this.stream?.destroy();
     this.abortPosts();
     if (this.startPromise) await this.startPromise.catch(() => undefined);
-    if (this.ownsDispatcher) await this.dispatcher.destroy().catch(() => undefined);
+    await this.destroyDispatcher();
     this.fireClose({ reason: 'stopped' }); // a no-op when the stream was lost (or never opened) before
   }
 

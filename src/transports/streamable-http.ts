@@ -21,7 +21,7 @@
  * opened again, since the channel is then unusable.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { McpxError, MessageTooLargeError, TransportClosedError, type RpcErrorObject } from '../errors.js';
 import { META } from '../protocol/constants.js';
 import {
@@ -274,12 +274,11 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
 
   private async post(body: string, headers: Record<string, string>, signal: AbortSignal, what: string): Promise<Dispatcher.ResponseData> {
     try {
-      return await request(this.url, {
+      return await this.request(this.url, {
         method: 'POST',
         headers,
         body,
         signal,
-        dispatcher: this.dispatcher,
         headersTimeout: 0,
         bodyTimeout: 0,
       });
@@ -518,7 +517,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     if (session.sessionId !== undefined) headers['mcp-session-id'] = session.sessionId;
     if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
     try {
-      return await request(this.url, { method: 'GET', headers, signal, dispatcher: this.dispatcher, headersTimeout: 0, bodyTimeout: 0 });
+      return await this.request(this.url, { method: 'GET', headers, signal, headersTimeout: 0, bodyTimeout: 0 });
     } catch (err) {
       throw this.connectionError(what, err, 'opening');
     }
@@ -692,7 +691,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
       flight.controller.abort(new Error('channel closed'));
     }
     await this.deleteSession();
-    if (this.ownsDispatcher) await this.dispatcher.destroy().catch(() => undefined);
+    await this.destroyDispatcher();
     this.fireClose(info);
   }
 
@@ -701,10 +700,9 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     const session = this.legacy;
     if (session?.sessionId === undefined) return;
     try {
-      const res = await request(this.url, {
+      const res = await this.request(this.url, {
         method: 'DELETE',
         headers: { ...this.headers, 'mcp-session-id': session.sessionId, 'mcp-protocol-version': session.version },
-        dispatcher: this.dispatcher,
         signal: AbortSignal.timeout(DELETE_TIMEOUT_MS),
         headersTimeout: DELETE_TIMEOUT_MS,
         bodyTimeout: DELETE_TIMEOUT_MS,

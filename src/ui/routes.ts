@@ -15,9 +15,12 @@ import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { Controller } from '../server/controller.js';
 import { cookieName, UI_SESSION_TTL_MS, type UiHub } from './hub.js';
-import { UI_PAGE, UI_SCRIPT } from './page.js';
 import { localMermaid } from '../server/statechart-page.js';
-import { uiState } from './view.js';
+
+// The page, its script and its state view load on the first request for them: most daemons never
+// serve the page, and loading them is part of every start otherwise.
+const page = () => import('./page.js');
+const view = () => import('./view.js');
 
 export const UI_MERMAID_URL = '/ui/assets/mermaid.min.js';
 
@@ -81,9 +84,9 @@ export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: Fastify
 
   app.get('/ui', async (_req, reply) => reply.code(301).header('location', '/ui/').send());
 
-  app.get('/ui/', async (_req, reply) => pageHeaders(reply).type('text/html; charset=utf-8').send(UI_PAGE));
+  app.get('/ui/', async (_req, reply) => pageHeaders(reply).type('text/html; charset=utf-8').send((await page()).UI_PAGE));
 
-  app.get('/ui/assets/app.js', async (_req, reply) => pageHeaders(reply).type('text/javascript; charset=utf-8').send(UI_SCRIPT));
+  app.get('/ui/assets/app.js', async (_req, reply) => pageHeaders(reply).type('text/javascript; charset=utf-8').send((await page()).UI_SCRIPT));
 
   app.get(UI_MERMAID_URL, async (_req, reply) => {
     const file = localMermaid();
@@ -93,6 +96,6 @@ export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: Fastify
 
   app.get('/ui/api/state', async (_req, reply) => {
     reply.header('cache-control', 'no-store');
-    return uiState(controller, hub);
+    return (await view()).uiState(controller, hub);
   });
 };

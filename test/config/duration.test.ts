@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { McpxError } from '../../src/errors.js';
-import { DURATION_FORMS, MAX_DURATION_MS, durationSchema, formatDuration, parseDuration, tryParseDuration } from '../../src/config/duration.js';
+import { DURATION_FORMS, MAX_DURATION_MS, formatDuration, parseDuration, tryParseDuration } from '../../src/config/duration.js';
+import { durationSchema } from '../../src/config/value-schemas.js';
 
 describe('parseDuration', () => {
   const GOOD: [string | number, number][] = [

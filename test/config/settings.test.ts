@@ -15,6 +15,7 @@ import {
   type SettingChange,
   type SettingEntry,
 } from '../../src/config/settings.js';
+import { preferenceSchema, settingSchema } from '../../src/config/value-schemas.js';
 
 /** A fixed environment, so the machine running the tests cannot leak in. */
 const HOME = '/users/tester';
@@ -462,7 +463,8 @@ describe('paths', () => {
 
 describe('schemas', () => {
   it('each declaration carries a zod schema for typed values (upstream.protocol uses preferenceSchema)', () => {
-    const byPath = Object.fromEntries(SETTINGS.map((d) => [d.path, d]));
+    const byPath = Object.fromEntries(SETTINGS.map((d) => [d.path, { schema: settingSchema(d) }]));
+    expect(byPath['upstream.protocol']?.schema).toBe(preferenceSchema);
     expect(byPath['upstream.protocol']?.schema.parse('Force-Legacy')).toBe('force-initialize');
     expect(byPath['pool.idleTimeout']?.schema.parse('2m')).toBe(120_000);
     expect(byPath['pool.max']?.schema.safeParse(0).error?.issues[0]?.message).toBe('0 is not a whole number ≥ 1');

@@ -7,9 +7,9 @@ import {
   isPreference,
   laneSessionPreference,
   parsePreference,
-  preferenceSchema,
   type Preference,
 } from '../../src/machines/preference.js';
+import { preferenceSchema } from '../../src/config/value-schemas.js';
 
 /** The spec's table (docs/behaviour.md §1), written out again so a change to the code cannot silently change it. */
 const TABLE: Record<Preference, string[]> = {

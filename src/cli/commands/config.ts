@@ -12,7 +12,7 @@ export function register(program: Command): void {
     const loaded = await loadDaemonConfig({ ...(o.config === undefined ? {} : { configFlag: o.config }), env, cwd });
     if (loaded.errors.length > 0) throw new McpxError('MCPX_BAD_CONFIG', loaded.errors.map((e) => e.message).join('; '));
     const settings = new Settings({ file: loaded.settingsFile, ...(loaded.file ? { filePath: loaded.file } : {}), env, cwd, flags: o.stateDir === undefined ? {} : { '--state-dir': o.stateDir } });
-    const { describeConfig } = await import('../../server/controller.js');
+    const { describeConfig } = await import('../../server/config-view.js');
     const view: ConfigView = describeConfig(loaded, settings);
     if (o.json) return printJson(view);
     out(`config: ${view.file ?? '-'}${view.demo ? ' (no config file found: the bundled demo)' : view.via ? ` (found via ${view.via})` : ''}`);

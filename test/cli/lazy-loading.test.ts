@@ -1,0 +1,101 @@
+/**
+ * What a process loads is paid at each start: `mcpx call` and `mcpx --version` are a process per use,
+ * and a daemon answers nothing until its modules are loaded. These run the built CLI and daemon with a
+ * preload that records every module they load (test/support/record-loads.mjs) and hold each to what
+ * it runs (bench/notes.md): a static import that brings one of these back fails here.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../../src/package-info.js';
+import { tempDir } from '../support/real.js';
+import { cleanEnv, ForegroundDaemon, killAll, mcpx } from './helpers.js';
+
+const RECORDER = pathToFileURL(join(packageRoot(), 'test', 'support', 'record-loads.mjs')).href;
+const DUAL = join(packageRoot(), 'examples', 'servers', 'dual.mjs');
+
+afterAll(killAll);
+
+/** The environment `env` with the recorder preloaded, writing to `file`. */
+function recording(env: NodeJS.ProcessEnv, file: string): NodeJS.ProcessEnv {
+  return { ...env, NODE_OPTIONS: `--import=${RECORDER}`, MCPX_TEST_LOADS: file };
+}
+
+/** Every file the recorded process loaded (paths; node's own modules left out). */
+function loaded(file: string): string[] {
+  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0 && !l.startsWith('node:'));
+  return [...new Set(lines.map((l) => (l.startsWith('file:') ? fileURLToPath(l) : l)))];
+}
+
+/** Of `files`, those of these packages or of these modules of mcpx (dist/src/…). */
+function among(files: string[], packages: string[], modules: string[] = []): string[] {
+  const hits = new Set<string>();
+  for (const f of files) {
+    for (const p of packages) if (f.includes(`/node_modules/${p}/`)) hits.add(p);
+    for (const m of modules) if (f.endsWith(join('dist', 'src', m))) hits.add(m);
+  }
+  return [...hits].sort();
+}
+
+/** What neither the CLI's light commands nor `mcpx call` need: the daemon's and the SDK's dependencies. */
+const DAEMON_PACKAGES = ['zod', 'fastify', 'pino', 'pino-pretty', 'xstate', 'undici', '@modelcontextprotocol/sdk', '@modelcontextprotocol/server', '@modelcontextprotocol/node', 'ajv'];
+
+describe('what each process loads', () => {
+  it('mcpx --version: commander and the command table, no command and no dependency of one', async () => {
+    const dir = await tempDir('mcpx-loads-');
+    try {
+      const file = join(dir.path, 'loads.txt');
+      const r = await mcpx(['--version'], { env: recording(cleanEnv(dir.path), file) });
+      expect(r.code, r.stderr).toBe(0);
+      const files = loaded(file);
+      expect(among(files, ['commander'])).toEqual(['commander']);
+      expect(among(files, [...DAEMON_PACKAGES, 'jsonc-parser'])).toEqual([]);
+      expect(files.filter((f) => /dist\/src\/cli\/commands\/(?!index\.js$)/.test(f))).toEqual([]);
+    } finally {
+      await dir.remove();
+    }
+  });
+
+  it('mcpx config describes the config without loading the daemon (no controller, pools, zod, fastify)', async () => {
+    const dir = await tempDir('mcpx-loads-');
+    try {
+      const file = join(dir.path, 'loads.txt');
+      const r = await mcpx(['config', '--json'], { env: recording(cleanEnv(dir.path), file) });
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).demo).toBe(true);
+      expect(among(loaded(file), DAEMON_PACKAGES, ['server/controller.js', 'server/daemon.js'])).toEqual([]);
+    } finally {
+      await dir.remove();
+    }
+  });
+
+  it('mcpx call against a running daemon loads none of the daemon\'s dependencies (zod, fastify, undici, …); the daemon loads no undici (stdio upstreams only), no MCP SDK (no /mcp request), no ajv and no ui page', async () => {
+    const dir = await tempDir('mcpx-loads-');
+    try {
+      const state = join(dir.path, 'state');
+      const config = join(dir.path, 'mcpx.json');
+      const { writeFileSync } = await import('node:fs');
+      writeFileSync(config, JSON.stringify({ mcpServers: { dual: { command: process.execPath, args: [DUAL] } } }));
+      const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config });
+      const daemonFile = join(dir.path, 'daemon-loads.txt');
+      const daemon = await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env: recording(env, daemonFile) });
+      try {
+        const cliFile = join(dir.path, 'call-loads.txt');
+        const r = await mcpx(['call', 'dual', 'echo', '{"text":"hi"}'], { env: recording(env, cliFile) });
+        expect(r.code, r.stderr).toBe(0);
+        expect(r.stdout).toContain('hi');
+        const cli = loaded(cliFile);
+        expect(among(cli, DAEMON_PACKAGES, ['server/daemon.js', 'server/app.js', 'config/value-schemas.js'])).toEqual([]);
+        expect(cli.filter((f) => /dist\/src\/cli\/commands\/(?!index\.js$|call\.js$)/.test(f))).toEqual([]);
+      } finally {
+        expect((await daemon.stop()).code).toBe(0);
+      }
+      const files = loaded(daemonFile);
+      expect(among(files, ['fastify', 'zod'])).toEqual(['fastify', 'zod']); // the recorder saw the daemon's own loads
+      expect(among(files, ['undici', '@modelcontextprotocol/sdk', '@modelcontextprotocol/server', '@modelcontextprotocol/node', '@fastify/ajv-compiler', 'ajv', 'pino-pretty', '@statelyai/inspect'], ['ui/page.js', 'server/openapi.js', 'server/response-contract.js', 'serve/http-entry.js'])).toEqual([]);
+    } finally {
+      await dir.remove();
+    }
+  });
+});
