@@ -50,7 +50,7 @@ describe('reconcileMachine', () => {
   it('defers busy servers; a quiet deferred server gets one catch-up run on the next turn', () => {
     const m = start();
     m.actor.send({ type: 'reconcile', id: 'r1', deferBusy: true });
-    m.actor.send({ type: 'facts', id: 'r1', facts: { current: [cfg('a')], desired: [cfg('a', { preference: 'legacy' })], busy: ['a'] } });
+    m.actor.send({ type: 'facts', id: 'r1', facts: { current: [cfg('a')], desired: [cfg('a', { preference: 'prefer-initialize' })], busy: ['a'] } });
     m.actor.send({ type: 'applied', id: 'r1', result });
     expect(m.take().at(-1)).toEqual({ type: 'done', id: 'r1', deferred: ['a'] });
     m.actor.send({ type: 'server.quiet', server: 'other' });
@@ -65,7 +65,7 @@ describe('reconcileMachine', () => {
   it('a failed apply or failed facts end that run with an error and leave the deferred servers as they were', () => {
     const m = start();
     m.actor.send({ type: 'reconcile', id: 'r1', deferBusy: true });
-    m.actor.send({ type: 'facts', id: 'r1', facts: { current: [cfg('a')], desired: [cfg('a', { preference: 'legacy' })], busy: ['a'] } });
+    m.actor.send({ type: 'facts', id: 'r1', facts: { current: [cfg('a')], desired: [cfg('a', { preference: 'prefer-initialize' })], busy: ['a'] } });
     m.actor.send({ type: 'applied', id: 'r1', result });
     m.actor.send({ type: 'reconcile', id: 'r2', deferBusy: true });
     m.actor.send({ type: 'facts.failed', id: 'r2', error: new Error('bad') });
@@ -80,7 +80,7 @@ describe('reconcileMachine', () => {
   it('once stopped, runs do nothing and no catch-up is asked for', () => {
     const m = start();
     m.actor.send({ type: 'reconcile', id: 'r1', deferBusy: true });
-    m.actor.send({ type: 'facts', id: 'r1', facts: { current: [cfg('a')], desired: [cfg('a', { preference: 'legacy' })], busy: ['a'] } });
+    m.actor.send({ type: 'facts', id: 'r1', facts: { current: [cfg('a')], desired: [cfg('a', { preference: 'prefer-initialize' })], busy: ['a'] } });
     m.actor.send({ type: 'reconcile', id: 'r2', deferBusy: true });
     m.actor.send({ type: 'stop' });
     m.take();

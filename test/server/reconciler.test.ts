@@ -81,7 +81,7 @@ async function until(cond: () => boolean): Promise<void> {
 
 describe('planReconcile', () => {
   const current = [cfg('same'), cfg('changed'), cfg('gone'), cfg('busy')];
-  const desired = [cfg('same'), cfg('changed', { preference: 'legacy' }), cfg('new'), cfg('busy', { probeTimeoutMs: 5 })];
+  const desired = [cfg('same'), cfg('changed', { preference: 'prefer-initialize' }), cfg('new'), cfg('busy', { probeTimeoutMs: 5 })];
 
   it('keeps unchanged servers, changes the others; a reload does not defer', () => {
     const plan = planReconcile({ current, desired, busy: ['same', 'changed', 'gone', 'busy'] }, { deferBusy: false });
@@ -92,7 +92,7 @@ describe('planReconcile', () => {
 
   it('with deferBusy a busy server that would change keeps its current config', () => {
     const plan = planReconcile({ current, desired, busy: ['busy', 'same'] }, { deferBusy: true });
-    expect(plan.configs).toEqual([cfg('same'), cfg('changed', { preference: 'legacy' }), cfg('new'), cfg('busy')]);
+    expect(plan.configs).toEqual([cfg('same'), cfg('changed', { preference: 'prefer-initialize' }), cfg('new'), cfg('busy')]);
     expect(plan.deferred).toEqual(['busy']);
     expect(plan.changing.sort()).toEqual(['changed', 'gone', 'new']);
   });
@@ -122,10 +122,10 @@ describe('Reconciler', () => {
     await t.r.reconcile({ deferBusy: false });
     let release!: () => void;
     t.pool('a').slowStop = new Promise<void>((res) => (release = res));
-    t.want([cfg('a', { preference: 'legacy' })]);
+    t.want([cfg('a', { preference: 'prefer-initialize' })]);
     const one = t.r.reconcile({ deferBusy: false });
     await tick();
-    t.want([cfg('a', { preference: 'legacy' }), cfg('b')]);
+    t.want([cfg('a', { preference: 'prefer-initialize' }), cfg('b')]);
     const two = t.r.reconcile({ deferBusy: false });
     await tick();
     expect(t.applies()).toBe(2); // the second run has not started: it waits for the first
@@ -141,7 +141,7 @@ describe('Reconciler', () => {
     const old = t.pool('a');
     let release!: () => void;
     old.slowStop = new Promise<void>((res) => (release = res));
-    t.want([cfg('a', { preference: 'legacy' })]);
+    t.want([cfg('a', { preference: 'prefer-initialize' })]);
     const run = t.r.reconcile({ deferBusy: false });
     await tick();
     let ran = false;
@@ -163,7 +163,7 @@ describe('Reconciler', () => {
     await t.r.reconcile({ deferBusy: true });
     let finish!: () => void;
     const call = t.r.withPool('a', () => new Promise<void>((res) => (finish = res)));
-    t.want([cfg('a', { preference: 'legacy' }), cfg('b', { preference: 'legacy' })]);
+    t.want([cfg('a', { preference: 'prefer-initialize' }), cfg('b', { preference: 'prefer-initialize' })]);
     const r = await t.r.reconcile({ deferBusy: true });
     expect(r).toMatchObject({ replaced: ['b'], deferred: ['a'] });
     expect(t.r.isDeferred('a')).toBe(true);
@@ -178,7 +178,7 @@ describe('Reconciler', () => {
     const t = setup([cfg('a')]);
     await t.r.reconcile({ deferBusy: true });
     t.pool('a').live = 1;
-    t.want([cfg('a', { preference: 'legacy' })]);
+    t.want([cfg('a', { preference: 'prefer-initialize' })]);
     expect(await t.r.reconcile({ deferBusy: true })).toMatchObject({ deferred: ['a'] });
     t.r.instanceStopped('a'); // still one live: nothing happens
     await tick();
