@@ -155,7 +155,7 @@ describe('Reconciler', () => {
     await run;
     const got = await call;
     expect(got).not.toBe(old);
-    expect(got.config.preference).toBe('legacy');
+    expect(got.config.preference).toBe('prefer-initialize');
   });
 
   it('defers a server with a call in flight and catches it up when the call ends', async () => {
@@ -170,7 +170,7 @@ describe('Reconciler', () => {
     expect(t.pool('a').config.preference).toBe('prefer-discover');
     finish();
     await call;
-    await until(() => t.pool('a').config.preference === 'legacy');
+    await until(() => t.pool('a').config.preference === 'prefer-initialize');
     await until(() => !t.r.isDeferred('a'));
   });
 
@@ -186,7 +186,7 @@ describe('Reconciler', () => {
     expect(t.pool('a').config.preference).toBe('prefer-discover');
     t.pool('a').live = 0;
     t.r.instanceStopped('a');
-    await until(() => t.pool('a').config.preference === 'legacy');
+    await until(() => t.pool('a').config.preference === 'prefer-initialize');
   });
 
   it('does nothing once stopped', async () => {
