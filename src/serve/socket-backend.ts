@@ -12,7 +12,7 @@
  * - Catalogue changes arrive on `GET /v1/events?type=catalog.changed`.
  */
 import { EventEmitter } from 'node:events';
-import { Client } from 'undici';
+import { Pool } from 'undici';
 import { silentLogger, type Logger } from '../log.js';
 import { DaemonClient, isNotRunning, startDaemonInBackground, type Target } from '../cli/client.js';
 import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from '../server/schemas.js';
@@ -32,9 +32,15 @@ export class SocketBackend implements FrontBackend {
   private readonly opts: SocketBackendOptions;
   private readonly log: Logger;
   private readonly events = new EventEmitter();
-  private http: Client | undefined;
+  private http: Pool | undefined;
   private following: { stop: () => void } | undefined;
   private starting: Promise<void> | undefined;
+  /**
+   * A daemon answered and no connection to it has closed since: requests go straight to it. Any
+   * connection closing (the daemon went away, or an idle connection timed out) clears it, so the next
+   * request checks again (and starts a daemon when none answers) before it is sent.
+   */
+  private connected = false;
   private closed = false;
   /** Requests that must reach the daemon even while serve closes (abandons). */
   private readonly pending = new Set<Promise<void>>();
@@ -52,6 +58,7 @@ export class SocketBackend implements FrontBackend {
 
   /** A daemon that answers: the one there, or a new one started in the background. */
   private ensure(): Promise<void> {
+    if (this.connected) return Promise.resolve();
     this.starting ??= (async () => {
       const probe = new DaemonClient(this.opts.target.socket);
       if (!(await probe.alive())) {
@@ -60,14 +67,25 @@ export class SocketBackend implements FrontBackend {
         this.changed({ lists: ['tools', 'prompts', 'resources'] });
       }
       this.follow();
+      this.connected = true;
     })().finally(() => {
       this.starting = undefined;
     });
     return this.starting;
   }
 
-  private client(): Client {
-    this.http ??= new Client('http://localhost', { socketPath: this.opts.target.socket, headersTimeout: 0, bodyTimeout: 0 });
+  /**
+   * One pool of keep-alive connections: a connection carries one request at a time (no pipelining), so
+   * a slow call never holds up the calls behind it, and concurrent calls each get a connection.
+   */
+  private client(): Pool {
+    if (!this.http) {
+      const http = new Pool('http://localhost', { socketPath: this.opts.target.socket, headersTimeout: 0, bodyTimeout: 0 });
+      http.on('disconnect', () => {
+        if (this.http === http) this.connected = false;
+      });
+      this.http = http;
+    }
     return this.http;
   }
 
@@ -216,6 +234,7 @@ export class SocketBackend implements FrontBackend {
 
   /** The daemon went away: forget the connection (the next request finds or starts a daemon). */
   private reset(): void {
+    this.connected = false;
     this.following?.stop();
     this.following = undefined;
     const http = this.http;

@@ -24,6 +24,15 @@ const FIVE: Record<string, ServerEntry> = {
 };
 
 const dirs: Array<{ remove: () => Promise<void> }> = [];
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 afterAll(async () => {
   await killAll();
   for (const d of dirs) await d.remove();
@@ -130,8 +139,39 @@ describe('serve and the daemon\'s life', () => {
       expect(fresh).toHaveLength(1);
       const calls = received(readWireLog(log), fresh[0]).filter((e) => e.method === 'tools/call');
       expect(calls).toHaveLength(1);
+
+      // A daemon that went away between two calls (none in flight) is replaced before the next call is sent.
+      process.kill(second, 'SIGKILL');
+      await until(() => !alive(second), 10_000, 'the second daemon gone');
+      expect(textOf(await c.callTool('tools__echo', { text: 'three' }))).toBe('three era=modern');
+      const third = readJson(join(state, 'daemon.json')).pid as number;
+      trackPid(third);
+      expect(third).not.toBe(second);
     } finally {
       await c.close();
     }
   }, 90_000);
+
+  it('calls do not wait for one another: a slow call in flight does not hold up the next', async () => {
+    const dir = await tempDir('mcpx-serve-concurrent-');
+    dirs.push(dir);
+    const state = join(dir.path, 'state');
+    const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: writeConfig(dir.path, { tools: { fixture: 'serve-tools' } }) });
+    const log = join(dir.path, 'tools.wire.log');
+    const c = await stdioCaller('modern', { env });
+    try {
+      expect(textOf(await c.callTool('tools__echo', { text: 'warm' }))).toBe('warm era=modern');
+      trackPid(readJson(join(state, 'daemon.json')).pid as number);
+      const ac = new AbortController();
+      const slow = c.callTool('tools__sleep', { ms: 60_000 }, { signal: ac.signal });
+      await until(() => methodsReceived(readWireLog(log)).filter((m) => m === 'tools/call').length === 2, 20_000, 'the sleep call upstream');
+      const t0 = performance.now();
+      expect(textOf(await c.callTool('tools__echo', { text: 'meanwhile' }))).toBe('meanwhile era=modern');
+      expect(performance.now() - t0).toBeLessThan(10_000);
+      ac.abort();
+      await expect(slow).rejects.toThrow();
+    } finally {
+      await c.close();
+    }
+  }, 60_000);
 });
