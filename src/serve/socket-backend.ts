@@ -2,11 +2,15 @@
  * The front's backend in `mcpx serve`: the daemon, over its Unix socket.
  *
  * - The daemon is found through the state folder like every client command, and started when none
- *   answers — also later, when it went away between two requests.
+ *   answers — also later, when it went away between two requests (checked again once a connection to
+ *   it closed, not before every request).
+ * - Requests go over a pool of keep-alive connections, one request per connection at a time, so
+ *   concurrent calls (and long ask polls) never queue behind one another.
  * - Every request carries the caller's revision (`X-Mcpx-Caller-Protocol`) and session, so the pool
- *   picks the lane and the scope key. Requests stream (`Accept: text/event-stream`) so progress
- *   reaches the caller while the upstream works; a cancelled caller request aborts the HTTP request,
- *   which cancels the upstream one.
+ *   picks the lane and the scope key. A request whose caller wants progress streams
+ *   (`Accept: text/event-stream`) so progress reaches the caller while the upstream works; the others
+ *   get one JSON answer. A cancelled caller request aborts the HTTP request, which cancels the
+ *   upstream one.
  * - A request in flight when the daemon dies fails with MCPX_DAEMON_UNAVAILABLE and is never retried
  *   (a tool may have side effects); listings are safe to repeat and are retried once on a fresh daemon.
  * - Catalogue changes arrive on `GET /v1/events?type=catalog.changed`.
