@@ -66,6 +66,9 @@ export class SocketBackend implements FrontBackend {
     this.starting ??= (async () => {
       const probe = new DaemonClient(this.opts.target.socket);
       if (!(await probe.alive())) {
+        // A follower of a daemon that went away between two requests has ended: follow the new one.
+        this.following?.stop();
+        this.following = undefined;
         this.log.info({ socket: this.opts.target.socket }, 'starting the mcpx daemon');
         await startDaemonInBackground(this.opts.target, { entry: this.opts.entry });
         this.changed({ lists: ['tools', 'prompts', 'resources'] });
@@ -103,8 +106,9 @@ export class SocketBackend implements FrontBackend {
   async catalog(ctx: RelayContext): Promise<CatalogView> {
     for (let attempt = 0; ; attempt++) {
       await this.ensure();
+      const http = this.client();
       try {
-        const res = await this.client().request({
+        const res = await http.request({
           path: '/v1/catalog',
           method: 'GET',
           headers: { accept: ctx.onProgress ? 'text/event-stream' : 'application/json', ...this.headers(ctx) },
@@ -119,7 +123,7 @@ export class SocketBackend implements FrontBackend {
       } catch (err) {
         // A listing is safe to repeat: once, on a fresh daemon.
         if (attempt === 0 && isNotRunning(err)) {
-          this.reset();
+          this.reset(http);
           continue;
         }
         throw this.relayError(err);
@@ -129,9 +133,10 @@ export class SocketBackend implements FrontBackend {
 
   async request(server: string, method: RelayedMethod, params: Record<string, unknown>, ctx: RelayContext): Promise<Record<string, unknown>> {
     await this.ensure();
+    const http = this.client();
     let outcome: Outcome | undefined;
     try {
-      const res = await this.client().request({
+      const res = await http.request({
         path: '/v1/request',
         method: 'POST',
         // Streamed only when the caller wants progress: an upstream told of no progress token behaves as for a direct caller.
@@ -147,13 +152,13 @@ export class SocketBackend implements FrontBackend {
       }
     } catch (err) {
       if (isNotRunning(err) || isSocketError(err)) {
-        this.reset();
+        this.reset(http);
         throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} during this request; it was not retried, since a tool may have side effects (the next request starts a new daemon)`);
       }
       throw this.relayError(err);
     }
     if (!outcome) {
-      this.reset();
+      this.reset(http);
       throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} before answering; the request was not retried, since a tool may have side effects`);
     }
     if (outcome.ok && outcome.result) return outcome.result;
@@ -192,8 +197,9 @@ export class SocketBackend implements FrontBackend {
 
   /** One JSON request to the daemon; a non-2xx answer is a RelayError with the daemon's code. */
   private async json<T>(method: 'GET' | 'POST', path: string, body: unknown, ctx: RelayContext): Promise<T> {
+    const http = this.client();
     try {
-      const res = await this.client().request({
+      const res = await http.request({
         path,
         method,
         headers: { accept: ctx.onProgress ? 'text/event-stream' : 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...this.headers(ctx) },
@@ -208,7 +214,7 @@ export class SocketBackend implements FrontBackend {
       return parsed;
     } catch (err) {
       if (isNotRunning(err) || isSocketError(err)) {
-        this.reset();
+        this.reset(http);
         throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} during this call; it was not retried, since a tool may have side effects (the next request starts a new daemon)`);
       }
       throw this.relayError(err);
@@ -236,8 +242,13 @@ export class SocketBackend implements FrontBackend {
     this.following = f;
   }
 
-  /** The daemon went away: forget the connection (the next request finds or starts a daemon). */
-  private reset(): void {
+  /**
+   * The daemon went away: forget the connections (the next request finds or starts a daemon). `failed`
+   * is the pool the failing request used: when it was already replaced (another request in flight
+   * failed first), there is nothing more to forget.
+   */
+  private reset(failed: Pool): void {
+    if (failed !== this.http) return;
     this.connected = false;
     this.following?.stop();
     this.following = undefined;
@@ -293,5 +304,6 @@ async function readStream(body: AsyncIterable<unknown>, ctx: RelayContext): Prom
 
 function isSocketError(err: unknown): boolean {
   const code = (err as { code?: string } | null)?.code;
-  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_CLOSED';
+  // UND_ERR_DESTROYED: the pool was torn down because another request found the daemon gone.
+  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_CLOSED' || code === 'UND_ERR_DESTROYED';
 }

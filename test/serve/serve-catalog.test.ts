@@ -8,6 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { methodsReceived, pids, readWireLog, received } from '../fixtures/wire-log-read.js';
 import { writeConfig, type ServerEntry } from '../server/helpers.js';
@@ -110,11 +111,12 @@ describe('the tool catalogue', () => {
 });
 
 describe('serve and the daemon\'s life', () => {
-  it('starts the daemon; a call in flight when it is killed is an isError result, not retried; the next call starts a fresh daemon', async () => {
+  it('starts the daemon; calls in flight when it is killed are isError results, not retried; the next call starts a fresh daemon', async () => {
     const dir = await tempDir('mcpx-serve-daemon-');
     dirs.push(dir);
     const state = join(dir.path, 'state');
-    const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: writeConfig(dir.path, { tools: { fixture: 'serve-tools' } }) });
+    const config = writeConfig(dir.path, { tools: { fixture: 'serve-tools' } });
+    const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config });
     const log = join(dir.path, 'tools.wire.log');
     const c = await stdioCaller('legacy', { env });
     try {
@@ -123,12 +125,14 @@ describe('serve and the daemon\'s life', () => {
       trackPid(first);
       const upstream = pids(readWireLog(log))[0]!;
 
-      const pending = c.callTool('tools__sleep', { ms: 60_000 });
-      await until(() => methodsReceived(readWireLog(log), upstream).filter((m) => m === 'tools/call').length === 2, 20_000, 'the sleep call upstream');
+      // Two calls in flight, each on its own connection to the daemon: both are told the daemon went away.
+      const pending = [c.callTool('tools__sleep', { ms: 60_000 }), c.callTool('tools__sleep', { ms: 60_000 })];
+      await until(() => methodsReceived(readWireLog(log), upstream).filter((m) => m === 'tools/call').length === 3, 20_000, 'the sleep calls upstream');
       process.kill(first, 'SIGKILL');
-      const r = await pending;
-      expect(r['isError']).toBe(true);
-      expect(textOf(r)).toMatch(/^mcpx: tools: MCPX_DAEMON_UNAVAILABLE: the mcpx daemon went away .*not retried/);
+      for (const r of await Promise.all(pending)) {
+        expect(r['isError']).toBe(true);
+        expect(textOf(r)).toMatch(/^mcpx: tools: MCPX_DAEMON_UNAVAILABLE: the mcpx daemon went away .*not retried/);
+      }
 
       expect(textOf(await c.callTool('tools__echo', { text: 'two' }))).toBe('two era=modern');
       const second = readJson(join(state, 'daemon.json')).pid as number;
@@ -147,6 +151,13 @@ describe('serve and the daemon\'s life', () => {
       const third = readJson(join(state, 'daemon.json')).pid as number;
       trackPid(third);
       expect(third).not.toBe(second);
+      // ... and its catalogue changes are followed: a server added to the config reaches the caller.
+      let notes = 0;
+      c.raw.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+        notes++;
+      });
+      writeConfig(dir.path, { tools: { fixture: 'serve-tools' }, added: { fixture: 'legacy-v1' } }, {}, config);
+      await until(() => notes > 0, 20_000, 'list_changed from the third daemon');
     } finally {
       await c.close();
     }
