@@ -2,17 +2,21 @@
  * The front's backend in `mcpx serve`: the daemon, over its Unix socket.
  *
  * - The daemon is found through the state folder like every client command, and started when none
- *   answers — also later, when it went away between two requests.
+ *   answers — also later, when it went away between two requests (checked again once a connection to
+ *   it closed, not before every request).
+ * - Requests go over a pool of keep-alive connections, one request per connection at a time, so
+ *   concurrent calls (and long ask polls) never queue behind one another.
  * - Every request carries the caller's revision (`X-Mcpx-Caller-Protocol`) and session, so the pool
- *   picks the lane and the scope key. Requests stream (`Accept: text/event-stream`) so progress
- *   reaches the caller while the upstream works; a cancelled caller request aborts the HTTP request,
- *   which cancels the upstream one.
+ *   picks the lane and the scope key. A request whose caller wants progress streams
+ *   (`Accept: text/event-stream`) so progress reaches the caller while the upstream works; the others
+ *   get one JSON answer. A cancelled caller request aborts the HTTP request, which cancels the
+ *   upstream one.
  * - A request in flight when the daemon dies fails with MCPX_DAEMON_UNAVAILABLE and is never retried
  *   (a tool may have side effects); listings are safe to repeat and are retried once on a fresh daemon.
  * - Catalogue changes arrive on `GET /v1/events?type=catalog.changed`.
  */
 import { EventEmitter } from 'node:events';
-import { Client } from 'undici';
+import { Pool } from 'undici';
 import { silentLogger, type Logger } from '../log.js';
 import { DaemonClient, isNotRunning, startDaemonInBackground, type Target } from '../cli/client.js';
 import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from '../server/schemas.js';
@@ -32,9 +36,15 @@ export class SocketBackend implements FrontBackend {
   private readonly opts: SocketBackendOptions;
   private readonly log: Logger;
   private readonly events = new EventEmitter();
-  private http: Client | undefined;
+  private http: Pool | undefined;
   private following: { stop: () => void } | undefined;
   private starting: Promise<void> | undefined;
+  /**
+   * A daemon answered and no connection to it has closed since: requests go straight to it. Any
+   * connection closing (the daemon went away, or an idle connection timed out) clears it, so the next
+   * request checks again (and starts a daemon when none answers) before it is sent.
+   */
+  private connected = false;
   private closed = false;
   /** Requests that must reach the daemon even while serve closes (abandons). */
   private readonly pending = new Set<Promise<void>>();
@@ -52,22 +62,37 @@ export class SocketBackend implements FrontBackend {
 
   /** A daemon that answers: the one there, or a new one started in the background. */
   private ensure(): Promise<void> {
+    if (this.connected) return Promise.resolve();
     this.starting ??= (async () => {
       const probe = new DaemonClient(this.opts.target.socket);
       if (!(await probe.alive())) {
+        // A follower of a daemon that went away between two requests has ended: follow the new one.
+        this.following?.stop();
+        this.following = undefined;
         this.log.info({ socket: this.opts.target.socket }, 'starting the mcpx daemon');
         await startDaemonInBackground(this.opts.target, { entry: this.opts.entry });
         this.changed({ lists: ['tools', 'prompts', 'resources'] });
       }
       this.follow();
+      this.connected = true;
     })().finally(() => {
       this.starting = undefined;
     });
     return this.starting;
   }
 
-  private client(): Client {
-    this.http ??= new Client('http://localhost', { socketPath: this.opts.target.socket, headersTimeout: 0, bodyTimeout: 0 });
+  /**
+   * One pool of keep-alive connections: a connection carries one request at a time (no pipelining), so
+   * a slow call never holds up the calls behind it, and concurrent calls each get a connection.
+   */
+  private client(): Pool {
+    if (!this.http) {
+      const http = new Pool('http://localhost', { socketPath: this.opts.target.socket, headersTimeout: 0, bodyTimeout: 0 });
+      http.on('disconnect', () => {
+        if (this.http === http) this.connected = false;
+      });
+      this.http = http;
+    }
     return this.http;
   }
 
@@ -81,8 +106,9 @@ export class SocketBackend implements FrontBackend {
   async catalog(ctx: RelayContext): Promise<CatalogView> {
     for (let attempt = 0; ; attempt++) {
       await this.ensure();
+      const http = this.client();
       try {
-        const res = await this.client().request({
+        const res = await http.request({
           path: '/v1/catalog',
           method: 'GET',
           headers: { accept: ctx.onProgress ? 'text/event-stream' : 'application/json', ...this.headers(ctx) },
@@ -97,7 +123,7 @@ export class SocketBackend implements FrontBackend {
       } catch (err) {
         // A listing is safe to repeat: once, on a fresh daemon.
         if (attempt === 0 && isNotRunning(err)) {
-          this.reset();
+          this.reset(http);
           continue;
         }
         throw this.relayError(err);
@@ -107,9 +133,10 @@ export class SocketBackend implements FrontBackend {
 
   async request(server: string, method: RelayedMethod, params: Record<string, unknown>, ctx: RelayContext): Promise<Record<string, unknown>> {
     await this.ensure();
+    const http = this.client();
     let outcome: Outcome | undefined;
     try {
-      const res = await this.client().request({
+      const res = await http.request({
         path: '/v1/request',
         method: 'POST',
         // Streamed only when the caller wants progress: an upstream told of no progress token behaves as for a direct caller.
@@ -125,13 +152,13 @@ export class SocketBackend implements FrontBackend {
       }
     } catch (err) {
       if (isNotRunning(err) || isSocketError(err)) {
-        this.reset();
+        this.reset(http);
         throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} during this request; it was not retried, since a tool may have side effects (the next request starts a new daemon)`);
       }
       throw this.relayError(err);
     }
     if (!outcome) {
-      this.reset();
+      this.reset(http);
       throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} before answering; the request was not retried, since a tool may have side effects`);
     }
     if (outcome.ok && outcome.result) return outcome.result;
@@ -170,8 +197,9 @@ export class SocketBackend implements FrontBackend {
 
   /** One JSON request to the daemon; a non-2xx answer is a RelayError with the daemon's code. */
   private async json<T>(method: 'GET' | 'POST', path: string, body: unknown, ctx: RelayContext): Promise<T> {
+    const http = this.client();
     try {
-      const res = await this.client().request({
+      const res = await http.request({
         path,
         method,
         headers: { accept: ctx.onProgress ? 'text/event-stream' : 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...this.headers(ctx) },
@@ -186,7 +214,7 @@ export class SocketBackend implements FrontBackend {
       return parsed;
     } catch (err) {
       if (isNotRunning(err) || isSocketError(err)) {
-        this.reset();
+        this.reset(http);
         throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} during this call; it was not retried, since a tool may have side effects (the next request starts a new daemon)`);
       }
       throw this.relayError(err);
@@ -214,8 +242,14 @@ export class SocketBackend implements FrontBackend {
     this.following = f;
   }
 
-  /** The daemon went away: forget the connection (the next request finds or starts a daemon). */
-  private reset(): void {
+  /**
+   * The daemon went away: forget the connections (the next request finds or starts a daemon). `failed`
+   * is the pool the failing request used: when it was already replaced (another request in flight
+   * failed first), there is nothing more to forget.
+   */
+  private reset(failed: Pool): void {
+    if (failed !== this.http) return;
+    this.connected = false;
     this.following?.stop();
     this.following = undefined;
     const http = this.http;
@@ -270,5 +304,6 @@ async function readStream(body: AsyncIterable<unknown>, ctx: RelayContext): Prom
 
 function isSocketError(err: unknown): boolean {
   const code = (err as { code?: string } | null)?.code;
-  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_CLOSED';
+  // UND_ERR_DESTROYED: the pool was torn down because another request found the daemon gone.
+  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_CLOSED' || code === 'UND_ERR_DESTROYED';
 }

@@ -393,19 +393,29 @@ export class Controller {
     return outcome;
   }
 
+  /**
+   * The call's record (the `call finished` log line, `call.finished` on /v1/events), made once its answer
+   * has gone out: the log line is a synchronous write, and the caller should not wait for it.
+   */
   private finished(server: string, tool: string, started: number, outcome: CallOutcome, lane: Lane | undefined, ctx: CallContext): void {
     const ms = Date.now() - started;
+    const ok = outcome.ok;
     const code = outcome.ok ? undefined : outcome.error.code;
-    this.log.info({ server, tool, ok: outcome.ok, ms, ...(code ? { code } : {}), ...(lane ? { lane } : {}) }, 'call finished');
+    const callerProtocol = ctx.callerProtocol;
+    setImmediate(() => this.record(server, tool, ok, ms, code, lane, callerProtocol));
+  }
+
+  private record(server: string, tool: string, ok: boolean, ms: number, code: string | undefined, lane: Lane | undefined, callerProtocol: string | undefined): void {
+    this.log.info({ server, tool, ok, ms, ...(code ? { code } : {}), ...(lane ? { lane } : {}) }, 'call finished');
     this.hub.publish({
       type: 'call.finished',
       server,
       tool,
-      ok: outcome.ok,
+      ok,
       ms,
       ...(code ? { code } : {}),
       ...(lane ? { lane } : {}),
-      ...(ctx.callerProtocol ? { callerProtocol: ctx.callerProtocol } : {}),
+      ...(callerProtocol ? { callerProtocol } : {}),
     });
   }
 

@@ -8,6 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { methodsReceived, pids, readWireLog, received } from '../fixtures/wire-log-read.js';
 import { writeConfig, type ServerEntry } from '../server/helpers.js';
@@ -24,6 +25,15 @@ const FIVE: Record<string, ServerEntry> = {
 };
 
 const dirs: Array<{ remove: () => Promise<void> }> = [];
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 afterAll(async () => {
   await killAll();
   for (const d of dirs) await d.remove();
@@ -101,11 +111,12 @@ describe('the tool catalogue', () => {
 });
 
 describe('serve and the daemon\'s life', () => {
-  it('starts the daemon; a call in flight when it is killed is an isError result, not retried; the next call starts a fresh daemon', async () => {
+  it('starts the daemon; calls in flight when it is killed are isError results, not retried; the next call starts a fresh daemon', async () => {
     const dir = await tempDir('mcpx-serve-daemon-');
     dirs.push(dir);
     const state = join(dir.path, 'state');
-    const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: writeConfig(dir.path, { tools: { fixture: 'serve-tools' } }) });
+    const config = writeConfig(dir.path, { tools: { fixture: 'serve-tools' } });
+    const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config });
     const log = join(dir.path, 'tools.wire.log');
     const c = await stdioCaller('legacy', { env });
     try {
@@ -114,12 +125,14 @@ describe('serve and the daemon\'s life', () => {
       trackPid(first);
       const upstream = pids(readWireLog(log))[0]!;
 
-      const pending = c.callTool('tools__sleep', { ms: 60_000 });
-      await until(() => methodsReceived(readWireLog(log), upstream).filter((m) => m === 'tools/call').length === 2, 20_000, 'the sleep call upstream');
+      // Two calls in flight, each on its own connection to the daemon: both are told the daemon went away.
+      const pending = [c.callTool('tools__sleep', { ms: 60_000 }), c.callTool('tools__sleep', { ms: 60_000 })];
+      await until(() => methodsReceived(readWireLog(log), upstream).filter((m) => m === 'tools/call').length === 3, 20_000, 'the sleep calls upstream');
       process.kill(first, 'SIGKILL');
-      const r = await pending;
-      expect(r['isError']).toBe(true);
-      expect(textOf(r)).toMatch(/^mcpx: tools: MCPX_DAEMON_UNAVAILABLE: the mcpx daemon went away .*not retried/);
+      for (const r of await Promise.all(pending)) {
+        expect(r['isError']).toBe(true);
+        expect(textOf(r)).toMatch(/^mcpx: tools: MCPX_DAEMON_UNAVAILABLE: the mcpx daemon went away .*not retried/);
+      }
 
       expect(textOf(await c.callTool('tools__echo', { text: 'two' }))).toBe('two era=modern');
       const second = readJson(join(state, 'daemon.json')).pid as number;
@@ -130,8 +143,46 @@ describe('serve and the daemon\'s life', () => {
       expect(fresh).toHaveLength(1);
       const calls = received(readWireLog(log), fresh[0]).filter((e) => e.method === 'tools/call');
       expect(calls).toHaveLength(1);
+
+      // A daemon that went away between two calls (none in flight) is replaced before the next call is sent.
+      process.kill(second, 'SIGKILL');
+      await until(() => !alive(second), 10_000, 'the second daemon gone');
+      expect(textOf(await c.callTool('tools__echo', { text: 'three' }))).toBe('three era=modern');
+      const third = readJson(join(state, 'daemon.json')).pid as number;
+      trackPid(third);
+      expect(third).not.toBe(second);
+      // ... and its catalogue changes are followed: a server added to the config reaches the caller.
+      let notes = 0;
+      c.raw.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+        notes++;
+      });
+      writeConfig(dir.path, { tools: { fixture: 'serve-tools' }, added: { fixture: 'legacy-v1' } }, {}, config);
+      await until(() => notes > 0, 20_000, 'list_changed from the third daemon');
     } finally {
       await c.close();
     }
   }, 90_000);
+
+  it('calls do not wait for one another: a slow call in flight does not hold up the next', async () => {
+    const dir = await tempDir('mcpx-serve-concurrent-');
+    dirs.push(dir);
+    const state = join(dir.path, 'state');
+    const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: writeConfig(dir.path, { tools: { fixture: 'serve-tools' } }) });
+    const log = join(dir.path, 'tools.wire.log');
+    const c = await stdioCaller('modern', { env });
+    try {
+      expect(textOf(await c.callTool('tools__echo', { text: 'warm' }))).toBe('warm era=modern');
+      trackPid(readJson(join(state, 'daemon.json')).pid as number);
+      const ac = new AbortController();
+      const slow = c.callTool('tools__sleep', { ms: 60_000 }, { signal: ac.signal });
+      await until(() => methodsReceived(readWireLog(log)).filter((m) => m === 'tools/call').length === 2, 20_000, 'the sleep call upstream');
+      const t0 = performance.now();
+      expect(textOf(await c.callTool('tools__echo', { text: 'meanwhile' }))).toBe('meanwhile era=modern');
+      expect(performance.now() - t0).toBeLessThan(10_000);
+      ac.abort();
+      await expect(slow).rejects.toThrow();
+    } finally {
+      await c.close();
+    }
+  }, 60_000);
 });
