@@ -9,6 +9,7 @@ import { RELAYED_METHODS } from '../serve/backend.js';
 import { EVENT_TYPES } from './events.js';
 import { MAX_DURATION_MS } from '../config/duration.js';
 import { boundedDepth, MAX_JSON_DEPTH } from './json-depth.js';
+import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from './headers.js';
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -16,8 +17,7 @@ import { boundedDepth, MAX_JSON_DEPTH } from './json-depth.js';
 /** An MCP revision as callers send it: `2025-11-25`, `2026-07-28`. */
 export const revisionSchema = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { error: 'must be an MCP protocol revision such as 2025-11-25 or 2026-07-28' });
 
-export const CALLER_PROTOCOL_HEADER = 'x-mcpx-caller-protocol';
-export const SESSION_HEADER = 'x-mcpx-session';
+export { CALLER_PROTOCOL_HEADER, SESSION_HEADER };
 
 export const callHeadersSchema = z.object({
   [CALLER_PROTOCOL_HEADER]: revisionSchema.optional().meta({ description: 'The caller\'s MCP revision; a revision before 2026-07-28 is served over the legacy lane under `follow`. Absent: modern.' }),
