@@ -23,6 +23,8 @@ export interface Results {
   startup?: StartupResults;
   pool?: PoolResults;
   targets?: Target[];
+  /** The commit MCPX_BENCH_BASELINE's checkout was at, when it is a git checkout. */
+  baselineCommit?: string;
   /** The targets for MCPX_BENCH_BASELINE's twin rows (same run), when one was given. */
   baselineTargets?: Target[];
   /** Sections that failed, and why. */
@@ -264,7 +266,7 @@ export function markdown(r: Results, before: Results | undefined, notes: string)
     ...(r.failed ? Object.entries(r.failed).map(([k, v]) => `**The ${k} section failed in this run:** ${v}\n`) : []),
     ...targetTable(r, before),
     '',
-    before ? `"before": ${r.baselineTargets ? `the call-path, CLI and start rows measured in this same run, interleaved, on a build of the code before the fixes (MCPX_BENCH_BASELINE); the probe and pool rows from bench/results.before.json (${before.generatedAt}${before.quick ? ', quick mode' : ''}), code the fixes did not touch` : `bench/results.before.json (${before.generatedAt}${before.quick ? ', quick mode' : ''}), measured on the same machine before the fixes`}.` : '',
+    before ? `"before": ${r.baselineTargets ? `the call-path, CLI and start rows measured in this same run, interleaved, on another build (MCPX_BENCH_BASELINE${r.baselineCommit ? `: commit ${r.baselineCommit}` : ''}); the probe and pool rows (which have no twin in a run) from bench/results.before.json (${before.generatedAt}${before.quick ? ', quick mode' : ''}), the code before any of the call-path work` : `bench/results.before.json (${before.generatedAt}${before.quick ? ', quick mode' : ''}), measured on the same machine before the fixes`}.` : '',
     '',
     '## The call path',
     '',

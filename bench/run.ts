@@ -8,6 +8,7 @@
  * MCPX_BENCH_ROUNDS, MCPX_BENCH_CALLS, MCPX_BENCH_ONLY=call,probe,startup,pool, MCPX_BENCH_NO_DOCS=1.
  * Every process it starts is stopped and every temp folder removed, also when interrupted.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -63,6 +64,14 @@ async function main(): Promise<void> {
       return undefined;
     }
   };
+  const baseline = process.env['MCPX_BENCH_BASELINE'];
+  if (baseline) {
+    try {
+      results.baselineCommit = execFileSync('git', ['-C', baseline, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    } catch {
+      // not a git checkout: the report names no commit
+    }
+  }
   results.call = await section('call', () => benchCallPath(log));
   results.startup = await section('startup', () => benchStartup(log));
   results.probe = await section('probe', () => benchProbe(log));
