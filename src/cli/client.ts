@@ -84,6 +84,12 @@ interface SendOptions {
   timeoutMs?: number;
 }
 
+/**
+ * A Unix socket has no server name. Without saying so, node's agent tests the host against its IP
+ * patterns, and compiling the IPv6 one costs 6–9 ms of the first request of every CLI command.
+ */
+export const NO_SERVER_NAME = { servername: '' } as const;
+
 /** One HTTP request on the Unix socket; resolves with the response once its headers arrived. */
 function send(socket: string, o: SendOptions): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
@@ -94,6 +100,7 @@ function send(socket: string, o: SendOptions): Promise<IncomingMessage> {
         method: o.method,
         headers: { host: 'localhost', ...(o.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(o.body)) }), ...o.headers },
         agent: o.agent ?? false,
+        ...NO_SERVER_NAME,
         ...(o.signal ? { signal: o.signal } : {}),
       },
       resolve,

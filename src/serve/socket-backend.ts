@@ -20,7 +20,7 @@ import { EventEmitter } from 'node:events';
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { silentLogger, type Logger } from '../log.js';
-import { DaemonClient, isNotRunning, startDaemonInBackground, type Target } from '../cli/client.js';
+import { DaemonClient, isNotRunning, NO_SERVER_NAME, startDaemonInBackground, type Target } from '../cli/client.js';
 import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from '../server/headers.js';
 import { SseDecoder } from '../transports/sse.js';
 import { RelayError, type AskBackend, type AskView, type CatalogChange, type CatalogView, type FrontBackend, type RelayContext, type RelayedMethod } from './backend.js';
@@ -96,7 +96,7 @@ export class SocketBackend implements FrontBackend {
   /** One request to the daemon on `agent`; resolves when the answer's head is in. */
   private send(agent: Agent, opts: { path: string; method: 'GET' | 'POST'; headers: Record<string, string>; body?: string; signal?: AbortSignal }): Promise<IncomingMessage> {
     return new Promise<IncomingMessage>((resolve, reject) => {
-      const req = httpRequest({ socketPath: this.opts.target.socket, agent, path: opts.path, method: opts.method, headers: opts.headers, ...(opts.signal ? { signal: opts.signal } : {}) }, resolve);
+      const req = httpRequest({ socketPath: this.opts.target.socket, agent, ...NO_SERVER_NAME, path: opts.path, method: opts.method, headers: opts.headers, ...(opts.signal ? { signal: opts.signal } : {}) }, resolve);
       req.on('error', reject);
       req.on('socket', (socket) => {
         if (this.watched.has(socket)) return;
