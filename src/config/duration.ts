@@ -7,7 +7,7 @@
  * milliseconds (rounded), never negative, and at most `MAX_DURATION_MS`: Node's timers cannot wait
  * longer (a larger delay fires at once), so a longer value would silently mean "now".
  *
- * No zod here (the CLI parses `--timeout` with this); the zod form is `durationSchema` in ./value-schemas.ts.
+ * No zod here: the CLI parses `--timeout` and the settings with this, without loading zod.
  */
 import { McpxError } from '../errors.js';
 import { showValue as show } from './show-value.js';

@@ -2,9 +2,8 @@
  * `upstream.protocol` and a server's own `protocol` key (docs/behaviour.md §1).
  *
  * Values are named for the first request mcpx sends. Every reader (config file, env, CLI flag, the
- * settings API, a server's `protocol` key) goes through `canonicalPreference` / `parsePreference` (or
- * `preferenceSchema`, their zod form in src/config/value-schemas.ts), so the aliases are accepted
- * everywhere and only canonical names travel further. No zod here: the CLI reads preferences (in the
+ * settings API, a server's `protocol` key) goes through `canonicalPreference` / `parsePreference`, so
+ * the aliases are accepted everywhere and only canonical names travel further. No zod here: the CLI reads preferences (in the
  * config file and the settings) without loading it.
  */
 import { ProtocolValueError } from '../errors.js';

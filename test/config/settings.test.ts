@@ -11,11 +11,11 @@ import {
   flagNameFor,
   loopbackHost,
   parseSettingValue,
+  protocolCodec,
   settingForFlag,
   type SettingChange,
   type SettingEntry,
 } from '../../src/config/settings.js';
-import { preferenceSchema, settingSchema } from '../../src/config/value-schemas.js';
 
 /** A fixed environment, so the machine running the tests cannot leak in. */
 const HOME = '/users/tester';
@@ -461,14 +461,15 @@ describe('paths', () => {
   });
 });
 
-describe('schemas', () => {
-  it('each declaration carries a zod schema for typed values (upstream.protocol uses preferenceSchema)', () => {
-    const byPath = Object.fromEntries(SETTINGS.map((d) => [d.path, { schema: settingSchema(d) }]));
-    expect(byPath['upstream.protocol']?.schema).toBe(preferenceSchema);
-    expect(byPath['upstream.protocol']?.schema.parse('Force-Legacy')).toBe('force-initialize');
-    expect(byPath['pool.idleTimeout']?.schema.parse('2m')).toBe(120_000);
-    expect(byPath['pool.max']?.schema.safeParse(0).error?.issues[0]?.message).toBe('0 is not a whole number ≥ 1');
-    const issue = byPath['pool.scope']?.schema.safeParse('x').error?.issues[0];
-    expect(issue?.code === 'custom' ? issue.params : undefined).toEqual({ allowed: ['global', 'session', 'call'] });
+describe('codecs', () => {
+  it('each declaration reads typed values with its codec (upstream.protocol: protocolCodec)', () => {
+    const byPath = Object.fromEntries(SETTINGS.map((d) => [d.path, d.codec]));
+    const typed = { text: false, baseDir: process.cwd(), home: HOME };
+    expect(byPath['upstream.protocol']).toBe(protocolCodec as unknown);
+    expect(byPath['upstream.protocol']?.parse('Force-Legacy', typed)).toEqual({ ok: true, value: 'force-initialize' });
+    expect(byPath['pool.idleTimeout']?.parse('2m', typed)).toEqual({ ok: true, value: 120_000 });
+    expect(byPath['pool.max']?.parse(0, typed)).toMatchObject({ ok: false, message: '0 is not a whole number ≥ 1' });
+    expect(byPath['pool.scope']?.parse('x', typed).ok).toBe(false);
+    expect(byPath['pool.scope']?.allowed).toEqual(['global', 'session', 'call']);
   });
 });

@@ -1,15 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { McpxError, ProtocolValueError } from '../../src/errors.js';
+import { protocolCodec } from '../../src/config/settings.js';
 import {
   CANONICAL_PREFERENCES,
   PREFERENCE_ALIASES,
+  canonicalPreference,
   isForced,
   isPreference,
   laneSessionPreference,
   parsePreference,
+  preferenceRefusal,
   type Preference,
 } from '../../src/machines/preference.js';
-import { preferenceSchema } from '../../src/config/value-schemas.js';
 
 /** The spec's table (docs/behaviour.md §1), written out again so a change to the code cannot silently change it. */
 const TABLE: Record<Preference, string[]> = {
@@ -52,7 +54,7 @@ describe('protocol preference', () => {
       it(`${name} → ${canon} in any casing and with surrounding white space`, () => {
         for (const v of variants(name)) {
           expect(parsePreference(v)).toBe(canon);
-          expect(preferenceSchema.parse(v)).toBe(canon);
+          expect(canonicalPreference(v)).toBe(canon);
         }
       });
     }
@@ -73,13 +75,11 @@ describe('protocol preference', () => {
       expectListsCanonical(err.message);
       expect(err.data?.allowed).toEqual([...CANONICAL_PREFERENCES]);
 
-      const result = preferenceSchema.safeParse(bad);
-      expect(result.success).toBe(false);
-      expect(result.error?.issues).toHaveLength(1);
-      const issue = result.error!.issues[0]!;
-      expectListsCanonical(issue.message);
-      // the schema and the function say the same thing
-      expect(issue.message).toBe(err.message);
+      expect(canonicalPreference(bad)).toBeUndefined();
+      const refusal = preferenceRefusal(bad);
+      expectListsCanonical(refusal);
+      // the config file's and the settings' refusal and the function say the same thing
+      expect(refusal).toBe(err.message);
     });
   }
 
@@ -90,15 +90,11 @@ describe('protocol preference', () => {
     expect(() => parsePreference(42)).toThrow(/^42 is not a protocol preference; use one of: /);
   });
 
-  it('zod reports the path inside a larger schema', async () => {
-    const { z } = await import('zod');
-    const config = z.object({ upstream: z.object({ protocol: preferenceSchema.default('prefer-discover') }) });
-    expect(config.parse({ upstream: { protocol: ' Legacy ' } })).toEqual({ upstream: { protocol: 'prefer-initialize' } });
-    expect(config.parse({ upstream: {} })).toEqual({ upstream: { protocol: 'prefer-discover' } });
-    const r = config.safeParse({ upstream: { protocol: 'auto' } });
-    expect(r.success).toBe(false);
-    expect(r.error?.issues[0]?.path).toEqual(['upstream', 'protocol']);
-    expectListsCanonical(r.error!.issues[0]!.message);
+  it('the settings codec and a server\'s protocol key read aliases the same way', () => {
+    expect(protocolCodec.parse(' Legacy ', { text: false, baseDir: '/', home: '/' })).toEqual({ ok: true, value: 'prefer-initialize' });
+    const r = protocolCodec.parse('auto', { text: false, baseDir: '/', home: '/' });
+    expect(r.ok).toBe(false);
+    expectListsCanonical((r as { message: string }).message);
   });
 
   it('laneSessionPreference resolves follow into its two lanes', () => {
