@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { chmod } from 'node:fs/promises';
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { join, resolve as resolvePath } from 'node:path';
 import { McpxError } from '../errors.js';
 import { loadConfig } from '../config/config-file.js';
@@ -73,7 +74,7 @@ export function isNotRunning(err: unknown): boolean {
   return false;
 }
 
-interface SendOptions {
+export interface SendOptions {
   method: string;
   path: string;
   headers?: Record<string, string>;
@@ -82,16 +83,18 @@ interface SendOptions {
   signal?: AbortSignal;
   /** No answer (headers) within this long: the request fails with code ETIMEDOUT. */
   timeoutMs?: number;
+  /** Told of the connection the request goes out on (a kept-alive one, or a new one). */
+  onSocket?: (socket: Socket) => void;
 }
 
 /**
  * A Unix socket has no server name. Without saying so, node's agent tests the host against its IP
  * patterns, and compiling the IPv6 one costs 6–9 ms of the first request of every CLI command.
  */
-export const NO_SERVER_NAME = { servername: '' } as const;
+const NO_SERVER_NAME = { servername: '' } as const;
 
 /** One HTTP request on the Unix socket; resolves with the response once its headers arrived. */
-function send(socket: string, o: SendOptions): Promise<IncomingMessage> {
+export function send(socket: string, o: SendOptions): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       {
@@ -106,6 +109,7 @@ function send(socket: string, o: SendOptions): Promise<IncomingMessage> {
       resolve,
     );
     req.once('error', reject);
+    if (o.onSocket) req.on('socket', o.onSocket);
     if (o.timeoutMs !== undefined) {
       req.setTimeout(o.timeoutMs, () => req.destroy(Object.assign(new Error(`no answer within ${o.timeoutMs} ms`), { code: 'ETIMEDOUT' })));
     }
@@ -113,7 +117,8 @@ function send(socket: string, o: SendOptions): Promise<IncomingMessage> {
   });
 }
 
-async function readText(res: IncomingMessage): Promise<string> {
+/** A response's whole body as text (a connection cut off mid-answer throws, like any socket error). */
+export async function readText(res: IncomingMessage): Promise<string> {
   res.setEncoding('utf8');
   let text = '';
   for await (const chunk of res) text += chunk as string;

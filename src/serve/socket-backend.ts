@@ -17,10 +17,10 @@
  * - Catalogue changes arrive on `GET /v1/events?type=catalog.changed`.
  */
 import { EventEmitter } from 'node:events';
-import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { silentLogger, type Logger } from '../log.js';
-import { DaemonClient, isNotRunning, NO_SERVER_NAME, startDaemonInBackground, type Target } from '../cli/client.js';
+import { DaemonClient, isNotRunning, readText, send, startDaemonInBackground, type Target } from '../cli/client.js';
 import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from '../server/headers.js';
 import { SseDecoder } from '../transports/sse.js';
 import { RelayError, type AskBackend, type AskView, type CatalogChange, type CatalogView, type FrontBackend, type RelayContext, type RelayedMethod } from './backend.js';
@@ -95,17 +95,16 @@ export class SocketBackend implements FrontBackend {
 
   /** One request to the daemon on `agent`; resolves when the answer's head is in. */
   private send(agent: Agent, opts: { path: string; method: 'GET' | 'POST'; headers: Record<string, string>; body?: string; signal?: AbortSignal }): Promise<IncomingMessage> {
-    return new Promise<IncomingMessage>((resolve, reject) => {
-      const req = httpRequest({ socketPath: this.opts.target.socket, agent, ...NO_SERVER_NAME, path: opts.path, method: opts.method, headers: opts.headers, ...(opts.signal ? { signal: opts.signal } : {}) }, resolve);
-      req.on('error', reject);
-      req.on('socket', (socket) => {
+    return send(this.opts.target.socket, {
+      ...opts,
+      agent,
+      onSocket: (socket) => {
         if (this.watched.has(socket)) return;
         this.watched.add(socket);
         socket.once('close', () => {
           if (this.http === agent) this.connected = false;
         });
-      });
-      req.end(opts.body);
+      },
     });
   }
 
@@ -298,9 +297,7 @@ const isStream = (res: IncomingMessage) => (res.headers['content-type'] ?? '').s
 
 /** A JSON answer, whole (a connection cut off mid-answer throws, like any socket error). */
 async function readJson(res: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of res) chunks.push(chunk as Buffer);
-  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  return JSON.parse(await readText(res));
 }
 
 /** A streamed /v1/request or /v1/catalog: progress frames to the caller, then the outcome (none: the stream broke off). */
