@@ -1,6 +1,6 @@
 /**
  * Where the package lives (its root holds package.json and examples/), whether this module runs
- * from src/ (tests) or from dist/src/ (the built binary).
+ * from src/ (tests), dist/src/ (tsc's output) or a chunk of the bundled binary (dist/src/cli/chunks/).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

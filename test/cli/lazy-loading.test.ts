@@ -22,20 +22,36 @@ function recording(env: NodeJS.ProcessEnv, file: string): NodeJS.ProcessEnv {
   return { ...env, NODE_OPTIONS: `--import=${RECORDER}`, MCPX_TEST_LOADS: file };
 }
 
-/** Every file the recorded process loaded (paths; node's own modules left out). */
+/** The bundle's chunks (absolute paths) and the source files (absolute paths) each holds, from the build's metafile. */
+const CHUNKS: Map<string, string[]> = (() => {
+  const root = packageRoot();
+  const meta = JSON.parse(readFileSync(join(root, 'dist', 'src', 'cli', 'bundle-meta.json'), 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> };
+  return new Map(Object.entries(meta.outputs).map(([out, o]) => [join(root, out), Object.keys(o.inputs).map((i) => join(root, i))]));
+})();
+
+/**
+ * Every file the recorded process loaded (paths; node's own modules left out). The binary is a bundle,
+ * so a chunk it loaded stands for the source files bundled into it.
+ */
 function loaded(file: string): string[] {
   const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0 && !l.startsWith('node:'));
-  return [...new Set(lines.map((l) => (l.startsWith('file:') ? fileURLToPath(l) : l)))];
+  const files = lines.map((l) => (l.startsWith('file:') ? fileURLToPath(l) : l));
+  return [...new Set(files.flatMap((f) => CHUNKS.get(f) ?? [f]))];
 }
 
-/** Of `files`, those of these packages or of these modules of mcpx (dist/src/…). */
+/** Of `files`, those of these packages or of these modules of mcpx (`server/app.js`: src/server/app.ts, bundled). */
 function among(files: string[], packages: string[], modules: string[] = []): string[] {
   const hits = new Set<string>();
   for (const f of files) {
     for (const p of packages) if (f.includes(`/node_modules/${p}/`)) hits.add(p);
-    for (const m of modules) if (f.endsWith(join('dist', 'src', m))) hits.add(m);
+    for (const m of modules) if (f.endsWith(join('src', m.replace(/\.js$/, '.ts')))) hits.add(m);
   }
   return [...hits].sort();
+}
+
+/** Of `files`, mcpx's command modules other than these. */
+function commandsBut(files: string[], ...allowed: string[]): string[] {
+  return files.filter((f) => /\/src\/cli\/commands\//.test(f) && !allowed.some((a) => f.endsWith(`/src/cli/commands/${a}.ts`)));
 }
 
 /** What neither the CLI's light commands nor `mcpx call` need: the daemon's and the SDK's dependencies. */
@@ -51,7 +67,7 @@ describe('what each process loads', () => {
       const files = loaded(file);
       expect(among(files, ['commander'])).toEqual(['commander']);
       expect(among(files, [...DAEMON_PACKAGES, 'jsonc-parser'])).toEqual([]);
-      expect(files.filter((f) => /dist\/src\/cli\/commands\/(?!index\.js$)/.test(f))).toEqual([]);
+      expect(commandsBut(files, 'index')).toEqual([]);
     } finally {
       await dir.remove();
     }
@@ -87,7 +103,7 @@ describe('what each process loads', () => {
         expect(r.stdout).toContain('hi');
         const cli = loaded(cliFile);
         expect(among(cli, DAEMON_PACKAGES, ['server/daemon.js', 'server/app.js'])).toEqual([]);
-        expect(cli.filter((f) => /dist\/src\/cli\/commands\/(?!index\.js$|call\.js$)/.test(f))).toEqual([]);
+        expect(commandsBut(cli, 'index', 'call')).toEqual([]);
       } finally {
         expect((await daemon.stop()).code).toBe(0);
       }
