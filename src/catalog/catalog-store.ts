@@ -13,7 +13,7 @@
  * (src/state/locked-json-file.ts).
  */
 import stringify from 'safe-stable-stringify';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Lane } from '../machines/preference.js';
 import { LockedJsonFile, type StateFileFormat, type StateFileLogger, type StateFileOptions } from '../state/locked-json-file.js';
 import { eraCacheKey, type ProcessDefinitionInput } from '../upstream/process-key.js';

@@ -22,7 +22,7 @@
  * a decline is a person's decision, and the upstream should be able to tell it from "could not ask".
  */
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { McpxError, type ErrorCode, type RpcErrorObject } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { RPC } from '../protocol/constants.js';

@@ -3,7 +3,7 @@
  * are refused with a 400 naming the field: recursive code further on (zod, the scrubber, the upstream
  * SDKs) would otherwise run out of stack ("Maximum call stack size exceeded") on a hostile body.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** The outermost object or array is level 1. Real tool arguments rarely pass 10. */
 export const MAX_JSON_DEPTH = 64;

@@ -2,7 +2,7 @@
  * `GET /v1/openapi.json`: an OpenAPI 3.1 document generated from the route table and the zod schemas
  * the daemon validates with (src/server/schemas.ts).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { ROUTES, type RouteDef } from './schemas.js';
 
 type Json = Record<string, unknown>;

@@ -3,7 +3,7 @@
  * them (a bad one → 400 naming the field), and `GET /v1/openapi.json` is generated from the very same
  * schemas (`z.toJSONSchema`), so the document cannot drift from what the daemon checks.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { CANONICAL_PREFERENCES } from '../machines/preference.js';
 import { RELAYED_METHODS } from '../serve/backend.js';
 import { EVENT_TYPES } from './events.js';

@@ -6,7 +6,7 @@
  * may carry `id: null` (the spec's answer to an unparseable request), and `params: null` is read
  * as "no params". Batches (arrays) are not part of MCP since 2025-06-18 and are rejected.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type {
   JsonRpcFailure,
   JsonRpcMessage,

@@ -8,7 +8,7 @@
  * damaged file reads as empty, bad records are dropped, and each write is a locked re-read, merge
  * and atomic 0600 rename (src/state/locked-json-file.ts has the rules).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { LockedJsonFile, type StateFileFormat, type StateFileLogger, type StateFileOptions } from '../state/locked-json-file.js';
 
 export const ERA_CACHE_FILE = 'upstream-eras.json';
