@@ -20,8 +20,8 @@ import { build } from 'esbuild';
 import { packageRoot } from '../src/package-info.js';
 
 /** Where the bundle goes, beside tsc's output of the same modules (the benchmarks and scripts import those). */
-export const BUNDLE_DIR = join('dist', 'src', 'cli');
-export const BUNDLE_META = join(BUNDLE_DIR, 'bundle-meta.json');
+const BUNDLE_DIR = join('dist', 'src', 'cli');
+const BUNDLE_META = join(BUNDLE_DIR, 'bundle-meta.json');
 
 async function main(): Promise<void> {
   const root = packageRoot();

@@ -3,8 +3,8 @@
  *
  * Values are named for the first request mcpx sends. Every reader (config file, env, CLI flag, the
  * settings API, a server's `protocol` key) goes through `canonicalPreference` / `parsePreference`, so
- * the aliases are accepted everywhere and only canonical names travel further. No zod here: the CLI reads preferences (in the
- * config file and the settings) without loading it.
+ * the aliases are accepted everywhere and only canonical names travel further. No zod here: the CLI
+ * reads preferences (in the config file and the settings) without loading it.
  */
 import { ProtocolValueError } from '../errors.js';
 import { eraOfRevision } from './versions.js';
