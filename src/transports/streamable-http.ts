@@ -50,6 +50,12 @@ const MAX_BACKOFF_MS = 30_000;
 const MAX_STANDALONE_FAILURES = 5;
 /** A POST's response stream is resumed (GET + Last-Event-ID) at most this many times without progress. */
 const MAX_RESUME_ATTEMPTS = 5;
+/**
+ * After `notifications/initialized`, requests wait (at most this long) until the server has answered the
+ * standalone GET. A server may drop a message meant for that stream while it is not open yet (the SDK's
+ * servers do), so a request sent too early could provoke a question that never arrives.
+ */
+const STANDALONE_OPEN_WAIT_MS = 2000;
 
 /** What an SSE stream left behind for a reconnection. */
 interface StreamEnd {
@@ -144,6 +150,8 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
   private expiredHandler: (() => Promise<void>) | undefined;
   /** The legacy standalone GET stream (§4.3), for the session it belongs to. */
   private standalone: { session: LegacySession; controller: AbortController } | undefined;
+  /** Set from `notifications/initialized` until the server has answered the standalone GET (or failed to). */
+  private standaloneOpening: { done: Promise<void>; open: () => void } | undefined;
   private closePromise: Promise<void> | undefined;
 
   constructor(options: StreamableHttpChannelOptions) {
@@ -185,6 +193,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     };
     this.inflight.add(flight);
     if (id !== undefined) this.requestsById.set(id, flight);
+    if (flight.method === 'notifications/initialized') this.expectStandalone();
     void this.run(flight);
   }
 
@@ -218,13 +227,17 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
   }
 
   private async run(flight: Flight): Promise<void> {
+    const initialized = flight.method === 'notifications/initialized' && !isRequest(flight.message);
+    let getting = false;
     try {
+      if (this.standaloneOpening && !initialized && flight.method !== 'initialize') await this.standaloneOpening.done;
       await this.exchange(flight, true);
       // The session is initialized: open its standalone GET stream (a 405 means there is none).
-      if (flight.method === 'notifications/initialized' && !isRequest(flight.message)) this.openStandalone();
+      if (initialized) getting = this.openStandalone();
     } catch (err) {
       this.failFlight(flight, err instanceof Error ? err : new Error(String(err)));
     } finally {
+      if (initialized && !getting) this.standaloneOpened();
       this.inflight.delete(flight);
       if (flight.id !== undefined && this.requestsById.get(flight.id) === flight) this.requestsById.delete(flight.id);
     }
@@ -554,16 +567,40 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     }
   }
 
-  /** Open the standalone GET stream of the current legacy session (once per session). */
-  private openStandalone(): void {
+  /** Hold requests back until the standalone GET about to be opened has been answered (bounded). */
+  private expectStandalone(): void {
+    if (this.standaloneOpening) return;
+    let open!: () => void;
+    const done = new Promise<void>((resolve) => (open = resolve));
+    const timer = setTimeout(() => this.standaloneOpened(), STANDALONE_OPEN_WAIT_MS);
+    timer.unref();
+    this.standaloneOpening = {
+      done,
+      open: () => {
+        clearTimeout(timer);
+        open();
+      },
+    };
+  }
+
+  /** The standalone GET was answered, failed, or was never opened: requests go ahead. */
+  private standaloneOpened(): void {
+    const opening = this.standaloneOpening;
+    this.standaloneOpening = undefined;
+    opening?.open();
+  }
+
+  /** Open the standalone GET stream of the current legacy session (once per session); false if no GET was started. */
+  private openStandalone(): boolean {
     const session = this.legacy;
-    if (!session || this.isClosed || this.standalone?.session === session) return;
+    if (!session || this.isClosed || this.standalone?.session === session) return false;
     this.standalone?.controller.abort(new Error('session replaced'));
     const stream = { session, controller: new AbortController() };
     this.standalone = stream;
     void this.runStandalone(stream).finally(() => {
       if (this.standalone === stream) this.standalone = undefined;
     });
+    return true;
   }
 
   /**
@@ -591,7 +628,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     while (live()) {
       let ok = false;
       try {
-        const res = await this.get(stream.session, lastEventId, signal, what);
+        const res = await this.get(stream.session, lastEventId, signal, what).finally(() => this.standaloneOpened());
         try {
           if (res.statusCode === 405) {
             this.log.debug({ url: this.displayUrl }, 'the server offers no standalone GET stream (HTTP 405)');
@@ -675,6 +712,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     this.isClosed = true;
     this.standalone?.controller.abort(new Error('channel closed'));
     this.standalone = undefined;
+    this.standaloneOpened();
     const flights = [...this.inflight];
     for (const flight of flights) {
       const report = !flight.settled && !flight.cancelled && flight.id !== undefined;

@@ -1,6 +1,8 @@
 /**
  * The legacy standalone GET stream (the MCP specification): a sessionful SDK v1 server sends
  * notifications/tools/list_changed outside any request; it reaches the session's 'list_changed' event.
+ * A question asked outside any request also travels on that stream, which the SDK's servers drop while
+ * the stream is not open yet: the first request after the handshake waits for the GET's answer.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { UpstreamSession } from '../../src/upstream/session.js';
@@ -31,6 +33,32 @@ describe('legacy Streamable HTTP: the standalone GET stream', () => {
       expect(gets[0]!.accept).toContain('text/event-stream');
       expect(gets[0]!.headers['mcp-session-id']).toBeTruthy();
       expect(gets[0]!.headers['mcp-protocol-version']).toBeTruthy();
+    } finally {
+      await session.stop();
+    }
+  }, 20_000);
+
+  it('a question on the standalone stream is not lost when that stream opens slowly', async () => {
+    const f = await startHttpFixture('v1-legacy-sessions', [], { FIXTURE_GET_DELAY_MS: '400' });
+    fixtures.push(f);
+    const asked: string[] = [];
+    const session = new UpstreamSession({
+      name: 'remote',
+      definition: { url: f.url },
+      preference: 'force-initialize',
+      requestTimeoutMs: 8000,
+      clientCapabilities: { elicitation: {} },
+      onServerRequest: async (req) => {
+        asked.push(req.method);
+        return { action: 'accept', content: { name: 'ada' } };
+      },
+    });
+    try {
+      await session.start();
+      // Sent at once: without the wait, it reaches the server before the GET and its question is dropped.
+      const result = await session.callTool('ask-aside', { tag: 't1' });
+      expect(JSON.stringify(result)).toContain('answer=ada to=t1');
+      expect(asked).toEqual(['elicitation/create']);
     } finally {
       await session.stop();
     }
