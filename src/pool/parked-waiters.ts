@@ -5,19 +5,19 @@
  * Why: a parked caller can only move when its key's instances or the pool's routing facts change, so
  * dispatch takes out just the callers of the keys an event touched. With every waiter in one list, each
  * event looked at all of them, and 1,000 callers starting at once cost O(callers²). Immutable like the
- * rest of the pool's context (see ./bucket-map.ts).
+ * rest of the pool's context (see ./hash-trie.ts).
  */
-import { BucketMap } from './bucket-map.js';
+import { HashTrie } from './hash-trie.js';
 import type { Waiter } from './pool.machine.js';
 
 export class ParkedWaiters {
-  static readonly EMPTY = new ParkedWaiters(BucketMap.empty(), BucketMap.empty());
+  static readonly EMPTY = new ParkedWaiters(HashTrie.empty(), HashTrie.empty());
 
   private constructor(
     /** Parked callers by scope key, oldest first. */
-    private readonly byKey: BucketMap<readonly Waiter[]>,
+    private readonly byKey: HashTrie<readonly Waiter[]>,
     /** The scope key each parked caller waits on. */
-    private readonly keyOf: BucketMap<string>,
+    private readonly keyOf: HashTrie<string>,
   ) {}
 
   get size(): number {

@@ -5,10 +5,10 @@
  * Why not a plain object copied on every event: the pool statechart's context must stay immutable
  * (xstate/graph replays paths from shared snapshots), and copying a table of N slots on every acquire
  * and release made each call cost O(N) — about 2 ms per call at 500 warm instances. Here a change copies
- * one bucket of a 32-way split (N/32 entries) and leaves the rest shared with the previous table.
+ * the O(log N) trie nodes on its key's path (./hash-trie.ts) and leaves the rest shared with the previous table.
  */
 import type { Lane } from '../machines/preference.js';
-import { BucketMap } from './bucket-map.js';
+import { HashTrie } from './hash-trie.js';
 import type { Slot, SlotStatus } from './pool.machine.js';
 
 export interface LaneCounts {
@@ -26,12 +26,12 @@ const seqOf = (id: string) => Number(id.slice(1));
  * that is in a table.
  */
 export class SlotTable {
-  static readonly EMPTY = new SlotTable(BucketMap.empty(), BucketMap.empty(), BucketMap.empty(), { own: { all: 0, stopping: 0 }, legacy: { all: 0, stopping: 0 } });
+  static readonly EMPTY = new SlotTable(HashTrie.empty(), HashTrie.empty(), HashTrie.empty(), { own: { all: 0, stopping: 0 }, legacy: { all: 0, stopping: 0 } });
 
   private constructor(
-    private readonly slots: BucketMap<Slot>,
-    private readonly byKey: BucketMap<string>,
-    private readonly byHolder: BucketMap<string>,
+    private readonly slots: HashTrie<Slot>,
+    private readonly byKey: HashTrie<string>,
+    private readonly byHolder: HashTrie<string>,
     private readonly counts: Readonly<Record<Lane, LaneCounts>>,
   ) {}
 
@@ -99,14 +99,14 @@ export class SlotTable {
   }
 }
 
-function hold(byHolder: BucketMap<string>, requestId: string, id: string): BucketMap<string> {
+function hold(byHolder: HashTrie<string>, requestId: string, id: string): HashTrie<string> {
   const other = byHolder.get(requestId);
   if (other !== undefined && other !== id) throw new Error(`pool: caller ${requestId} would hold both ${other} and ${id}`);
   return byHolder.set(requestId, id);
 }
 
 /** The holder index after a slot's holders changed; a grant appends one and a release removes one, in O(holders). */
-function rehold(byHolder: BucketMap<string>, id: string, was: readonly string[], now: readonly string[]): BucketMap<string> {
+function rehold(byHolder: HashTrie<string>, id: string, was: readonly string[], now: readonly string[]): HashTrie<string> {
   if (now.length === was.length + 1 && was.every((h, i) => now[i] === h)) return hold(byHolder, now[now.length - 1]!, id);
   if (now.length === was.length - 1) {
     let i = 0;
