@@ -26,8 +26,15 @@
  *   routing reads (`lanes.*.cooling`, `legacyLane`) change in the same step as these regions, via the
  *   internal `lane.failed` / `lane.ready` events.
  *
- * Per-slot idle timers are delayed `instance.idle` events raised with the named delay `idleTimeout`
- * and the id `idle:<instance>`, cancelled when the slot is acquired again or goes away.
+ * Idle timeouts are lazy alarms, not a timer per release: a slot that goes idle records when it is due
+ * (`idleAt`, from the `at` its `release` or `instance.ready` carries) and the chart emits
+ * `idle.alarm {id, at}`. The ServerPool keeps the alarms against its clock and sends `instance.idle
+ * {id, at}` once one is due; the chart stops the slot only if it is still idle and due by then (an
+ * alarm of a slot acquired again since is stale and ignored). Acquiring an idle slot costs no timer
+ * cancel, releasing it no timer set — the pool's per-call cost.
+ *
+ * Settings fixed for the pool's life (caps, timeouts, backoff) live in one shared `context.config`
+ * object, so a step's copy of the context copies only what changes.
  *
  * Decisions (the reducers below are pure functions of the context):
  * - Lanes: under `follow` a caller on a revision before 2026-07-28 wants the legacy lane. It takes a
@@ -66,7 +73,7 @@ export type { BackoffPolicy };
 export type SlotStatus = 'starting' | 'ready' | 'idle' | 'stopping';
 
 /**
- * The life of one instance slot. `ready` has holders; `idle` has none (its idle timer runs);
+ * The life of one instance slot. `ready` has holders; `idle` has none (its idle alarm is set);
  * `gone` means the slot was removed from context.
  */
 export const SLOT_TRANSITIONS: Readonly<Record<SlotStatus | 'new', readonly (SlotStatus | 'gone')[]>> = Object.freeze({
@@ -75,7 +82,7 @@ export const SLOT_TRANSITIONS: Readonly<Record<SlotStatus | 'new', readonly (Slo
   starting: ['ready', 'idle', 'stopping', 'gone'],
   // holders come and go | last holder left | call scope finished, or pool stop | crashed
   ready: ['ready', 'idle', 'stopping', 'gone'],
-  // acquired | just ready and nobody waiting: its idle timer is armed | idle timeout, eviction, pool stop | crashed
+  // acquired | just ready and nobody waiting: its idle alarm is set | idle timeout, eviction, pool stop | crashed
   idle: ['ready', 'idle', 'stopping', 'gone'],
   // the session and its process are gone
   stopping: ['gone'],
@@ -92,6 +99,8 @@ export interface Slot {
   lastUsed: number;
   /** The era the session settled on (null while starting). */
   era: Era | null;
+  /** When an idle slot is stopped for idleness (the pool's clock, ms); null: not idle, or never. */
+  idleAt: number | null;
 }
 
 export interface Waiter {
@@ -132,7 +141,8 @@ export interface PoolStats {
   idleStops: number;
 }
 
-export interface PoolContext {
+/** What the pool is configured with: fixed for its life, one object shared by every context. */
+export interface PoolConfig {
   server: string;
   preference: Preference;
   follow: boolean;
@@ -141,6 +151,10 @@ export interface PoolContext {
   max: number;
   idleTimeoutMs: number;
   backoff: BackoffPolicy;
+}
+
+export interface PoolContext {
+  config: Readonly<PoolConfig>;
   /** Live instance slots (an immutable table with lookups by id, lane and key, and holder). */
   instances: SlotTable;
   /** Callers waiting for an instance that get a look on every event (new ones, and those waiting for room in their lane), oldest first. */
@@ -172,17 +186,18 @@ export interface PoolInput {
 
 export type PoolMachineEvent =
   | { type: 'acquire'; requestId: string; want: Lane; key: string }
-  | { type: 'release'; requestId: string }
+  /** `at`: the pool's clock (ms) when it came; an instance left idle is due for stopping idleTimeout after. */
+  | { type: 'release'; requestId: string; at: number }
   /** A waiting caller gave up (signal or timeout). */
   | { type: 'cancel'; requestId: string }
-  | { type: 'instance.ready'; id: string; era: Era }
+  | { type: 'instance.ready'; id: string; era: Era; at: number }
   | { type: 'instance.failed'; id: string; error: PoolFailure }
   /** The instance's process or connection went away after it was ready (a crash). */
   | { type: 'instance.exited'; id: string; reason: string }
   /** The stop the pool asked for is complete: nothing of the instance is left running. */
   | { type: 'instance.stopped'; id: string }
-  /** Raised after idleTimeout (delayed, cancellable). */
-  | { type: 'instance.idle'; id: string }
+  /** An idle alarm rang (`at`: the pool's clock then); acted on only if the slot is still idle and due. */
+  | { type: 'instance.idle'; id: string; at: number }
   /** Internal, raised by the reducers: moves the lane regions in step with the context. */
   | { type: 'lane.failed'; lane: Lane; refused: boolean }
   | { type: 'lane.ready'; lane: Lane }
@@ -192,14 +207,14 @@ export type PoolEmitted =
   | { type: 'instance.start'; id: string; lane: Lane; key: string; preference: SessionPreference; useCache: boolean }
   | { type: 'instance.stop'; id: string; lane: Lane; reason: StopReason }
   | { type: 'acquire.granted'; requestId: string; id: string }
-  | { type: 'acquire.rejected'; requestId: string; error: PoolFailure };
+  | { type: 'acquire.rejected'; requestId: string; error: PoolFailure }
+  /** A slot went idle: send `instance.idle` for it once the pool's clock reaches `at`. */
+  | { type: 'idle.alarm'; id: string; at: number };
 
 // ---- pure reducers ----
 
 type Effect =
   | { kind: 'emit'; event: PoolEmitted }
-  | { kind: 'armIdle'; id: string }
-  | { kind: 'disarmIdle'; id: string }
   | { kind: 'raise'; event: Extract<PoolMachineEvent, { type: 'lane.failed' | 'lane.ready' }> };
 
 interface Step {
@@ -208,7 +223,7 @@ interface Step {
 }
 
 /** Instances a lane may hold at once (stopping ones included). */
-export function laneCap(c: Pick<PoolContext, 'scope' | 'max'>): number {
+export function laneCap(c: Pick<PoolConfig, 'scope' | 'max'>): number {
   return c.scope === 'global' ? 1 : Math.max(1, Math.floor(c.max));
 }
 
@@ -219,20 +234,24 @@ export function cooldownFor(policy: BackoffPolicy, failures: number): number {
 
 /** setTimeout fires at once for delays past 2^31−1 ms; an idle timeout that long means "never". */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-const armsIdle = (c: PoolContext) => Number.isFinite(c.idleTimeoutMs) && c.idleTimeoutMs < MAX_TIMER_MS;
+/** When a slot idle since `at` is due for stopping; null: never. */
+const idleDue = (config: PoolConfig, at: number): number | null =>
+  Number.isFinite(config.idleTimeoutMs) && config.idleTimeoutMs < MAX_TIMER_MS ? at + config.idleTimeoutMs : null;
 
 export function initialContext(input: PoolInput): PoolContext {
   const follow = input.preference === 'follow';
   const health = (): LaneHealth => ({ failures: 0, cooling: false, cooldownMs: 0, lastError: null });
   return {
-    server: input.server,
-    preference: input.preference,
-    follow,
-    scope: input.limits.scope,
-    sharing: input.limits.sharing,
-    max: input.limits.max,
-    idleTimeoutMs: Math.max(0, input.limits.idleTimeoutMs),
-    backoff: { ...DEFAULT_BACKOFF, ...input.backoff },
+    config: Object.freeze({
+      server: input.server,
+      preference: input.preference,
+      follow,
+      scope: input.limits.scope,
+      sharing: input.limits.sharing,
+      max: input.limits.max,
+      idleTimeoutMs: Math.max(0, input.limits.idleTimeoutMs),
+      backoff: Object.freeze({ ...DEFAULT_BACKOFF, ...input.backoff }),
+    }),
     instances: SlotTable.EMPTY,
     waiters: [],
     parked: ParkedWaiters.EMPTY,
@@ -257,21 +276,32 @@ class Draft {
   /** Scope keys whose instances changed in this step (parked waiters of other keys need no look). */
   readonly touched = new Set<string>();
   constructor(readonly from: PoolContext) {
-    this.c = { ...from, lanes: { ...from.lanes }, stats: { ...from.stats } };
+    // `lanes` and `stats` are copied when first changed (lanes(), stats()): most steps change neither.
+    this.c = { ...from };
   }
   slot(id: string): Slot | undefined {
     return this.c.instances.get(id);
   }
+  /** The lanes record, writable in this step. */
+  lanes(): Record<Lane, LaneHealth> {
+    if (this.c.lanes === this.from.lanes) this.c.lanes = { ...this.from.lanes };
+    return this.c.lanes;
+  }
   lane(lane: Lane): LaneHealth {
     const h = { ...this.c.lanes[lane] };
-    this.c.lanes[lane] = h;
+    this.lanes()[lane] = h;
     return h;
+  }
+  /** The counters, writable in this step. */
+  stats(): PoolStats {
+    if (this.c.stats === this.from.stats) this.c.stats = { ...this.from.stats };
+    return this.c.stats;
   }
   emit(event: PoolEmitted): void {
     this.effects.push({ kind: 'emit', event });
   }
   /** A slot's fields other than its status (holders, lastUsed, era); returns the new value. */
-  change(s: Slot, changes: Partial<Pick<Slot, 'holders' | 'lastUsed' | 'era'>>): Slot {
+  change(s: Slot, changes: SlotChanges): Slot {
     const next = { ...this.c.instances.get(s.id)!, ...changes };
     this.c.instances = this.c.instances.put(next);
     this.touched.add(s.key);
@@ -281,7 +311,7 @@ class Draft {
    * The one way a slot's status changes: a move SLOT_TRANSITIONS does not allow is a bug in this file, and
    * fails loudly (the model-based test walks every path) rather than leaving a slot in a state nothing handles.
    */
-  move(s: Slot, to: SlotStatus | 'gone', changes: Partial<Pick<Slot, 'holders' | 'lastUsed' | 'era'>> = {}): Slot | undefined {
+  move(s: Slot, to: SlotStatus | 'gone', changes: SlotChanges = {}): Slot | undefined {
     const current = this.c.instances.get(s.id) ?? s;
     checkMove(current.id, current.status, to);
     this.touched.add(current.key);
@@ -289,7 +319,8 @@ class Draft {
       this.c.instances = this.c.instances.remove(s.id);
       return undefined;
     }
-    const next = { ...current, ...changes, status: to };
+    // Only an idle slot is due for stopping.
+    const next = { ...current, ...changes, status: to, ...(to === 'idle' ? {} : { idleAt: null }) };
     this.c.instances = this.c.instances.put(next);
     return next;
   }
@@ -301,27 +332,31 @@ class Draft {
   remove(id: string): void {
     const s = this.c.instances.get(id);
     if (s) this.move(s, 'gone');
-    this.effects.push({ kind: 'disarmIdle', id });
   }
-  stopSlot(s: Slot, reason: StopReason): void {
+  stopSlot(s: Slot, reason: StopReason, changes: SlotChanges = {}): void {
     const current = this.c.instances.get(s.id) ?? s;
-    if (current.status === 'idle') this.effects.push({ kind: 'disarmIdle', id: s.id });
-    this.move(current, 'stopping');
+    this.move(current, 'stopping', changes);
     this.emit({ type: 'instance.stop', id: s.id, lane: s.lane, reason });
   }
-  /** A slot with no holders left: idle with its timer, or (call scope) stopped. */
-  settleUnheld(s: Slot): void {
-    if (this.c.scope === 'call') {
-      this.stopSlot(s, 'call-finished');
-    } else {
-      this.move(s, 'idle');
-      if (armsIdle(this.c)) this.effects.push({ kind: 'armIdle', id: s.id });
+  /**
+   * A slot with no holders left, as of `at`: idle with its alarm, or (call scope) stopped. `changes`
+   * go into the same update (release: its holders and lastUsed), so the table is written once.
+   */
+  settleUnheld(s: Slot, at: number, changes: SlotChanges = {}): void {
+    if (this.c.config.scope === 'call') {
+      this.stopSlot(s, 'call-finished', changes);
+      return;
     }
+    const idleAt = idleDue(this.c.config, at);
+    this.move(s, 'idle', { ...changes, idleAt });
+    if (idleAt !== null) this.emit({ type: 'idle.alarm', id: s.id, at: idleAt });
   }
   done(): Step {
     return { context: this.c, effects: this.effects };
   }
 }
+
+type SlotChanges = Partial<Pick<Slot, 'holders' | 'lastUsed' | 'era' | 'idleAt'>>;
 
 function checkMove(id: string, from: SlotStatus | 'new', to: SlotStatus | 'gone'): void {
   if (!SLOT_TRANSITIONS[from].includes(to)) throw new Error(`pool: instance ${id} cannot move from ${from} to ${to}`);
@@ -333,11 +368,11 @@ function slotFor(c: PoolContext, lane: Lane, key: string): Slot | undefined {
 }
 
 const acquirable = (c: PoolContext, s: Slot | undefined): s is Slot =>
-  s !== undefined && (s.status === 'ready' || s.status === 'idle') && (c.sharing === 'shared' || s.holders.length === 0);
+  s !== undefined && (s.status === 'ready' || s.status === 'idle') && (c.config.sharing === 'shared' || s.holders.length === 0);
 
 /** Legacy callers share the own lane: not follow, the legacy lane refused, or the own lane speaks legacy. */
 function legacyOnOwnLane(c: PoolContext): boolean {
-  return !c.follow || c.legacyLane === 'refused' || c.legacyLane === 'off';
+  return !c.config.follow || c.legacyLane === 'refused' || c.legacyLane === 'off';
 }
 
 /** An existing instance that can serve the waiter now. */
@@ -379,8 +414,8 @@ export function needsNewInstance(c: PoolContext, w: Waiter): Lane | null {
 
 function cooldownError(c: PoolContext, lane: Lane): PoolFailure {
   const h = c.lanes[lane];
-  const last = h.lastError ?? { code: 'MCPX_SPAWN_FAILED' as ErrorCode, message: `${c.server}: the last start failed` };
-  const which = c.follow ? ` (${lane} lane)` : '';
+  const last = h.lastError ?? { code: 'MCPX_SPAWN_FAILED' as ErrorCode, message: `${c.config.server}: the last start failed` };
+  const which = c.config.follow ? ` (${lane} lane)` : '';
   return {
     code: last.code,
     message: `${last.message} — mcpx starts this server${which} again after a ${h.cooldownMs} ms cooldown (failed starts in a row: ${h.failures})`,
@@ -421,7 +456,6 @@ function dispatch(d: Draft, all = false): void {
       needNew.push(w);
       continue;
     }
-    if (s.status === 'idle') d.effects.push({ kind: 'disarmIdle', id: s.id });
     d.move(s, 'ready', { holders: [...s.holders, w.requestId], lastUsed: ++c.tick });
     d.emit({ type: 'acquire.granted', requestId: w.requestId, id: s.id });
   }
@@ -429,7 +463,7 @@ function dispatch(d: Draft, all = false): void {
     c.waiters = keep;
     return;
   }
-  const cap = laneCap(c);
+  const cap = laneCap(c.config);
   const own = c.instances.count('own');
   const legacy = c.instances.count('legacy');
   const room: Record<Lane, number> = { own: cap - own.all, legacy: cap - legacy.all };
@@ -448,9 +482,9 @@ function dispatch(d: Draft, all = false): void {
       room[lane]--;
       c.parked = c.parked.add(w); // it waits for the instance started for its key
       const id = `i${c.nextInstance++}`;
-      d.create({ id, lane, key: w.key, status: 'starting', holders: [], lastUsed: ++c.tick, era: null });
-      c.stats.starts++;
-      d.emit({ type: 'instance.start', id, lane, key: w.key, preference: laneSessionPreference(c.preference, lane), useCache: lane === 'own' });
+      d.create({ id, lane, key: w.key, status: 'starting', holders: [], lastUsed: ++c.tick, era: null, idleAt: null });
+      d.stats().starts++;
+      d.emit({ type: 'instance.start', id, lane, key: w.key, preference: laneSessionPreference(c.config.preference, lane), useCache: lane === 'own' });
       continue;
     }
     keep.push(w); // it waits for room in its lane
@@ -461,7 +495,7 @@ function dispatch(d: Draft, all = false): void {
       let victim: Slot | undefined;
       for (const s of c.instances.list()) if (s.lane === lane && s.status === 'idle' && (!victim || s.lastUsed < victim.lastUsed)) victim = s;
       if (victim) {
-        c.stats.evictions++;
+        d.stats().evictions++;
         d.stopSlot(victim, 'evicted');
       }
     }
@@ -508,18 +542,20 @@ export function isSettled(ctx: PoolContext): boolean {
 
 export function acquire(ctx: PoolContext, e: { requestId: string; want: Lane; key: string }): Step {
   const d = new Draft(ctx);
-  d.c.stats.acquires++;
-  d.c.waiters = [...d.c.waiters, { requestId: e.requestId, want: e.want, key: e.key, seq: d.c.stats.acquires }];
+  const seq = ++d.stats().acquires;
+  d.c.waiters = [...d.c.waiters, { requestId: e.requestId, want: e.want, key: e.key, seq }];
   dispatch(d);
   return d.done();
 }
 
-export function release(ctx: PoolContext, requestId: string): Step {
+/** A holder gives its slot back at `at`. The slot's new holders, lastUsed and status go in one update. */
+export function release(ctx: PoolContext, requestId: string, at: number): Step {
   const d = new Draft(ctx);
   const held = ctx.instances.heldBy(requestId);
   if (held) {
-    const s = d.change(held, { holders: held.holders.filter((h) => h !== requestId), lastUsed: ++d.c.tick });
-    if (s.holders.length === 0 && s.status === 'ready') d.settleUnheld(s);
+    const changes = { holders: held.holders.filter((h) => h !== requestId), lastUsed: ++d.c.tick };
+    if (changes.holders.length === 0 && held.status === 'ready') d.settleUnheld(held, at, changes);
+    else d.change(held, changes);
   }
   dispatch(d);
   return d.done();
@@ -533,18 +569,18 @@ export function cancel(ctx: PoolContext, requestId: string): Step {
   return d.done();
 }
 
-export function ready(ctx: PoolContext, id: string, era: Era): Step {
+export function ready(ctx: PoolContext, id: string, era: Era, at: number): Step {
   const d = new Draft(ctx);
   const s = d.slot(id);
   if (!s) return d.done();
   d.move(s, 'idle', { era });
   if (s.lane === 'own') d.c.ownEra = era;
-  d.c.lanes[s.lane] = { failures: 0, cooling: false, cooldownMs: 0, lastError: null };
+  d.lanes()[s.lane] = { failures: 0, cooling: false, cooldownMs: 0, lastError: null };
   if (s.lane === 'legacy' && d.c.legacyLane === 'unused') d.c.legacyLane = 'available';
   d.effects.push({ kind: 'raise', event: { type: 'lane.ready', lane: s.lane } });
   dispatch(d);
   const after = d.slot(id);
-  if (after && after.status === 'idle' && after.holders.length === 0) d.settleUnheld(after);
+  if (after && after.status === 'idle' && after.holders.length === 0) d.settleUnheld(after, at);
   return d.done();
 }
 
@@ -553,8 +589,8 @@ export function startFailed(ctx: PoolContext, id: string, error: PoolFailure): S
   const s = ctx.instances.get(id);
   if (!s) return d.done();
   d.remove(id);
-  d.c.stats.failures++;
-  if (s.lane === 'legacy' && d.c.follow && error.code === 'MCPX_ERA_MISMATCH') {
+  d.stats().failures++;
+  if (s.lane === 'legacy' && d.c.config.follow && error.code === 'MCPX_ERA_MISMATCH') {
     // §6 fallback: the server refuses a legacy-only session; legacy callers share the own lane from now on.
     d.c.legacyLane = 'refused';
     d.c.legacyRefusal = error.message;
@@ -563,7 +599,7 @@ export function startFailed(ctx: PoolContext, id: string, error: PoolFailure): S
     const h = d.lane(s.lane);
     h.failures++;
     h.cooling = true;
-    h.cooldownMs = cooldownFor(d.c.backoff, h.failures);
+    h.cooldownMs = cooldownFor(d.c.config.backoff, h.failures);
     h.lastError = error;
     d.effects.push({ kind: 'raise', event: { type: 'lane.failed', lane: s.lane, refused: false } });
   }
@@ -575,7 +611,7 @@ export function exited(ctx: PoolContext, id: string): Step {
   const d = new Draft(ctx);
   if (!ctx.instances.get(id)) return d.done();
   d.remove(id);
-  d.c.stats.crashes++;
+  d.stats().crashes++;
   dispatch(d);
   return d.done();
 }
@@ -593,7 +629,7 @@ export function idleStop(ctx: PoolContext, id: string): Step {
   const d = new Draft(ctx);
   const s = d.slot(id);
   if (!s) return d.done();
-  d.c.stats.idleStops++;
+  d.stats().idleStops++;
   d.stopSlot(s, 'idle');
   dispatch(d);
   return d.done();
@@ -608,7 +644,7 @@ export function endCooldown(ctx: PoolContext, lane: Lane): Step {
   return d.done();
 }
 
-const stoppedError = (c: PoolContext): PoolFailure => ({ code: 'MCPX_POOL_STOPPED', message: `${c.server}: the pool is stopping` });
+const stoppedError = (c: PoolContext): PoolFailure => ({ code: 'MCPX_POOL_STOPPED', message: `${c.config.server}: the pool is stopping` });
 
 export function stopAll(ctx: PoolContext): Step {
   const d = new Draft(ctx);
@@ -635,16 +671,13 @@ const statusOf = (c: PoolContext, e: PoolMachineEvent): SlotStatus | undefined =
 interface Enqueue {
   assign(fn: () => PoolContext): void;
   emit(event: PoolEmitted): void;
-  raise(event: PoolMachineEvent, options?: { id: string; delay: 'idleTimeout' }): void;
-  cancel(id: string): void;
+  raise(event: PoolMachineEvent): void;
 }
 
 function perform(enqueue: Enqueue, step: Step): void {
   enqueue.assign(() => step.context);
   for (const fx of step.effects) {
     if (fx.kind === 'emit') enqueue.emit(fx.event);
-    else if (fx.kind === 'armIdle') enqueue.raise({ type: 'instance.idle', id: fx.id }, { id: `idle:${fx.id}`, delay: 'idleTimeout' });
-    else if (fx.kind === 'disarmIdle') enqueue.cancel(`idle:${fx.id}`);
     else enqueue.raise(fx.event);
   }
 }
@@ -660,12 +693,11 @@ export const poolMachine = setup({
     input: {} as PoolInput,
   },
   delays: {
-    idleTimeout: ({ context }) => Math.min(context.idleTimeoutMs, MAX_TIMER_MS),
     ownCooldown: ({ context }) => context.lanes.own.cooldownMs,
     legacyCooldown: ({ context }) => context.lanes.legacy.cooldownMs,
   },
   guards: {
-    isFollow: ({ context }) => context.follow,
+    isFollow: ({ context }) => context.config.follow,
     isHolder: ({ context, event }) => event.type === 'release' && context.instances.heldBy(event.requestId) !== undefined,
     isWaiting: ({ context, event }) => event.type === 'cancel' && (context.parked.has(event.requestId) || context.waiters.some((w) => w.requestId === event.requestId)),
     isStarting: ({ context, event }) => statusOf(context, event) === 'starting',
@@ -673,7 +705,12 @@ export const poolMachine = setup({
       const st = statusOf(context, event);
       return st === 'ready' || st === 'idle';
     },
-    isIdle: ({ context, event }) => statusOf(context, event) === 'idle',
+    /** Still idle, and idle long enough: an alarm of a slot acquired (or released again) since is stale. */
+    isIdleDue: ({ context, event }) => {
+      if (event.type !== 'instance.idle') return false;
+      const s = context.instances.get(event.id);
+      return s?.status === 'idle' && s.idleAt !== null && event.at >= s.idleAt;
+    },
     isStopping: ({ context, event }) => statusOf(context, event) === 'stopping',
     noInstances: ({ context }) => context.instances.size === 0,
     laneFailed: ({ event }, params: { lane: Lane }) => event.type === 'lane.failed' && event.lane === params.lane && !event.refused,
@@ -682,11 +719,14 @@ export const poolMachine = setup({
   },
   actions: {
     queue: enqueueActions(({ context, event, enqueue }) => perform(enqueue, acquire(context, as<'acquire'>(event)))),
-    release: enqueueActions(({ context, event, enqueue }) => perform(enqueue, release(context, as<'release'>(event).requestId))),
+    release: enqueueActions(({ context, event, enqueue }) => {
+      const e = as<'release'>(event);
+      perform(enqueue, release(context, e.requestId, e.at));
+    }),
     leaveQueue: enqueueActions(({ context, event, enqueue }) => perform(enqueue, cancel(context, as<'cancel'>(event).requestId))),
     serveReady: enqueueActions(({ context, event, enqueue }) => {
       const e = as<'instance.ready'>(event);
-      perform(enqueue, ready(context, e.id, e.era));
+      perform(enqueue, ready(context, e.id, e.era, e.at));
     }),
     startFailed: enqueueActions(({ context, event, enqueue }) => {
       const e = as<'instance.failed'>(event);
@@ -714,7 +754,7 @@ export const poolMachine = setup({
         'instance.failed': { guard: 'isStarting', actions: 'startFailed' },
         'instance.exited': { guard: 'isLive', actions: 'forgetCrashed' },
         'instance.stopped': { guard: 'isStopping', actions: 'forgetStopped' },
-        'instance.idle': { guard: 'isIdle', actions: 'stopIdle' },
+        'instance.idle': { guard: 'isIdleDue', actions: 'stopIdle' },
         stop: { target: 'stopping' },
       },
       states: {

@@ -37,7 +37,8 @@ import {
 import { poolMachine, type PoolEmitted, type PoolFailure, type PoolMachineEvent } from './pool.machine.js';
 import type { CallContext, InspectSource, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport, ServerPoolApi, UpstreamInfo } from './types.js';
 
-type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']>;
+/** xstate's clock (timers); one that also tells the time (xstate's SimulatedClock) is the pool's clock too. */
+type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']> & { now?: () => number };
 
 /** What the pool hands its session factory: the session's options, plus which slot it is for. */
 export interface PoolSessionOptions extends UpstreamSessionOptions {
@@ -60,7 +61,10 @@ export interface ServerPoolDeps {
    * (several per call: acquire, release, their actions and snapshots) would be built for nobody.
    */
   inspectPool?: boolean;
-  /** xstate clock for the pool actor (idle timers, cooldowns); tests pass a SimulatedClock. */
+  /**
+   * xstate clock for the pool actor (cooldowns) and the idle alarms; tests pass a SimulatedClock. Its
+   * `now()`, when it has one, is the time idle alarms are kept against (else a monotonic clock).
+   */
   clock?: Clock;
 }
 
@@ -110,6 +114,13 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   private ownReport: Pick<SessionInfo, 'era' | 'negotiated' | 'eraSource'> & { id: string } | null = null;
   /** Each lane's most recent ready instance's self-description, kept after it stops (for catalogues). */
   private readonly laneInfo = new Map<Lane, UpstreamInfo>();
+  /**
+   * Idle alarms the chart asked for (`idle.alarm`): instance id → when it is due. One timer, for the
+   * earliest; a later alarm for the same instance replaces the earlier, and a stale one (the instance
+   * was acquired again, or is gone) is ignored by the chart. No timer is set or cleared per call.
+   */
+  private readonly alarms = new Map<string, number>();
+  private alarmTimer: { id: unknown; due: number } | undefined;
 
   constructor(config: PoolServerConfig, deps: ServerPoolDeps = {}) {
     super();
@@ -221,6 +232,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   /** Stops every instance and its process; resolves when nothing is left running. Calls in flight fail. */
   stop(): Promise<void> {
     this.stopPromise ??= (async () => {
+      this.clearAlarms();
       if (this.actor.getSnapshot().status === 'active') this.send({ type: 'stop' });
       await waitFor(this.actor, (s) => s.status !== 'active');
       while (this.cleanups.size > 0) await Promise.allSettled([...this.cleanups]);
@@ -284,7 +296,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
     } catch (err) {
       throw this.explain(err, live);
     } finally {
-      this.send({ type: 'release', requestId: lease.requestId });
+      this.send({ type: 'release', requestId: lease.requestId, at: this.now() });
     }
   }
 
@@ -313,7 +325,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
           cleanup();
           const live = this.sessions.get(id);
           if (live) return resolve({ requestId, live });
-          this.send({ type: 'release', requestId });
+          this.send({ type: 'release', requestId, at: this.now() });
           reject(new McpxError('MCPX_SESSION_CLOSED', `${this.name}: instance ${id} was granted but is gone`));
         },
         fail: (error) => {
@@ -369,7 +381,52 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       case 'instance.stop':
         this.stopInstance(e.id, e.reason);
         return;
+      case 'idle.alarm':
+        this.setAlarm(e.id, e.at);
+        return;
     }
+  }
+
+  // ---- idle alarms ----
+
+  /** The pool's time in ms: the injected clock's when it tells one, else monotonic. */
+  private now(): number {
+    return this.deps.clock?.now?.() ?? performance.now();
+  }
+
+  private setAlarm(id: string, at: number): void {
+    this.alarms.set(id, at);
+    if (this.alarmTimer === undefined || at < this.alarmTimer.due) this.armAlarmTimer(at);
+  }
+
+  private armAlarmTimer(due: number): void {
+    const clock = this.deps.clock;
+    if (this.alarmTimer !== undefined) (clock ?? globalThis).clearTimeout(this.alarmTimer.id as NodeJS.Timeout);
+    // Bounded: setTimeout fires at once for a delay past 2^31−1 ms (the chart sets no alarm that far).
+    const delay = Math.min(MAX_DURATION_MS, Math.max(0, due - this.now()));
+    const id = clock ? clock.setTimeout(() => this.ringAlarms(), delay) : setTimeout(() => this.ringAlarms(), delay);
+    this.alarmTimer = { id, due };
+  }
+
+  /** Sends `instance.idle` for every alarm due, and sets the timer for the next one. */
+  private ringAlarms(): void {
+    this.alarmTimer = undefined;
+    const now = this.now();
+    const due: string[] = [];
+    let next = Infinity;
+    for (const [id, at] of this.alarms) {
+      if (at <= now) due.push(id);
+      else if (at < next) next = at;
+    }
+    for (const id of due) this.alarms.delete(id);
+    if (next !== Infinity) this.armAlarmTimer(next);
+    for (const id of due) this.send({ type: 'instance.idle', id, at: now });
+  }
+
+  private clearAlarms(): void {
+    if (this.alarmTimer !== undefined) (this.deps.clock ?? globalThis).clearTimeout(this.alarmTimer.id as NodeJS.Timeout);
+    this.alarmTimer = undefined;
+    this.alarms.clear();
   }
 
   private startInstance(e: Extract<PoolEmitted, { type: 'instance.start' }>): void {
@@ -441,7 +498,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
         });
         this.log.info({ instance: l.id, lane: l.lane, pid: info.pid, era: info.era, readyMs }, 'instance ready');
         this.publish({ type: 'server.start', server: this.name, instance: l.id, pid: info.pid, lane: l.lane, era: info.era, negotiated: info.negotiated, eraSource: info.eraSource, readyMs });
-        this.send({ type: 'instance.ready', id: l.id, era });
+        this.send({ type: 'instance.ready', id: l.id, era, at: this.now() });
         if (l.crashed !== null) this.onCrash(l); // it died between becoming ready and now
       },
       failed,

@@ -77,16 +77,17 @@ function modelEvents(m: ModelConfig) {
     }
     for (const slot of slots) {
       if (s.matches('running')) {
-        for (const requestId of slot.holders) events.push({ type: 'release', requestId });
+        for (const requestId of slot.holders) events.push({ type: 'release', requestId, at: 0 });
         if (slot.status === 'starting') {
-          events.push({ type: 'instance.ready', id: slot.id, era: slot.lane === 'legacy' ? 'legacy' : m.ownEra });
+          events.push({ type: 'instance.ready', id: slot.id, era: slot.lane === 'legacy' ? 'legacy' : m.ownEra, at: 0 });
           if (c.stats.failures < m.failures) {
             events.push({ type: 'instance.failed', id: slot.id, error: { code: 'MCPX_SPAWN_FAILED', message: 'spawn failed' } });
             if (slot.lane === 'legacy' && m.legacyRefusal) events.push({ type: 'instance.failed', id: slot.id, error: { code: 'MCPX_ERA_MISMATCH', message: 'refused initialize' } });
           }
         }
         if ((slot.status === 'ready' || slot.status === 'idle') && c.stats.crashes < m.crashes) events.push({ type: 'instance.exited', id: slot.id, reason: 'exit, exit code 3' });
-        if (slot.status === 'idle') events.push({ type: 'instance.idle', id: slot.id });
+        // Its idle alarm rings (the real pool's simulated clock stands still: releases come at 0 there too).
+        if (slot.status === 'idle' && slot.idleAt !== null) events.push({ type: 'instance.idle', id: slot.id, at: slot.idleAt });
       }
       if (slot.status === 'stopping') events.push({ type: 'instance.stopped', id: slot.id });
     }
@@ -134,14 +135,14 @@ function checkInvariants(s: Snap): string[] {
   const slots = c.instances.list();
   for (const lane of ['own', 'legacy'] as const) {
     const mine = slots.filter((x) => x.lane === lane);
-    if (mine.length > laneCap(c)) bad.push(`${lane} lane holds ${mine.length} > ${laneCap(c)}`);
+    if (mine.length > laneCap(c.config)) bad.push(`${lane} lane holds ${mine.length} > ${laneCap(c.config)}`);
     if (new Set(mine.map((x) => x.key)).size !== mine.length) bad.push(`two ${lane}-lane instances for one key`);
   }
   for (const x of slots) {
-    if (c.sharing === 'exclusive' && x.holders.length > 1) bad.push(`${x.id} has ${x.holders.length} holders under exclusive`);
+    if (c.config.sharing === 'exclusive' && x.holders.length > 1) bad.push(`${x.id} has ${x.holders.length} holders under exclusive`);
     if ((x.status === 'starting' || x.status === 'idle') && x.holders.length > 0) bad.push(`${x.id} is ${x.status} with holders`);
     if (x.status === 'ready' && x.holders.length === 0 && s.matches('running')) bad.push(`${x.id} is ready with no holder`);
-    if (c.scope === 'call' && x.status === 'idle') bad.push(`${x.id}: a call-scope instance idles`);
+    if (c.config.scope === 'call' && x.status === 'idle') bad.push(`${x.id}: a call-scope instance idles`);
   }
   const ids = [...waiting(c).map((w) => w.requestId), ...slots.flatMap((x) => x.holders)];
   if (new Set(ids).size !== ids.length) bad.push('a request is queued twice or both queued and holding');
@@ -154,7 +155,7 @@ function checkInvariants(s: Snap): string[] {
     if (lane !== null) {
       const inLane = slots.filter((x) => x.lane === lane);
       if (c.lanes[lane].cooling) bad.push(`${w.requestId} waits on a cooling lane instead of failing fast`);
-      if (inLane.length < laneCap(c)) bad.push(`${w.requestId} waits although its lane has room`);
+      if (inLane.length < laneCap(c.config)) bad.push(`${w.requestId} waits although its lane has room`);
       if (inLane.some((x) => x.status === 'idle')) bad.push(`${w.requestId} waits although an idle instance could be evicted`);
     }
   }
@@ -268,7 +269,7 @@ function execute(sut: Sut, e: PoolMachineEvent): void {
       sut.stopping = pool.stop();
       return;
     default:
-      // Timers (idle, cooldown): delivered as the clock would deliver them.
+      // Idle alarms and cooldown timers: delivered as the pool's clock would deliver them.
       pool.actor.send(e);
   }
 }

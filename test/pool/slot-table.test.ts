@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Slot, SlotStatus } from '../../src/pool/pool.machine.js';
 import { SlotTable } from '../../src/pool/slot-table.js';
 
-const slot = (n: number, over: Partial<Slot> = {}): Slot => ({ id: `i${n}`, lane: n % 3 === 0 ? 'legacy' : 'own', key: `k${n}`, status: 'starting', holders: [], lastUsed: n, era: null, ...over });
+const slot = (n: number, over: Partial<Slot> = {}): Slot => ({ id: `i${n}`, lane: n % 3 === 0 ? 'legacy' : 'own', key: `k${n}`, status: 'starting', holders: [], lastUsed: n, era: null, idleAt: null, ...over });
 
 type Op = { kind: 'add'; n: number } | { kind: 'status'; n: number; status: SlotStatus } | { kind: 'grant'; n: number; r: number } | { kind: 'release'; n: number } | { kind: 'remove'; n: number };
 

@@ -16,7 +16,7 @@ function startedSlot(): PoolContext {
 describe('instance slot moves', () => {
   it('legal moves follow the table: new → starting → ready (granted) → stopping', () => {
     let c = startedSlot();
-    c = ready(c, 'i1', 'legacy').context;
+    c = ready(c, 'i1', 'legacy', 0).context;
     expect(c.instances.get('i1')?.status).toBe('ready');
     expect(SLOT_TRANSITIONS.starting).toContain('ready');
     c = stopAll(c).context;
@@ -27,6 +27,6 @@ describe('instance slot moves', () => {
     const c = stopAll(startedSlot()).context;
     expect(c.instances.get('i1')?.status).toBe('stopping');
     expect(SLOT_TRANSITIONS.stopping).not.toContain('idle');
-    expect(() => ready(c, 'i1', 'legacy')).toThrow('pool: instance i1 cannot move from stopping to idle');
+    expect(() => ready(c, 'i1', 'legacy', 0)).toThrow('pool: instance i1 cannot move from stopping to idle');
   });
 });
