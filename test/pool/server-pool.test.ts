@@ -165,6 +165,29 @@ describe('idle stop', () => {
     await until(() => s.stops().length === 1, 5_000, 'idle stop');
     expect(s.stops()[0]).toMatchObject({ reason: 'idle' });
   });
+
+  it('an idle alarm that rings while the instance is held does nothing; its release sets the next one', async () => {
+    const clock = new SimulatedClock();
+    const s = make({ limits: { scope: 'global', idleTimeoutMs: 60 }, deps: { clock } });
+    await s.pool.callTool('whoami', {}); // idle from 0: its alarm is due at 60
+    await settle();
+    clock.increment(10);
+    const call = held(s, 'a');
+    await until(() => s.up.held().length === 1);
+    clock.increment(60); // 70: the alarm rings, the instance is held
+    await settle();
+    expect(s.stops(), 'a held instance is not stopped').toEqual([]);
+    expect(s.pool.instances()).toEqual([expect.objectContaining({ state: 'ready', holders: 1 })]);
+    s.up.release('a');
+    await call;
+    await settle();
+    clock.increment(59); // 129: idle for 59 since the release
+    await settle();
+    expect(s.stops()).toEqual([]);
+    clock.increment(1);
+    await until(() => s.stops().length === 1, 5_000, 'idle stop');
+    expect(s.stops()[0]).toMatchObject({ reason: 'idle' });
+  });
 });
 
 describe('crashes', () => {

@@ -3,7 +3,8 @@
  * one checked move, so a step that would put a slot somewhere the table does not allow fails loudly.
  */
 import { describe, expect, it } from 'vitest';
-import { acquire, initialContext, ready, SLOT_TRANSITIONS, stopAll, type PoolContext } from '../../src/pool/pool.machine.js';
+import { createActor } from 'xstate';
+import { acquire, initialContext, poolMachine, ready, SLOT_TRANSITIONS, stopAll, type PoolContext } from '../../src/pool/pool.machine.js';
 
 const limits = { scope: 'global', sharing: 'shared', max: 1, idleTimeoutMs: 60_000 } as const;
 
@@ -28,5 +29,29 @@ describe('instance slot moves', () => {
     expect(c.instances.get('i1')?.status).toBe('stopping');
     expect(SLOT_TRANSITIONS.stopping).not.toContain('idle');
     expect(() => ready(c, 'i1', 'legacy', 0)).toThrow('pool: instance i1 cannot move from stopping to idle');
+  });
+});
+
+describe('idle alarms', () => {
+  it('the chart asks for an alarm when a slot goes idle, and stops it only when it is still idle and due', () => {
+    const actor = createActor(poolMachine, { input: { server: 's', preference: 'prefer-discover', limits } }).start();
+    const alarms: Array<{ id: string; at: number }> = [];
+    actor.on('idle.alarm', (e) => alarms.push({ id: e.id, at: e.at }));
+    const slot = () => actor.getSnapshot().context.instances.get('i1');
+    actor.send({ type: 'acquire', requestId: 'r1', want: 'own', key: 'global' });
+    actor.send({ type: 'instance.ready', id: 'i1', era: 'modern', at: 5 });
+    actor.send({ type: 'release', requestId: 'r1', at: 10 });
+    expect(slot()).toMatchObject({ status: 'idle', idleAt: 60_010 });
+    actor.send({ type: 'acquire', requestId: 'r2', want: 'own', key: 'global' });
+    expect(slot()).toMatchObject({ status: 'ready', idleAt: null });
+    actor.send({ type: 'instance.idle', id: 'i1', at: 60_010 }); // held: a stale alarm
+    expect(slot()?.status).toBe('ready');
+    actor.send({ type: 'release', requestId: 'r2', at: 500 });
+    expect(alarms).toEqual([{ id: 'i1', at: 60_010 }, { id: 'i1', at: 60_500 }]);
+    actor.send({ type: 'instance.idle', id: 'i1', at: 60_499 }); // idle, not for long enough yet
+    expect(slot()?.status).toBe('idle');
+    actor.send({ type: 'instance.idle', id: 'i1', at: 60_500 });
+    expect(slot()?.status).toBe('stopping');
+    actor.stop();
   });
 });
