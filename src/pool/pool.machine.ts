@@ -448,6 +448,7 @@ function dispatch(d: Draft, all = false): void {
       if (woken.length > 0) look = mergeBySeq(look, woken.sort(bySeq));
     }
   }
+  if (look.length === 0) return; // nobody waits (the common case of a release)
   const needNew: Waiter[] = [];
   const keep: Waiter[] = [];
   for (const w of look) {
