@@ -120,7 +120,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
    * was acquired again, or is gone) is ignored by the chart. No timer is set or cleared per call.
    */
   private readonly alarms = new Map<string, number>();
-  private alarmTimer: { id: unknown; due: number } | undefined;
+  private alarmTimer: { cancel: () => void; due: number } | undefined;
 
   constructor(config: PoolServerConfig, deps: ServerPoolDeps = {}) {
     super();
@@ -400,12 +400,17 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   }
 
   private armAlarmTimer(due: number): void {
-    const clock = this.deps.clock;
-    if (this.alarmTimer !== undefined) (clock ?? globalThis).clearTimeout(this.alarmTimer.id as NodeJS.Timeout);
+    this.alarmTimer?.cancel();
     // Bounded: setTimeout fires at once for a delay past 2^31−1 ms (the chart sets no alarm that far).
     const delay = Math.min(MAX_DURATION_MS, Math.max(0, due - this.now()));
-    const id = clock ? clock.setTimeout(() => this.ringAlarms(), delay) : setTimeout(() => this.ringAlarms(), delay);
-    this.alarmTimer = { id, due };
+    const clock = this.deps.clock;
+    if (clock) {
+      const id = clock.setTimeout(() => this.ringAlarms(), delay);
+      this.alarmTimer = { cancel: () => clock.clearTimeout(id), due };
+    } else {
+      const timer = setTimeout(() => this.ringAlarms(), delay);
+      this.alarmTimer = { cancel: () => clearTimeout(timer), due };
+    }
   }
 
   /** Sends `instance.idle` for every alarm due, and sets the timer for the next one. */
@@ -424,7 +429,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   }
 
   private clearAlarms(): void {
-    if (this.alarmTimer !== undefined) (this.deps.clock ?? globalThis).clearTimeout(this.alarmTimer.id as NodeJS.Timeout);
+    this.alarmTimer?.cancel();
     this.alarmTimer = undefined;
     this.alarms.clear();
   }
