@@ -319,8 +319,8 @@ class Draft {
       this.c.instances = this.c.instances.remove(s.id);
       return undefined;
     }
-    // Only an idle slot is due for stopping.
-    const next = { ...current, ...changes, status: to, ...(to === 'idle' ? {} : { idleAt: null }) };
+    const next = { ...current, ...changes, status: to };
+    if (to !== 'idle') next.idleAt = null; // only an idle slot is due for stopping
     this.c.instances = this.c.instances.put(next);
     return next;
   }
