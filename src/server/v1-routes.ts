@@ -4,6 +4,7 @@
  * field), answering with the controller's views.
  */
 import { createReadStream } from 'node:fs';
+import type { Socket } from 'node:net';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { McpxError } from '../errors.js';
@@ -44,6 +45,7 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
   const { controller, version, pid, startedAt } = opts;
   const scrub = (text: string) => controller.scrubber.scrub(text);
   const streams = new Set<() => void>();
+  const goneSignals = new WeakMap<Socket, AbortSignal>();
   let openapi: Record<string, unknown> | undefined;
 
   app.addHook('preClose', async () => {
@@ -74,21 +76,34 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     });
   }
 
-  /** The caller's context: X-Mcpx-Caller-Protocol → callerProtocol, the session (body, query or header), cancellation on disconnect. */
+  /**
+   * The caller's context: X-Mcpx-Caller-Protocol → callerProtocol, the session (body, query or header), cancellation on disconnect.
+   * A response that closes before it finished means its connection closed, so the signal is the connection's: one per
+   * connection, not an AbortController and a listener per request; what a finished call registered on it, it removed.
+   */
   function contextOf(reply: FastifyReply, headers: z.output<typeof callHeadersSchema>, session: string | undefined, timeoutMs?: number): CallContext {
-    const ac = new AbortController();
-    // The response closes before it finished: the caller went away, so stop waiting on its behalf.
-    reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) ac.abort(new Error('the caller went away'));
-    });
     const callerProtocol = headers[CALLER_PROTOCOL_HEADER];
     const s = session ?? headers[SESSION_HEADER];
     return {
-      signal: ac.signal,
+      signal: callerGone(reply.raw.socket),
       ...(callerProtocol ? { callerProtocol } : {}),
       ...(s ? { session: s } : {}),
       ...(timeoutMs === undefined ? {} : { timeoutMs }),
     };
+  }
+
+  /** Aborted when the connection closes: every request still running on it lost its caller. */
+  function callerGone(socket: Socket | null): AbortSignal {
+    if (!socket) return AbortSignal.abort(new Error('the caller went away'));
+    let signal = goneSignals.get(socket);
+    if (!signal) {
+      const ac = new AbortController();
+      signal = ac.signal;
+      goneSignals.set(socket, signal);
+      if (socket.destroyed) ac.abort(new Error('the caller went away'));
+      else socket.once('close', () => ac.abort(new Error('the caller went away')));
+    }
+    return signal;
   }
 
   /** `Accept: text/event-stream`: the caller wants progress frames before the outcome. */
