@@ -10,7 +10,7 @@
  * so a call that cannot answer must not claim it can.
  */
 import type { ClientCapabilities } from '../transports/mcp-messages.js';
-import { UpstreamSession, type CallOptions, type UpstreamSessionOptions } from '../upstream/session.js';
+import { UpstreamSession, type CallOptions, type ListKind, type Tool, type UpstreamSessionOptions } from '../upstream/session.js';
 
 /** What mcpx can relay to a caller that declares it: declared at `initialize` (and in the discover probe). */
 export const RELAYABLE_CAPABILITIES: Readonly<ClientCapabilities> = Object.freeze({
@@ -27,9 +27,17 @@ export class AskingSession extends UpstreamSession {
     super({ ...opts, clientCapabilities: opts.clientCapabilities ?? { ...RELAYABLE_CAPABILITIES } });
   }
 
-  // The public ways a request leaves the session; listTools/listAll go through request().
+  // The public ways a request leaves the session (listTools/listAll do not go through request()).
   override request(method: string, params?: Record<string, unknown>, opts: CallOptions = {}): Promise<Record<string, unknown>> {
     return super.request(method, params, ownCapabilities(opts));
+  }
+
+  override listTools(opts: CallOptions = {}): Promise<Tool[]> {
+    return super.listTools(ownCapabilities(opts));
+  }
+
+  override listAll(kind: ListKind, opts: CallOptions = {}): Promise<Array<Record<string, unknown>>> {
+    return super.listAll(kind, ownCapabilities(opts));
   }
 
   override callTool(name: string, args: Record<string, unknown> = {}, opts: CallOptions = {}): Promise<Record<string, unknown>> {

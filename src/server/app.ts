@@ -127,6 +127,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger.child({ component: 'http', listener }) as unknown as FastifyBaseLogger } : { logger: false }),
     logController: new LogController({ disableRequestLogging: true }),
+    // Requests are not logged (the daemon logs what it did): no pino child logger built per request.
+    childLoggerFactory: (logger) => logger,
     forceCloseConnections: true,
     bodyLimit: 8 * 1024 * 1024,
     return503OnClosing: true,

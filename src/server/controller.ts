@@ -165,6 +165,27 @@ export interface ControllerOptions {
   catalogStore?: CatalogStore | null;
 }
 
+
+/** What the record of one finished call holds. */
+interface CallRecord {
+  server: string;
+  tool: string;
+  ok: boolean;
+  ms: number;
+  code: string | undefined;
+  lane: Lane | undefined;
+  callerProtocol: string | undefined;
+}
+
+/**
+ * The logger of the `call finished` lines: the daemon's, without its redaction paths (a record's fields are
+ * names, numbers and codes, never a header, env or token; pino's wildcard paths cost a walk of every line).
+ * Known secret values are still scrubbed from every line the daemon's logger writes (its streamWrite hook).
+ */
+function recordLogger(logger: Logger): Logger {
+  return (logger as Logger & { child(bindings: Record<string, unknown>, options: { redact: string[] }): Logger }).child({ component: 'daemon' }, { redact: [] });
+}
+
 export class Controller {
   readonly settings: Settings;
   readonly registry: PoolRegistry;
@@ -175,6 +196,15 @@ export class Controller {
   /** Calls the upstream may interrupt with questions (`/v1/ask`). */
   readonly asks: AskStore;
   private readonly log: Logger;
+  /** Writes the `call finished` lines (see recordLogger). */
+  private readonly recordLog: Logger;
+  /** Call records not yet written: written together, once per turn of the event loop (and on stop). */
+  private records: CallRecord[] = [];
+  private readonly writeRecords = (): void => {
+    const batch = this.records;
+    this.records = [];
+    for (const r of batch) this.record(r);
+  };
   private cfg: DaemonConfig;
   private readonly loader: (() => Promise<DaemonConfig>) | undefined;
   private readonly sources: ControllerOptions['settingsSources'];
@@ -188,6 +218,7 @@ export class Controller {
     this.registry = opts.registry;
     this.cfg = opts.config;
     this.log = (opts.logger ?? silentLogger).child({ component: 'daemon' });
+    this.recordLog = recordLogger(opts.logger ?? silentLogger);
     this.hub = opts.hub ?? new EventHub();
     this.scrubber = opts.scrubber ?? new Scrubber();
     this.scrubber.setFromServers(this.cfg.servers);
@@ -226,10 +257,12 @@ export class Controller {
 
   /** Stops every pool (every upstream process). */
   async stop(): Promise<void> {
+    this.writeRecords(); // the records of calls already answered are not left to a later turn
     this.reconciler.stop();
     this.asks.close();
     await this.registry.stopAll();
     this.registry.off('event', this.onPoolEvent);
+    this.writeRecords(); // and those of calls the stop ended
   }
 
   // ---- reads ----
@@ -402,11 +435,12 @@ export class Controller {
     const ok = outcome.ok;
     const code = outcome.ok ? undefined : outcome.error.code;
     const callerProtocol = ctx.callerProtocol;
-    setImmediate(() => this.record(server, tool, ok, ms, code, lane, callerProtocol));
+    // One timer per turn for every call answered in it, not one per call.
+    if (this.records.push({ server, tool, ok, ms, code, lane, callerProtocol }) === 1) setImmediate(this.writeRecords);
   }
 
-  private record(server: string, tool: string, ok: boolean, ms: number, code: string | undefined, lane: Lane | undefined, callerProtocol: string | undefined): void {
-    this.log.info({ server, tool, ok, ms, ...(code ? { code } : {}), ...(lane ? { lane } : {}) }, 'call finished');
+  private record({ server, tool, ok, ms, code, lane, callerProtocol }: CallRecord): void {
+    this.recordLog.info({ server, tool, ok, ms, ...(code ? { code } : {}), ...(lane ? { lane } : {}) }, 'call finished');
     this.hub.publish({
       type: 'call.finished',
       server,

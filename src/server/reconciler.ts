@@ -101,6 +101,9 @@ export class Reconciler {
   }
 
   private quiet(name: string): void {
+    // Only a deferred server waits for quiet (the machine ignores it otherwise): the usual call ends without
+    // listing the pool's instances or an event through the machine.
+    if (!this.isDeferred(name)) return;
     if (this.deps.registry.has(name) && !this.busy(name)) this.send({ type: 'server.quiet', server: name });
   }
 

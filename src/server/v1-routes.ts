@@ -4,6 +4,7 @@
  * field), answering with the controller's views.
  */
 import { createReadStream } from 'node:fs';
+import type { Socket } from 'node:net';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { McpxError } from '../errors.js';
@@ -40,10 +41,14 @@ type Input<D> = {
   headers: D extends { headers: infer S } ? Out<S> : undefined;
 };
 
+/** The parts of a request a route may validate, in the order they are checked. */
+const PARTS = ['params', 'query', 'body', 'headers'] as const;
+
 export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
   const { controller, version, pid, startedAt } = opts;
   const scrub = (text: string) => controller.scrubber.scrub(text);
   const streams = new Set<() => void>();
+  const goneSignals = new WeakMap<Socket, AbortSignal>();
   let openapi: Record<string, unknown> | undefined;
 
   app.addHook('preClose', async () => {
@@ -52,19 +57,18 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
 
   // ---- the route helper: validate every part with its zod schema, then run the handler ----
   function route<D extends RouteDef>(def: D, fn: (input: Input<D>, req: FastifyRequest, reply: FastifyReply) => Promise<unknown>): void {
+    // The parts this route validates, worked out once here rather than on every request.
+    const parts = PARTS.flatMap((where) => {
+      const schema = def[where];
+      return schema ? [{ where, schema }] : [];
+    });
     app.route({
       method: def.method,
       url: def.url,
       handler: async (req, reply) => {
         const input: Record<string, unknown> = {};
-        const parts = [
-          ['params', def.params, req.params],
-          ['query', def.query, req.query],
-          ['body', def.body, req.body],
-          ['headers', def.headers, req.headers],
-        ] as const;
-        for (const [where, schema, value] of parts) {
-          if (!schema) continue;
+        for (const { where, schema } of parts) {
+          const value = req[where];
           const r = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
           if (!r.success) return send(reply, 400, badRequest(where, r.error));
           input[where] = r.data;
@@ -74,21 +78,34 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     });
   }
 
-  /** The caller's context: X-Mcpx-Caller-Protocol → callerProtocol, the session (body, query or header), cancellation on disconnect. */
+  /**
+   * The caller's context: X-Mcpx-Caller-Protocol → callerProtocol, the session (body, query or header), cancellation on disconnect.
+   * A response that closes before it finished means its connection closed, so the signal is the connection's: one per
+   * connection, not an AbortController and a listener per request; what a finished call registered on it, it removed.
+   */
   function contextOf(reply: FastifyReply, headers: z.output<typeof callHeadersSchema>, session: string | undefined, timeoutMs?: number): CallContext {
-    const ac = new AbortController();
-    // The response closes before it finished: the caller went away, so stop waiting on its behalf.
-    reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) ac.abort(new Error('the caller went away'));
-    });
     const callerProtocol = headers[CALLER_PROTOCOL_HEADER];
     const s = session ?? headers[SESSION_HEADER];
     return {
-      signal: ac.signal,
+      signal: callerGone(reply.raw.socket),
       ...(callerProtocol ? { callerProtocol } : {}),
       ...(s ? { session: s } : {}),
       ...(timeoutMs === undefined ? {} : { timeoutMs }),
     };
+  }
+
+  /** Aborted when the connection closes: every request still running on it lost its caller. */
+  function callerGone(socket: Socket | null): AbortSignal {
+    if (!socket) return AbortSignal.abort(new Error('the caller went away'));
+    let signal = goneSignals.get(socket);
+    if (!signal) {
+      const ac = new AbortController();
+      signal = ac.signal;
+      goneSignals.set(socket, signal);
+      if (socket.destroyed) ac.abort(new Error('the caller went away'));
+      else socket.once('close', () => ac.abort(new Error('the caller went away')));
+    }
+    return signal;
   }
 
   /** `Accept: text/event-stream`: the caller wants progress frames before the outcome. */

@@ -79,6 +79,8 @@ const STDOUT_DRAIN_MS = 250;
 /** After SIGKILL, how long to wait for the exit event before giving up (it only fails in D-state). */
 const KILL_WAIT_MS = 5000;
 const POLL_MS = 20;
+/** Messages sent in one turn of the event loop go to stdin in one write, up to this many characters. */
+const WRITE_BATCH_CHARS = 64 * 1024;
 
 
 export class StdioChannel extends ChannelBase implements Channel {
@@ -107,6 +109,13 @@ export class StdioChannel extends ChannelBase implements Channel {
   /** send() refuses; set by close(), by a fault, and when onClose fires. */
   private isClosed = false;
   private settleTimer: NodeJS.Timeout | undefined;
+  /** Lines sent this turn, not yet written (one write per turn: a pipe write is a system call). */
+  private pendingOut = '';
+  private flushScheduled = false;
+  private readonly flushSoon = (): void => {
+    this.flushScheduled = false;
+    this.flushOut();
+  };
 
   private readonly exitSeen: Promise<void>;
   private markExitSeen!: () => void;
@@ -161,10 +170,30 @@ export class StdioChannel extends ChannelBase implements Channel {
         : 'the process closed its stdin';
       throw new TransportClosedError(`cannot send to ${JSON.stringify(this.command)}: ${state}`, { command: this.command });
     }
-    stdin.write(encode(message), (err) => {
-      if (err) this.log.debug({ err, pid: this.pid }, 'write to upstream stdin failed');
-    });
+    this.pendingOut += encode(message);
+    if (this.pendingOut.length >= WRITE_BATCH_CHARS) this.flushOut();
+    else if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushSoon);
+    }
   }
+
+  /** Writes what send() collected (in order, as one write). */
+  private flushOut(): void {
+    const out = this.pendingOut;
+    if (out.length === 0) return;
+    this.pendingOut = '';
+    const stdin = this.child?.stdin;
+    if (!stdin || stdin.destroyed || !stdin.writable) {
+      this.log.debug({ pid: this.pid }, 'upstream stdin closed before a write');
+      return;
+    }
+    stdin.write(out, this.onWritten);
+  }
+
+  private readonly onWritten = (err: Error | null | undefined): void => {
+    if (err) this.log.debug({ err, pid: this.pid }, 'write to upstream stdin failed');
+  };
 
   close(): Promise<void> {
     this.isClosed = true;
@@ -385,6 +414,7 @@ export class StdioChannel extends ChannelBase implements Channel {
 
     if (!this.exited) {
       try {
+        this.flushOut(); // what was sent before close() still reaches the process
         child.stdin?.end();
       } catch {
         // already destroyed

@@ -181,15 +181,20 @@ export class RequestClient {
     const mine = new Promise<void>((resolve) => (release = resolve));
     this.askQueue = previous.then(() => mine);
     if (signal) {
+      let onAbort: (() => void) | undefined;
       const aborted = new Promise<never>((_, reject) => {
         if (signal.aborted) reject(new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: cancelled while waiting for its turn`));
-        signal.addEventListener('abort', () => reject(new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: cancelled while waiting for its turn`)), { once: true });
+        onAbort = () => reject(new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: cancelled while waiting for its turn`));
+        signal.addEventListener('abort', onAbort, { once: true });
       });
       try {
         await Promise.race([previous, aborted]);
       } catch (err) {
         release(); // leave the line without holding up those behind
         throw err;
+      } finally {
+        // The signal may outlive the call (the daemon's is its caller's connection's).
+        if (onAbort) signal.removeEventListener('abort', onAbort);
       }
     } else {
       await previous;

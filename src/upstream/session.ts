@@ -96,6 +96,9 @@ export class UpstreamSession extends EventEmitter {
   private transport: WireTransport | undefined;
   private lastClose: CloseInfo | undefined;
   private closedAnnounced = false;
+  /** isReady of the snapshot `readyOf`. */
+  private readyOf: SessionSnapshot | undefined;
+  private readyNow = false;
   /** The chart's renewal of an expired legacy session, while it runs (see renew). */
   private renewal: Promise<void> | undefined;
   /** Ordinary requests once the chart is ready (era envelope, input_required rounds, progress, Mcp-Param headers). */
@@ -190,7 +193,13 @@ export class UpstreamSession extends EventEmitter {
   }
 
   get isReady(): boolean {
-    return this.actor.getSnapshot().matches('ready');
+    // Asked several times per request: worked out once per snapshot (a snapshot never changes).
+    const snapshot = this.actor.getSnapshot();
+    if (snapshot !== this.readyOf) {
+      this.readyOf = snapshot;
+      this.readyNow = snapshot.matches('ready');
+    }
+    return this.readyNow;
   }
 
   info(): SessionInfo {

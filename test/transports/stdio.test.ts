@@ -124,6 +124,21 @@ describe('StdioChannel', () => {
     expect(peer.pendingCount).toBe(0);
   });
 
+  it('writes the messages sent in one turn in order (batches over 64 KiB too), and flushes them before close', async () => {
+    const { ch, messages, notification } = helper('echo');
+    await ch.start();
+    await notification('ready');
+    const big = 'x'.repeat(40_000);
+    // Sent in one turn: more than one 64 KiB write's worth, answered in the order sent.
+    for (let i = 0; i < 5; i++) ch.send({ jsonrpc: '2.0', id: i, method: 'say', params: { i, big } });
+    await until(() => messages.length === 6, 'five answers');
+    expect(messages.slice(1).map((m) => (m as { id: unknown }).id)).toEqual([0, 1, 2, 3, 4]);
+    // Sent right before close(): still written before stdin's EOF, so still answered.
+    ch.send({ jsonrpc: '2.0', id: 'last', method: 'say', params: {} });
+    await ch.close();
+    expect(methods(messages).at(-1)).toBe('response:last');
+  });
+
   it('skips garbage lines (with a truncated warning) and keeps valid messages; stderr is only a tail', async () => {
     const { logger, records } = recordingLogger();
     const { ch, messages, notification, closes } = helper('garbage', { logger });
