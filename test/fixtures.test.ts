@@ -127,7 +127,7 @@ class Proc {
   }
 
   /** Resolves with the first message (past or future) matching pred. */
-  waitFor(pred: (m: Msg) => boolean, timeoutMs = 5000, what = 'message'): Promise<Msg> {
+  waitFor(pred: (m: Msg) => boolean, timeoutMs = 20_000, what = 'message'): Promise<Msg> {
     const seen = this.messages.find((m) => pred(m.msg));
     if (seen) return Promise.resolve(seen.msg);
     return new Promise((resolve, reject) => {
@@ -147,12 +147,12 @@ class Proc {
   }
 
   /** The response (result or error) to request id. */
-  response(id: Id, timeoutMs = 5000): Promise<Msg> {
+  response(id: Id, timeoutMs = 20_000): Promise<Msg> {
     return this.waitFor((m) => m.id === id && m.method === undefined, timeoutMs, `response to id ${JSON.stringify(id)}`);
   }
 
   /** Sends a request and waits for its response. */
-  async request(m: Msg, timeoutMs = 5000): Promise<Msg> {
+  async request(m: Msg, timeoutMs = 20_000): Promise<Msg> {
     this.send(m);
     return this.response(m.id as Id, timeoutMs);
   }
@@ -293,7 +293,7 @@ describe.concurrent('SDK fixtures', () => {
       await p.request(initialize(1, '2025-11-25', { elicitation: {} }));
       p.send(initialized);
       p.send(req(2, 'tools/call', { name: 'legacy_only_ask', arguments: {} }));
-      const ask = await p.waitFor((m) => m.method === 'elicitation/create', 5000, 'elicitation/create');
+      const ask = await p.waitFor((m) => m.method === 'elicitation/create', 20_000, 'elicitation/create');
       expect(ask.params).toMatchObject({ message: 'What is your name?', mode: 'form' });
       expect(ask.params?._meta).toBeUndefined(); // push-style elicitInput carries no _meta
       p.send({ jsonrpc: '2.0', id: ask.id, result: { action: 'accept', content: { name: 'Ada' } } });
