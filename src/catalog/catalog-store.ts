@@ -13,8 +13,8 @@
  * (src/state/locked-json-file.ts).
  */
 import stringify from 'safe-stable-stringify';
-import * as z from 'zod';
 import type { Lane } from '../machines/preference.js';
+import { catalogRecordOf } from '../state/record-checks.js';
 import { LockedJsonFile, type StateFileFormat, type StateFileLogger, type StateFileOptions } from '../state/locked-json-file.js';
 import { eraCacheKey, type ProcessDefinitionInput } from '../upstream/process-key.js';
 
@@ -42,24 +42,8 @@ export interface CatalogRecord {
   instructions?: string;
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-// z.custom passes the object through untouched; z.object/z.looseObject would drop or reorder keys.
-const plainObject = z.custom<Record<string, unknown>>(isPlainObject, 'expected a JSON object');
-const itemWith = (field: string) =>
-  z.custom<CatalogItem>((v) => isPlainObject(v) && typeof v[field] === 'string', `expected a JSON object with a string "${field}"`);
-
-export const catalogRecordSchema: z.ZodType<CatalogRecord> = z.object({
-  at: z.iso.datetime({ offset: true }),
-  era: z.enum(['legacy', 'modern']).optional(),
-  tools: z.array(itemWith('name')),
-  prompts: z.array(itemWith('name')).optional(),
-  resources: z.array(itemWith('uri')).optional(),
-  resourceTemplates: z.array(itemWith('uriTemplate')).optional(),
-  capabilities: plainObject.optional(),
-  serverInfo: plainObject.optional(),
-  instructions: z.string().optional(),
-});
+/** A catalogue record as kept (items passed untouched), or undefined when `v` is not one (src/state/record-checks.ts). */
+export const catalogRecord = (v: unknown): CatalogRecord | undefined => catalogRecordOf(v);
 
 /** The store's key for a server definition's listing on one lane: `<eraCacheKey>:<lane>`. */
 export function catalogKey<T extends ProcessDefinitionInput>(definition: T, lane: Lane): string {
@@ -90,7 +74,7 @@ export type CatalogStoreOptions = StateFileOptions;
 const FORMAT: StateFileFormat<CatalogRecord> = {
   fileName: CATALOG_FILE,
   version: CATALOG_VERSION,
-  schema: catalogRecordSchema,
+  check: catalogRecord,
   label: 'tool catalog',
   recordLabel: 'catalog record',
 };

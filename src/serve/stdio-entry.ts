@@ -8,13 +8,10 @@
  * closes stdin, serve stops; the daemon and its upstreams stay for the next client.
  */
 import { randomUUID } from 'node:crypto';
-import { serveStdio } from '@modelcontextprotocol/server/stdio';
-import { pino } from 'pino';
 import { McpxError } from '../errors.js';
 import { DaemonClient, type Target } from '../cli/client.js';
-import type { Logger } from '../log.js';
+import { LateLogger, type Logger } from '../log.js';
 import { packageVersion } from '../package-info.js';
-import { frontFactory } from './front.js';
 import { SocketBackend } from './socket-backend.js';
 
 export interface ServeOptions {
@@ -26,26 +23,41 @@ export interface ServeOptions {
 }
 
 export async function runServe(opts: ServeOptions): Promise<void> {
-  const logger = pino({ level: process.env['MCPX_LOG_LEVEL'] ?? 'warn', base: { serve: process.pid } }, pino.destination({ dest: 2, sync: true })) as unknown as Logger;
+  // What answers the client (the MCP SDK, the front) and pino load while the daemon is reached, not before:
+  // start-up is mostly loading and compiling modules, and reaching the daemon is mostly waiting.
+  const sdk = import('@modelcontextprotocol/server/stdio');
+  const front = import('./front.js');
+  const level = process.env['MCPX_LOG_LEVEL'] ?? 'warn';
+  const logger = new LateLogger();
+  // Logging off: pino is never loaded. On: lines logged before it is here are kept and written then.
+  const logging = level === 'silent' ? (logger.drop(), Promise.resolve()) : import('pino').then(({ default: pino }) => logger.set(pino({ level, base: { serve: process.pid } }, pino.destination({ dest: 2, sync: true })) as unknown as Logger));
+  // Awaited below; a failed load is reported there, not as an unhandled rejection meanwhile.
+  for (const p of [sdk, front, logging]) p.catch(() => undefined);
   const backend = new SocketBackend({ target: opts.target, entry: opts.entry, logger });
 
   // Reach (or start) the daemon first, so a wrong server name fails here, clearly, and the client's
   // first tools/list does not wait for a daemon start. (No listing here: with no catalogue yet that
   // would start every server before the client's initialize is answered.)
-  await backend.connect();
-  const client = new DaemonClient(opts.target.socket);
   try {
-    const res = await client.request<{ servers: Array<{ server: string; disabled: boolean }> }>('GET', '/v1/servers');
-    const known = new Set(res.body.servers.filter((s) => !s.disabled).map((s) => s.server));
-    const wanted = [...(opts.passthrough === undefined ? [] : [opts.passthrough]), ...(opts.servers ?? [])];
-    const missing = wanted.filter((n) => !known.has(n));
-    if (missing.length > 0) {
-      throw new McpxError('MCPX_UNKNOWN_SERVER', `no server ${missing.map((n) => JSON.stringify(n)).join(', ')} is configured (configured: ${[...known].join(', ') || 'none'})`);
+    await backend.connect();
+    const client = new DaemonClient(opts.target.socket);
+    try {
+      const res = await client.request<{ servers: Array<{ server: string; disabled: boolean }> }>('GET', '/v1/servers');
+      const known = new Set(res.body.servers.filter((s) => !s.disabled).map((s) => s.server));
+      const wanted = [...(opts.passthrough === undefined ? [] : [opts.passthrough]), ...(opts.servers ?? [])];
+      const missing = wanted.filter((n) => !known.has(n));
+      if (missing.length > 0) {
+        throw new McpxError('MCPX_UNKNOWN_SERVER', `no server ${missing.map((n) => JSON.stringify(n)).join(', ')} is configured (configured: ${[...known].join(', ') || 'none'})`);
+      }
+    } finally {
+      await client.close();
     }
-  } finally {
-    await client.close();
+  } catch (err) {
+    await logging.catch(() => undefined); // what was logged on the way is written before the error
+    throw err;
   }
-
+  await logging;
+  const [{ serveStdio }, { frontFactory }] = await Promise.all([sdk, front]);
   const factory = frontFactory({
     backend,
     version: packageVersion(),

@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { silentLogger, type Logger } from '../log.js';
 import { isLive, procStat } from '../transports/proc-stat.js';
-import { SPAWN_TAG, SPAWN_TAG_VAR, UPSTREAM_PROCESS_CHANNEL, type UpstreamProcessEvent } from '../transports/stdio.js';
+import { SPAWN_TAG, SPAWN_TAG_VAR, UPSTREAM_PROCESS_CHANNEL, type UpstreamProcessEvent } from '../transports/spawn-tag.js';
 import { writePrivateFile } from './state-dir.js';
 
 export const PROCESS_LEDGER = 'upstream-processes.json';

@@ -1,7 +1,8 @@
 /**
- * The `/v1` routes, as a fastify plugin: each route of ROUTES (./schemas.ts) with its params, query, body
- * and headers validated by their zod schemas before the handler runs (a bad one is a 400 naming the
- * field), answering with the controller's views.
+ * The `/v1` routes, as a fastify plugin: each route of ROUTE_PATHS (./routes.ts) with its params, query,
+ * body and headers validated by their zod schemas (ROUTES, ./schemas.ts) before the handler runs (a bad one
+ * is a 400 naming the field), answering with the controller's views. The schemas load on the first request
+ * that has a part to validate (then stay): the daemon listens without loading zod.
  */
 import { createReadStream } from 'node:fs';
 import type { Socket } from 'node:net';
@@ -12,7 +13,9 @@ import type { CallContext } from '../pool/types.js';
 import { badRequest, send, statusFor, toApiError } from './api-errors.js';
 import type { Controller } from './controller.js';
 import type { DaemonEvent } from './events.js';
-import { CALLER_PROTOCOL_HEADER, callHeadersSchema, ROUTES, SESSION_HEADER, type RouteDef } from './schemas.js';
+import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from './headers.js';
+import { ROUTE_PATHS, VALIDATED_ROUTES, type RouteName } from './routes.js';
+import type { callHeadersSchema, ROUTES, RouteDef } from './schemas.js';
 import { localMermaid, MERMAID_ASSET_URL, statechartPage } from './statechart-page.js';
 
 export interface DaemonInfo {
@@ -34,6 +37,15 @@ export interface V1Options {
 }
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
+type Schemas = typeof import('./schemas.js');
+
+/** The zod schemas, loaded on first use (once; every later request finds them here). */
+let schemas: Schemas | undefined;
+let loadingSchemas: Promise<Schemas> | undefined;
+function loadSchemas(): Promise<Schemas> {
+  return (loadingSchemas ??= import('./schemas.js').then((m) => (schemas = m)));
+}
+
 type Input<D> = {
   params: D extends { params: infer S } ? Out<S> : undefined;
   query: D extends { query: infer S } ? Out<S> : undefined;
@@ -56,24 +68,32 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
   });
 
   // ---- the route helper: validate every part with its zod schema, then run the handler ----
-  function route<D extends RouteDef>(def: D, fn: (input: Input<D>, req: FastifyRequest, reply: FastifyReply) => Promise<unknown>): void {
-    // The parts this route validates, worked out once here rather than on every request.
-    const parts = PARTS.flatMap((where) => {
-      const schema = def[where];
-      return schema ? [{ where, schema }] : [];
-    });
+  function route<K extends RouteName>(name: K, fn: (input: Input<(typeof ROUTES)[K]>, req: FastifyRequest, reply: FastifyReply) => Promise<unknown>): void {
+    const { method, url } = ROUTE_PATHS[name];
+    const validates = VALIDATED_ROUTES.has(name);
+    // The parts this route validates, worked out once (when its schemas first load), not on every request.
+    let parts: { where: (typeof PARTS)[number]; schema: z.ZodType }[] | undefined;
+    const partsOf = (loaded: Schemas) => {
+      const def = loaded.ROUTES[name] as RouteDef;
+      return PARTS.flatMap((where) => {
+        const schema = def[where];
+        return schema ? [{ where, schema }] : [];
+      });
+    };
     app.route({
-      method: def.method,
-      url: def.url,
+      method,
+      url,
       handler: async (req, reply) => {
         const input: Record<string, unknown> = {};
+        if (!validates) return fn(input as Input<(typeof ROUTES)[K]>, req, reply);
+        parts ??= partsOf(schemas ?? (await loadSchemas()));
         for (const { where, schema } of parts) {
           const value = req[where];
           const r = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
           if (!r.success) return send(reply, 400, badRequest(where, r.error));
           input[where] = r.data;
         }
-        return fn(input as Input<D>, req, reply);
+        return fn(input as Input<(typeof ROUTES)[K]>, req, reply);
       },
     });
   }
@@ -130,9 +150,9 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
 
   // ---- routes ----
 
-  route(ROUTES.health, async () => ({ ok: true, version, pid }));
+  route('health', async () => ({ ok: true, version, pid }));
 
-  route(ROUTES.status, async () => {
+  route('status', async () => {
     const cfg = controller.config;
     return {
       ok: true,
@@ -146,14 +166,14 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     };
   });
 
-  route(ROUTES.servers, async () => ({ servers: controller.servers() }));
+  route('servers', async () => ({ servers: controller.servers() }));
 
-  route(ROUTES.tools, async ({ query, headers }, _req, reply) =>
+  route('tools', async ({ query, headers }, _req, reply) =>
     controller.tools(query.server, contextOf(reply, headers, query.session), { fresh: query.fresh === 'true' || query.fresh === '1' }));
 
-  route(ROUTES.call, async ({ body, headers }, _req, reply) => controller.call(body.server, body.tool, body.args, contextOf(reply, headers, body.session, body.timeoutMs)));
+  route('call', async ({ body, headers }, _req, reply) => controller.call(body.server, body.tool, body.args, contextOf(reply, headers, body.session, body.timeoutMs)));
 
-  route(ROUTES.catalog, async ({ headers }, req, reply) => {
+  route('catalog', async ({ headers }, req, reply) => {
     const ctx = contextOf(reply, headers, undefined);
     if (!wantsStream(req)) return controller.catalog.view(ctx);
     // Streamed: a progress frame as each server that had no listing yet is started and listed.
@@ -168,7 +188,7 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     return undefined;
   });
 
-  route(ROUTES.request, async ({ body, headers }, req, reply) => {
+  route('request', async ({ body, headers }, req, reply) => {
     const ctx = contextOf(reply, headers, body.session, body.timeoutMs);
     if (!wantsStream(req)) return controller.request(body.server, body.method, body.params, ctx);
     // Streamed: progress frames while the request runs, then the outcome. Checked before the stream
@@ -185,26 +205,26 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     return undefined;
   });
 
-  route(ROUTES.settingsList, async () => controller.settingsList());
-  route(ROUTES.settingGet, async ({ params }) => controller.setting(params.path));
-  route(ROUTES.settingPut, async ({ params, body }) => controller.setSetting(params.path, body.value));
-  route(ROUTES.settingDelete, async ({ params }) => controller.unsetSetting(params.path));
+  route('settingsList', async () => controller.settingsList());
+  route('settingGet', async ({ params }) => controller.setting(params.path));
+  route('settingPut', async ({ params, body }) => controller.setSetting(params.path, body.value));
+  route('settingDelete', async ({ params }) => controller.unsetSetting(params.path));
 
-  route(ROUTES.protocol, async () => controller.protocol());
+  route('protocol', async () => controller.protocol());
 
-  route(ROUTES.config, async () => controller.configView());
+  route('config', async () => controller.configView());
 
-  route(ROUTES.reload, async () => controller.reload('api'));
+  route('reload', async () => controller.reload('api'));
 
-  route(ROUTES.shutdown, async (_input, _req, reply) => {
+  route('shutdown', async (_input, _req, reply) => {
     if (opts.shutdown) reply.raw.once('finish', () => setImmediate(() => opts.shutdown?.()));
     return reply.code(202).send({ ok: true, stopping: true, pid });
   });
 
   // The document is generated on first request (its generator is loaded then, not before the daemon listens).
-  route(ROUTES.openapi, async () => (openapi ??= (await import('./openapi.js')).buildOpenApi(version)));
+  route('openapi', async () => (openapi ??= (await import('./openapi.js')).buildOpenApi(version)));
 
-  route(ROUTES.statechart, async ({ params, query }, _req, reply) => {
+  route('statechart', async ({ params, query }, _req, reply) => {
     const view = controller.statechart(params.server);
     if (query.format === 'html') {
       return reply.type('text/html; charset=utf-8').send(statechartPage(view, { mermaidUrl: localMermaid() ? MERMAID_ASSET_URL : null }));
@@ -218,7 +238,7 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     return reply.type('text/javascript; charset=utf-8').send(createReadStream(file));
   });
 
-  route(ROUTES.events, async ({ query }, req, reply) => {
+  route('events', async ({ query }, req, reply) => {
     const types = query.type?.split(',').map((t) => t.trim()).filter((t) => t.length > 0);
     const wanted = (e: DaemonEvent): boolean => {
       if (query.server !== undefined && (!('server' in e) || e.server !== query.server)) return false;
@@ -255,7 +275,7 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     return send(reply, statusFor(err.code), { ...err.toJSON(), path: path as Array<string | number>, in: 'body' });
   };
 
-  route(ROUTES.ask, async ({ body, headers }, _req, reply) => {
+  route('ask', async ({ body, headers }, _req, reply) => {
     controller.pool(body.server); // an unknown server is a 404 now, not a failed ask later
     const callerProtocol = headers[CALLER_PROTOCOL_HEADER];
     const session = body.session ?? headers[SESSION_HEADER];
@@ -274,7 +294,7 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     return reply.code(202).send({ id: started.id, status: started.status });
   });
 
-  route(ROUTES.askGet, async ({ params, query }, req, reply) => {
+  route('askGet', async ({ params, query }, req, reply) => {
     // A poller that goes away stops waiting (the ask itself goes on).
     const gone = new AbortController();
     reply.raw.once('close', () => gone.abort());
@@ -287,7 +307,7 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     return undefined;
   });
 
-  route(ROUTES.askAnswers, async ({ params, body }, _req, reply) => {
+  route('askAnswers', async ({ params, body }, _req, reply) => {
     try {
       return controller.asks.answer(params.id, body.answers);
     } catch (err) {
@@ -295,5 +315,5 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     }
   });
 
-  route(ROUTES.askAbandon, async ({ params }) => controller.asks.abandon(params.id));
+  route('askAbandon', async ({ params }) => controller.asks.abandon(params.id));
 };

@@ -19,7 +19,6 @@ import { promises as fs } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import stringify from 'safe-stable-stringify';
-import type { z } from 'zod';
 import { CacheIoError } from '../errors.js';
 
 /** The part of a pino logger a state file uses (src/log.ts's Logger fits). */
@@ -44,8 +43,12 @@ export interface StateFileFormat<R> {
   fileName: string;
   /** Written as `version`; a file with any other version reads as empty. */
   version: number;
-  /** Validates one record, on reading and on `set`. Its output is what is kept (unknown keys it strips are gone). */
-  schema: z.ZodType<R>;
+  /**
+   * Checks one record, on reading and on `set`: the record as it is to be kept (unknown keys left out),
+   * or undefined for one to refuse. Plain code (src/state/record-checks.ts), not zod: these files are read
+   * before the daemon listens.
+   */
+  check: (value: unknown) => R | undefined;
   /** Names the file in log messages: `era cache` gives "removed a stale era cache lock". */
   label: string;
   /** Names a record in the TypeError `set` throws. Default `<label> record`. */
@@ -165,8 +168,8 @@ export class LockedJsonFile<R> {
         return undefined;
       }
     }
-    const r = this.format.schema.safeParse(input);
-    return r.success ? deepFreeze(r.data) : undefined;
+    const r = this.format.check(input);
+    return r === undefined ? undefined : deepFreeze(r);
   }
 
   private withPending(servers: Map<string, R>): Map<string, R> {

@@ -12,7 +12,6 @@
  * record what it started and sweep what a crash of its own left behind (src/server/orphans.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { channel as diagnosticsChannel } from 'node:diagnostics_channel';
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
@@ -55,19 +54,9 @@ export function inheritedEnvironment(source: NodeJS.ProcessEnv, all = false): Re
   return out;
 }
 
-/**
- * Set in every child's environment (its descendants inherit it): names the mcpx process that started
- * it. A sweep after a crash checks it before signalling a process it did not start itself (a child of
- * an upstream whose leader is gone).
- */
-export const SPAWN_TAG_VAR = 'MCPX_SPAWN_TAG';
-export const SPAWN_TAG = randomBytes(16).toString('hex');
+import { SPAWN_TAG, SPAWN_TAG_VAR, UPSTREAM_PROCESS_CHANNEL, type UpstreamProcessEvent } from './spawn-tag.js';
 
-/** What the `mcpx:upstream-process` diagnostics channel carries. */
-export type UpstreamProcessEvent =
-  | { type: 'spawn'; pid: number; pgid: number; start: number | null; tag: string; command: string }
-  | { type: 'gone'; pid: number };
-export const UPSTREAM_PROCESS_CHANNEL = 'mcpx:upstream-process';
+export { SPAWN_TAG, SPAWN_TAG_VAR, UPSTREAM_PROCESS_CHANNEL, type UpstreamProcessEvent };
 const processEvents = diagnosticsChannel(UPSTREAM_PROCESS_CHANNEL);
 
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;

@@ -8,7 +8,7 @@
  * damaged file reads as empty, bad records are dropped, and each write is a locked re-read, merge
  * and atomic 0600 rename (src/state/locked-json-file.ts has the rules).
  */
-import * as z from 'zod';
+import { eraRecordOf } from '../state/record-checks.js';
 import { LockedJsonFile, type StateFileFormat, type StateFileLogger, type StateFileOptions } from '../state/locked-json-file.js';
 
 export const ERA_CACHE_FILE = 'upstream-eras.json';
@@ -31,14 +31,8 @@ export interface EraRecord {
   initialize?: 'refused';
 }
 
-export const eraRecordSchema = z.object({
-  era: z.enum(['legacy', 'modern']),
-  version: z.string().min(1),
-  at: z.iso.datetime({ offset: true }),
-  source: z.string().min(1),
-  transport: z.enum(['streamable-http', 'sse']).optional(),
-  initialize: z.literal('refused').optional(),
-});
+/** An era record as kept (only its known keys), or undefined when `v` is not one (src/state/record-checks.ts). */
+export const eraRecord = (v: unknown): EraRecord | undefined => eraRecordOf(v);
 
 /** The part of a pino logger the cache uses (src/log.ts's Logger fits). */
 export type EraCacheLogger = StateFileLogger;
@@ -53,7 +47,7 @@ export type EraCacheOptions = StateFileOptions;
 const FORMAT: StateFileFormat<EraRecord> = {
   fileName: ERA_CACHE_FILE,
   version: ERA_CACHE_VERSION,
-  schema: eraRecordSchema,
+  check: eraRecord,
   label: 'era cache',
   recordLabel: 'era record',
 };

@@ -10,7 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/package-info.js';
 import { tempDir } from '../support/real.js';
-import { cleanEnv, ForegroundDaemon, killAll, mcpx } from './helpers.js';
+import { api, cleanEnv, ForegroundDaemon, killAll, mcpx } from './helpers.js';
 
 const RECORDER = pathToFileURL(join(packageRoot(), 'test', 'support', 'record-loads.mjs')).href;
 const DUAL = join(packageRoot(), 'examples', 'servers', 'dual.mjs');
@@ -109,7 +109,61 @@ describe('what each process loads', () => {
       }
       const files = loaded(daemonFile);
       expect(among(files, ['fastify', 'zod'])).toEqual(['fastify', 'zod']); // the recorder saw the daemon's own loads
+      expect(among(files, [], ['server/schemas.js'])).toEqual(['server/schemas.js']); // the call was validated
       expect(among(files, ['undici', '@modelcontextprotocol/sdk', '@modelcontextprotocol/server', '@modelcontextprotocol/node', '@fastify/ajv-compiler', 'ajv', 'pino-pretty', '@statelyai/inspect'], ['ui/page.js', 'server/openapi.js', 'server/response-contract.js', 'serve/http-entry.js'])).toEqual([]);
+    } finally {
+      await dir.remove();
+    }
+  });
+
+  it('the daemon answers requests with nothing to validate without loading its zod schemas; the state files are checked without zod; the first validated request loads the schemas', async () => {
+    const dir = await tempDir('mcpx-loads-');
+    try {
+      const state = join(dir.path, 'state');
+      const config = join(dir.path, 'mcpx.json');
+      const { writeFileSync } = await import('node:fs');
+      writeFileSync(config, JSON.stringify({ mcpServers: { dual: { command: process.execPath, args: [DUAL] } } }));
+      const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config });
+      const before = join(dir.path, 'daemon-loads-1.txt');
+      const daemon = await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env: recording(env, before) });
+      let beforeValidation: string[];
+      try {
+        expect((await api(join(state, 'daemon.sock'), 'GET', '/v1/status')).status).toBe(200);
+        // ES modules are recorded as they load: this is what the daemon loaded up to now.
+        beforeValidation = loaded(before);
+        expect((await api(join(state, 'daemon.sock'), 'GET', '/v1/tools?bogus=1')).status).toBe(400); // validated: a 400 naming the field
+      } finally {
+        expect((await daemon.stop()).code).toBe(0);
+      }
+      expect(among(beforeValidation, ['fastify'], ['server/routes.js', 'state/record-checks.js', 'upstream/era-cache.js', 'catalog/catalog-store.js'])).toEqual(['catalog/catalog-store.js', 'fastify', 'server/routes.js', 'state/record-checks.js', 'upstream/era-cache.js']);
+      expect(among(beforeValidation, [], ['server/schemas.js', 'server/openapi.js'])).toEqual([]);
+      expect(among(loaded(before), [], ['server/schemas.js'])).toEqual(['server/schemas.js']);
+    } finally {
+      await dir.remove();
+    }
+  });
+
+  it('mcpx serve with logging off never loads pino (on: it does, while reaching the daemon)', async () => {
+    const dir = await tempDir('mcpx-loads-');
+    try {
+      const state = join(dir.path, 'state');
+      const config = join(dir.path, 'mcpx.json');
+      const { writeFileSync } = await import('node:fs');
+      writeFileSync(config, JSON.stringify({ mcpServers: { dual: { command: process.execPath, args: [DUAL] } } }));
+      const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config });
+      const daemon = await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env });
+      try {
+        const silent = join(dir.path, 'serve-silent.txt');
+        const r = await mcpx(['serve'], { env: recording({ ...env, MCPX_LOG_LEVEL: 'silent' }, silent) });
+        expect(r.code, r.stderr).toBe(0);
+        expect(among(loaded(silent), ['pino', '@modelcontextprotocol/server'])).toEqual(['@modelcontextprotocol/server']);
+        const logging = join(dir.path, 'serve-logging.txt');
+        const r2 = await mcpx(['serve'], { env: recording(env, logging) });
+        expect(r2.code, r2.stderr).toBe(0);
+        expect(among(loaded(logging), ['pino', '@modelcontextprotocol/server'])).toEqual(['@modelcontextprotocol/server', 'pino']);
+      } finally {
+        expect((await daemon.stop()).code).toBe(0);
+      }
     } finally {
       await dir.remove();
     }

@@ -10,6 +10,9 @@
  * - `upstream-eras.json` (src/upstream/era-cache.ts) with arbitrary contents: opening never throws;
  *   it holds exactly the records the schema accepts (none when the file is not a version-1 object);
  *   a write after that leaves a file that reads back as the same records plus the new one.
+ * - The plain checks of the state files' records (src/state/record-checks.ts, which replaced zod there so
+ *   the daemon starts without loading it) against the zod schemas they replaced, kept here: on arbitrary
+ *   values, the same records accepted and the same record kept.
  * - The config file (src/config/config-file.ts) with arbitrary text and arbitrary JSON: parsing never
  *   throws; every problem names the file; a problem about a server names its key; a file with no
  *   problems gives servers named as in the file, each with a command or a URL, and settings that load.
@@ -23,13 +26,41 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/config-file.js';
 import { Settings } from '../../src/config/settings.js';
 import { encode, NdjsonDecoder } from '../../src/transports/ndjson.js';
-import { ERA_CACHE_FILE, ERA_CACHE_VERSION, EraCache, eraRecordSchema, type EraRecord } from '../../src/upstream/era-cache.js';
+import * as z from 'zod';
+import { catalogRecordOf, eraRecordOf } from '../../src/state/record-checks.js';
+import { ERA_CACHE_FILE, ERA_CACHE_VERSION, EraCache, type EraRecord } from '../../src/upstream/era-cache.js';
 
 const RUNS = Number(process.env['MCPX_PROPERTY_RUNS'] ?? 200);
 const runs = { numRuns: RUNS, interruptAfterTimeLimit: 15_000 };
 const generated = { ndjson: 0, eraCache: 0, config: 0 };
 afterAll(() => {
   console.log(`format-properties: generated ${generated.ndjson} byte streams, ${generated.eraCache} era-cache files, ${generated.config} config files`);
+});
+
+// ---- the zod schemas the state files' records were checked with (the plain checks must agree) ----
+
+const eraRecordSchema = z.object({
+  era: z.enum(['legacy', 'modern']),
+  version: z.string().min(1),
+  at: z.iso.datetime({ offset: true }),
+  source: z.string().min(1),
+  transport: z.enum(['streamable-http', 'sse']).optional(),
+  initialize: z.literal('refused').optional(),
+});
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const plainObject = z.custom<Record<string, unknown>>(isPlainObject, 'expected a JSON object');
+const itemWith = (field: string) => z.custom<Record<string, unknown>>((v) => isPlainObject(v) && typeof v[field] === 'string', `expected a JSON object with a string "${field}"`);
+const catalogRecordSchema = z.object({
+  at: z.iso.datetime({ offset: true }),
+  era: z.enum(['legacy', 'modern']).optional(),
+  tools: z.array(itemWith('name')),
+  prompts: z.array(itemWith('name')).optional(),
+  resources: z.array(itemWith('uri')).optional(),
+  resourceTemplates: z.array(itemWith('uriTemplate')).optional(),
+  capabilities: plainObject.optional(),
+  serverInfo: plainObject.optional(),
+  instructions: z.string().optional(),
 });
 
 // ---- NDJSON ----
@@ -319,6 +350,116 @@ describe('the config file with arbitrary contents', () => {
         checkParsed(docText(doc, jsonc));
       }),
       runs,
+    );
+  });
+});
+
+// ---- the state files' records: plain checks against the zod schemas ----
+
+/** What zod answers for `v`: the record kept, or undefined. */
+function zodOf(schema: z.ZodType, v: unknown): unknown {
+  const r = schema.safeParse(v);
+  return r.success ? r.data : undefined;
+}
+
+/** Both accept or both refuse; accepted, the same record with the same keys in the same order. */
+function expectSame(plain: unknown, zod: unknown): void {
+  expect(plain === undefined).toBe(zod === undefined);
+  if (zod === undefined) return;
+  expect(plain).toStrictEqual(zod);
+  expect(Object.keys(plain as object)).toEqual(Object.keys(zod as object));
+}
+
+/** Date-time strings near the edges of what `z.iso.datetime({ offset: true })` accepts. */
+const dateTimeText = fc.oneof(
+  fc.date({ min: new Date('0001-01-01'), max: new Date('9999-12-31'), noInvalidDate: true }).map((d) => d.toISOString()),
+  fc
+    .tuple(
+      fc.integer({ min: 0, max: 9999 }), fc.integer({ min: 0, max: 13 }), fc.integer({ min: 0, max: 32 }), fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 61 }), fc.integer({ min: 0, max: 61 }),
+      fc.constantFrom('', '.5', '.123', '.', '.123456789'), fc.constantFrom('Z', 'z', '+01:00', '-23:59', '+24:00', '+0100', '', '+01:60'), fc.constantFrom('T', ' ', 't'), fc.boolean(),
+    )
+    .map(([y, mo, d, h, mi, s, frac, zone, sep, seconds]) => {
+      const p = (n: number, w = 2) => String(n).padStart(w, '0');
+      return `${p(y, 4)}-${p(mo)}-${p(d)}${sep}${p(h)}:${p(mi)}${seconds ? `:${p(s)}${frac}` : ''}${zone}`;
+    }),
+  fc.constantFrom('2024-02-29T00:00:00Z', '2023-02-29T00:00:00Z', '2000-02-29T12:00:00Z', '1900-02-29T12:00:00Z', '2026-04-31T00:00:00Z', '2026-01-01T00:00:00.Z'),
+  fc.string({ maxLength: 30 }),
+);
+
+/** A field's value: a fitting one, a near miss, or anything JSON (undefined too: zod keeps it for an optional key). */
+const fieldValue = (fitting: fc.Arbitrary<unknown>) => fc.oneof({ weight: 4, arbitrary: fitting }, { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 2 }) }, { weight: 1, arbitrary: fc.constant(undefined) });
+const item = (field: string) => fc.oneof({ weight: 4, arbitrary: fc.dictionary(fc.constantFrom('name', 'uri', 'uriTemplate', 'description', 'x'), fc.oneof(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 }))).map((d) => ({ [field]: 'n', ...d })) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) });
+const items = (field: string) => fc.oneof({ weight: 4, arbitrary: fc.array(item(field), { maxLength: 4 }) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) });
+
+const eraCandidate = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.record(
+      {
+        era: fieldValue(fc.constantFrom('legacy', 'modern', 'Legacy', '')),
+        version: fieldValue(fc.constantFrom('2025-11-25', '', 'x')),
+        at: fieldValue(dateTimeText),
+        source: fieldValue(fc.constantFrom('probe', 'cache', '', 'x')),
+        transport: fieldValue(fc.constantFrom('streamable-http', 'sse', 'stdio')),
+        initialize: fieldValue(fc.constantFrom('refused', 'accepted')),
+        extra: fc.jsonValue({ maxDepth: 1 }),
+      },
+      { requiredKeys: [] },
+    ),
+  },
+  { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
+);
+
+const catalogCandidate = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.record(
+      {
+        at: fieldValue(dateTimeText),
+        era: fieldValue(fc.constantFrom('legacy', 'modern', 'x')),
+        tools: items('name'),
+        prompts: fieldValue(items('name')),
+        resources: fieldValue(items('uri')),
+        resourceTemplates: fieldValue(items('uriTemplate')),
+        capabilities: fieldValue(fc.dictionary(fc.string({ maxLength: 6 }), fc.jsonValue({ maxDepth: 1 }))),
+        serverInfo: fieldValue(fc.dictionary(fc.string({ maxLength: 6 }), fc.jsonValue({ maxDepth: 1 }))),
+        instructions: fieldValue(fc.string({ maxLength: 8 })),
+        extra: fc.jsonValue({ maxDepth: 1 }),
+      },
+      { requiredKeys: [] },
+    ),
+  },
+  { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
+);
+
+describe('the state files\' plain record checks agree with the zod schemas they replaced', () => {
+  it('era records: the same accepted, the same kept', () => {
+    fc.assert(
+      fc.property(eraCandidate, (v) => {
+        expectSame(eraRecordOf(v), zodOf(eraRecordSchema, v));
+      }),
+      { numRuns: RUNS * 10 },
+    );
+  });
+
+  it('catalogue records: the same accepted, the same kept (items passed untouched)', () => {
+    fc.assert(
+      fc.property(catalogCandidate, (v) => {
+        const plain = catalogRecordOf(v);
+        expectSame(plain, zodOf(catalogRecordSchema, v));
+        if (plain) for (const k of ['tools', 'prompts', 'resources', 'resourceTemplates'] as const) plain[k]?.forEach((it, i) => expect(it).toBe((v as Record<string, unknown[]>)[k]![i]));
+      }),
+      { numRuns: RUNS * 10 },
+    );
+  });
+
+  it('date-times: exactly those z.iso.datetime({ offset: true }) accepts', () => {
+    const schema = z.iso.datetime({ offset: true });
+    fc.assert(
+      fc.property(dateTimeText, (t) => {
+        expect(eraRecordOf({ era: 'modern', version: 'v', at: t, source: 's' }) !== undefined, t).toBe(schema.safeParse(t).success);
+      }),
+      { numRuns: RUNS * 10 },
     );
   });
 });
