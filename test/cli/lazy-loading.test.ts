@@ -4,7 +4,7 @@
  * preload that records every module they load (test/support/record-loads.mjs) and hold each to what
  * it runs (bench/notes.md): a static import that brings one of these back fails here.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -54,6 +54,14 @@ function commandsBut(files: string[], ...allowed: string[]): string[] {
   return files.filter((f) => /\/src\/cli\/commands\//.test(f) && !allowed.some((a) => f.endsWith(`/src/cli/commands/${a}.ts`)));
 }
 
+/** A state folder and a config with one stdio server (`dual`) under `root`, and the environment naming them. */
+function dualConfig(root: string): { state: string; env: NodeJS.ProcessEnv } {
+  const state = join(root, 'state');
+  const config = join(root, 'mcpx.json');
+  writeFileSync(config, JSON.stringify({ mcpServers: { dual: { command: process.execPath, args: [DUAL] } } }));
+  return { state, env: cleanEnv(root, { MCPX_STATE_DIR: state, MCPX_CONFIG: config }) };
+}
+
 /** What neither the CLI's light commands nor `mcpx call` need: the daemon's and the SDK's dependencies. */
 const DAEMON_PACKAGES = ['zod', 'fastify', 'pino', 'pino-pretty', 'xstate', 'undici', '@modelcontextprotocol/sdk', '@modelcontextprotocol/server', '@modelcontextprotocol/node', 'ajv'];
 
@@ -89,11 +97,7 @@ describe('what each process loads', () => {
   it('mcpx call against a running daemon loads none of the daemon\'s dependencies (zod, fastify, undici, …); the daemon loads no undici (stdio upstreams only), no MCP SDK (no /mcp request), no ajv and no ui page', async () => {
     const dir = await tempDir('mcpx-loads-');
     try {
-      const state = join(dir.path, 'state');
-      const config = join(dir.path, 'mcpx.json');
-      const { writeFileSync } = await import('node:fs');
-      writeFileSync(config, JSON.stringify({ mcpServers: { dual: { command: process.execPath, args: [DUAL] } } }));
-      const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config });
+      const { state, env } = dualConfig(dir.path);
       const daemonFile = join(dir.path, 'daemon-loads.txt');
       const daemon = await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env: recording(env, daemonFile) });
       try {
@@ -119,11 +123,7 @@ describe('what each process loads', () => {
   it('the daemon answers requests with nothing to validate without loading its zod schemas; the state files are checked without zod; the first validated request loads the schemas', async () => {
     const dir = await tempDir('mcpx-loads-');
     try {
-      const state = join(dir.path, 'state');
-      const config = join(dir.path, 'mcpx.json');
-      const { writeFileSync } = await import('node:fs');
-      writeFileSync(config, JSON.stringify({ mcpServers: { dual: { command: process.execPath, args: [DUAL] } } }));
-      const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config });
+      const { state, env } = dualConfig(dir.path);
       const before = join(dir.path, 'daemon-loads-1.txt');
       const daemon = await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env: recording(env, before) });
       let beforeValidation: string[];
@@ -146,11 +146,7 @@ describe('what each process loads', () => {
   it('mcpx serve with logging off never loads pino (on: it does, while reaching the daemon)', async () => {
     const dir = await tempDir('mcpx-loads-');
     try {
-      const state = join(dir.path, 'state');
-      const config = join(dir.path, 'mcpx.json');
-      const { writeFileSync } = await import('node:fs');
-      writeFileSync(config, JSON.stringify({ mcpServers: { dual: { command: process.execPath, args: [DUAL] } } }));
-      const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config });
+      const { state, env } = dualConfig(dir.path);
       const daemon = await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env });
       try {
         const silent = join(dir.path, 'serve-silent.txt');
