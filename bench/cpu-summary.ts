@@ -6,13 +6,16 @@
  *
  *   node dist/bench/cpu-summary.js FILE.cpuprofile [calls]
  */
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { existsSync, readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 interface CallFrame {
   functionName: string;
   url: string;
   lineNumber: number;
+  columnNumber?: number;
 }
 
 interface ProfileNode {
@@ -55,6 +58,38 @@ export interface CpuSummary {
   topTotalOwn: FunctionEntry[];
 }
 
+/**
+ * The binary is a bundle: a frame in one of its chunks is put back where its source map says the code
+ * came from (an mcpx source file or an npm package), so areas and names read as they would unbundled.
+ */
+function sourceMapped(): (frame: CallFrame) => CallFrame {
+  const maps = new Map<string, { map: SourceMap; dir: string } | null>();
+  const mapOf = (url: string) => {
+    if (!maps.has(url)) {
+      let entry: { map: SourceMap; dir: string } | null = null;
+      if (url.startsWith('file:') && url.endsWith('.js')) {
+        const file = fileURLToPath(url);
+        if (existsSync(`${file}.map`)) entry = { map: new SourceMap(JSON.parse(readFileSync(`${file}.map`, 'utf8'))), dir: dirname(file) };
+      }
+      maps.set(url, entry);
+    }
+    return maps.get(url) ?? null;
+  };
+  return (frame) => {
+    const m = frame.url.includes('/dist/src/cli/') ? mapOf(frame.url) : null;
+    if (!m) return frame;
+    const e = m.map.findEntry(frame.lineNumber, frame.columnNumber ?? 0) as { originalSource?: string; originalLine?: number };
+    if (!e.originalSource) return frame;
+    const source = e.originalSource.startsWith('file:') ? e.originalSource : pathToFileURL(resolve(m.dir, e.originalSource)).href;
+    return { ...frame, url: source, lineNumber: e.originalLine ?? frame.lineNumber };
+  };
+}
+
+/** mcpx's own code: its built modules, or (through the bundle's source maps) its sources. */
+function isOwn(url: string): boolean {
+  return url.includes('/dist/src/') || (url.includes('/src/') && !url.includes('/node_modules/'));
+}
+
 const SPECIAL = new Set(['(idle)', '(program)', '(garbage collector)', '(root)']);
 
 export function areaOf(frame: CallFrame): string {
@@ -72,6 +107,8 @@ export function areaOf(frame: CallFrame): string {
     const rest = url.slice(src + '/dist/src/'.length).replace(/\.js$/, '');
     return `mcpx ${rest}`;
   }
+  const own = url.lastIndexOf('/src/');
+  if (own !== -1 && url.startsWith('file:')) return `mcpx ${url.slice(own + '/src/'.length).replace(/\.ts$/, '')}`;
   if (url.startsWith('node:')) {
     const parts = url.slice(5).split('/');
     return `node:${parts[0] === 'internal' ? parts.slice(1, 3).join('/') : parts[0]}`;
@@ -83,12 +120,15 @@ function whereOf(frame: CallFrame): string {
   const url = frame.url;
   if (url === '') return '';
   const nm = url.lastIndexOf('/node_modules/');
-  const short = nm !== -1 ? url.slice(nm + '/node_modules/'.length) : url.includes('/dist/') ? url.slice(url.indexOf('/dist/') + 6) : url.replace(/^file:\/\//, '');
+  const own = url.lastIndexOf('/src/');
+  const short =
+    nm !== -1 ? url.slice(nm + '/node_modules/'.length) : url.includes('/dist/') ? url.slice(url.indexOf('/dist/') + 6) : own !== -1 ? url.slice(own + 1) : url.replace(/^file:\/\//, '');
   return `${short}:${frame.lineNumber + 1}`;
 }
 
 export function summarise(profile: CpuProfile, calls: number, window?: { fromUs: number; toUs: number }): CpuSummary {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const original = sourceMapped();
+  const byId = new Map(profile.nodes.map((n) => [n.id, { ...n, callFrame: original(n.callFrame) }]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   // Sample times: startTime + running sum of deltas.
@@ -140,7 +180,7 @@ export function summarise(profile: CpuProfile, calls: number, window?: { fromUs:
   };
   const topSelf = [...fnSelf.keys()].sort((a, b) => fnSelf.get(b)! - fnSelf.get(a)!).slice(0, 30).map(entry);
   const topTotalOwn = [...fnTotal.keys()]
-    .filter((k) => frameOf.get(k)!.url.includes('/dist/src/'))
+    .filter((k) => isOwn(frameOf.get(k)!.url))
     .sort((a, b) => fnTotal.get(b)! - fnTotal.get(a)!)
     .slice(0, 30)
     .map(entry);
