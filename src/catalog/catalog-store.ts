@@ -42,9 +42,6 @@ export interface CatalogRecord {
   instructions?: string;
 }
 
-/** A catalogue record as kept (items passed untouched), or undefined when `v` is not one (src/state/record-checks.ts). */
-export const catalogRecord = (v: unknown): CatalogRecord | undefined => catalogRecordOf(v);
-
 /** The store's key for a server definition's listing on one lane: `<eraCacheKey>:<lane>`. */
 export function catalogKey<T extends ProcessDefinitionInput>(definition: T, lane: Lane): string {
   return `${eraCacheKey(definition)}:${lane}`;
@@ -74,7 +71,7 @@ export type CatalogStoreOptions = StateFileOptions;
 const FORMAT: StateFileFormat<CatalogRecord> = {
   fileName: CATALOG_FILE,
   version: CATALOG_VERSION,
-  check: catalogRecord,
+  check: catalogRecordOf,
   label: 'tool catalog',
   recordLabel: 'catalog record',
 };

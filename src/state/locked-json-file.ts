@@ -20,6 +20,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import stringify from 'safe-stable-stringify';
 import { CacheIoError } from '../errors.js';
+import { isPlainObject } from './record-checks.js';
 
 /** The part of a pino logger a state file uses (src/log.ts's Logger fits). */
 export interface StateFileLogger {
@@ -64,7 +65,6 @@ interface FileState<R> {
   dropped: string[];
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const errCode = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code;
 const kindOf = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
 

@@ -5,6 +5,8 @@
  * order — or undefined for a record to drop. test/reliability/format-properties.test.ts holds them to
  * the zod schemas they replace: the same records accepted, the same output.
  */
+import type { CatalogRecord } from '../catalog/catalog-store.js';
+import type { EraRecord } from '../upstream/era-cache.js';
 
 export const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -13,7 +15,7 @@ const DATE = String.raw`(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][
 /** ISO 8601 date and time with seconds, optional fraction, and `Z` or an offset (`z.iso.datetime({ offset: true })`). */
 const ISO_DATETIME = new RegExp(String.raw`^${DATE}T(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|(?:[+-](?:[01]\d|2[0-3]):[0-5]\d)))$`);
 
-export const isIsoDateTime = (v: unknown): v is string => typeof v === 'string' && ISO_DATETIME.test(v);
+const isIsoDateTime = (v: unknown): v is string => typeof v === 'string' && ISO_DATETIME.test(v);
 
 const nonEmptyString = (v: unknown): v is string => typeof v === 'string' && v.length >= 1;
 
@@ -38,46 +40,25 @@ function optional(from: Record<string, unknown>, to: Record<string, unknown>, ke
 
 // ---- the era cache (src/upstream/era-cache.ts) ----
 
-export interface EraRecordShape {
-  era: 'legacy' | 'modern';
-  version: string;
-  at: string;
-  source: string;
-  transport?: 'streamable-http' | 'sse';
-  initialize?: 'refused';
-}
-
 /** An era record as kept, or undefined when `v` is not one. */
-export function eraRecordOf(v: unknown): EraRecordShape | undefined {
+export function eraRecordOf(v: unknown): EraRecord | undefined {
   if (!isPlainObject(v)) return undefined;
   const { era, version, at, source } = v;
   if (!oneOf(era, ['legacy', 'modern']) || !nonEmptyString(version) || !isIsoDateTime(at) || !nonEmptyString(source)) return undefined;
   const out: Record<string, unknown> = { era, version, at, source };
   if (!optional(v, out, 'transport', (t) => oneOf(t, ['streamable-http', 'sse']))) return undefined;
   if (!optional(v, out, 'initialize', (t) => t === 'refused')) return undefined;
-  return out as unknown as EraRecordShape;
+  return out as unknown as EraRecord;
 }
 
 // ---- the tool catalogue (src/catalog/catalog-store.ts) ----
-
-export interface CatalogRecordShape {
-  at: string;
-  era?: 'legacy' | 'modern';
-  tools: Array<Record<string, unknown>>;
-  prompts?: Array<Record<string, unknown>>;
-  resources?: Array<Record<string, unknown>>;
-  resourceTemplates?: Array<Record<string, unknown>>;
-  capabilities?: Record<string, unknown>;
-  serverInfo?: Record<string, unknown>;
-  instructions?: string;
-}
 
 /** An array of plain objects each with a string `field` (the items themselves kept as they are). */
 const itemsWith = (field: string) => (v: unknown): boolean => Array.isArray(v) && v.every((i) => isPlainObject(i) && typeof i[field] === 'string');
 const copyArray = (v: unknown): unknown => [...(v as unknown[])];
 
 /** A catalogue record as kept, or undefined when `v` is not one. Items, capabilities and serverInfo pass untouched. */
-export function catalogRecordOf(v: unknown): CatalogRecordShape | undefined {
+export function catalogRecordOf(v: unknown): CatalogRecord | undefined {
   if (!isPlainObject(v)) return undefined;
   if (!isIsoDateTime(v['at'])) return undefined;
   const out: Record<string, unknown> = { at: v['at'] };
@@ -91,5 +72,5 @@ export function catalogRecordOf(v: unknown): CatalogRecordShape | undefined {
   if (!optional(v, out, 'capabilities', isPlainObject)) return undefined;
   if (!optional(v, out, 'serverInfo', isPlainObject)) return undefined;
   if (!optional(v, out, 'instructions', (s) => typeof s === 'string')) return undefined;
-  return out as unknown as CatalogRecordShape;
+  return out as unknown as CatalogRecord;
 }

@@ -31,9 +31,6 @@ export interface EraRecord {
   initialize?: 'refused';
 }
 
-/** An era record as kept (only its known keys), or undefined when `v` is not one (src/state/record-checks.ts). */
-export const eraRecord = (v: unknown): EraRecord | undefined => eraRecordOf(v);
-
 /** The part of a pino logger the cache uses (src/log.ts's Logger fits). */
 export type EraCacheLogger = StateFileLogger;
 
@@ -47,7 +44,7 @@ export type EraCacheOptions = StateFileOptions;
 const FORMAT: StateFileFormat<EraRecord> = {
   fileName: ERA_CACHE_FILE,
   version: ERA_CACHE_VERSION,
-  check: eraRecord,
+  check: eraRecordOf,
   label: 'era cache',
   recordLabel: 'era record',
 };
