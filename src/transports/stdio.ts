@@ -23,6 +23,7 @@ import { encode, NdjsonDecoder } from './ndjson.js';
 import { procStat } from './proc-stat.js';
 import { cutRedacted, redactSecrets, secretEnvValues } from './secret-text.js';
 import type { Channel, CloseInfo, JsonRpcMessage } from './types.js';
+import { SPAWN_TAG, SPAWN_TAG_VAR, UPSTREAM_PROCESS_CHANNEL, type UpstreamProcessEvent } from './spawn-tag.js';
 
 export interface StdioChannelOptions {
   command: string;
@@ -54,9 +55,6 @@ export function inheritedEnvironment(source: NodeJS.ProcessEnv, all = false): Re
   return out;
 }
 
-import { SPAWN_TAG, SPAWN_TAG_VAR, UPSTREAM_PROCESS_CHANNEL, type UpstreamProcessEvent } from './spawn-tag.js';
-
-export { SPAWN_TAG, SPAWN_TAG_VAR, UPSTREAM_PROCESS_CHANNEL, type UpstreamProcessEvent };
 const processEvents = diagnosticsChannel(UPSTREAM_PROCESS_CHANNEL);
 
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;

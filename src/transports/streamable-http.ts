@@ -193,7 +193,6 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     };
     this.inflight.add(flight);
     if (id !== undefined) this.requestsById.set(id, flight);
-    if (flight.method === 'notifications/initialized') this.expectStandalone();
     void this.run(flight);
   }
 
@@ -228,6 +227,8 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
 
   private async run(flight: Flight): Promise<void> {
     const initialized = flight.method === 'notifications/initialized' && !isRequest(flight.message);
+    // Before the first await: send() runs this synchronously, so requests sent after it find the gate.
+    if (initialized) this.expectStandalone();
     let getting = false;
     try {
       if (this.standaloneOpening && !initialized && flight.method !== 'initialize') await this.standaloneOpening.done;

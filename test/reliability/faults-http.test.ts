@@ -10,7 +10,7 @@
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UPSTREAM_PROCESS_CHANNEL, type UpstreamProcessEvent } from '../../src/transports/stdio.js';
+import { UPSTREAM_PROCESS_CHANNEL, type UpstreamProcessEvent } from '../../src/transports/spawn-tag.js';
 import { startFaultyHttp, type FaultyHttp } from '../fixtures/http/faulty-http.js';
 import { harness, textOf, type Harness } from '../server/helpers.js';
 import { tempDir } from '../support/real.js';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROCESS_LEDGER, sweepOrphans, type LedgerFile } from '../../src/server/orphans.js';
 import { procStat } from '../../src/transports/proc-stat.js';
-import { SPAWN_TAG_VAR } from '../../src/transports/stdio.js';
+import { SPAWN_TAG_VAR } from '../../src/transports/spawn-tag.js';
 import { until } from '../cli/helpers.js';
 import { tempDir } from '../support/real.js';
 import { FAULTY, isGone } from './helpers.js';

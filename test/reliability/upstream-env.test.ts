@@ -10,7 +10,8 @@ import { parseConfigText, resolvePoolConfigs } from '../../src/config/config-fil
 import { findSetting, Settings } from '../../src/config/settings.js';
 import { poolFingerprint } from '../../src/pool/pool-registry.js';
 import { RpcPeer } from '../../src/transports/rpc-peer.js';
-import { INHERITED_ENV_VARS, inheritedEnvironment, SPAWN_TAG, SPAWN_TAG_VAR, StdioChannel } from '../../src/transports/stdio.js';
+import { SPAWN_TAG, SPAWN_TAG_VAR } from '../../src/transports/spawn-tag.js';
+import { INHERITED_ENV_VARS, inheritedEnvironment, StdioChannel } from '../../src/transports/stdio.js';
 import { eraCacheKey } from '../../src/upstream/process-key.js';
 import { harness, textOf, type Harness } from '../server/helpers.js';
 import { tempDir } from '../support/real.js';
