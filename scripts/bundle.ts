@@ -16,12 +16,57 @@
  */
 import { rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { build } from 'esbuild';
+import { readFile } from 'node:fs/promises';
+import { build, type Plugin } from 'esbuild';
 import { packageRoot } from '../src/package-info.js';
 
 /** Where the bundle goes, beside tsc's output of the same modules (the benchmarks and scripts import those). */
 const BUNDLE_DIR = join('dist', 'src', 'cli');
 const BUNDLE_META = join(BUNDLE_DIR, 'bundle-meta.json');
+
+/**
+ * Top-level require()s in packages' files, of modules only some code paths call, made lazy: each becomes
+ * an object that requires the module on its first property read. The daemon's start loaded them for
+ * nothing (about 15 ms together): fastify requires http2, https and dns for HTTP/2 and TLS servers and for
+ * listening on a host name (the daemon listens on a socket path, or on TCP with an address), and semver to
+ * check a plugin's declared fastify version (mcpx's plugins declare none).
+ *
+ * Each listed require must be found as written, or the build fails: a package upgrade that changes one
+ * is noticed, never silently bundled eagerly or, worse, half-rewritten.
+ */
+const LAZY_REQUIRES: Array<{ file: string; requires: string[] }> = [
+  { file: 'node_modules/fastify/lib/server.js', requires: ["const https = require('node:https')", "const http2 = require('node:http2')", "const dns = require('node:dns')"] },
+  { file: 'node_modules/fastify/lib/plugin-utils.js', requires: ["const semver = require('semver')"] },
+];
+
+const LAZY_MODULE =
+  'function __mcpxLazy(load) { let m; return new Proxy({}, { get(_, k) { m ??= load(); const v = m[k]; return typeof v === "function" ? v.bind(m) : v; } }); }\n';
+
+function lazyRequires(): Plugin {
+  return {
+    name: 'lazy-requires',
+    setup(b) {
+      const rewritten = new Set<string>();
+      for (const { file, requires } of LAZY_REQUIRES) {
+        // By the path's end: node_modules may be a link (a worktree's), and esbuild loads the real path.
+        b.onLoad({ filter: new RegExp(`/${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }, async (args) => {
+          let text = await readFile(args.path, 'utf8');
+          for (const line of requires) {
+            const m = /^const (\w+) = require\(('[^']+')\)$/.exec(line);
+            if (!m || !text.includes(line)) throw new Error(`lazy-requires: ${file} no longer has \`${line}\`; update LAZY_REQUIRES in scripts/bundle.ts`);
+            text = text.replace(line, `const ${m[1]} = __mcpxLazy(() => require(${m[2]}))`);
+          }
+          rewritten.add(file);
+          return { contents: LAZY_MODULE + text, loader: 'js' };
+        });
+      }
+      b.onEnd(() => {
+        const missed = LAZY_REQUIRES.filter((l) => !rewritten.has(l.file)).map((l) => l.file);
+        if (missed.length > 0) throw new Error(`lazy-requires: not bundled from the expected path: ${missed.join(', ')}; update LAZY_REQUIRES in scripts/bundle.ts`);
+      });
+    },
+  };
+}
 
 async function main(): Promise<void> {
   const root = packageRoot();
@@ -49,7 +94,9 @@ async function main(): Promise<void> {
     sourcemap: 'linked',
     // fastify requires its JSON Schema compilers only when a route declares a schema (none does); bundled,
     // ajv would be parsed at every daemon start. Left outside, they load from node_modules if ever needed.
-    external: ['@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler'],
+    // light-my-request likewise: fastify requires it only for inject(), which the daemon never calls.
+    external: ['@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler', 'light-my-request', 'semver'],
+    plugins: [lazyRequires()],
     metafile: true,
     logLevel: 'warning',
   });

@@ -11,6 +11,10 @@
  * Sessions live here, in a Map keyed by instance id, never in the machine's context. Callers are
  * queued through the machine: a call acquires an instance (honouring its signal and timeout while it
  * waits), runs on that instance's session with its CallContext, and releases it.
+ *
+ * The session code (its chart, the transports, the wire schemas) is loaded by the pool's first call,
+ * not with the pool: a daemon builds every configured server's pool before it listens, and most of them
+ * are not called for a while.
  */
 import { EventEmitter } from 'node:events';
 import { createActor, waitFor, type Actor, type ActorOptions, type AnyActorLogic, type InspectionEvent } from 'xstate';
@@ -21,18 +25,17 @@ import { callerLane, type Lane } from '../machines/preference.js';
 import type { Era } from '../machines/versions.js';
 import type { EraCache, EraRecord } from '../upstream/era-cache.js';
 import { eraCacheKey } from '../upstream/process-key.js';
-import {
-  FORWARDED_METHODS,
-  isForwardedMethod,
-  stateName,
+import { stateName } from '../machines/state-name.js';
+import { FORWARDED_METHODS, isForwardedMethod } from '../upstream/forwarded-methods.js';
+import type {
   UpstreamSession,
-  type CallOptions,
-  type ChangedList,
-  type ListKind,
-  type SessionInfo,
-  type SessionSnapshot,
-  type Tool,
-  type UpstreamSessionOptions,
+  CallOptions,
+  ChangedList,
+  ListKind,
+  SessionInfo,
+  SessionSnapshot,
+  Tool,
+  UpstreamSessionOptions,
 } from '../upstream/session.js';
 import { poolMachine, type PoolEmitted, type PoolFailure, type PoolMachineEvent } from './pool.machine.js';
 import type { CallContext, InspectSource, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport, ServerPoolApi, UpstreamInfo } from './types.js';
@@ -47,12 +50,23 @@ export interface PoolSessionOptions extends UpstreamSessionOptions {
   scopeKey: string;
 }
 
+/** Creates the session of one instance. */
+export type SessionFactory = (opts: PoolSessionOptions) => UpstreamSession;
+
+/** The plain UpstreamSession, loaded on first use. */
+const loadUpstreamSession = async (): Promise<SessionFactory> => {
+  const { UpstreamSession } = await import('../upstream/session.js');
+  return (o) => new UpstreamSession(o);
+};
+
 export interface ServerPoolDeps {
   /** The era cache (own lane only; the legacy lane is forced and never touches it). */
   cache?: EraCache | null;
   logger?: Logger;
   /** Creates sessions; tests pass one that plugs in simulated upstreams. */
-  sessionFactory?: (opts: PoolSessionOptions) => UpstreamSession;
+  sessionFactory?: SessionFactory;
+  /** Loads the session factory on the pool's first call, when `sessionFactory` is not given (default: UpstreamSession). */
+  loadSessionFactory?: () => Promise<SessionFactory>;
   /** xstate inspection of the pool actor and of every session actor (live statecharts), with which actor it came from. */
   inspect?: (event: InspectionEvent, source: InspectSource) => void;
   /**
@@ -102,6 +116,8 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   /** @internal The pool statechart's actor: for tests, the live statechart view and debugging. */
   readonly actor: Actor<typeof poolMachine>;
   private readonly deps: ServerPoolDeps;
+  /** Set from deps, or by the first call (see the header). */
+  private sessionFactory: SessionFactory | undefined;
   private readonly log: Logger;
   private readonly cacheKey: string | null;
   private readonly sessions = new Map<string, Live>();
@@ -127,6 +143,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
     this.name = config.name;
     this.config = config;
     this.deps = deps;
+    this.sessionFactory = deps.sessionFactory;
     this.log = (deps.logger ?? silentLogger).child({ server: config.name, component: 'pool' });
     let key: string | null = null;
     try {
@@ -278,6 +295,10 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
     const want = this.laneFor(ctx);
     const key = this.keyFor(ctx);
     const deadline = ctx.timeoutMs === undefined ? undefined : Date.now() + ctx.timeoutMs;
+    if (this.sessionFactory === undefined) {
+      this.sessionFactory = await (this.deps.loadSessionFactory ?? loadUpstreamSession)();
+      if (this.actor.getSnapshot().status !== 'active') throw this.stoppedError(); // stopped while it loaded
+    }
     const lease = await this.acquire(want, key, ctx, deadline);
     const { live } = lease;
     try {
@@ -456,7 +477,8 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
     };
     let session: UpstreamSession;
     try {
-      session = (this.deps.sessionFactory ?? ((o: PoolSessionOptions) => new UpstreamSession(o)))(opts);
+      // Loaded by use() before any acquire, and only an acquire starts an instance.
+      session = this.sessionFactory!(opts);
     } catch (err) {
       queueMicrotask(() => this.send({ type: 'instance.failed', id: e.id, error: failureOf(err, this.name) }));
       return;

@@ -22,7 +22,6 @@
  * a decline is a person's decision, and the upstream should be able to tell it from "could not ask".
  */
 import { randomUUID } from 'node:crypto';
-import * as z from 'zod';
 import { McpxError, type ErrorCode, type RpcErrorObject } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { RPC } from '../protocol/constants.js';
@@ -154,32 +153,8 @@ export interface AskStoreOptions {
   logger?: Logger;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Answers: the result objects MCP defines for each question (extra fields such as `_meta` pass)
-
-const contentBlock = z.looseObject({ type: z.string({ error: 'type must be a string' }) });
-const ANSWER_SCHEMAS: Record<QuestionMethod, { schema: z.ZodType; shape: string }> = {
-  'elicitation/create': {
-    schema: z.looseObject({
-      action: z.enum(['accept', 'decline', 'cancel']),
-      content: z.record(z.string(), z.unknown(), { error: 'content must be an object' }).optional(),
-    }),
-    shape: 'an ElicitResult {action: "accept"|"decline"|"cancel", content?}',
-  },
-  'sampling/createMessage': {
-    schema: z.looseObject({
-      role: z.enum(['user', 'assistant']),
-      content: z.union([contentBlock, z.array(contentBlock)], { error: 'content must be a content block or an array of them' }),
-      model: z.string({ error: 'model must be a string' }),
-      stopReason: z.string().optional(),
-    }),
-    shape: 'a CreateMessageResult {role, content, model, stopReason?}',
-  },
-  'roots/list': {
-    schema: z.looseObject({ roots: z.array(z.looseObject({ uri: z.string({ error: 'uri must be a string' }), name: z.string().optional() }), { error: 'roots must be an array' }) }),
-    shape: 'a ListRootsResult {roots: [{uri, name?}]}',
-  },
-};
+/** The answer checks (zod, ./answer-schemas.ts), loaded by the first answer: a daemon loads no zod before it listens. */
+let answerSchemas: typeof import('./answer-schemas.js').ANSWER_SCHEMAS | undefined;
 
 // ---------------------------------------------------------------------------------------------
 
@@ -386,7 +361,8 @@ export class AskStore {
    *   MCPX_QUESTION_CLOSED (refused, timed out, or the ask ended); MCPX_BAD_REQUEST (not the result the
    *   question needs). Each names the field in `data.path` (`["answers", <question id>, …]`).
    */
-  answer(id: string, answers: Record<string, unknown>): AskView {
+  async answer(id: string, answers: Record<string, unknown>): Promise<AskView> {
+    const schemas = (answerSchemas ??= (await import('./answer-schemas.js')).ANSWER_SCHEMAS);
     const ask = this.find(id);
     const entries = Object.entries(answers);
     if (entries.length === 0) throw new McpxError('MCPX_BAD_REQUEST', 'body field answers: name at least one question', { data: { path: ['answers'] } });
@@ -408,7 +384,7 @@ export class AskStore {
           data: { path, ask: ask.id, question: qid, ...(why ? { reason: why.reason } : {}) },
         });
       }
-      const { schema, shape } = ANSWER_SCHEMAS[q.method];
+      const { schema, shape } = schemas[q.method];
       const parsed = schema.safeParse(answer);
       if (!parsed.success) {
         const issue = parsed.error.issues[0]!;

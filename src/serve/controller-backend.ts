@@ -62,7 +62,7 @@ export class ControllerBackend implements FrontBackend {
     },
     askPoll: async (id, waitMs, ctx) => this.scrubbed((await this.controller.asks.wait(id, waitMs, ctx.signal, ctx.onProgress)) as unknown as AskView),
     askAnswer: async (id, answers) => {
-      this.controller.asks.answer(id, answers);
+      await this.controller.asks.answer(id, answers);
     },
     askAbandon: async (id) => {
       this.controller.asks.abandon(id);

@@ -13,30 +13,26 @@
  * server keeps its running process.
  */
 import stringify from 'safe-stable-stringify';
-import type { SnapshotFrom } from 'xstate';
 import type { z } from 'zod';
 import { ConfigError, McpxError, type ConfigProblem } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { resolvePoolConfigs, type LoadedConfig } from '../config/config-file.js';
 import { findSetting, SETTINGS, type SettingEntry, type Settings, type SettingsSources } from '../config/settings.js';
-import { sessionMachine } from '../machines/session.machine.js';
-import { activeStateIds, toMermaid, withActiveStates } from '../machines/statechart-doc.js';
 import type { Lane } from '../machines/preference.js';
 import { laneCap } from '../pool/pool.machine.js';
 import { PoolRegistry } from '../pool/pool-registry.js';
-import { ServerPool, type ServerPoolDeps } from '../pool/server-pool.js';
+import { ServerPool, type ServerPoolDeps, type SessionFactory } from '../pool/server-pool.js';
 import type { CallContext, InstanceStatus, PoolEvent, PoolServerConfig } from '../pool/types.js';
 import type { EraCache } from '../upstream/era-cache.js';
 import type { Tool } from '../upstream/session.js';
 import type { CatalogStore } from '../catalog/catalog-store.js';
 import { RELAYED_METHODS, type RelayedMethod } from '../serve/backend.js';
-import { AskingSession } from '../serve/ask-session.js';
 import { AskStore } from '../serve/asks.js';
 import { Catalog } from '../serve/catalog.js';
 import { exposeNames } from '../serve/names.js';
 import { EventHub, type DaemonEvent } from './events.js';
 import { Reconciler, type ReconcileOptions, type ReconcileResult } from './reconciler.js';
-import type { callResultSchema, configViewSchema, instanceSchema, protocolSchema, reloadSchema, serverViewSchema, settingChangeSchema, statechartSchema, statusSchema, toolsSchema } from './schemas.js';
+import type { callResultSchema, configViewSchema, instanceSchema, protocolSchema, reloadSchema, serverViewSchema, settingChangeSchema, statusSchema, toolsSchema } from './schemas.js';
 import { describeConfig, serverView } from './config-view.js';
 import { Scrubber } from './secrets.js';
 
@@ -66,7 +62,12 @@ export function createPoolRegistry(opts: CreateRegistryOptions): PoolRegistry {
     createPool: (config, deps) => {
       const on = (config.eraCache ?? opts.settings.get('upstream.eraCache') === true) && opts.cache != null;
       // AskingSession: legacy sessions declare at initialize the questions mcpx can relay (/v1/ask).
-      return new ServerPool(config, { sessionFactory: (o) => new AskingSession(o), ...deps, cache: on ? opts.cache ?? null : null });
+      // Loaded by a pool's first call: the session code is not needed before the daemon listens.
+      const loadSessionFactory = async (): Promise<SessionFactory> => {
+        const { AskingSession } = await import('../serve/ask-session.js');
+        return (o) => new AskingSession(o);
+      };
+      return new ServerPool(config, { loadSessionFactory, ...deps, cache: on ? opts.cache ?? null : null });
     },
   });
 }
@@ -86,7 +87,6 @@ export type CallOutcome = z.output<typeof callResultSchema>;
 export type SettingChangeView = z.output<typeof settingChangeSchema>;
 export type ConfigView = z.output<typeof configViewSchema>;
 export type ReloadOutcome = z.output<typeof reloadSchema>;
-export type StatechartView = z.output<typeof statechartSchema>;
 
 /** A loaded config plus whether it is the bundled demo (no config file found). */
 export type DaemonConfig = LoadedConfig & { demo?: boolean };
@@ -109,29 +109,6 @@ const RESTART_PATHS = SETTINGS.filter((d) => d.restart).map((d) => d.path as str
 
 // Config descriptions: ./config-view.ts (shared with `mcpx config`, which loads it without the daemon).
 export { describeConfig, serverView };
-
-/** `connecting.discovering` → `{ connecting: 'discovering' }`. */
-function stateValueOf(dotted: string): string | Record<string, unknown> {
-  const parts = dotted.split('.');
-  let value: string | Record<string, unknown> = parts[parts.length - 1]!;
-  for (let i = parts.length - 2; i >= 0; i -= 1) value = { [parts[i]!]: value };
-  return value;
-}
-
-/** The session chart's Mermaid ids for a session state name as `stateName` writes it. */
-export function sessionStateIds(state: string): string[] {
-  try {
-    const snapshot = sessionMachine.resolveState({ value: stateValueOf(state) as never, context: undefined as never }) as SnapshotFrom<typeof sessionMachine>;
-    return activeStateIds(snapshot);
-  } catch {
-    return [];
-  }
-}
-
-let baseChart: string | undefined;
-function sessionChart(): string {
-  return (baseChart ??= toMermaid(sessionMachine));
-}
 
 function errorOf(err: unknown): { code: string; message: string; data?: Record<string, unknown> } {
   if (err instanceof McpxError) return err.toJSON();
@@ -316,16 +293,6 @@ export class Controller {
         return row;
       }),
     };
-  }
-
-  statechart(server: string): StatechartView {
-    const pool = this.pool(server);
-    const instances = pool.instances().map((i) => {
-      const state = i.sessionState ?? i.state;
-      return { id: i.id, lane: i.lane, state, poolState: i.state, activeStateIds: i.sessionState ? sessionStateIds(i.sessionState) : [] };
-    });
-    const active = instances.flatMap((i) => i.activeStateIds);
-    return { server: pool.name, mermaid: withActiveStates(sessionChart(), active), instances };
   }
 
   /** @throws McpxError MCPX_UNKNOWN_SERVER (a disabled server is named as such). */

@@ -7,7 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { StatechartView } from './controller.js';
+import type { StatechartView } from './statechart-view.js';
 
 export const MERMAID_ASSET_URL = '/v1/statecharts/assets/mermaid.min.js';
 

@@ -225,7 +225,8 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
   route('openapi', async () => (openapi ??= (await import('./openapi.js')).buildOpenApi(version)));
 
   route('statechart', async ({ params, query }, _req, reply) => {
-    const view = controller.statechart(params.server);
+    const pool = controller.pool(params.server);
+    const view = (await import('./statechart-view.js')).statechartView(pool);
     if (query.format === 'html') {
       return reply.type('text/html; charset=utf-8').send(statechartPage(view, { mermaidUrl: localMermaid() ? MERMAID_ASSET_URL : null }));
     }
@@ -309,7 +310,7 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
 
   route('askAnswers', async ({ params, body }, _req, reply) => {
     try {
-      return controller.asks.answer(params.id, body.answers);
+      return await controller.asks.answer(params.id, body.answers);
     } catch (err) {
       return askFailure(reply, err);
     }

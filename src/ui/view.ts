@@ -7,6 +7,7 @@
 import { activeStateIds, toMermaid } from '../machines/statechart-doc.js';
 import { CHARTS } from '../machines/charts.js';
 import type { Controller, LaneView, ProtocolRow } from '../server/controller.js';
+import { statechartView } from '../server/statechart-view.js';
 import type { ProbeRecord, StaleNote } from './probe-ring.js';
 import type { UiHub } from './hub.js';
 
@@ -68,9 +69,9 @@ export function uiState(controller: Controller, hub: UiHub): UiState {
   const probes = hub.probes.view();
   const servers: UiServer[] = controller.serverStatus().map((s) => {
     const row = rows.get(s.server)!;
-    const chart = controller.statechart(s.server);
-    const ids = new Map(chart.instances.map((i) => [i.id, i.activeStateIds]));
     const pool = controller.pool(s.server);
+    const chart = statechartView(pool);
+    const ids = new Map(chart.instances.map((i) => [i.id, i.activeStateIds]));
     const snap = pool.actor.getSnapshot();
     return {
       ...row,

@@ -16,6 +16,7 @@ import { RPC } from '../protocol/constants.js';
 import { requestParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import type { RpcPeer } from '../transports/rpc-peer.js';
 import type { JsonRpcNotification, JsonRpcRequest } from '../transports/types.js';
+import { FORWARDED_METHODS, isForwardedMethod } from './forwarded-methods.js';
 import { ToolHeaders } from './tool-headers.js';
 
 /** Answers a server-to-client request (legacy elicitation, sampling, roots) for the call that provoked it. */
@@ -42,20 +43,6 @@ export const LISTINGS: Readonly<Record<ListKind, { method: string; key: string; 
   resourceTemplates: { method: 'resources/templates/list', key: 'resourceTemplates', capability: 'resources' },
 };
 
-/** The client requests forward() relays: those both eras share (the 2026-07-28 ClientRequest union minus server/discover and subscriptions/listen). */
-export const FORWARDED_METHODS = [
-  'prompts/list',
-  'prompts/get',
-  'resources/list',
-  'resources/templates/list',
-  'resources/read',
-  'completion/complete',
-  'tools/list',
-  'tools/call',
-] as const;
-export type ForwardedMethod = (typeof FORWARDED_METHODS)[number];
-
-export const isForwardedMethod = (m: unknown): m is ForwardedMethod => typeof m === 'string' && (FORWARDED_METHODS as readonly string[]).includes(m);
 
 /** A listing longer than this many pages is cut off (a guard against servers that page forever). */
 const MAX_LIST_PAGES = 1000;

@@ -13,6 +13,7 @@ import { silentLogger, type Logger } from '../log.js';
 import { sessionMachine, type EraSource, type SessionEmitted, type SessionFailure, type WireTransport } from '../machines/session.machine.js';
 import type { SessionPreference } from '../machines/preference.js';
 import type { HttpFailure } from '../machines/verdict.js';
+import { stateName } from '../machines/state-name.js';
 import type { Era } from '../machines/versions.js';
 import { requestParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import { RequestClient, type CallOptions, type ListKind, type ReadyConnection, type ServerRequestHandler, type Tool } from './request-client.js';
@@ -46,8 +47,8 @@ export interface SessionInfo {
 
 // The request side of a session (its types are part of this module's API).
 export {
-  FORWARDED_METHODS, isForwardedMethod, LISTINGS,
-  type CallOptions, type ForwardedMethod, type InputRequiredHandler, type ListKind, type ProgressListener, type ProgressUpdate,
+  LISTINGS,
+  type CallOptions, type InputRequiredHandler, type ListKind, type ProgressListener, type ProgressUpdate,
   type ServerRequestHandler, type Tool,
 } from './request-client.js';
 
@@ -471,10 +472,4 @@ function closeDetail(info: CloseInfo | undefined): string | undefined {
   if (info.signal) parts.push(`signal ${info.signal}`);
   if (info.stderrTail && info.stderrTail.length > 0) parts.push(`stderr: ${info.stderrTail.slice(-3).join(' | ')}`);
   return parts.length ? parts.join(', ') : undefined;
-}
-
-/** A dotted name of the deepest active state, e.g. `connecting.racing`. */
-export function stateName(snapshot: SessionSnapshot): string {
-  const walk = (v: unknown): string => (typeof v === 'string' ? v : Object.entries(v as Record<string, unknown>).map(([k, sub]) => `${k}.${walk(sub)}`).join(','));
-  return walk(snapshot.value);
 }

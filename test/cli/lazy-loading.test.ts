@@ -120,7 +120,7 @@ describe('what each process loads', () => {
     }
   });
 
-  it('the daemon answers requests with nothing to validate without loading its zod schemas; the state files are checked without zod; the first validated request loads the schemas', async () => {
+  it('the daemon answers requests with nothing to validate without loading zod, its schemas or any session code; the state files are checked without zod; the first validated request loads the schemas', async () => {
     const dir = await tempDir('mcpx-loads-');
     try {
       const { state, env } = dualConfig(dir.path);
@@ -137,7 +137,11 @@ describe('what each process loads', () => {
       }
       expect(among(beforeValidation, ['fastify'], ['server/routes.js', 'state/record-checks.js', 'upstream/era-cache.js', 'catalog/catalog-store.js'])).toEqual(['catalog/catalog-store.js', 'fastify', 'server/routes.js', 'state/record-checks.js', 'upstream/era-cache.js']);
       expect(among(beforeValidation, [], ['server/schemas.js', 'server/openapi.js'])).toEqual([]);
+      // Pools exist (status listed them) but none was called: no session chart, transport or wire schema, no zod.
+      expect(among(beforeValidation, ['zod'], ['upstream/session.js', 'machines/session.machine.js', 'transports/jsonrpc.js', 'transports/stdio.js', 'serve/ask-session.js', 'serve/answer-schemas.js', 'server/statechart-view.js'])).toEqual([]);
       expect(among(loaded(before), [], ['server/schemas.js'])).toEqual(['server/schemas.js']);
+      // fastify's requires of what only HTTP/2, TLS, inject() and plugin version checks use stay unloaded (scripts/bundle.ts).
+      expect(among(loaded(before), ['semver', 'light-my-request'])).toEqual([]);
     } finally {
       await dir.remove();
     }

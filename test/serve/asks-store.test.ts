@@ -36,7 +36,7 @@ describe('AskStore', () => {
     const v = store.get(ask.id);
     expect(v.status).toBe('input_required');
     expect(v.questions[0]!.params).toEqual({ message: 'name?', requestedSchema: { type: 'object' } });
-    store.answer(ask.id, { [v.questions[0]!.id]: { action: 'accept', content: { name: 'Ada' } } });
+    await store.answer(ask.id, { [v.questions[0]!.id]: { action: 'accept', content: { name: 'Ada' } } });
     await expect(pending).resolves.toEqual({ action: 'accept', content: { name: 'Ada' } });
     expect(store.get(ask.id).status).toBe('working');
 
@@ -67,13 +67,13 @@ describe('AskStore', () => {
     const round = ctx.onInputRequired!(requests, ctx);
     const qs = store.get(ask.id).questions;
     expect(qs.map((q) => [q.method, q.via, q.key])).toEqual([['elicitation/create', 'input-required', 'who'], ['sampling/createMessage', 'input-required', 'llm']]);
-    store.answer(ask.id, { [qs[0]!.id]: { action: 'decline' } });
-    store.answer(ask.id, { [qs[1]!.id]: { role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' } });
+    await store.answer(ask.id, { [qs[0]!.id]: { action: 'decline' } });
+    await store.answer(ask.id, { [qs[1]!.id]: { role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' } });
     await expect(round).resolves.toEqual({ who: { action: 'decline' }, llm: { role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' } });
 
     const second = ctx.onInputRequired!(requests, ctx);
     const [a, b] = store.get(ask.id).questions;
-    store.answer(ask.id, { [a!.id]: { action: 'accept', content: {} } });
+    await store.answer(ask.id, { [a!.id]: { action: 'accept', content: {} } });
     await expect(second).rejects.toMatchObject({ code: 'MCPX_REQUEST_TIMEOUT', data: { reason: 'timeout', question: b!.id } });
     expect(store.get(ask.id)).toMatchObject({ questions: [], refused: [{ questionId: b!.id, reason: 'timeout' }] });
 
@@ -124,7 +124,7 @@ describe('AskStore', () => {
     setTimeout(() => void calls[0]!.ctx.onServerRequest!({ jsonrpc: '2.0', id: 0, method: 'roots/list' }, calls[0]!.ctx).catch(() => undefined), 30);
     expect((await waiting).status).toBe('input_required');
     expect(Date.now() - t0).toBeLessThan(2_000);
-    store.answer(ask.id, { [store.get(ask.id).questions[0]!.id]: { roots: [] } });
+    await store.answer(ask.id, { [store.get(ask.id).questions[0]!.id]: { roots: [] } });
     expect((await store.wait(ask.id, 40)).status).toBe('working');
     const gone = new AbortController();
     setTimeout(() => gone.abort(), 20);
