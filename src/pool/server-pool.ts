@@ -118,6 +118,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   private readonly deps: ServerPoolDeps;
   /** Set from deps, or by the first call (see the header). */
   private sessionFactory: SessionFactory | undefined;
+  private factoryLoad: Promise<SessionFactory> | undefined;
   private readonly log: Logger;
   private readonly cacheKey: string | null;
   private readonly sessions = new Map<string, Live>();
@@ -296,7 +297,10 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
     const key = this.keyFor(ctx);
     const deadline = ctx.timeoutMs === undefined ? undefined : Date.now() + ctx.timeoutMs;
     if (this.sessionFactory === undefined) {
-      this.sessionFactory = await (this.deps.loadSessionFactory ?? loadUpstreamSession)();
+      this.sessionFactory = await (this.factoryLoad ??= (this.deps.loadSessionFactory ?? loadUpstreamSession)().catch((err: unknown) => {
+        this.factoryLoad = undefined; // the next call tries again
+        throw err;
+      }));
       if (this.actor.getSnapshot().status !== 'active') throw this.stoppedError(); // stopped while it loaded
     }
     const lease = await this.acquire(want, key, ctx, deadline);

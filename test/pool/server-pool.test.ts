@@ -7,7 +7,7 @@ import { SimulatedClock } from 'xstate';
 import { waiting } from '../../src/pool/pool.machine.js';
 import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
 import { eraCacheKey } from '../../src/upstream/process-key.js';
-import { settle, textOf } from '../support/auto-upstream.js';
+import { AutoUpstream, settle, textOf } from '../support/auto-upstream.js';
 import { LEGACY_CALLER, MODERN_CALLER, simPool, until, type SimPool } from './helpers.js';
 
 /** A record date within upstream.eraCacheMaxAge (older records are probed again). */
@@ -434,6 +434,38 @@ describe('stop()', () => {
     await expect(s.pool.callTool('echo', { text: 'x' })).rejects.toMatchObject({ code: 'MCPX_POOL_STOPPED' });
     expect(s.pool.actor.getSnapshot().value).toBe('stopped');
     expect(s.stops().map((e) => e.reason)).toEqual(['pool-stopped', 'pool-stopped']);
+  });
+
+  it('the session code loads on the first call, once; a pool stopped while it loads refuses that call, and starts nothing', async () => {
+    const up = new AutoUpstream({ kind: 'dual' });
+    let loads = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const loadSessionFactory = async () => {
+      loads++;
+      await gate;
+      return up.sessionFactory();
+    };
+    const s = make({ deps: { sessionFactory: undefined, loadSessionFactory } });
+    expect(loads).toBe(0); // building the pool loads nothing
+    const first = s.pool.callTool('echo', { text: 'a' });
+    const second = s.pool.callTool('echo', { text: 'b' });
+    await settle();
+    expect(s.pool.instances()).toEqual([]); // nothing starts before the factory is there
+    release();
+    expect((await Promise.all([first, second])).map(textOf)).toEqual(['a era=modern', 'b era=modern']);
+    expect(await s.pool.callTool('echo', { text: 'c' }).then(textOf)).toBe('c era=modern');
+    expect(loads).toBe(1); // the two first callers waited for the same load; the third found it loaded
+
+    let late!: () => void;
+    const lateGate = new Promise<void>((r) => (late = r));
+    const t = make({ deps: { sessionFactory: undefined, loadSessionFactory: async () => (await lateGate, up.sessionFactory()) } });
+    const call = t.pool.callTool('echo', { text: 'x' });
+    await settle();
+    await t.pool.stop();
+    late();
+    await expect(call).rejects.toMatchObject({ code: 'MCPX_POOL_STOPPED' });
+    expect(t.pool.instances()).toEqual([]);
   });
 
   it('stops an instance that is still starting', async () => {
