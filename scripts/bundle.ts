@@ -37,6 +37,8 @@ const BUNDLE_META = join(BUNDLE_DIR, 'bundle-meta.json');
 const LAZY_REQUIRES: Array<{ file: string; requires: string[] }> = [
   { file: 'node_modules/fastify/lib/server.js', requires: ["const https = require('node:https')", "const http2 = require('node:http2')", "const dns = require('node:dns')"] },
   { file: 'node_modules/fastify/lib/plugin-utils.js', requires: ["const semver = require('semver')"] },
+  // Every command: commander spawns with it only for executable subcommands, which mcpx has none of.
+  { file: 'node_modules/commander/lib/command.js', requires: ["const childProcess = require('node:child_process')"] },
 ];
 
 const LAZY_MODULE =

@@ -5,7 +5,6 @@
  * background (`<node> <this CLI> daemon`, detached, same state folder, config, environment and
  * working directory, its log appended to `<state>/daemon.log`) and wait for its socket, bounded.
  */
-import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { chmod } from 'node:fs/promises';
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
@@ -250,8 +249,8 @@ function lastError(logFile: string): string | undefined {
 export async function startDaemonInBackground(target: Target, opts: StartOptions): Promise<{ pid: number | undefined }> {
   const env = opts.env ?? process.env;
   const timeoutMs = opts.timeoutMs ?? (Number(env['MCPX_DAEMON_START_TIMEOUT']) || 20_000);
-  // The state folder's rules load only here: a command that finds its daemon running never needs them.
-  const { checkSocketPath, DAEMON_JSON, DAEMON_LOG, ensureStateDir } = await import('../server/state-dir.js');
+  // The state folder's rules and child_process load only here: a command that finds its daemon running never needs them.
+  const [{ checkSocketPath, DAEMON_JSON, DAEMON_LOG, ensureStateDir }, { spawn }] = await Promise.all([import('../server/state-dir.js'), import('node:child_process')]);
   checkSocketPath(target.socket); // the daemon would refuse it too; say so before starting one
   await ensureStateDir(target.stateDir);
   const logFile = join(target.stateDir, DAEMON_LOG);
