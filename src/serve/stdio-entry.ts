@@ -22,6 +22,21 @@ export interface ServeOptions {
   servers?: string[];
 }
 
+/** Fails, naming them, when some of the servers serve was asked for are not configured (or disabled). */
+async function checkServers(socket: string, wanted: string[]): Promise<void> {
+  const client = new DaemonClient(socket);
+  try {
+    const res = await client.request<{ servers: Array<{ server: string; disabled: boolean }> }>('GET', '/v1/servers');
+    const known = new Set(res.body.servers.filter((s) => !s.disabled).map((s) => s.server));
+    const missing = wanted.filter((n) => !known.has(n));
+    if (missing.length > 0) {
+      throw new McpxError('MCPX_UNKNOWN_SERVER', `no server ${missing.map((n) => JSON.stringify(n)).join(', ')} is configured (configured: ${[...known].join(', ') || 'none'})`);
+    }
+  } finally {
+    await client.close();
+  }
+}
+
 export async function runServe(opts: ServeOptions): Promise<void> {
   // What answers the client (the MCP SDK, the front) and pino load while the daemon is reached, not before:
   // start-up is mostly loading and compiling modules, and reaching the daemon is mostly waiting.
@@ -40,18 +55,8 @@ export async function runServe(opts: ServeOptions): Promise<void> {
   // would start every server before the client's initialize is answered.)
   try {
     await backend.connect();
-    const client = new DaemonClient(opts.target.socket);
-    try {
-      const res = await client.request<{ servers: Array<{ server: string; disabled: boolean }> }>('GET', '/v1/servers');
-      const known = new Set(res.body.servers.filter((s) => !s.disabled).map((s) => s.server));
-      const wanted = [...(opts.passthrough === undefined ? [] : [opts.passthrough]), ...(opts.servers ?? [])];
-      const missing = wanted.filter((n) => !known.has(n));
-      if (missing.length > 0) {
-        throw new McpxError('MCPX_UNKNOWN_SERVER', `no server ${missing.map((n) => JSON.stringify(n)).join(', ')} is configured (configured: ${[...known].join(', ') || 'none'})`);
-      }
-    } finally {
-      await client.close();
-    }
+    const wanted = [...(opts.passthrough === undefined ? [] : [opts.passthrough]), ...(opts.servers ?? [])];
+    if (wanted.length > 0) await checkServers(opts.target.socket, wanted); // serving every server: nothing to check
   } catch (err) {
     await logging.catch(() => undefined); // what was logged on the way is written before the error
     throw err;
