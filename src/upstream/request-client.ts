@@ -343,7 +343,7 @@ export class RequestClient {
   ): Promise<Record<string, unknown>> {
     const { name, arguments: args } = params;
     if (!mirrorsParams(await this.link.ready())) return this.request('tools/call', params, opts);
-    if (!this.paramTools) await this.listParamTools();
+    if (!this.paramTools) await this.listParamTools(opts);
     const headers = this.paramHeadersFor(name, args);
     try {
       return await this.requestWithHeaders('tools/call', params, opts, headers);
@@ -353,7 +353,7 @@ export class RequestClient {
       // tool's inputSchema, then retry the original request with the appropriate headers." Once, and only
       // when the listing changed the headers: the same headers would be refused the same way.
       if (!(err instanceof UpstreamRpcError) || err.rpc.code !== RPC.headerMismatch) throw err;
-      await this.listParamTools();
+      await this.listParamTools(opts);
       const fresh = this.paramHeadersFor(name, args);
       if (JSON.stringify(Object.entries(fresh).sort()) === JSON.stringify(Object.entries(headers).sort())) throw err;
       this.log.info({ tool: name }, 'the server refused the Mcp-Param headers; retrying with the re-listed inputSchema');
@@ -419,9 +419,13 @@ export class RequestClient {
     return admitted;
   }
 
-  /** One tools/list for callTool's sake, shared by the calls waiting on it. A failure leaves paramTools as it was. */
-  private listParamTools(): Promise<void> {
-    this.paramToolsListing ??= this.listTools()
+  /**
+   * One tools/list for callTool's sake, shared by the calls waiting on it. A failure leaves paramTools as it
+   * was. It declares the capabilities of the call that needed it (a server may list differently for them),
+   * never the session's own.
+   */
+  private listParamTools(call: CallOptions): Promise<void> {
+    this.paramToolsListing ??= this.listTools(call.capabilities ? { capabilities: call.capabilities } : {})
       .then(
         () => undefined,
         (err: unknown) => this.log.debug({ err }, 'could not list the tools for their Mcp-Param headers'),
