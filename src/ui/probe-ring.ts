@@ -12,8 +12,8 @@
 import type { InspectionEvent } from 'xstate';
 import type { SessionContext, SessionEvent } from '../machines/session.machine.js';
 import type { Lane } from '../machines/preference.js';
-import type { InspectSource } from '../pool/types.js';
 import { stateName } from '../machines/state-name.js';
+import type { InspectSource } from '../pool/types.js';
 import type { SessionSnapshot } from '../upstream/session.js';
 
 export type ProbeStepKind =
