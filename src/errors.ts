@@ -85,8 +85,10 @@ export class McpxError extends Error {
   }
 
   static override [Symbol.hasInstance](value: unknown): boolean {
+    // `this` is McpxError itself when its parent is Error. (Not `this === McpxError`: a class that names
+    // itself is bundled as `class _McpxError`, and that would become its name, and its errors'.)
     return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true
-      && (this === McpxError || Function.prototype[Symbol.hasInstance].call(this, value));
+      && (Object.getPrototypeOf(this) === Error || Function.prototype[Symbol.hasInstance].call(this, value));
   }
 
   toJSON(): { code: ErrorCode; message: string; data?: Record<string, unknown> } {
