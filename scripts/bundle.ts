@@ -26,10 +26,11 @@ const BUNDLE_META = join(BUNDLE_DIR, 'bundle-meta.json');
 
 /**
  * Top-level require()s in packages' files, of modules only some code paths call, made lazy: each becomes
- * an object that requires the module on its first property read. The daemon's start loaded them for
- * nothing (about 15 ms together): fastify requires http2, https and dns for HTTP/2 and TLS servers and for
+ * an object that requires the module on its first property read. Starts loaded them for nothing (about
+ * 15 ms of the daemon's): fastify requires http2, https and dns for HTTP/2 and TLS servers and for
  * listening on a host name (the daemon listens on a socket path, or on TCP with an address), and semver to
- * check a plugin's declared fastify version (mcpx's plugins declare none).
+ * check a plugin's declared fastify version (mcpx's plugins declare none); commander requires
+ * child_process in every command, for executable subcommands (mcpx has none).
  *
  * Each listed require must be found as written, or the build fails: a package upgrade that changes one
  * is noticed, never silently bundled eagerly or, worse, half-rewritten.
@@ -37,7 +38,6 @@ const BUNDLE_META = join(BUNDLE_DIR, 'bundle-meta.json');
 const LAZY_REQUIRES: Array<{ file: string; requires: string[] }> = [
   { file: 'node_modules/fastify/lib/server.js', requires: ["const https = require('node:https')", "const http2 = require('node:http2')", "const dns = require('node:dns')"] },
   { file: 'node_modules/fastify/lib/plugin-utils.js', requires: ["const semver = require('semver')"] },
-  // Every command: commander spawns with it only for executable subcommands, which mcpx has none of.
   { file: 'node_modules/commander/lib/command.js', requires: ["const childProcess = require('node:child_process')"] },
 ];
 

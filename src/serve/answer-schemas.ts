@@ -1,6 +1,6 @@
 /**
  * What a caller's answer to each question must be: the result object MCP defines for it (extra fields such
- * as `_meta` pass). Loaded by AskStore with its first ask.
+ * as `_meta` pass). Loaded by AskStore with the first answer it checks.
  */
 import * as z from 'zod';
 import type { QuestionMethod } from './asks.js';
