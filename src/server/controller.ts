@@ -142,7 +142,6 @@ export interface ControllerOptions {
   catalogStore?: CatalogStore | null;
 }
 
-
 /** What the record of one finished call holds. */
 interface CallRecord {
   server: string;

@@ -43,7 +43,6 @@ export const LISTINGS: Readonly<Record<ListKind, { method: string; key: string; 
   resourceTemplates: { method: 'resources/templates/list', key: 'resourceTemplates', capability: 'resources' },
 };
 
-
 /** A listing longer than this many pages is cut off (a guard against servers that page forever). */
 const MAX_LIST_PAGES = 1000;
 
