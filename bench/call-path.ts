@@ -26,6 +26,19 @@ import { DUAL, freePort, nodeServer, sleep, startDaemon, stopChild, track, type 
 import { figure, percentile, type Figure } from './lib/stats.js';
 
 export const CONCURRENCY = [1, 16] as const;
+/** Calls timed from a fresh process (one in flight), then calls at 16 in flight before the rounds begin. */
+const COLD_CALLS = 1_000;
+const WARM_CALLS = 5_000;
+
+/** The first COLD_CALLS calls of a variant, one at a time, before anything warmed it. */
+export interface ColdRow {
+  id: string;
+  label: string;
+  calls: number;
+  p50: number;
+  mean: number;
+  errors: number;
+}
 
 export interface CallRow {
   id: string;
@@ -50,6 +63,10 @@ export interface CallResults {
   rounds: number;
   calls: { 1: number; 16: number };
   rows: CallRow[];
+  /** The first calls of each variant, before the warm-up (absent in results from before it was measured). */
+  cold?: ColdRow[];
+  /** Calls at 16 in flight after those, on each path, before the rounds. */
+  warmCalls?: number;
   missing: Array<{ id: string; label: string; why: string }>;
   shell: ShellRow[];
 }
@@ -223,9 +240,17 @@ export async function benchCallPath(log: (line: string) => void): Promise<CallRe
     if ('variant' in sg) variants.push(sg.variant);
     else missing.push({ id: 'd', label: 'supergateway', why: sg.why });
 
-    // Warm every path (JIT, connections, the daemon's session) before measuring.
-    for (const v of variants) for (let i = 0; i < 100; i++) await v.call();
-    for (const v of variants) await drive(v.call, 16, 200);
+    // Warm every path (JIT, connections, the daemon's session) before measuring. V8 optimises a function
+    // only after many runs, and a path through several processes has thousands of functions: the daemon
+    // takes some 5,000 calls to settle (1,000 calls at a time: about 1.4 ms of its CPU per call over the
+    // first thousand, 0.3 ms from the fifth on). The first calls are timed on their own: what a caller
+    // who calls now and then gets, from a fresh process.
+    const cold: ColdRow[] = [];
+    for (const v of variants) {
+      const first = await drive(v.call, 1, COLD_CALLS);
+      cold.push({ id: v.id, label: v.label, calls: first.latencies.length, p50: percentile(first.latencies, 50), mean: first.latencies.reduce((a, b) => a + b, 0) / Math.max(1, first.latencies.length), errors: first.errors });
+      await drive(v.call, 16, WARM_CALLS);
+    }
 
     const runs = new Map<string, { p50: number[]; p99: number[]; rate: number[]; errors: number }>();
     for (let round = 0; round < ROUNDS; round++) {
@@ -256,7 +281,7 @@ export async function benchCallPath(log: (line: string) => void): Promise<CallRe
     variants.length = 0;
     log('shell: mcpx call / --version / node -e 0');
     const shell = await shellRows(daemon, base);
-    return { fixture: 'examples/servers/dual.mjs echo', rounds: ROUNDS, calls: { 1: CALLS, 16: CALLS * 2 }, rows, missing, shell };
+    return { fixture: 'examples/servers/dual.mjs echo', rounds: ROUNDS, calls: { 1: CALLS, 16: CALLS * 2 }, rows, cold, warmCalls: WARM_CALLS, missing, shell };
   } finally {
     for (const v of variants) await v.close().catch(() => undefined);
     await daemon.stop();

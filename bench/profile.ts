@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   let window: { fromUs: number; toUs: number };
   let wallMs: number;
   try {
-    await drive(call, 16, 2_000); // warm: the session, the JIT
+    await drive(call, 16, 6_000); // warm: the session, and the JIT (the daemon takes some 5,000 calls to settle)
     const fromUs = nowUs();
     const run = await drive(call, 16, calls);
     window = { fromUs, toUs: nowUs() };

@@ -185,6 +185,12 @@ function callTable(r: Results): string[] {
   const out = ['| path | in flight | p50 | p99 | calls/s |', '|---|---:|---|---|---|'];
   for (const x of r.call.rows) out.push(`| (${x.id}) ${x.label}${x.note ? ` — ${x.note}` : ''}${x.errors ? ` (${x.errors} errors)` : ''} | ${x.concurrency} | ${showMs(x.p50)} | ${showMs(x.p99)} | ${showRate(x.rate)} |`);
   for (const m of r.call.missing) out.push(`| (${m.id}) ${m.label} | – | not measured: ${m.why} | | |`);
+  if (r.call.cold?.length) {
+    out.push('');
+    out.push(`Before the rounds: the first ${r.call.cold[0]!.calls} calls of each path, one at a time, before anything warmed it (a fresh client and fixture; for (b), a fresh daemon; (c) and the "before" rows come after (b) and start with its daemon already warm). This is what a caller who calls now and then gets: V8 optimises code only after it has run many times.`, '');
+    out.push('| path, first calls | p50 | mean |', '|---|---|---|');
+    for (const x of r.call.cold) out.push(`| (${x.id}) ${x.label}${x.errors ? ` (${x.errors} errors)` : ''} | ${x.p50.toFixed(2)} ms | ${x.mean.toFixed(2)} ms |`);
+  }
   out.push('');
   out.push('| from the shell | wall (median per round, spread over rounds) | peak RSS |', '|---|---|---|');
   for (const s of r.call.shell) out.push(`| ${s.label} | ${showMs(s.wallMs, 0)} | ${s.maxRssMiB ? `${s.maxRssMiB.median.toFixed(0)} MiB` : '–'} |`);
@@ -270,7 +276,7 @@ export function markdown(r: Results, before: Results | undefined, notes: string)
     '',
     '## The call path',
     '',
-    `Fixture: ${r.call?.fixture ?? '–'}; ${r.call ? `${r.call.calls[1]} calls per run at 1 in flight, ${r.call.calls[16]} at 16; ${r.call.rounds} rounds.` : ''}`,
+    `Fixture: ${r.call?.fixture ?? '–'}; ${r.call ? `${r.call.calls[1]} calls per run at 1 in flight, ${r.call.calls[16]} at 16; ${r.call.rounds} rounds${r.call.cold ? `, after ${r.call.cold[0]?.calls ?? 0} calls at 1 in flight and ${r.call.warmCalls ?? '?'} at 16 on each path to warm it` : ''}.` : ''}`,
     '',
     '![p50 at 1 in flight and calls/s at 16 in flight, per path](benchmarks.svg)',
     '',

@@ -4,11 +4,11 @@
  * Everything listens on a Unix socket in a temp folder or on 127.0.0.1.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { MCPX, ROOT } from './knobs.js';
 
 const children = new Set<ChildProcess>();
@@ -132,8 +132,11 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
     extra['MCPX_CONFIG'] = config;
   }
   const env = cleanEnv(dir, extra);
-  const { openSync, closeSync } = await import('node:fs');
-  const log = openSync(join(dir, 'daemon.log'), 'a');
+  // Not beside the config file: the daemon watches the config's folder, and a log line written there
+  // would wake that watcher on every call (a background daemon logs into its state folder, not watched).
+  const logFile = join(dir, 'log', 'daemon.log');
+  mkdirSync(dirname(logFile));
+  const log = openSync(logFile, 'a');
   const t0 = performance.now();
   const child = track(spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.cli ?? MCPX, 'daemon'], { cwd: dir, env, stdio: ['ignore', log, log] }));
   closeSync(log);
@@ -141,7 +144,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
   child.once('exit', () => (gone = true));
   const deadline = Date.now() + 30_000;
   for (;;) {
-    if (gone) throw new Error(`the daemon exited at start (log: ${join(dir, 'daemon.log')})`);
+    if (gone) throw new Error(`the daemon exited at start (log: ${logFile})`);
     if (await healthy(socket, 500)) break;
     if (Date.now() > deadline) throw new Error('the daemon did not answer within 30 s');
     await sleep(opts.pollMs ?? 2);

@@ -31,6 +31,7 @@ import { AskStore } from '../serve/asks.js';
 import { Catalog } from '../serve/catalog.js';
 import { exposeNames } from '../serve/names.js';
 import { EventHub, type DaemonEvent } from './events.js';
+import type { RecordLog } from './record-log.js';
 import { Reconciler, type ReconcileOptions, type ReconcileResult } from './reconciler.js';
 import type { callResultSchema, configViewSchema, instanceSchema, protocolSchema, reloadSchema, serverViewSchema, settingChangeSchema, statusSchema, toolsSchema } from './schemas.js';
 import { describeConfig, serverView } from './config-view.js';
@@ -140,6 +141,8 @@ export interface ControllerOptions {
   settingsSources?: Omit<SettingsSources, 'file' | 'filePath' | 'runtime'>;
   /** The persisted tool catalogue (`<state>/tool-catalog.json`); none: listings are kept in memory only. */
   catalogStore?: CatalogStore | null;
+  /** Where the `call finished` lines go; none: a child of `logger`, written line by line (see recordLogger). */
+  records?: RecordLog;
 }
 
 /** What the record of one finished call holds. */
@@ -173,7 +176,7 @@ export class Controller {
   readonly asks: AskStore;
   private readonly log: Logger;
   /** Writes the `call finished` lines (see recordLogger). */
-  private readonly recordLog: Logger;
+  private readonly recordLog: RecordLog;
   /** Call records not yet written: written together, once per turn of the event loop (and on stop). */
   private records: CallRecord[] = [];
   private readonly writeRecords = (): void => {
@@ -194,7 +197,7 @@ export class Controller {
     this.registry = opts.registry;
     this.cfg = opts.config;
     this.log = (opts.logger ?? silentLogger).child({ component: 'daemon' });
-    this.recordLog = recordLogger(opts.logger ?? silentLogger);
+    this.recordLog = opts.records ?? { logger: recordLogger(opts.logger ?? silentLogger), flush: () => undefined };
     this.hub = opts.hub ?? new EventHub();
     this.scrubber = opts.scrubber ?? new Scrubber();
     this.scrubber.setFromServers(this.cfg.servers);
@@ -234,6 +237,7 @@ export class Controller {
   /** Stops every pool (every upstream process). */
   async stop(): Promise<void> {
     this.writeRecords(); // the records of calls already answered are not left to a later turn
+    this.recordLog.flush();
     this.reconciler.stop();
     this.asks.close();
     await this.registry.stopAll();
@@ -394,7 +398,7 @@ export class Controller {
 
   /**
    * The call's record (the `call finished` log line, `call.finished` on /v1/events), made once its answer
-   * has gone out: the log line is a synchronous write, and the caller should not wait for it.
+   * has gone out: the caller should not wait for its log line to be formatted.
    */
   private finished(server: string, tool: string, started: number, outcome: CallOutcome, lane: Lane | undefined, ctx: CallContext): void {
     const ms = Date.now() - started;
@@ -406,7 +410,7 @@ export class Controller {
   }
 
   private record({ server, tool, ok, ms, code, lane, callerProtocol }: CallRecord): void {
-    this.recordLog.info({ server, tool, ok, ms, ...(code ? { code } : {}), ...(lane ? { lane } : {}) }, 'call finished');
+    this.recordLog.logger.info({ server, tool, ok, ms, ...(code ? { code } : {}), ...(lane ? { lane } : {}) }, 'call finished');
     this.hub.publish({
       type: 'call.finished',
       server,

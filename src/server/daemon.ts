@@ -25,6 +25,7 @@ import type { McpHttpEntry } from '../serve/http-entry.js';
 import { buildApp, type DaemonInfo } from './app.js';
 import { loadDaemonConfig } from './config-source.js';
 import { Controller, createPoolRegistry } from './controller.js';
+import { makeRecordLog, type RecordLog } from './record-log.js';
 import { EventHub } from './events.js';
 import { ProcessLedger, sweepOrphans } from './orphans.js';
 import { packageVersion } from '../package-info.js';
@@ -70,21 +71,30 @@ export interface DaemonHandle {
   readonly stopped: Promise<void>;
 }
 
-async function makeLogger(level: string, scrubber: Scrubber, opts: DaemonOptions): Promise<PinoLogger> {
+interface DaemonLoggers {
+  logger: PinoLogger;
+  /** The `call finished` lines, buffered until flushed (see makeRecordLog); none for a terminal. */
+  records: RecordLog | undefined;
+}
+
+async function makeLoggers(level: string, scrubber: Scrubber, opts: DaemonOptions): Promise<DaemonLoggers> {
   const usePretty = opts.prettyLogs ?? (opts.logStream === undefined && process.stdout.isTTY === true);
   // pino-pretty loads only for a terminal: a background daemon logs JSON to its file.
   const pretty = usePretty && !opts.logStream ? (await import('pino-pretty')).default : undefined;
   const stream: Writable | pino.DestinationStream = opts.logStream ?? (pretty ? pretty({ colorize: true, sync: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'hostname,daemon' }) : pino.destination({ dest: 1, sync: true }));
-  return pino(
+  const base = { daemon: process.pid };
+  // Belt and braces: known secret values never reach a log line, whatever field they hide in.
+  const hooks = { streamWrite: (s: string) => scrubber.scrub(s) };
+  const logger = pino(
     {
       level,
-      base: { daemon: process.pid },
-      // Belt and braces: known secret values never reach a log line, whatever field they hide in.
-      hooks: { streamWrite: (s: string) => scrubber.scrub(s) },
+      base,
+      hooks,
       redact: { paths: ['req.headers.authorization', 'headers.authorization', 'token', '*.token', 'definition.env', 'definition.headers', 'env', 'headers'], censor: '<redacted>' },
     },
     stream as pino.DestinationStream,
   );
+  return { logger, records: pretty ? undefined : makeRecordLog(level, base, hooks, stream) };
 }
 
 /**
@@ -105,7 +115,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
 
   const scrubber = new Scrubber();
   scrubber.setFromServers(config.servers);
-  const logger = await makeLogger(settings.get('log.level'), scrubber, opts);
+  const { logger, records } = await makeLoggers(settings.get('log.level'), scrubber, opts);
   const log = logger.child({ component: 'daemon' });
 
   const stateDir = settings.get('paths.state');
@@ -181,6 +191,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
       registry,
       config,
       logger,
+      ...(records ? { records } : {}),
       hub: new EventHub(),
       scrubber,
       settingsSources: sources,
@@ -189,7 +200,9 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     });
     cleanups.push(() => controller.stop());
     settings.onChange((c) => {
-      if (c.path === 'log.level') logger.level = String(c.value);
+      if (c.path !== 'log.level') return;
+      logger.level = String(c.value);
+      records?.setLevel?.(String(c.value));
     });
     await controller.start();
 
@@ -331,6 +344,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
         const t0 = Date.now();
         if (timer) clearTimeout(timer);
         watcher?.close();
+        if (records) process.off('exit', records.flush);
         if (opts.handleSignals) {
           process.off('SIGINT', onSignal);
           process.off('SIGTERM', onSignal);
@@ -349,6 +363,8 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     },
   };
 
+  // The call records still buffered when the process exits (an uncaught error included) are written then.
+  if (records) process.on('exit', records.flush);
   if (opts.handleSignals) {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
