@@ -13,6 +13,7 @@ import { DaemonClient, type Target } from '../cli/client.js';
 import { LateLogger, type Logger } from '../log.js';
 import { packageVersion } from '../package-info.js';
 import { SocketBackend } from './socket-backend.js';
+import { TurnBatchedOutput } from './turn-batched-output.js';
 
 export interface ServeOptions {
   target: Target;
@@ -62,7 +63,7 @@ export async function runServe(opts: ServeOptions): Promise<void> {
     throw err;
   }
   await logging;
-  const [{ serveStdio }, { frontFactory }] = await Promise.all([sdk, front]);
+  const [{ serveStdio, StdioServerTransport }, { frontFactory }] = await Promise.all([sdk, front]);
   const factory = frontFactory({
     backend,
     version: packageVersion(),
@@ -72,11 +73,17 @@ export async function runServe(opts: ServeOptions): Promise<void> {
     ...(opts.passthrough === undefined ? {} : { passthrough: opts.passthrough }),
     ...(opts.servers === undefined ? {} : { servers: opts.servers }),
   });
-  const handle = serveStdio(factory, { legacy: 'serve', onerror: (err) => logger.debug({ err }, 'stdio entry') });
+  // The SDK's own stdio transport, over a stdout whose writes of one turn leave together.
+  const output = new TurnBatchedOutput(process.stdout);
+  const transport = new StdioServerTransport(process.stdin, output.asWritable());
+  // Answers written in serve's last turn are not left behind when the process ends.
+  process.once('exit', output.flush);
+  const handle = serveStdio(factory, { legacy: 'serve', transport, onerror: (err) => logger.debug({ err }, 'stdio entry') });
   await new Promise<void>((resolve) => {
     process.stdin.once('end', resolve);
     process.stdin.once('close', resolve);
   });
+  output.flush();
   factory.close();
   await handle.close().catch(() => undefined);
   await backend.close();
