@@ -137,6 +137,9 @@ describe('what each process loads', () => {
       }
       expect(among(beforeValidation, ['fastify'], ['server/routes.js', 'state/record-checks.js', 'upstream/era-cache.js', 'catalog/catalog-store.js'])).toEqual(['catalog/catalog-store.js', 'fastify', 'server/routes.js', 'state/record-checks.js', 'upstream/era-cache.js']);
       expect(among(beforeValidation, [], ['server/schemas.js', 'server/openapi.js'])).toEqual([]);
+      // `mcpx daemon` with nothing after it parses no command line: no commander, no command module (the table only).
+      expect(among(beforeValidation, ['commander'])).toEqual([]);
+      expect(commandsBut(beforeValidation, 'index')).toEqual([]);
       // Pools exist (status listed them) but none was called: no session chart, transport or wire schema, no zod.
       expect(among(beforeValidation, ['zod'], ['upstream/session.js', 'machines/session.machine.js', 'transports/jsonrpc.js', 'transports/stdio.js', 'serve/ask-session.js', 'serve/answer-schemas.js', 'server/statechart-view.js'])).toEqual([]);
       expect(among(loaded(before), [], ['server/schemas.js'])).toEqual(['server/schemas.js']);

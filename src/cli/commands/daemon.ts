@@ -29,9 +29,7 @@ export async function register(program: Command, cli: CliContext): Promise<void>
       if (v !== undefined) flags[flag] = v;
     }
     const inspect = o['inspect'] === undefined ? undefined : (await import('../ui.js')).inspectOption(o['inspect']);
-    const { startDaemon } = await import('../../server/daemon.js');
-    const handle = await startDaemon({ ...(o['config'] === undefined ? {} : { configFlag: o['config'] }), flags, handleSignals: true, ...(inspect ? { inspect } : {}) });
-    await handle.stopped;
-    process.exit(0);
+    const { runDaemon } = await import('../run-daemon.js');
+    await runDaemon({ ...(o['config'] === undefined ? {} : { configFlag: o['config'] }), flags, ...(inspect ? { inspect } : {}) });
   });
 }
