@@ -187,7 +187,7 @@ function callTable(r: Results): string[] {
   for (const m of r.call.missing) out.push(`| (${m.id}) ${m.label} | – | not measured: ${m.why} | | |`);
   if (r.call.cold?.length) {
     out.push('');
-    out.push(`Before the rounds: the first ${r.call.cold[0]!.calls} calls of each path, one at a time, before anything warmed it (a fresh client and fixture; for (b), a fresh daemon; (c) and the "before" rows come after (b) and start with its daemon already warm). This is what a caller who calls now and then gets: V8 optimises code only after it has run many times.`, '');
+    out.push(`Before the rounds: the first ${r.call.cold[0]!.calls} calls of each path, one at a time, before anything warmed it (a fresh client and fixture; for (b) and "before: (b)", a fresh daemon each; each (c) row comes after its daemon's (b) row, so only its serve process is fresh). This is what a caller who calls now and then gets: V8 optimises code only after it has run many times.`, '');
     out.push('| path, first calls | p50 | mean |', '|---|---|---|');
     for (const x of r.call.cold) out.push(`| (${x.id}) ${x.label}${x.errors ? ` (${x.errors} errors)` : ''} | ${x.p50.toFixed(2)} ms | ${x.mean.toFixed(2)} ms |`);
   }
