@@ -9,6 +9,7 @@
  * Every process it starts is stopped and every temp folder removed, also when interrupted.
  */
 import { execFileSync } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +30,10 @@ function versionOf(pkg: string): string | null {
 const log = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
 async function main(): Promise<void> {
+  // The SDK client's Streamable HTTP transport (path d) hands every request one abort signal, and undici's
+  // fetch keeps a listener on it per request until the request is garbage-collected: past 1,500 node
+  // prints a warning per request, thousands in a run. No limit on the emitters made from here on.
+  setMaxListeners(0);
   const cpu = cpus();
   const results: Results = {
     generatedAt: new Date().toISOString(),
