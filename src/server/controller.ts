@@ -142,7 +142,7 @@ export interface ControllerOptions {
   /** The persisted tool catalogue (`<state>/tool-catalog.json`); none: listings are kept in memory only. */
   catalogStore?: CatalogStore | null;
   /** Where the `call finished` lines go; none: a child of `logger`, written line by line (see recordLogger). */
-  records?: RecordLog;
+  records?: Pick<RecordLog, 'logger' | 'flush'>;
 }
 
 /** What the record of one finished call holds. */
@@ -176,7 +176,7 @@ export class Controller {
   readonly asks: AskStore;
   private readonly log: Logger;
   /** Writes the `call finished` lines (see recordLogger). */
-  private readonly recordLog: RecordLog;
+  private readonly recordLog: Pick<RecordLog, 'logger' | 'flush'>;
   /** Call records not yet written: written together, once per turn of the event loop (and on stop). */
   private records: CallRecord[] = [];
   private readonly writeRecords = (): void => {

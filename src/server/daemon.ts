@@ -202,7 +202,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     settings.onChange((c) => {
       if (c.path !== 'log.level') return;
       logger.level = String(c.value);
-      records?.setLevel?.(String(c.value));
+      records?.setLevel(String(c.value));
     });
     await controller.start();
 

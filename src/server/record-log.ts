@@ -9,7 +9,7 @@ export interface RecordLog {
   logger: Logger;
   flush(): void;
   /** Follows the daemon's `log.level` (a record is an info line). */
-  setLevel?(level: string): void;
+  setLevel(level: string): void;
 }
 
 /** How long a record line may wait in the buffer: a log line, read by people and by `tail`. */

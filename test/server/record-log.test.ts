@@ -77,11 +77,11 @@ describe('the call-record log', () => {
     r.logger.info({ tool: 'hidden' }, 'call finished');
     r.flush();
     expect(out.writes).toEqual([]);
-    r.setLevel?.('info');
+    r.setLevel('info');
     r.logger.info({ tool: 'shown' }, 'call finished');
     r.flush();
     expect(out.writes).toHaveLength(1);
-    r.setLevel?.('error');
+    r.setLevel('error');
     r.logger.info({ tool: 'hidden again' }, 'call finished');
     r.flush();
     expect(out.writes).toHaveLength(1);
