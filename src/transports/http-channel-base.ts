@@ -13,9 +13,14 @@ import { silentLogger, type TransportLogger } from './jsonrpc.js';
 /**
  * undici, loaded by the first HTTP request: it takes about as long to load as node itself, and a daemon
  * whose upstreams are all stdio never needs it.
+ *
+ * Through `default`: undici is CommonJS, and a lazily imported CommonJS package is a chunk of the bundle
+ * whose only export is `default` (its module.exports). Node's own import of it has `default` too, so this
+ * one reads the same in tsc's output and in the binary; named exports exist only in the former.
  */
-let undici: Promise<typeof import('undici')> | undefined;
-const loadUndici = (): Promise<typeof import('undici')> => (undici ??= import('undici'));
+type Undici = typeof import('undici').default;
+let undici: Promise<Undici> | undefined;
+const loadUndici = (): Promise<Undici> => (undici ??= import('undici').then((m) => m.default));
 
 /** Largest accepted JSON body or SSE event, unless configured. */
 export const DEFAULT_HTTP_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
