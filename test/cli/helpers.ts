@@ -4,14 +4,18 @@
  * make sure every process a test starts is gone when it ends.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client } from 'undici';
 import { packageRoot } from '../../src/package-info.js';
 import { isGone } from '../server/helpers.js';
 
-export const MCPX = join(packageRoot(), 'dist', 'src', 'cli', 'main.js');
+/**
+ * The binary under test: the build's (package.json `bin`), or MCPX_TEST_BIN — an installed package's
+ * `mcpx` (.ci/run points it at the one `npm pack` made and `npm install -g` put in a temp prefix).
+ */
+export const MCPX = process.env['MCPX_TEST_BIN'] ? realpathSync(process.env['MCPX_TEST_BIN']) : join(packageRoot(), 'dist', 'src', 'cli', 'main.js');
 
 if (!existsSync(MCPX)) throw new Error(`${MCPX} is missing: run npm run build first (npm test does)`);
 
