@@ -1,7 +1,10 @@
 /**
  * `npm run build`'s second step: the `mcpx` binary as one bundle (esbuild), written over tsc's
  * dist/src/cli/main.js — the path users' MCP client configs name — with its lazily loaded parts in
- * dist/src/cli/chunks/.
+ * dist/src/cli/chunks/; and what the binary reads at run time, so the npm package needs no
+ * dependencies installed beside it (docs/packaging.md):
+ *   dist/demo/           the demo config and its three servers, bundled with the SDKs they use
+ *   dist/assets/         the live page's copy of Mermaid
  *
  * Why: every `mcpx` command, every `mcpx serve` and every daemon start is a new process, and node 20
  * resolves, reads and compiles each ES module and CommonJS file separately (no compile cache before
@@ -14,7 +17,8 @@
  *
  *   node dist/scripts/bundle.js
  */
-import { rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { readFile } from 'node:fs/promises';
 import { build, type Plugin } from 'esbuild';
@@ -23,6 +27,14 @@ import { packageRoot } from '../src/package-info.js';
 /** Where the bundle goes, beside tsc's output of the same modules (the benchmarks and scripts import those). */
 const BUNDLE_DIR = join('dist', 'src', 'cli');
 const BUNDLE_META = join(BUNDLE_DIR, 'bundle-meta.json');
+/** The demo (examples/demo.json and the servers it names), as the package ships it. */
+const DEMO_DIR = join('dist', 'demo');
+const DEMO_SERVERS = ['dual', 'legacy-only', 'modern-only'];
+/** Files the daemon serves as they are (the live page's Mermaid). */
+const ASSETS_DIR = join('dist', 'assets');
+
+/** Bundled CommonJS packages (fastify, pino, …) call require() for node's modules. */
+const REQUIRE_BANNER = "import { createRequire as __mcpxRequire } from 'node:module'; const require = __mcpxRequire(import.meta.url);";
 
 /**
  * Top-level require()s in packages' files, of modules only some code paths call, made lazy: each becomes
@@ -86,8 +98,7 @@ async function main(): Promise<void> {
     target: 'node20',
     // Packages' ES builds: jsonc-parser's "main" is a UMD build whose require()s a bundler cannot follow.
     mainFields: ['module', 'main'],
-    // Bundled CommonJS packages (fastify, pino, …) call require() for node's modules.
-    banner: { js: "import { createRequire as __mcpxRequire } from 'node:module'; const require = __mcpxRequire(import.meta.url);" },
+    banner: { js: REQUIRE_BANNER },
     // Smaller files parse faster. Identifiers are not minified, so functions and classes keep the names
     // their source gives them, which stack traces and errors' `name` show.
     minifyWhitespace: true,
@@ -111,6 +122,42 @@ async function main(): Promise<void> {
   });
   writeFileSync(join(root, BUNDLE_META), JSON.stringify(result.metafile));
   chmodSync(join(out, 'main.js'), 0o755);
+  await buildDemo(root);
+  copyAssets(root);
+}
+
+/**
+ * The demo servers import the MCP SDKs (v1 for the legacy one, v2 for the others) and zod; bundled, the
+ * package runs its demo with nothing installed beside it. Their config is copied unchanged: it names
+ * them relative to its own folder.
+ */
+async function buildDemo(root: string): Promise<void> {
+  const out = join(root, DEMO_DIR);
+  rmSync(out, { recursive: true, force: true });
+  await build({
+    absWorkingDir: root,
+    entryPoints: Object.fromEntries(DEMO_SERVERS.map((name) => [name, join('examples', 'servers', `${name}.mjs`)])),
+    outdir: join(out, 'servers'),
+    outExtension: { '.js': '.mjs' },
+    chunkNames: 'chunks/[name]-[hash]',
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    banner: { js: REQUIRE_BANNER },
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
+  copyFileSync(join(root, 'examples', 'demo.json'), join(out, 'demo.json'));
+}
+
+function copyAssets(root: string): void {
+  const out = join(root, ASSETS_DIR);
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(out, { recursive: true });
+  copyFileSync(createRequire(join(root, 'package.json')).resolve('mermaid/dist/mermaid.min.js'), join(out, 'mermaid.min.js'));
 }
 
 await main();

@@ -37,7 +37,15 @@ export function packageVersion(): string {
   return (version = typeof pkg.version === 'string' ? pkg.version : '0.0.0');
 }
 
-/** The bundled demo config, used when no config file is found. */
+/**
+ * The demo config, used when no config file is found: the build's copy of examples/demo.json, beside
+ * its servers bundled with the SDKs they import (what the npm package ships; scripts/bundle.ts).
+ */
 export function demoConfigPath(): string {
-  return join(packageRoot(), 'examples', 'demo.json');
+  return join(packageRoot(), 'dist', 'demo', 'demo.json');
+}
+
+/** The live page's Mermaid, copied by the build from the mermaid package (no CDN, no node_modules at run time). */
+export function mermaidAssetPath(): string {
+  return join(packageRoot(), 'dist', 'assets', 'mermaid.min.js');
 }

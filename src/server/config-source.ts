@@ -1,14 +1,14 @@
 /**
  * Which config the daemon runs: the file `loadConfig` finds (--config, MCPX_CONFIG, .mcpx.json /
  * .mcp.json walking up from the working directory, the user config), else the bundled demo
- * (examples/demo.json: three small servers, one per era).
+ * (the build's dist/demo/demo.json, from examples/: three small servers, one per era).
  */
 import { loadConfig, type LoadConfigOptions } from '../config/config-file.js';
 import type { DaemonConfig } from './controller.js';
 import { demoConfigPath } from '../package-info.js';
 
 export interface ConfigSourceOptions extends LoadConfigOptions {
-  /** Path of the demo config used when no file is found; default examples/demo.json. */
+  /** Path of the demo config used when no file is found; default the build's dist/demo/demo.json. */
   demoFile?: string;
 }
 

@@ -49,7 +49,7 @@ export interface DaemonOptions {
   prettyLogs?: boolean;
   /** Debounce of the config watcher; default 200 ms. */
   watchDebounceMs?: number;
-  /** The demo config used when no file is found; default examples/demo.json. */
+  /** The demo config used when no file is found; default the build's dist/demo/demo.json. */
   demoFile?: string;
   /** `--inspect[=PORT]`: stream every actor to the Stately inspector through a relay on 127.0.0.1 (src/inspect/stately.ts). */
   inspect?: { port?: number };

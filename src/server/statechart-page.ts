@@ -1,28 +1,23 @@
 /**
  * `GET /v1/statecharts/:server?format=html`: a self-contained page showing the session chart with the
  * live instances' states. The Mermaid text and the instance table are embedded in the page (no
- * network needed to see the data). When a local copy of mermaid is installed (node_modules/mermaid),
- * the page loads it from the daemon and draws the chart; otherwise it shows the text, which pastes
- * into any Mermaid viewer.
+ * network needed to see the data). When the build's copy of mermaid is there (dist/assets), the page
+ * loads it from the daemon and draws the chart; otherwise it shows the text, which pastes into any
+ * Mermaid viewer.
  */
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mermaidAssetPath } from '../package-info.js';
 import type { StatechartView } from './statechart-view.js';
 
 export const MERMAID_ASSET_URL = '/v1/statecharts/assets/mermaid.min.js';
 
 let mermaidFile: string | null | undefined;
 
-/** The local mermaid bundle, when one is installed. */
+/** The build's copy of mermaid (dist/assets), when it exists: the page then draws the chart. */
 export function localMermaid(): string | null {
   if (mermaidFile !== undefined) return mermaidFile;
-  try {
-    const file = createRequire(import.meta.url).resolve('mermaid/dist/mermaid.min.js');
-    mermaidFile = existsSync(file) ? file : null;
-  } catch {
-    mermaidFile = null;
-  }
-  return mermaidFile;
+  const file = mermaidAssetPath();
+  return (mermaidFile = existsSync(file) ? file : null);
 }
 
 function esc(text: string): string {

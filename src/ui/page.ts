@@ -1,7 +1,7 @@
 /**
  * The `mcpx ui` page and its script. The page is static; everything it shows comes from
  * /ui/api/state and /v1/events on the same daemon, and the charts are drawn by the Mermaid bundle the
- * daemon serves from node_modules. No other address is ever asked for.
+ * daemon serves (the build's copy, dist/assets). No other address is ever asked for.
  *
  * For tests the script keeps `window.mcpxUi`: `loaded` (the first state is drawn), `renders` (charts
  * drawn so far), `history` (every highlight change: server, instance states, chart ids), `events`.

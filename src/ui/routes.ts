@@ -5,7 +5,7 @@
  *   GET  /ui/login?code=…          trades the code for the page cookie, then redirects to /ui/
  *   GET  /ui/                      the page
  *   GET  /ui/assets/app.js         its script
- *   GET  /ui/assets/mermaid.min.js Mermaid, from this install's node_modules (no CDN)
+ *   GET  /ui/assets/mermaid.min.js Mermaid, the build's copy in dist/assets (no CDN)
  *   GET  /ui/api/state             what the page draws (./view.ts)
  *
  * The page loads nothing from anywhere but the daemon (its Content-Security-Policy says so too) and
@@ -90,7 +90,7 @@ export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: Fastify
 
   app.get(UI_MERMAID_URL, async (_req, reply) => {
     const file = localMermaid();
-    if (!file) return reply.code(404).send({ ok: false, error: { code: 'MCPX_NOT_FOUND', message: 'mermaid is not installed (npm install)' } });
+    if (!file) return reply.code(404).send({ ok: false, error: { code: 'MCPX_NOT_FOUND', message: 'the build\'s copy of mermaid (dist/assets/mermaid.min.js) is missing: run npm run build' } });
     return reply.header('cache-control', 'private, max-age=3600').header('x-content-type-options', 'nosniff').type('text/javascript; charset=utf-8').send(createReadStream(file));
   });
 
