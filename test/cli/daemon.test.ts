@@ -216,13 +216,13 @@ describe.concurrent('config', { timeout: E2E_TIMEOUT }, () => {
     const h = await home('demo');
     const state = join(h, 'state');
     const env = cleanEnv(h, { MCPX_STATE_DIR: state });
-    const cwd = '/'; // the demo's servers are given relative to examples/, which must not matter
+    const cwd = '/'; // the demo's servers are given relative to its own folder (dist/demo), which must not matter
     try {
       const calls = await Promise.all(['legacy-only', 'dual', 'modern-only'].map((s) => mcpx(['call', s, 'add', '{"a":2,"b":3}'], { env, cwd })));
       expect(calls.map((c) => c.stdout)).toEqual(['2 + 3 = 5 (from legacy-only, era=legacy)\n', '2 + 3 = 5 (from dual, era=modern)\n', '2 + 3 = 5 (from modern-only, era=modern)\n']);
       trackPid(readJson(join(state, 'daemon.json')).pid);
       const status = await mcpxJson(['status'], { env, cwd });
-      expect(status.config).toMatchObject({ demo: true, file: expect.stringMatching(/examples\/demo\.json$/) });
+      expect(status.config).toMatchObject({ demo: true, file: expect.stringMatching(/dist\/demo\/demo\.json$/) });
       const eras = (await mcpxJson(['protocol'], { env, cwd })).servers.map((s: any) => [s.server, s.era]);
       expect(eras).toEqual([['legacy-only', 'legacy'], ['dual', 'modern'], ['modern-only', 'modern']]);
       // mcpx serve answers an MCP client on stdout with protocol messages only, and stops when stdin ends.

@@ -3,14 +3,15 @@
  * with no registry (`--offline`, an empty npm cache), then run the way users run it — with nothing but
  * Node and that prefix: the demo, HTTP upstreams (SDK v2 Streamable HTTP, SDK v1 Streamable HTTP,
  * HTTP+SSE) and a stdio one through `mcpx call`, the same through `mcpx serve` spawned by SDK clients of
- * both eras as a GUI client would (absolute paths, no node on PATH), and `npx -y ./mcpx-<v>.tgz serve`.
+ * both eras as a GUI client would (absolute paths, no node on PATH), through `/mcp`, and through
+ * `npx -y file:…/mcpx-<v>.tgz serve`.
  *
  * The package must hold exactly what the binary loads at run time (docs/packaging.md); a chunk left out,
  * a dependency the bundle still needs, or a file read from the repo would fail here, not for a user.
  */
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { Client as ClientV2 } from '@modelcontextprotocol/client';
+import { Client as ClientV2, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
@@ -20,6 +21,7 @@ import { packageRoot } from '../../src/package-info.js';
 import { api, cleanEnv, healthy, killAll, trackPid, until } from '../cli/helpers.js';
 import { startHttpFixture, type HttpFixture } from '../fixtures/http/index.js';
 import { writeConfig } from '../server/helpers.js';
+import { freePort } from '../serve/clients.js';
 import { tempDir } from '../support/real.js';
 
 const ROOT = packageRoot();
@@ -91,6 +93,8 @@ let mainJs: string;
 const fixtures: HttpFixture[] = [];
 const clients: Array<{ close(): Promise<void> }> = [];
 const daemons: ChildProcess[] = [];
+/** Every state folder a run may have started a daemon in (a test that failed half-way leaves nothing running). */
+const stateDirs = new Set<string>();
 
 /** The environment without npm's own variables (`npm test` and `npx` set dozens: prefix, cache, lifecycle). */
 function withoutNpm(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
@@ -101,6 +105,7 @@ function withoutNpm(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 function userEnv(name: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const home = join(work.path, name);
   mkdirSync(home, { recursive: true });
+  stateDirs.add(join(home, 'state'));
   return { ...withoutNpm(cleanEnv(home, { PATH: `${join(work.path, 'prefix', 'bin')}:${NODE_BIN}:${GUI_PATH}`, MCPX_STATE_DIR: join(home, 'state') })), ...extra };
 }
 
@@ -122,6 +127,10 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of clients) await c.close().catch(() => undefined);
   for (const d of daemons) d.kill('SIGTERM');
+  for (const state of stateDirs) {
+    const file = join(state, 'daemon.json');
+    if (existsSync(file)) trackPid((JSON.parse(readFileSync(file, 'utf8')) as { pid?: number }).pid);
+  }
   await killAll();
   for (const f of fixtures) await f.stop();
   await work?.remove();
@@ -197,7 +206,7 @@ describe('the npm package', () => {
         {},
         join(work.path, 'servers.json'),
       );
-      env = { ...env, MCPX_CONFIG: config };
+      env = { ...env, MCPX_CONFIG: config, MCPX_DAEMON_PORT: String(await freePort()) };
     }, 60_000);
 
     it('mcpx call serves each (the daemon started by the first call, from the installed binary)', async () => {
@@ -229,6 +238,17 @@ describe('the npm package', () => {
           expect(result.isError ?? false, server).toBe(false);
           expect(result.content[0]!.text, server).toBe(`via serve era=${EXPECT[server]}`);
         }
+      }
+    }, 90_000);
+
+    it('/mcp on the daemon\'s TCP port serves them to an HTTP MCP client (the SDK front the package bundles)', async () => {
+      const { token } = JSON.parse(readFileSync(join(env['MCPX_STATE_DIR']!, 'daemon.json'), 'utf8')) as { token: string };
+      const client = new ClientV2({ name: 'http-entry', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } } as never);
+      await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${env['MCPX_DAEMON_PORT']}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } } as never));
+      clients.push(client);
+      for (const server of Object.keys(EXPECT)) {
+        const result = (await (client as any).callTool({ name: `${server}__echo`, arguments: { text: 'via /mcp' } })) as { content: Array<{ text: string }> };
+        expect(result.content[0]!.text, server).toBe(`via /mcp era=${EXPECT[server]}`);
       }
     }, 90_000);
 
