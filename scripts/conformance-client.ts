@@ -1,24 +1,37 @@
 /**
- * The client side of the official MCP conformance suite (`conformance client --command …`), played by
- * mcpx's own upstream session: it probes the scenario's mock server (URL = last argument) with the
- * default preference, lists its tools and calls them as the scenario expects. `npm run conformance`.
+ * The client side of the official MCP conformance suite (`conformance client --command …`), played by the
+ * `mcpx` binary users run (package.json `bin`, as built: dist/src/cli/main.js; or MCPX_TEST_BIN, an
+ * installed package's). `npm run conformance` (scripts/conformance.ts).
  *
- * The calls: the ones the runner names in MCP_CONFORMANCE_CONTEXT (`toolCalls`, e.g. http-custom-headers)
- * when it names any; otherwise every tool listTools() returns (tools the session excluded, such as those
- * with invalid x-mcp-header annotations, are not in that list), with plausible arguments made from its
- * inputSchema. When the server offers resources or prompts, those are listed, read and fetched too, so
- * that every request kind with a standard header is exercised (http-standard-headers).
+ * Per scenario, in a temp folder (its home, state folder and config, removed at the end):
+ *   1. a config file naming the scenario's mock server (URL = last argument) as the HTTP server `s`,
+ *      protocol prefer-discover and 10 s start/request timeouts;
+ *   2. `mcpx daemon` in the foreground, as a child, until it answers on its socket;
+ *   3. `mcpx tools s --json`;
+ *   4. `mcpx call s TOOL JSON --json` per call: the ones MCP_CONFORMANCE_CONTEXT names (`toolCalls`, e.g.
+ *      http-custom-headers), else every tool listed (tools mcpx excluded, such as those with invalid
+ *      x-mcp-header annotations, are not listed), with plausible arguments made from its inputSchema;
+ *   5. when the server offers resources or prompts (GET /v1/catalog on the socket; there is no CLI
+ *      command for them), each resource is read and each prompt fetched through POST /v1/request, so
+ *      every request kind with a standard header is exercised (http-standard-headers);
+ *   6. `mcpx stop`, then the folder goes. SIGTERM/SIGINT (the conformance CLI's timeout) stop the
+ *      daemon too; it shares our process group, so the runner's group kill ends it as well.
  *
- * Questions the server asks — a legacy `elicitation/create` request (through the session's
- * onServerRequest) or a 2026-07-28 `input_required` round (onInputRequired) — are answered as a consenting
- * user would: accept, with each field's schema default (SEP-1034), else a plausible value. The session
- * declares the elicitation capability, the only one it can answer.
+ * Questions the server asks during a call (a legacy `elicitation/create`, a 2026-07-28 `input_required`
+ * round) are answered by `mcpx call` itself, without a terminal: as a consenting user, with each field's
+ * schema default (SEP-1034) and `--answer` values (see CONSENT).
  */
-import { McpxError } from '../src/errors.js';
-import { UpstreamSession, type Tool } from '../src/upstream/session.js';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { root } from './conformance/common.js';
 
 const url = process.argv[process.argv.length - 1];
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
+const BIN = process.env.MCPX_TEST_BIN ? realpathSync(process.env.MCPX_TEST_BIN) : join(root, 'dist', 'src', 'cli', 'main.js');
+const SERVER = 's';
 
 /** Scenarios that want less than the default client (list, call every tool, resources, prompts). */
 const LIST_ONLY = new Set([
@@ -26,9 +39,22 @@ const LIST_ONLY = new Set([
   'json-schema-ref-no-deref',
 ]);
 
+/**
+ * Without a terminal, `mcpx call` declines a form unless some answer is given, even one whose every field
+ * has a default; given any, it sends the defaults for the rest. So every call consents with the one
+ * answer a scenario asks for with no default (sep-2322-client-request-state's `confirmed`); fields not
+ * in a form's schema are not sent.
+ */
+const CONSENT = ['--answer', 'confirmed=true'];
+
 interface ToolCall {
   name: string;
   arguments: Record<string, unknown>;
+}
+
+interface Tool {
+  name: string;
+  inputSchema?: unknown;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -45,7 +71,6 @@ function contextToolCalls(): ToolCall[] | undefined {
 function sampleValue(schema: unknown): unknown {
   if (!isObject(schema)) return 'example';
   if ('const' in schema) return schema.const;
-  // The default first: it is what the schema's author picked (SEP-1034 elicitation defaults).
   if ('default' in schema) return schema.default;
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
   if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
@@ -80,103 +105,235 @@ function sampleArgs(schema: unknown): Record<string, unknown> {
   return args;
 }
 
-/** A consenting user's answer to a form elicitation: accept, each field at its default (SEP-1034) or a plausible value. */
-function acceptForm(params: unknown): { action: 'accept'; content: Record<string, unknown> } {
-  const schema = isObject(params) ? params.requestedSchema : undefined;
-  const properties = isObject(schema) && isObject(schema.properties) ? schema.properties : {};
-  const content = Object.fromEntries(Object.entries(properties).map(([key, prop]) => [key, sampleValue(prop)]));
-  return { action: 'accept', content };
-}
-
-/** The answer to one question from the server (legacy request or modern inputRequest); only elicitation is declared. */
-async function answerQuestion(method: string, params: unknown): Promise<unknown> {
-  if (method === 'elicitation/create') return acceptForm(params);
-  // An Error carrying a JSON-RPC code: RpcPeer answers a legacy request with it as the error.
-  throw Object.assign(new Error(`the conformance client does not answer ${method}`), { code: -32601 });
-}
-
 function argsFor(tool: Tool, tools: Tool[]): Record<string, unknown> {
   // The scenarios' mocks expose arithmetic tools; `add_numbers` is what tools_call checks.
   if (tool.name === 'add_numbers') return { a: 2, b: 3 };
-  // json-schema-2020-12-preservation: echo back, verbatim, the inputSchema mcpx received for the other tool.
+  // json-schema-2020-12-preservation: echo back, verbatim, the inputSchema mcpx listed for the other tool.
   if (tool.name === 'json_schema_echo') return { schema: tools.find((t) => t.name !== tool.name)?.inputSchema ?? {} };
   return sampleArgs(tool.inputSchema);
 }
+
+// ------------------------------------------------------------------ the binary and its daemon
+
+const log = (line: string) => process.stderr.write(`[mcpx] ${line}\n`);
+const clip = (text: string, n = 200) => (text.length > n ? `${text.slice(0, n)}…` : text);
+
+/** One folder per run: home, XDG folders, state folder (daemon.sock) and config file; under the runner's scratch folder, which it removes even if we are killed. */
+const dir = mkdtempSync(join(process.env.MCPX_CONFORMANCE_TMP ?? tmpdir(), 'run-'));
+const stateDir = join(dir, 'state');
+const configFile = join(dir, 'config.json');
+const socket = join(stateDir, 'daemon.sock');
+
+/** The environment of every mcpx process: nothing of ours (MCPX_*, XDG_*, HOME) leaks in. */
+function mcpxEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!/^(MCPX_|XDG_|NODE_OPTIONS$|HOME$)/.test(k)) env[k] = v;
+  return { ...env, HOME: dir, XDG_CONFIG_HOME: join(dir, 'config'), XDG_STATE_HOME: join(dir, 'xdg-state'), MCPX_STATE_DIR: stateDir, MCPX_CONFIG: configFile };
+}
+
+let daemon: ChildProcess | undefined;
+let daemonOut = '';
+let daemonExit: Promise<void> = Promise.resolve();
+
+function startDaemon(): void {
+  const child = spawn(process.execPath, [BIN, 'daemon'], { env: mcpxEnv(), cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const keep = (b: Buffer) => {
+    daemonOut += b.toString('utf8');
+    if (daemonOut.length > 200_000) daemonOut = daemonOut.slice(-100_000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  daemonExit = new Promise((done) => child.once('exit', () => done()));
+  daemon = child;
+}
+
+const daemonGone = () => daemon === undefined || daemon.exitCode !== null || daemon.signalCode !== null;
+
+/** One HTTP request to the daemon's socket; the body parsed as JSON. */
+function api(method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs = 15_000): Promise<{ status: number; body: unknown }> {
+  return new Promise((done, fail) => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const req = httpRequest({ socketPath: socket, method, path, headers: data === undefined ? {} : { 'content-type': 'application/json' }, timeout: timeoutMs }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => {
+        try {
+          done({ status: res.statusCode ?? 0, body: JSON.parse(text) });
+        } catch {
+          done({ status: res.statusCode ?? 0, body: text });
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within ${timeoutMs} ms`)));
+    req.on('error', fail);
+    req.end(data);
+  });
+}
+
+async function waitForDaemon(limitMs: number): Promise<void> {
+  const end = Date.now() + limitMs;
+  for (;;) {
+    if (daemonGone()) throw new Error(`the daemon exited at start:\n${daemonOut.slice(-2000)}`);
+    const up = await api('GET', '/v1/health', undefined, 1_000).then((r) => r.status === 200, () => false);
+    if (up) return;
+    if (Date.now() > end) throw new Error(`the daemon did not answer on ${socket} within ${limitMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** `mcpx ARGS…` to completion. Never run with our daemon gone: the CLI would start one in the background. */
+function mcpx(args: string[], timeoutMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  if (daemonGone()) return Promise.reject(new Error(`the daemon has exited; not running mcpx ${args[0]}:\n${daemonOut.slice(-2000)}`));
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: mcpxEnv(), cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', fail);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      done({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The pid in daemon.json when it is alive and not our child's. */
+function strayDaemon(): number | undefined {
+  let pid: unknown;
+  try {
+    pid = (JSON.parse(readFileSync(join(stateDir, 'daemon.json'), 'utf8')) as { pid?: unknown }).pid;
+  } catch {
+    return undefined;
+  }
+  if (typeof pid !== 'number' || pid === daemon?.pid) return undefined;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Stops the daemon (`mcpx stop`, then signals if it lingers) and removes the folder. Idempotent. */
+let stopping: Promise<void> | undefined;
+function shutdown(): Promise<void> {
+  stopping ??= (async () => {
+    if (!daemonGone()) {
+      const stopped = await mcpx(['stop'], 10_000).catch((err: unknown) => ({ code: null, stderr: String(err) }));
+      if (stopped.code !== 0) log(`mcpx stop: exit ${stopped.code}: ${stopped.stderr.trim()}`);
+      const exited = (ms: number) => Promise.race([daemonExit, new Promise((r) => setTimeout(r, ms))]);
+      await exited(5_000);
+      for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+        if (daemonGone()) break;
+        daemon?.kill(signal);
+        await exited(3_000);
+      }
+    }
+    // A daemon the CLI started in the background (ours died under a command) is detached: not in our group.
+    const stray = strayDaemon();
+    if (stray !== undefined) {
+      log(`a daemon started in the background (pid ${stray}) is left: killing it`);
+      try {
+        process.kill(stray, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
+  })();
+  return stopping;
+}
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    log(`${signal}: stopping the daemon`);
+    void shutdown().finally(() => process.exit(1));
+  });
+}
+
+// ------------------------------------------------------------------ the scenario
 
 async function main(): Promise<number> {
   if (!url || !/^https?:\/\//.test(url)) throw new Error(`usage: conformance-client <server-url> (got ${JSON.stringify(url)})`);
   // The runner binds its mocks to 127.0.0.1 only (scripts/conformance/loopback.mjs); `localhost` might resolve to ::1.
   const target = new URL(url);
   if (target.hostname === 'localhost') target.hostname = '127.0.0.1';
-  const session = new UpstreamSession({
-    name: scenario || 'conformance',
-    definition: { url: target.href },
-    preference: 'prefer-discover',
-    // Mocks answer in milliseconds; a request left hanging ends well inside the runner's limit, so the CLI
-    // still writes its checks (it waits for the client before it grades).
-    startTimeoutMs: 10_000,
-    requestTimeoutMs: 10_000,
-    clientCapabilities: { elicitation: {} },
-    onServerRequest: (req) => answerQuestion(req.method, req.params),
-  });
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  // Mocks answer in milliseconds; a request left hanging ends well inside the runner's limit, so the CLI
+  // still writes its checks (it waits for the client before it grades).
+  writeFileSync(configFile, `${JSON.stringify({ mcpServers: { [SERVER]: { url: target.href, protocol: 'prefer-discover', mcpx: { startTimeout: '10s', requestTimeout: '10s' } } } }, null, 2)}\n`);
+
+  startDaemon();
+  await waitForDaemon(15_000);
+
   let failures = 0;
-  const attempt = async (what: string, run: () => Promise<unknown>): Promise<unknown> => {
+  /** Runs one mcpx command; `--json` output parsed. A refusal mcpx makes on purpose (MCPX_BAD_TOOL) is no failure. */
+  const run = async (what: string, args: string[]): Promise<unknown> => {
+    const r = await mcpx([...args, '--json']);
+    let body: unknown;
     try {
-      const result = await run();
-      console.error(`[mcpx] ${what} → ${JSON.stringify(result).slice(0, 200)}`);
-      return result;
-    } catch (err) {
-      // A refusal mcpx makes on purpose (a tool excluded for invalid annotations) is what the scenario wants.
-      if (!(err instanceof McpxError && err.code === 'MCPX_BAD_TOOL')) failures++;
-      console.error(`[mcpx] ${what} failed: ${err instanceof McpxError ? `${err.code} ` : ''}${err instanceof Error ? err.message : String(err)}`);
-      return undefined;
+      body = JSON.parse(r.stdout);
+    } catch {
+      body = undefined;
     }
+    const code = isObject(body) && isObject(body.error) ? body.error.code : undefined;
+    if (r.code === 0) log(`${what} → ${clip(JSON.stringify(isObject(body) && 'result' in body ? body.result : body))}`);
+    else {
+      if (code !== 'MCPX_BAD_TOOL') failures++;
+      log(`${what} failed (exit ${r.code}${code ? `, ${String(code)}` : ''}): ${clip(r.stderr.trim(), 400)}`);
+    }
+    for (const line of r.stderr.split('\n')) if (r.code === 0 && line.trim() !== '') log(`  ${line}`);
+    return r.code === 0 ? body : undefined;
   };
+  /** One relayed MCP request over the socket (POST /v1/request). */
+  const request = async (what: string, method: string, params: Record<string, unknown>): Promise<void> => {
+    const r = await api('POST', '/v1/request', { server: SERVER, method, params });
+    const ok = r.status === 200 && isObject(r.body) && r.body.ok === true;
+    if (!ok) failures++;
+    log(`${what}${ok ? '' : ` failed (${r.status})`} → ${clip(JSON.stringify(r.body))}`);
+  };
+
   try {
-    const info = await session.start();
-    console.error(`[mcpx] ${scenario}: era ${info.era} ${info.negotiated} via ${info.eraSource}`);
-    const tools = await session.listTools();
-    console.error(`[mcpx] tools: ${tools.map((t) => t.name).join(', ') || '(none)'}`);
-    for (const { name, reason } of session.excludedTools()) console.error(`[mcpx] excluded ${name}: ${reason}`);
+    const listed = await run('tools', ['tools', SERVER]);
+    if (listed === undefined) return 1;
+    const tools = (isObject(listed) && Array.isArray(listed.tools) ? listed.tools : []).filter((t): t is Tool => isObject(t) && typeof t.name === 'string');
+    log(`${scenario}: tools ${tools.map((t) => t.name).join(', ') || '(none)'}`);
     if (LIST_ONLY.has(scenario)) return 0;
+
     const calls = contextToolCalls() ?? tools.map((tool) => ({ name: tool.name, arguments: argsFor(tool, tools) }));
-    for (const call of calls) {
-      await attempt(`${call.name}(${JSON.stringify(call.arguments)})`, () =>
-        session.callTool(call.name, call.arguments, {
-          onInputRequired: async (requests) => {
-            const answers = await Promise.all(Object.entries(requests).map(async ([key, q]) => [key, await answerQuestion(q.method, q.params)] as const));
-            return Object.fromEntries(answers);
-          },
-        }),
-      );
+    for (const call of calls) await run(`${call.name}(${clip(JSON.stringify(call.arguments), 120)})`, ['call', SERVER, call.name, JSON.stringify(call.arguments), ...CONSENT]);
+
+    // Resources and prompts: listed by the catalogue (empty when the server has no such capability).
+    const catalog = await api('GET', '/v1/catalog');
+    const entry = isObject(catalog.body) && Array.isArray(catalog.body.servers) ? catalog.body.servers.find((s) => isObject(s) && s.server === SERVER) : undefined;
+    if (!isObject(entry)) {
+      log(`catalog: no entry for ${SERVER} (${catalog.status}): ${clip(JSON.stringify(catalog.body))}`);
+      return 1;
     }
-    const capabilities = isObject(info.capabilities) ? info.capabilities : {};
-    if (isObject(capabilities.resources)) {
-      const listed = await attempt('resources/list', () => session.request('resources/list'));
-      const resources = isObject(listed) && Array.isArray(listed.resources) ? listed.resources.filter(isObject) : [];
-      for (const r of resources) if (typeof r.uri === 'string') await attempt(`resources/read ${r.uri}`, () => session.request('resources/read', { uri: r.uri }));
-    }
-    if (isObject(capabilities.prompts)) {
-      const listed = await attempt('prompts/list', () => session.request('prompts/list'));
-      const prompts = isObject(listed) && Array.isArray(listed.prompts) ? listed.prompts.filter(isObject) : [];
-      for (const p of prompts) {
-        if (typeof p.name !== 'string') continue;
-        const args = Array.isArray(p.arguments)
-          ? Object.fromEntries(p.arguments.filter((a) => isObject(a) && a.required === true && typeof a.name === 'string').map((a) => [(a as { name: string }).name, 'example']))
-          : {};
-        await attempt(`prompts/get ${p.name}`, () => session.request('prompts/get', { name: p.name, arguments: args }));
-      }
+    const items = (key: string) => (Array.isArray(entry[key]) ? entry[key].filter(isObject) : []);
+    for (const r of items('resources')) if (typeof r.uri === 'string') await request(`resources/read ${r.uri}`, 'resources/read', { uri: r.uri });
+    for (const p of items('prompts')) {
+      if (typeof p.name !== 'string') continue;
+      const args = Array.isArray(p.arguments)
+        ? Object.fromEntries(p.arguments.filter((a) => isObject(a) && a.required === true && typeof a.name === 'string').map((a) => [(a as { name: string }).name, 'example']))
+        : {};
+      await request(`prompts/get ${p.name}`, 'prompts/get', { name: p.name, arguments: args });
     }
   } finally {
-    await session.stop();
+    if (failures > 0 || daemonGone()) log(`daemon output (last lines):\n${daemonOut.split('\n').slice(-30).join('\n')}`);
   }
   return failures === 0 ? 0 : 1;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error(`[mcpx] ${scenario}: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(1);
-  },
-);
+main()
+  .catch((err: unknown) => {
+    log(`${scenario}: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  })
+  .then(async (code) => {
+    await shutdown();
+    process.exit(code);
+  });

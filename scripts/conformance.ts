@@ -1,6 +1,7 @@
 /**
- * `npm run conformance`: the official MCP conformance suite's *client* scenarios, with mcpx's upstream
- * session as the client under test (scripts/conformance-client.ts), at 2025-11-25 and 2026-07-28.
+ * `npm run conformance`: the official MCP conformance suite's *client* scenarios, with the built `mcpx`
+ * binary as the client under test (scripts/conformance-client.ts: a daemon per run, driven through
+ * `mcpx tools`, `mcpx call` and its socket; MCPX_TEST_BIN names an installed one), at 2025-11-25 and 2026-07-28.
  *
  *   node dist/scripts/conformance.js [--spec-version V]… [--scenario NAME]… [--parallel N]
  *                                    [--timeout S] [--json FILE] [--output DIR]
@@ -23,7 +24,9 @@
  * the run itself could not be done.
  *
  * The mock servers the CLI starts bind 127.0.0.1 only (scripts/conformance/loopback.mjs, preloaded
- * next to the Node 20 fs.globSync shim); each CLI runs in its own process group, killed when it overruns.
+ * next to the Node 20 fs.globSync shim); each CLI runs in its own process group, killed when it overruns
+ * (the client's daemon with it). Each client's temp folder lives under one scratch folder
+ * (MCPX_CONFORMANCE_TMP), removed at the end, so a killed client leaves nothing behind either.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -211,8 +214,12 @@ async function main(): Promise<number> {
   const expected = readEntries(EXPECTED_FAILURES, versionKeys('client'));
   const t0 = Date.now();
   const outRoot = opts.output ?? mkdtempSync(join(tmpdir(), 'mcpx-conformance-client-'));
+  // Short, apart from outRoot: a client's daemon socket lives under it (a socket path has ~100 bytes).
+  const scratch = mkdtempSync(join(tmpdir(), 'mcpx-confc-'));
+  process.env.MCPX_CONFORMANCE_TMP = scratch;
   const cleanup = () => {
     for (const c of children) killGroup(c);
+    rmSync(scratch, { recursive: true, force: true });
     if (!opts.output) rmSync(outRoot, { recursive: true, force: true });
   };
   const onSignal = () => {

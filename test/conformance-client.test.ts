@@ -1,6 +1,7 @@
 /**
  * The official MCP conformance suite's client scenarios (`@modelcontextprotocol/conformance`, pinned in
- * package.json) with mcpx's upstream session as the client, at 2025-11-25 and 2026-07-28: every scenario
+ * package.json) with the built `mcpx` binary as the client (a daemon per run, `mcpx tools`, `mcpx call`;
+ * MCPX_TEST_BIN: an installed package's), at 2025-11-25 and 2026-07-28: every scenario
  * `conformance list --client` names must pass, unless conformance/client-not-applicable.yml says it does
  * not apply or conformance/client-expected-failures.yml says it fails today (and it still does).
  * scripts/conformance.ts decides; this test runs it as built by `npm test` (dist/), two CLI runs at a time.
@@ -30,7 +31,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe('conformance client scenarios, mcpx session as the client', () => {
+describe('conformance client scenarios, the mcpx binary as the client', () => {
   it('every applicable scenario passes at 2025-11-25 and 2026-07-28', async () => {
     dir = await mkdtemp(join(tmpdir(), 'mcpx-conformance-client-'));
     const json = join(dir, 'results.json');
