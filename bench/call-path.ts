@@ -2,7 +2,8 @@
  * The warm call path, side by side on one warm stdio fixture (examples/servers/dual.mjs, official SDK
  * v2, `echo`), each at concurrency 1 and 16: p50, p99 and calls/s, the median of ROUNDS runs with the
  * spread. Rounds are interleaved (every variant runs once per round, in turn), so machine load hits
- * every variant alike.
+ * every variant alike. The same daemon also fronts three HTTP upstreams (HTTP_UPSTREAMS), so the
+ * binary's HTTP transports are on a measured path too (a bundling fault once broke them all unseen).
  *
  *   a  the official SDK v2 client calling the fixture directly (the floor): as a 2025-11-25 caller
  *      (default negotiation) and as a 2026-07-28 caller (pinned)
@@ -12,17 +13,23 @@
  *      process per session), as a 2025-11-25 caller
  *   e  `mcpx call dual echo` from the shell against the warm daemon (a whole process each time),
  *      next to bare `node -e 0` and `mcpx --version`
+ *
+ * Over each HTTP upstream (test/fixtures/http: a Streamable HTTP SDK v2 modern-only server, an SDK v1
+ * sessionful legacy one, an SDK v1 HTTP+SSE one, which mcpx reaches through its fallback), `echo`:
+ *   a-<id>  the SDK v2 client calling that server directly over its transport (the floor of b-<id>)
+ *   b-<id>  POST /v1/call over the daemon's socket to it
+ *   e-<id>  `mcpx call <server> echo` from the shell
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client, SSEClientTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Pool } from 'undici';
 import { BASELINE_MCPX, CALLS, MCPX, ROOT, ROUNDS } from './lib/knobs.js';
 import { drive } from './lib/load.js';
-import { DUAL, freePort, nodeServer, sleep, startDaemon, stopChild, track, type Daemon } from './lib/procs.js';
+import { DUAL, freePort, nodeServer, sleep, startDaemon, startHttpServer, stopChild, track, type Daemon } from './lib/procs.js';
 import { figure, percentile, type Figure } from './lib/stats.js';
 
 export const CONCURRENCY = [1, 16] as const;
@@ -79,6 +86,17 @@ interface Variant {
   note?: string;
 }
 
+/**
+ * The HTTP upstreams: the daemon's server name, the fixture, the path it serves MCP on, and how the
+ * floor's SDK client reaches it (the era it speaks, the transport). A plain `url` in the config for
+ * each, as a user writes it: mcpx finds the SSE server through the Streamable HTTP attempt's 405.
+ */
+const HTTP_UPSTREAMS = [
+  { id: 'http-modern', server: 'modern-http', file: 'v2-modern.mjs', path: '/mcp', modern: true, sse: false, what: 'Streamable HTTP SDK v2 modern-only server (v2-modern.mjs)', era: '2026-07-28' },
+  { id: 'http-legacy', server: 'legacy-http', file: 'v1-legacy-sessions.mjs', path: '/mcp', modern: false, sse: false, what: 'Streamable HTTP SDK v1 sessionful server (v1-legacy-sessions.mjs)', era: '2025-11-25' },
+  { id: 'sse', server: 'sse-http', file: 'v1-sse-legacy.mjs', path: '/sse', modern: false, sse: true, what: 'HTTP+SSE SDK v1 server (v1-sse-legacy.mjs)', era: '2025-11-25' },
+] as const;
+
 const INFO = { name: 'mcpx-bench', version: '1.0.0' };
 const MODERN = { versionNegotiation: { mode: { pin: '2026-07-28' } } };
 const ARGS = { text: 'bench' };
@@ -100,9 +118,9 @@ async function sdkStdio(id: string, label: string, command: string, args: string
   };
 }
 
-async function sdkHttp(id: string, label: string, url: string, modern: boolean, tool: string): Promise<Variant> {
+async function sdkHttp(id: string, label: string, url: string, modern: boolean, tool: string, sse = false): Promise<Variant> {
   const client = new Client(INFO, modern ? MODERN : {});
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  await client.connect(sse ? new SSEClientTransport(new URL(url)) : new StreamableHTTPClientTransport(new URL(url)));
   return {
     id,
     label,
@@ -111,9 +129,9 @@ async function sdkHttp(id: string, label: string, url: string, modern: boolean, 
   };
 }
 
-function v1Call(socket: string, id = 'b', label = 'POST /v1/call (daemon socket)'): Variant {
+function v1Call(socket: string, id = 'b', label = 'POST /v1/call (daemon socket)', server = 'dual'): Variant {
   const pool = new Pool('http://localhost', { socketPath: socket, connections: 16, pipelining: 1 });
-  const body = JSON.stringify({ server: 'dual', tool: 'echo', args: ARGS });
+  const body = JSON.stringify({ server, tool: 'echo', args: ARGS });
   return {
     id,
     label,
@@ -195,6 +213,7 @@ async function shellRows(daemon: Daemon, base: Daemon | undefined): Promise<Shel
     { id: 'node', label: 'bare `node -e 0`', args: ['-e', '0'], d: daemon },
     { id: 'version', label: '`mcpx --version`', args: [MCPX, '--version'], d: daemon },
     { id: 'e', label: '`mcpx call dual echo` (warm daemon)', args: [MCPX, 'call', 'dual', 'echo', JSON.stringify(ARGS)], d: daemon },
+    ...HTTP_UPSTREAMS.map((u) => ({ id: `e-${u.id}`, label: `\`mcpx call ${u.server} echo\` (warm daemon; ${u.what})`, args: [MCPX, 'call', u.server, 'echo', JSON.stringify(ARGS)], d: daemon })),
     ...(base && BASELINE_MCPX
       ? [
           { id: 'version-before', label: 'before: `mcpx --version`', args: [BASELINE_MCPX, '--version'], d: base },
@@ -221,9 +240,17 @@ async function shellRows(daemon: Daemon, base: Daemon | undefined): Promise<Shel
 export async function benchCallPath(log: (line: string) => void): Promise<CallResults> {
   const variants: Variant[] = [];
   const missing: CallResults['missing'] = [];
-  const daemon = await startDaemon({ servers: { dual: nodeServer(DUAL) } });
+  const httpServers: Array<Awaited<ReturnType<typeof startHttpServer>>> = [];
+  let daemon: Daemon | undefined;
   let base: Daemon | undefined;
   try {
+    const urls = new Map<string, string>();
+    for (const u of HTTP_UPSTREAMS) {
+      const h = await startHttpServer(u.file);
+      httpServers.push(h);
+      urls.set(u.id, `${h.origin}${u.path}`);
+    }
+    daemon = await startDaemon({ servers: { dual: nodeServer(DUAL), ...Object.fromEntries(HTTP_UPSTREAMS.map((u) => [u.server, { url: urls.get(u.id) }])) } });
     if (BASELINE_MCPX) base = await startDaemon({ cli: BASELINE_MCPX, servers: { dual: nodeServer(DUAL) } });
     log(`daemon ready in ${daemon.readyMs.toFixed(0)} ms`);
     variants.push(await sdkStdio('a-legacy', 'SDK v2 client → fixture, 2025-11-25 (floor)', process.execPath, [DUAL], undefined, false, 'echo'));
@@ -239,6 +266,10 @@ export async function benchCallPath(log: (line: string) => void): Promise<CallRe
     const sg = await supergateway();
     if ('variant' in sg) variants.push(sg.variant);
     else missing.push({ id: 'd', label: 'supergateway', why: sg.why });
+    for (const u of HTTP_UPSTREAMS) {
+      variants.push(await sdkHttp(`a-${u.id}`, `SDK v2 client → ${u.what}, ${u.era} (floor of b-${u.id})`, urls.get(u.id)!, u.modern, 'echo', u.sse));
+      variants.push(v1Call(daemon.socket, `b-${u.id}`, `POST /v1/call (daemon socket) → ${u.what}`, u.server));
+    }
 
     // Warm every path (JIT, connections, the daemon's session) before measuring. V8 optimises a function
     // only after many runs, and a path through several processes has thousands of functions: the daemon
@@ -281,11 +312,12 @@ export async function benchCallPath(log: (line: string) => void): Promise<CallRe
     variants.length = 0;
     log('shell: mcpx call / --version / node -e 0');
     const shell = await shellRows(daemon, base);
-    return { fixture: 'examples/servers/dual.mjs echo', rounds: ROUNDS, calls: { 1: CALLS, 16: CALLS * 2 }, rows, cold, warmCalls: WARM_CALLS, missing, shell };
+    return { fixture: `examples/servers/dual.mjs echo (stdio); HTTP upstreams: ${HTTP_UPSTREAMS.map((u) => `test/fixtures/http/${u.file}`).join(', ')} echo`, rounds: ROUNDS, calls: { 1: CALLS, 16: CALLS * 2 }, rows, cold, warmCalls: WARM_CALLS, missing, shell };
   } finally {
     for (const v of variants) await v.close().catch(() => undefined);
-    await daemon.stop();
+    await daemon?.stop();
     await base?.stop();
+    for (const h of httpServers) await stopChild(h.child);
   }
 }
 

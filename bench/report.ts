@@ -162,7 +162,7 @@ export function chart(r: Results): string {
     vals.forEach((v, i) => {
       const y = y0 + 28 + i * (barH + gap);
       const id = ids[i]!;
-      const colour = id.startsWith('a') ? '#7f8c8d' : id === 'b' ? '#2e86de' : id.startsWith('c') ? '#10ac84' : id === 'd' ? '#ee5253' : '#8e44ad';
+      const colour = id.startsWith('a') ? '#7f8c8d' : id === 'b' || (id.startsWith('b-') && !id.endsWith('-before')) ? '#2e86de' : id.startsWith('c') ? '#10ac84' : id === 'd' ? '#ee5253' : '#8e44ad';
       const label = `(${id}) ${labelOf(id).replace(/^before: /, '')}`;
       parts.push(`<text x="${left - 8}" y="${y + barH - 5}" text-anchor="end">${esc(label.length > 50 ? `${label.slice(0, 49)}…` : label)}</text>`);
       if (!v) return;
@@ -185,6 +185,7 @@ function callTable(r: Results): string[] {
   const out = ['| path | in flight | p50 | p99 | calls/s |', '|---|---:|---|---|---|'];
   for (const x of r.call.rows) out.push(`| (${x.id}) ${x.label}${x.note ? ` — ${x.note}` : ''}${x.errors ? ` (${x.errors} errors)` : ''} | ${x.concurrency} | ${showMs(x.p50)} | ${showMs(x.p99)} | ${showRate(x.rate)} |`);
   for (const m of r.call.missing) out.push(`| (${m.id}) ${m.label} | – | not measured: ${m.why} | | |`);
+  out.push(...httpFloorLines(r));
   if (r.call.cold?.length) {
     out.push('');
     out.push(`Before the rounds: the first ${r.call.cold[0]!.calls} calls of each path, one at a time, before anything warmed it (a fresh client and fixture; for (b) and "before: (b)", a fresh daemon each; each (c) row comes after its daemon's (b) row, so only its serve process is fresh). This is what a caller who calls now and then gets: V8 optimises code only after it has run many times.`, '');
@@ -194,6 +195,21 @@ function callTable(r: Results): string[] {
   out.push('');
   out.push('| from the shell | wall (median per round, spread over rounds) | peak RSS |', '|---|---|---|');
   for (const s of r.call.shell) out.push(`| ${s.label} | ${showMs(s.wallMs, 0)} | ${s.maxRssMiB ? `${s.maxRssMiB.median.toFixed(0)} MiB` : '–'} |`);
+  return out;
+}
+
+/** Each HTTP upstream's (b-<id>) row against its own floor (a-<id>: the SDK client calling the same server directly). */
+export function httpFloorLines(r: Results): string[] {
+  const ids = [...new Set((r.call?.rows ?? []).map((x) => x.id))].filter((id) => id.startsWith('b-') && !id.endsWith('-before') && row(r, `a-${id.slice(2)}`, 1));
+  if (ids.length === 0) return [];
+  const out = ['', 'Over HTTP upstreams, `/v1/call` against its floor (the SDK client calling the same server directly over its transport):', '', '| upstream | p50 over the floor, 1 in flight | calls/s at 16 in flight, share of the floor |', '|---|---|---|'];
+  for (const id of ids) {
+    const [b1, a1, b16, a16] = [row(r, id, 1), row(r, `a-${id.slice(2)}`, 1), row(r, id, 16), row(r, `a-${id.slice(2)}`, 16)];
+    const what = (b1 ?? b16)?.label.replace(/^.*→ /, '') ?? id;
+    const over = b1 && a1 ? `${f2(b1.p50.median - a1.p50.median)} ms (${f2(a1.p50.median)} → ${f2(b1.p50.median)})` : '–';
+    const share = b16 && a16 ? `${f2(b16.rate.median / a16.rate.median)}× (${Math.round(b16.rate.median)}/s vs ${Math.round(a16.rate.median)}/s)` : '–';
+    out.push(`| (${id}) ${what} | ${over} | ${share} |`);
+  }
   return out;
 }
 

@@ -94,8 +94,45 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** The bundled demo's dual-era server (official SDK v2): the warm fixture every call-path row calls. */
+/** The bundled demo's dual-era server (official SDK v2): the warm fixture every stdio call-path row calls. */
 export const DUAL = join(ROOT, 'examples', 'servers', 'dual.mjs');
+
+/** The HTTP fixture servers of the test suite (each prints `LISTENING <port>` and serves on 127.0.0.1). */
+export const HTTP_FIXTURES = join(ROOT, 'test', 'fixtures', 'http');
+
+/**
+ * Start an HTTP fixture server (`file` in HTTP_FIXTURES); resolves with its origin once it listens.
+ * Without MCPX_FIXTURE_LOG: the fixture's request log is a synchronous file write per request.
+ * Its stdin is a pipe kept open: the fixture stops when stdin ends.
+ */
+export async function startHttpServer(file: string): Promise<{ origin: string; child: ChildProcess }> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env['MCPX_FIXTURE_LOG'];
+  const child = track(spawn(process.execPath, [join(HTTP_FIXTURES, file)], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] }));
+  let out = '';
+  let err = '';
+  child.stderr?.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-2000)));
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${file} did not listen within 15 s: ${err.trim()}`)), 15_000);
+      child.stdout?.on('data', (c: Buffer) => {
+        out += c.toString();
+        const m = /^LISTENING (\d+)$/m.exec(out);
+        if (!m) return;
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`${file} exited (${code}) before listening: ${err.trim()}`));
+      });
+    });
+    return { origin: `http://127.0.0.1:${port}`, child };
+  } catch (e) {
+    await stopChild(child);
+    throw e;
+  }
+}
 
 export interface Daemon {
   dir: string;
