@@ -127,7 +127,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
   await ensureStateDir(stateDir);
   // A socket configured outside the state folder: create its folder if missing, never loosen or tighten an existing one.
   await mkdir(dirname(socket), { recursive: true, mode: 0o700 });
-  checkSocketTrust(socket); // a folder others can write (or their socket in it): clients would refuse it
+  checkSocketTrust(socket, { folderOnly: true }); // a folder others can write: clients would refuse a socket there
   const lock: Lock = await acquireLock(stateDir, socket);
   if (lock.cleaned.length > 0) log.warn({ files: lock.cleaned }, 'cleaned up after a daemon that exited without doing so');
   // Upstreams a crashed daemon left running (recorded in the folder), before this one starts any.

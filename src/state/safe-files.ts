@@ -85,10 +85,11 @@ const trusted = new Set<string>();
  * Refuses to speak on `socket` unless it and its folder (and the state folder, when the socket is
  * elsewhere) are this user's own and not writable by others. A socket folder writable by all is
  * accepted only when sticky and root's (`/tmp`): there no one else can replace a socket that is ours.
- * A socket that is missing passes (nothing to speak to; the daemon's start checks the folder).
+ * A socket that is missing passes (nothing to speak to; the daemon's start checks the folder, `folderOnly`).
  * @throws McpxError MCPX_UNSAFE_SOCKET naming the path and what is wrong.
  */
-export function checkSocketTrust(socket: string, stateDir?: string): void {
+export function checkSocketTrust(socket: string, opts: { stateDir?: string; folderOnly?: boolean } = {}): void {
+  const { stateDir } = opts;
   const uid = process.getuid?.();
   if (uid === undefined || trusted.has(socket)) return; // Windows: named pipes, no owners to compare
   const problems: string[] = [];
@@ -110,7 +111,7 @@ export function checkSocketTrust(socket: string, stateDir?: string): void {
     const p = ss && untrusted(ss, uid, 'the state folder', stateDir, { stickyOk: false });
     if (p) problems.push(p);
   }
-  const s = look(socket);
+  const s = opts.folderOnly ? undefined : look(socket);
   if (s) {
     if (!s.isSocket()) problems.push(`the daemon socket ${socket} is ${fileKind(s)}, not a socket`);
     else {

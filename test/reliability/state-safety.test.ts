@@ -51,7 +51,7 @@ function home(name: string): { home: string; state: string; socket: string; env:
   mkdirSync(h, { recursive: true });
   const state = join(h, 'state');
   const config = join(h, 'mcpx.json');
-  writeFileSync(config, JSON.stringify({ mcpServers: { plain: faultyEntry('plain'), other: faultyEntry('plain') } }));
+  writeFileSync(config, JSON.stringify({ mcpServers: { plain: faultyEntry('plain'), other: faultyEntry('plain', { env: { OTHER_SERVER: '1' } }) } }));
   return { home: h, state, socket: join(state, 'daemon.sock'), config, env: cleanEnv(h, { MCPX_STATE_DIR: state, MCPX_CONFIG: config }) };
 }
 
@@ -258,7 +258,7 @@ describe.runIf(linux)('#21 a FIFO as the config file', () => {
     const fifo = join(h, 'config.fifo');
     execFileSync('mkfifo', [fifo]);
     // a writer that holds the pipe open and never writes: only the bound ends the read
-    const writer = spawn('sh', ['-c', `exec 3>"${fifo}"; sleep 60`], { stdio: 'ignore' });
+    const writer = spawn('sh', ['-c', `exec 3>"${fifo}"; exec sleep 60`], { stdio: 'ignore' });
     strays.add(writer.pid!);
     try {
       const t0 = Date.now();
