@@ -231,6 +231,23 @@ describe.runIf(linux)('#8 state files that are not regular files', () => {
   });
 });
 
+describe.runIf(linux)('#8 a write lock that is a dangling symlink', () => {
+  it('the era cache write says what the lock is, and the call is served (no endless retry)', async () => {
+    const { state, socket, env } = home('era-lock-link');
+    mkdirSync(state, { mode: 0o700 });
+    const lock = join(state, 'upstream-eras.json.lock');
+    symlinkSync(join(state, 'gone'), lock);
+    const d = await ForegroundDaemon.start(socket, [], { env, timeoutMs: 15_000 });
+    try {
+      const r = await mcpx(['call', 'plain', 'echo', '{"text":"x"}'], { env, timeoutMs: 20_000 });
+      expect(r.code).toBe(0);
+      await until(() => d.stdout.includes(`the lock file ${lock} is a symbolic link (to \\"${join(state, 'gone')}\\"), not a lock file mcpx made; remove it`), 10_000, 'the lock named');
+    } finally {
+      await d.stop();
+    }
+  });
+});
+
 describe.runIf(isRoot && linux)('#9 the daemon log through a symlink', () => {
   it('refused, naming it; the target keeps its mode and content', async () => {
     const { home: h, state, env } = home('log-link');
