@@ -12,7 +12,7 @@
  *
  * Plain node:fs and nothing else: a CLI command loads this on every run.
  */
-import { constants, fstatSync, lstatSync, type Stats } from 'node:fs';
+import { constants, lstatSync, type Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { McpxError } from '../errors.js';
@@ -132,10 +132,4 @@ export function checkSocketTrust(socket: string, opts: { stateDir?: string; fold
 /** For tests and a daemon restart on the same path: forget what was found trusted. */
 export function forgetTrustedSockets(): void {
   trusted.clear();
-}
-
-/** Stats of an open file descriptor, for callers that opened one themselves. */
-export function fdKind(fd: number): string | undefined {
-  const s = fstatSync(fd);
-  return s.isFile() ? undefined : fileKind(s);
 }
