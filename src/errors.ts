@@ -55,6 +55,8 @@ export type ErrorCode =
   | 'MCPX_FORBIDDEN'
   /** daemon.socket is taken by something that is not a stale mcpx socket. */
   | 'MCPX_SOCKET_CONFLICT'
+  /** The daemon socket, its folder or the state folder is another user's, or writable by others: not spoken to. */
+  | 'MCPX_UNSAFE_SOCKET'
   | 'MCPX_SHUTTING_DOWN'
   | 'MCPX_DAEMON_RUNNING'
   | 'MCPX_DAEMON_UNAVAILABLE'

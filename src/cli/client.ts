@@ -5,14 +5,14 @@
  * background (`<node> <this CLI> daemon`, detached, same state folder, config, environment and
  * working directory, its log appended to `<state>/daemon.log`) and wait for its socket, bounded.
  */
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
-import { chmod } from 'node:fs/promises';
+import { closeSync, constants, existsSync, fchmodSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { Agent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { join, resolve as resolvePath } from 'node:path';
 import { McpxError } from '../errors.js';
 import { loadConfig } from '../config/config-file.js';
 import { Settings } from '../config/settings.js';
+import { checkSocketTrust, fileKind } from '../state/safe-files.js';
 
 export interface ClientOptions {
   /** `--config FILE`. */
@@ -92,9 +92,13 @@ export interface SendOptions {
  */
 const NO_SERVER_NAME = { servername: '' } as const;
 
-/** One HTTP request on the Unix socket; resolves with the response once its headers arrived. */
+/**
+ * One HTTP request on the Unix socket; resolves with the response once its headers arrived. Nothing is
+ * sent on a socket another user could have planted (checkSocketTrust: MCPX_UNSAFE_SOCKET).
+ */
 export function send(socket: string, o: SendOptions): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
+    checkSocketTrust(socket);
     const req = httpRequest(
       {
         socketPath: socket,
@@ -183,7 +187,8 @@ export class DaemonClient {
       const res = await send(this.socket, { method: 'GET', path: '/v1/health', timeoutMs });
       await readText(res);
       return res.statusCode === 200;
-    } catch {
+    } catch (err) {
+      if (err instanceof McpxError && err.code === 'MCPX_UNSAFE_SOCKET') throw err; // not "not running": starting another would not help
       return false;
     }
   }
@@ -270,6 +275,29 @@ function lastError(logFile: string): string | undefined {
   return undefined;
 }
 
+/**
+ * `<state>/daemon.log` for appending, 0600: never through a symlink (its target's mode would be changed
+ * and the log written wherever it points), never a FIFO or device (opened without blocking, then refused).
+ */
+function openDaemonLog(logFile: string): number {
+  let fd: number;
+  try {
+    fd = openSync(logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0), 0o600);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const kind = code === 'ELOOP' || code === 'EMLINK' ? 'a symbolic link' : code === 'ENXIO' ? 'a FIFO with no reader, or a socket' : undefined;
+    if (kind === undefined) throw err;
+    throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon log ${logFile} is ${kind}, not a regular file; mcpx does not write through it: remove it`, { data: { log: logFile } });
+  }
+  const s = fstatSync(fd);
+  if (!s.isFile()) {
+    closeSync(fd);
+    throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon log ${logFile} is ${fileKind(s)}, not a regular file; mcpx does not write to it: remove it`, { data: { log: logFile } });
+  }
+  fchmodSync(fd, 0o600);
+  return fd;
+}
+
 /** Starts a daemon in the background for `target` and waits until it answers. */
 export async function startDaemonInBackground(target: Target, opts: StartOptions): Promise<{ pid: number | undefined }> {
   const env = opts.env ?? process.env;
@@ -279,8 +307,7 @@ export async function startDaemonInBackground(target: Target, opts: StartOptions
   checkSocketPath(target.socket); // the daemon would refuse it too; say so before starting one
   await ensureStateDir(target.stateDir);
   const logFile = join(target.stateDir, DAEMON_LOG);
-  const fd = openSync(logFile, 'a', 0o600);
-  await chmod(logFile, 0o600).catch(() => undefined);
+  const fd = openDaemonLog(logFile);
   const args = [opts.entry, 'daemon', ...(target.stateDirFlag ? ['--state-dir', target.stateDirFlag] : []), ...(target.configFlag ? ['--config', target.configFlag] : [])];
   let exited: { code: number | null; signal: string | null; at: number } | undefined;
   let child;

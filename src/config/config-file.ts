@@ -14,7 +14,9 @@
  * - Every error names the file, the server and the key, and all of them are collected.
  */
 import { REDACTED, redactUrl } from '../redaction.js';
-import { stat, readFile } from 'node:fs/promises';
+import { closeSync, constants, fstatSync, openSync, readFile as readFileCb, type Stats } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { Socket } from 'node:net';
 import { basename, dirname, join, resolve as resolvePath, sep, isAbsolute } from 'node:path';
 import { findNodeAtLocation, parse as parseJsonc, parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
 import { ConfigError, type ConfigProblem } from '../errors.js';
@@ -118,6 +120,85 @@ export async function findConfigFile(opts: LoadConfigOptions = {}): Promise<Conf
   return (await isFile(user)) ? { file: user, via: 'user' } : undefined;
 }
 
+/** How long, and how much, a config given as a pipe is read: `--config <(…)` from a writer that never ends. */
+export const CONFIG_PIPE_TIMEOUT_MS = 5_000;
+export const CONFIG_PIPE_MAX_BYTES = 16 * 1024 * 1024;
+/** Pipes read by this process, by path: a pipe can be read once, so a reload of one gets what it gave. */
+const pipeTexts = new Map<string, string>();
+let firstRead = true;
+
+/**
+ * The config file's text. A regular file (through symlinks, as dotfiles often are) is read as it is. A
+ * FIFO is read only when `--config` names it and it is the first config this process reads (`mcpx config
+ * --config <(…)`, a foreground `mcpx daemon --config <(…)`), within CONFIG_PIPE_TIMEOUT_MS and
+ * CONFIG_PIPE_MAX_BYTES. Anything else (a FIFO swapped in under a running daemon, a device, a socket) is
+ * refused at once: opened without blocking, never read. Errors carry the reason in their message.
+ */
+async function readConfigText(file: string, via: ConfigVia): Promise<string> {
+  const first = firstRead;
+  firstRead = false;
+  const fd = openSync(file, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  let s: Stats;
+  try {
+    s = fstatSync(fd);
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+  if (s.isFile()) {
+    return new Promise((resolve, reject) => {
+      readFileCb(fd, 'utf8', (err, text) => {
+        closeSync(fd);
+        if (err) reject(err);
+        else resolve(text);
+      });
+    });
+  }
+  if (s.isDirectory()) {
+    closeSync(fd);
+    throw Object.assign(new Error('is a folder, not a file'), { code: 'EISDIR' });
+  }
+  const kept = s.isFIFO() ? pipeTexts.get(file) : undefined;
+  if (kept !== undefined) {
+    closeSync(fd);
+    return kept;
+  }
+  if (!s.isFIFO() || via !== 'flag' || !first) {
+    closeSync(fd);
+    const kind = s.isFIFO() ? 'a FIFO (named pipe)' : s.isSocket() ? 'a socket' : s.isCharacterDevice() ? 'a character device' : s.isBlockDevice() ? 'a block device' : 'not a regular file';
+    throw new Error(`is ${kind}, not a regular file; mcpx reads only regular files (a pipe only when --config names it at the start)`);
+  }
+  const text = await readPipe(fd);
+  pipeTexts.set(file, text);
+  return text;
+}
+
+/** All a pipe gives until its end, bounded in time and size; `fd` is closed either way. */
+function readPipe(fd: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = new Socket({ fd, readable: true, writable: false });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const fail = (message: string) => {
+      clearTimeout(timer);
+      sock.destroy();
+      reject(new Error(message));
+    };
+    const timer = setTimeout(() => fail(`is a pipe that did not end within ${CONFIG_PIPE_TIMEOUT_MS / 1000} s`), CONFIG_PIPE_TIMEOUT_MS);
+    sock.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > CONFIG_PIPE_MAX_BYTES) fail(`is a pipe that gave more than ${CONFIG_PIPE_MAX_BYTES} bytes`);
+      else chunks.push(c);
+    });
+    sock.once('end', () => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+    sock.once('error', (err) => fail(err.message));
+  });
+}
+
 /** Finds and reads the config. Never throws for what a file contains: problems come back in `errors`. */
 export async function loadConfig(opts: LoadConfigOptions = {}): Promise<LoadedConfig> {
   const env = opts.env ?? process.env;
@@ -126,7 +207,7 @@ export async function loadConfig(opts: LoadConfigOptions = {}): Promise<LoadedCo
   const { file, via } = location;
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readConfigText(file, via);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const named = via === 'flag' ? ' (named by --config)' : via === 'env' ? ' (named by MCPX_CONFIG)' : '';

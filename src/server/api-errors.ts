@@ -38,6 +38,7 @@ const STATUS: Record<ErrorCode, number> = {
   // configuration (a reload that failed), the daemon itself
   MCPX_BAD_CONFIG: 500,
   MCPX_SOCKET_CONFLICT: 500,
+  MCPX_UNSAFE_SOCKET: 500,
   MCPX_DAEMON_RUNNING: 500,
   MCPX_DAEMON_UNAVAILABLE: 500,
   MCPX_CACHE_IO: 500,

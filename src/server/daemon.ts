@@ -26,12 +26,14 @@ import { buildApp, type DaemonInfo } from './app.js';
 import { loadDaemonConfig } from './config-source.js';
 import { Controller, createPoolRegistry } from './controller.js';
 import { makeRecordLog, type RecordLog } from './record-log.js';
+import { safeLogStream } from './log-stream.js';
 import { EventHub } from './events.js';
 import { ProcessLedger, sweepOrphans } from './orphans.js';
 import { packageVersion } from '../package-info.js';
 import { Scrubber } from './secrets.js';
 import { UiHub, type UiAddress } from '../ui/hub.js';
 import type { StatelyInspector } from '../inspect/stately.js';
+import { checkSocketTrust } from '../state/safe-files.js';
 import { acquireLock, checkSocketPath, DAEMON_JSON, ensureStateDir, socketAnswers, writeDaemonFile, type DaemonFile, type Lock } from './state-dir.js';
 
 export interface DaemonOptions {
@@ -81,8 +83,9 @@ async function makeLoggers(level: string, scrubber: Scrubber, opts: DaemonOption
   const usePretty = opts.prettyLogs ?? (opts.logStream === undefined && process.stdout.isTTY === true);
   // pino-pretty loads only for a terminal: a background daemon logs JSON to its file.
   const pretty = usePretty && !opts.logStream ? (await import('pino-pretty')).default : undefined;
-  const stream: Writable | pino.DestinationStream = opts.logStream ?? (pretty ? pretty({ colorize: true, sync: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'hostname,daemon' }) : pino.destination({ dest: 1, sync: true }));
   const base = { daemon: process.pid };
+  // A line that cannot be written (a full disk) is dropped and counted, never thrown into the caller's code.
+  const stream: Writable | pino.DestinationStream = opts.logStream ?? (pretty ? pretty({ colorize: true, sync: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'hostname,daemon' }) : safeLogStream(1, base));
   // Belt and braces: known secret values never reach a log line, whatever field they hide in.
   const hooks = { streamWrite: (s: string) => scrubber.scrub(s) };
   const logger = pino(
@@ -124,6 +127,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
   await ensureStateDir(stateDir);
   // A socket configured outside the state folder: create its folder if missing, never loosen or tighten an existing one.
   await mkdir(dirname(socket), { recursive: true, mode: 0o700 });
+  checkSocketTrust(socket, { folderOnly: true }); // a folder others can write: clients would refuse a socket there
   const lock: Lock = await acquireLock(stateDir, socket);
   if (lock.cleaned.length > 0) log.warn({ files: lock.cleaned }, 'cleaned up after a daemon that exited without doing so');
   // Upstreams a crashed daemon left running (recorded in the folder), before this one starts any.
@@ -234,7 +238,13 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     const socketApp = await buildApp({ ...common, listener: 'socket' });
     apps.push(socketApp);
     cleanups.push(() => socketApp.close());
-    await socketApp.listen({ path: socket });
+    // Bound 0600 from the start: a client refuses a socket others could write, even before the chmod.
+    const umask = process.umask(0o177);
+    try {
+      await socketApp.listen({ path: socket });
+    } finally {
+      process.umask(umask);
+    }
     cleanups.push(() => rm(socket, { force: true }));
     await chmod(socket, 0o600);
 

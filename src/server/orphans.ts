@@ -14,18 +14,20 @@
  * leader is that recorded process. When the leader is gone, the group's remaining members are
  * signalled one by one, and only those that carry the dead daemon's spawn tag in their environment and
  * started after the leader (a pid and group id cannot be reused while a member still holds them, and
- * the tag is random per daemon process). Linux only: elsewhere there is no /proc to check against, and
+ * the tag is random per daemon process). A live recorded process, a group leader or not, must carry the
+ * tag too: a forged ledger can name any process with its start time, but not plant the tag. Linux only: elsewhere there is no /proc to check against, and
  * the file is left alone.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { silentLogger, type Logger } from '../log.js';
 import { isLive, procStat } from '../transports/proc-stat.js';
 import { SPAWN_TAG, SPAWN_TAG_VAR, UPSTREAM_PROCESS_CHANNEL, type UpstreamProcessEvent } from '../transports/spawn-tag.js';
 import { writePrivateFile } from './state-dir.js';
+import { NotRegularFileError, readRegularFile } from '../state/safe-files.js';
 
 export const PROCESS_LEDGER = 'upstream-processes.json';
 
@@ -125,6 +127,9 @@ async function targetsOf(ledger: LedgerFile): Promise<Target[]> {
     // The pid is someone else's now: the recorded process and its group are long gone (a group id is
     // not reused while a member holds it), so nothing under this entry is ours.
     if (leader !== undefined && leader.start !== e.start) continue;
+    // A live recorded process is signalled only if it carries the dead daemon's tag: a forged ledger can
+    // name any process and its start time, but not put the tag in a stranger's environment.
+    if (isLive(leader) && !carriesTag(e.pid, ledger.tag)) continue;
     if (isLive(leader) && leader.pgrp === e.pgid && e.pgid === e.pid) {
       targets.push({ kind: 'group', pgid: e.pgid, leader: e.pid, start: e.start });
       continue;
@@ -156,9 +161,11 @@ export async function sweepOrphans(stateDir: string, opts: { logger?: Logger; gr
   if (!isLinux) return report;
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
-  } catch {
-    return report; // no ledger: the last daemon stopped cleanly (or none ran)
+    text = await readRegularFile(file); // a FIFO in its place would block the start for good
+  } catch (err) {
+    // no ledger: the last daemon stopped cleanly (or none ran); anything but a regular file is no ledger of ours
+    if (err instanceof NotRegularFileError) log.warn({ file }, `ignoring the upstream process ledger: ${err.message}`);
+    return report;
   }
   const ledger = parseLedger(text);
   if (ledger === undefined) {

@@ -1,6 +1,6 @@
 /**
- * The daemon's state folder (paths.state): created 0700 (tightened if it exists looser), owned by
- * the user; one daemon at a time, through `daemon.lock`; where clients find it, through
+ * The daemon's state folder (paths.state): created 0700, or an existing one of the user's own that no one
+ * else can write (its mode is never changed); one daemon at a time, through `daemon.lock`; where clients find it, through
  * `daemon.json` (0600: pid, socket, TCP port and bearer token).
  *
  * The lock is a file created exclusively ('wx') holding the owner's pid. A lock whose pid is gone
@@ -17,10 +17,11 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
-import { chmod, mkdir, stat } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { McpxError } from '../errors.js';
+import { fileKind, readRegularFile } from '../state/safe-files.js';
 
 export const LOCK_FILE = 'daemon.lock';
 export const DAEMON_JSON = 'daemon.json';
@@ -57,7 +58,8 @@ export interface StateFs {
   rm: typeof fsp.rm;
   stat: typeof fsp.stat;
 }
-export const nodeStateFs: StateFs = { open: fsp.open, readFile: (f, e) => fsp.readFile(f, e), rename: fsp.rename, link: fsp.link, rm: fsp.rm, stat: fsp.stat };
+// readFile never blocks on a FIFO nor follows a symlink (src/state/safe-files.ts).
+export const nodeStateFs: StateFs = { open: fsp.open, readFile: (f) => readRegularFile(f), rename: fsp.rename, link: fsp.link, rm: fsp.rm, stat: fsp.stat };
 
 /** Errnos that mean "this folder cannot be written by this user", whatever else is going on. */
 const NOT_WRITABLE = new Set(['EACCES', 'EPERM', 'EROFS']);
@@ -102,16 +104,38 @@ export function checkSocketPath(socket: string): void {
   );
 }
 
-/** Creates the state folder 0700, or tightens an existing one; refuses one owned by someone else. */
+/**
+ * Creates the state folder 0700 (with any missing parents, also 0700), or takes an existing one as it
+ * is: the mode of a folder mcpx did not create is never changed (a project folder given as `--state-dir .`,
+ * a shared `/tmp`). An existing folder must be the user's own and writable by no one else, or another
+ * user could plant the socket clients speak to: such a folder is refused, and a shared sticky one (`/tmp`)
+ * is refused with the name of a folder of the user's own inside it (decisions.md, "A shared state folder").
+ */
 export async function ensureStateDir(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const created = await mkdir(dir, { recursive: true, mode: 0o700 });
   const s = await stat(dir);
-  if (!s.isDirectory()) throw new McpxError('MCPX_BAD_SETTING', `paths.state ${dir} is not a folder`, { data: { stateDir: dir } });
+  const data = { stateDir: dir, setting: 'paths.state' };
+  if (!s.isDirectory()) throw new McpxError('MCPX_BAD_SETTING', `paths.state ${dir} is not a folder`, { data });
   const uid = process.getuid?.();
-  if (uid !== undefined && s.uid !== uid) {
-    throw new McpxError('MCPX_BAD_SETTING', `the state folder ${dir} belongs to another user (uid ${s.uid}); use a folder of your own (--state-dir or MCPX_STATE_DIR)`, { data: { stateDir: dir } });
+  if (uid === undefined) return; // Windows: no owners or modes to compare
+  if (s.uid !== uid) {
+    throw new McpxError('MCPX_BAD_SETTING', `the state folder ${dir} belongs to another user (uid ${s.uid}); use a folder of your own (--state-dir or MCPX_STATE_DIR)`, { data });
   }
-  if ((s.mode & 0o077) !== 0) await chmod(dir, 0o700);
+  const writable = s.mode & 0o022;
+  if (writable === 0 || created !== undefined) return;
+  const mode = (s.mode & 0o7777).toString(8).padStart(4, '0');
+  if ((s.mode & 0o1000) !== 0) {
+    throw new McpxError(
+      'MCPX_BAD_SETTING',
+      `the state folder ${dir} is a shared folder (mode ${mode}: writable by others, sticky); mcpx keeps its socket and files in a folder of its own and does not change this one: use a folder inside it, e.g. ${join(dir, `mcpx-${uid}`)} (mcpx creates it 0700)`,
+      { data: { ...data, mode } },
+    );
+  }
+  throw new McpxError(
+    'MCPX_BAD_SETTING',
+    `the state folder ${dir} is writable by ${writable & 0o002 ? 'every user' : 'its group'} (mode ${mode}): another user could put a socket there in the daemon's place; mcpx does not change the mode of a folder it did not create: make it private (chmod 700) or use another folder (--state-dir, MCPX_STATE_DIR)`,
+    { data: { ...data, mode } },
+  );
 }
 
 /** Whether something accepts connections on the Unix socket. */
@@ -202,9 +226,13 @@ export async function acquireLock(stateDir: string, socket: string, fs: StateFs 
       const h = await open(file, 'wx', 0o600);
       try {
         await h.writeFile(content, 'utf8');
-      } finally {
-        await h.close();
+      } catch (err) {
+        // Made but not written (ENOSPC): an empty lock left behind would stand in the next start's way.
+        await h.close().catch(() => undefined);
+        await rm(file, { force: true }).catch(() => undefined);
+        throw new StateFolderError('write the daemon lock', file, stateDir, err);
       }
+      await h.close();
       return {
         file,
         cleaned,
@@ -224,7 +252,14 @@ export async function acquireLock(stateDir: string, socket: string, fs: StateFs 
         },
       };
     } catch (err) {
+      if (err instanceof StateFolderError) throw err;
       if (errCode(err) !== 'EEXIST') throw new StateFolderError('create the daemon lock', file, stateDir, err);
+    }
+    // A symlink (dangling or not), a FIFO, a folder: not a lock mcpx made, and reading a FIFO would block.
+    const found = await fsp.lstat(file).catch(() => undefined);
+    if (found && !found.isFile()) {
+      const target = found.isSymbolicLink() ? ` (to ${JSON.stringify(await fsp.readlink(file).catch(() => '?'))})` : '';
+      throw new McpxError('MCPX_BAD_SETTING', `the daemon lock ${file} is ${fileKind(found)}${target}, not a lock file mcpx made; remove it`, { data: { stateDir, path: file } });
     }
     let text: string;
     let mtimeMs: number;
@@ -239,13 +274,15 @@ export async function acquireLock(stateDir: string, socket: string, fs: StateFs 
     if (holder && pidAlive(holder.pid)) {
       const holderSocket = holder.socket ?? socket;
       if (await socketAnswers(holderSocket)) throw new DaemonRunningError(holder.pid, holderSocket, stateDir);
-      const young = Date.now() - mtimeMs < 10_000;
+      const age = Date.now() - mtimeMs;
+      const young = age < 10_000 && age > -10_000; // dated in the future (a clock set back): it would never age
+
       if (young) throw new DaemonRunningError(holder.pid, holderSocket, stateDir, '(it is starting up)');
       if (looksLikeDaemon(holder.pid) !== false) {
         throw new DaemonRunningError(holder.pid, holderSocket, stateDir, `(but it does not answer; if it is stuck, end it with kill ${holder.pid})`);
       }
       // pid reused by something else: the lock is stale
-    } else if (text.trim() === '' && Date.now() - mtimeMs < 2_000) {
+    } else if (text.trim() === '' && Math.abs(Date.now() - mtimeMs) < 2_000) {
       // being written right now by a starting daemon
       await new Promise((r) => setTimeout(r, 50));
       continue;
@@ -309,7 +346,7 @@ export async function writeDaemonFile(stateDir: string, info: DaemonFile): Promi
 
 export async function readDaemonFile(stateDir: string): Promise<DaemonFile | undefined> {
   try {
-    const v = JSON.parse(await fsp.readFile(join(stateDir, DAEMON_JSON), 'utf8')) as DaemonFile;
+    const v = JSON.parse(await readRegularFile(join(stateDir, DAEMON_JSON))) as DaemonFile;
     return typeof v.pid === 'number' ? v : undefined;
   } catch {
     return undefined;

@@ -15,12 +15,13 @@
  * and changes made while a write waits join it.
  */
 import { randomUUID } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { promises as fs, readlinkSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import stringify from 'safe-stable-stringify';
 import { CacheIoError } from '../errors.js';
 import { isPlainObject } from './record-checks.js';
+import { fileKind, NotRegularFileError, readRegularFile } from './safe-files.js';
 
 /** The part of a pino logger a state file uses (src/log.ts's Logger fits). */
 export interface StateFileLogger {
@@ -186,9 +187,11 @@ export class LockedJsonFile<R> {
     const dropped: string[] = [];
     let text: string;
     try {
-      text = await fs.readFile(this.path, 'utf8');
+      // Never blocks (a FIFO in its place would hang the daemon's start) and never follows a link.
+      text = await readRegularFile(this.path);
     } catch (err) {
       if (errCode(err) === 'ENOENT') return { servers, missing: true, dropped };
+      if (err instanceof NotRegularFileError) return { servers, problem: `it is ${err.kind}, not a regular file`, dropped };
       return { servers, problem: `cannot read it (${errCode(err) ?? String(err)})`, dropped };
     }
     if (text.trim() === '') return { servers, problem: 'the file is empty', dropped };
@@ -277,8 +280,10 @@ export class LockedJsonFile<R> {
     const deadline = Date.now() + this.lockTimeoutMs;
     let backoff = 2;
     for (;;) {
+      let created = false;
       try {
         const handle = await fs.open(this.lockPath, 'wx', 0o600);
+        created = true;
         try {
           await handle.writeFile(token, 'utf8');
         } finally {
@@ -286,13 +291,16 @@ export class LockedJsonFile<R> {
         }
         return () => this.unlock(token);
       } catch (err) {
-        if (errCode(err) !== 'EEXIST') {
-          throw new CacheIoError(this.path, `cannot create the lock file ${this.lockPath} (${errCode(err) ?? String(err)})`, err);
+        // A lock made but not written (ENOSPC): removed, or every later write would wait on it.
+        if (created) await fs.rm(this.lockPath, { force: true }).catch(() => undefined);
+        if (created || errCode(err) !== 'EEXIST') {
+          throw new CacheIoError(this.path, `cannot ${created ? 'write' : 'create'} the lock file ${this.lockPath} (${errCode(err) ?? String(err)})`, err);
         }
       }
       if (await this.removeStaleLock()) continue;
       if (Date.now() >= deadline) {
-        throw new CacheIoError(this.path, `another process held ${this.lockPath} for more than ${this.lockTimeoutMs} ms`);
+        const empty = await fs.stat(this.lockPath).then((st) => st.size === 0, () => false);
+        throw new CacheIoError(this.path, empty ? `${this.lockPath} is an empty lock file that stayed for more than ${this.lockTimeoutMs} ms` : `another process held ${this.lockPath} for more than ${this.lockTimeoutMs} ms`);
       }
       await sleep(backoff + Math.random() * backoff);
       backoff = Math.min(backoff * 2, 40);
@@ -302,11 +310,29 @@ export class LockedJsonFile<R> {
   private async unlock(token: string): Promise<void> {
     try {
       // Only remove the lock if it is still ours (someone may have judged it stale and taken it).
-      if ((await fs.readFile(this.lockPath, 'utf8')) === token) await fs.rm(this.lockPath, { force: true });
+      if ((await readRegularFile(this.lockPath)) === token) await fs.rm(this.lockPath, { force: true });
       else this.logger?.warn({ file: this.lockPath }, `${this.format.label} lock was taken over while held`);
     } catch (err) {
       if (errCode(err) !== 'ENOENT') this.logger?.warn({ file: this.lockPath, err }, `could not release the ${this.format.label} lock`);
     }
+  }
+
+  /**
+   * Whether a lock file with this mtime and size is stale: older than staleLockMs, or dated more than
+   * staleLockMs in the future (a clock set back, or a forged date: it would otherwise never age), or
+   * empty for more than a second (a writer that made it and could not write its token: a full disk).
+   */
+  private isStale(st: { mtimeMs: number; size: number }): boolean {
+    const age = Date.now() - st.mtimeMs;
+    if (age > this.staleLockMs || age < -this.staleLockMs) return true;
+    return st.size === 0 && Math.abs(age) > Math.min(1_000, this.staleLockMs);
+  }
+
+  /** Refuses a lock path that is not a regular file (a symlink, dangling or not; a FIFO): it is no lock of ours. */
+  private notALock(st: Stats): never {
+    let target = '';
+    if (st.isSymbolicLink()) target = ` (to ${JSON.stringify(String(readlinkQuiet(this.lockPath)))})`;
+    throw new CacheIoError(this.path, `the lock file ${this.lockPath} is ${fileKind(st)}${target}, not a lock file mcpx made; remove it`);
   }
 
   /**
@@ -316,9 +342,11 @@ export class LockedJsonFile<R> {
    */
   private async removeStaleLock(): Promise<boolean> {
     try {
-      const stat = await fs.stat(this.lockPath);
-      if (Date.now() - stat.mtimeMs <= this.staleLockMs) return false;
+      const st = await fs.lstat(this.lockPath);
+      if (!st.isFile()) this.notALock(st);
+      if (!this.isStale(st)) return false;
     } catch (err) {
+      if (err instanceof CacheIoError) throw err;
       return errCode(err) === 'ENOENT'; // released meanwhile: try again at once
     }
     const aside = `${this.lockPath}.${process.pid}-${randomUUID().slice(0, 8)}.stale`;
@@ -328,19 +356,29 @@ export class LockedJsonFile<R> {
       return true; // someone else moved it first; try to take the lock again
     }
     try {
-      const stat = await fs.stat(aside);
-      if (Date.now() - stat.mtimeMs <= this.staleLockMs) {
+      const st = await fs.lstat(aside);
+      if (!st.isFile() || !this.isStale(st)) {
         // A fresh lock replaced the stale one between our look and our rename: give it back.
         await fs.link(aside, this.lockPath).catch(() => undefined);
         return false;
       }
-      const holder = (await fs.readFile(aside, 'utf8').catch(() => '')).trim();
-      this.logger?.warn({ file: this.lockPath, holder, ageMs: Math.round(Date.now() - stat.mtimeMs) }, `removed a stale ${this.format.label} lock`);
+      const holder = (await readRegularFile(aside).catch(() => '')).trim();
+      const ageMs = Math.round(Date.now() - st.mtimeMs);
+      const why = holder === '' ? 'an empty' : ageMs < 0 ? 'a future-dated' : 'a stale';
+      this.logger?.warn({ file: this.lockPath, holder, ageMs }, `removed ${why} ${this.format.label} lock`);
       return true;
     } catch {
       return true;
     } finally {
       await fs.rm(aside, { force: true }).catch(() => undefined);
     }
+  }
+}
+
+function readlinkQuiet(path: string): string {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return '?';
   }
 }

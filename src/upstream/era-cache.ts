@@ -57,6 +57,9 @@ const FORMAT: StateFileFormat<EraRecord> = {
 /** `upstream.eraCacheMaxAge`'s default: a week. */
 export const ERA_CACHE_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000;
 
+/** How far ahead of this clock an era record may be dated and still be used (clocks of one machine agree; this is rounding). */
+export const FUTURE_SLACK_MS = 60_000;
+
 export class EraCache extends LockedJsonFile<EraRecord> {
   /**
    * `upstream.eraCacheMaxAge`: a record older than this is treated as absent when deciding a probe, so
@@ -69,12 +72,15 @@ export class EraCache extends LockedJsonFile<EraRecord> {
     super(stateDir, FORMAT, opts);
   }
 
-  /** The record to decide a probe by: none when it is older than `maxAgeMs` (or has no readable date). */
+  /**
+   * The record to decide a probe by: none when it is older than `maxAgeMs`, has no readable date, or is
+   * dated more than FUTURE_SLACK_MS ahead (a clock set back, or a forged file: it would never age).
+   */
   usable(key: string, now = Date.now()): EraRecord | undefined {
     const r = this.get(key);
     if (!r) return undefined;
     const at = Date.parse(r.at);
-    return Number.isFinite(at) && now - at <= this.maxAgeMs ? r : undefined;
+    return Number.isFinite(at) && now - at <= this.maxAgeMs && at - now <= FUTURE_SLACK_MS ? r : undefined;
   }
 
   /** Loads `<stateDir>/upstream-eras.json`. Never throws for what the file contains (or for failing to read it). */

@@ -77,7 +77,7 @@ describe.concurrent('a daemon started by a client command', { timeout: E2E_TIMEO
     state = join(h, 'state');
     socket = join(state, 'daemon.sock');
     await mkdir(state, { mode: 0o755 });
-    chmodSync(state, 0o755); // looser than it should be: the daemon tightens it
+    chmodSync(state, 0o755); // a folder the user made: others may read it, none may write; the daemon leaves its mode alone
     const servers: Record<string, ServerEntry> = {
       echoer: { fixture: 'dual-v2' },
       secretive: { fixture: 'dual-v2', env: { SECRET_TOKEN: SECRET_ENV } },
@@ -102,8 +102,8 @@ describe.concurrent('a daemon started by a client command', { timeout: E2E_TIMEO
     expect(r.code).toBe(0);
   }, E2E_TIMEOUT);
 
-  it('the state folder is 0700 (tightened), the socket and daemon.json 0600, daemon.log 0600', async () => {
-    expect(statSync(state).mode & 0o777).toBe(0o700);
+  it('the state folder keeps its mode (mcpx did not create it), the socket and daemon.json 0600, daemon.log 0600', async () => {
+    expect(statSync(state).mode & 0o777).toBe(0o755);
     const sock = statSync(socket);
     expect(sock.isSocket()).toBe(true);
     expect(sock.mode & 0o777).toBe(0o600);
