@@ -14,7 +14,8 @@ const SECRET_PARAM_TEXT = /([?&;][^=&;#\s]*(?:key|token|secret|pass|auth|sig|cre
 const MARK = 'mcpx-redacted-0c5e1f';
 
 /**
- * The URL with its userinfo password, and the values of query parameters named like secrets, replaced by
+ * The URL with its userinfo (user name and password: `https://TOKEN@host` carries a token as the user
+ * name), and the values of query parameters named like secrets, replaced by
  * `<redacted>`. A text that is not a URL (a bad port, a typo) gets the same treatment by pattern: it is shown
  * in config errors, and a secret in it must not be.
  */
@@ -25,12 +26,14 @@ export function redactUrl(url: string | URL): string {
     u = new URL(text);
   } catch {
     return text
-      .replace(/\/\/([^/@:\s]*):[^/@\s]*@/, `//$1:${REDACTED}@`)
+      .replace(/\/\/[^/@\s]+@/, `//${REDACTED}@`)
       .replace(SECRET_PARAM_TEXT, `$1${REDACTED}`);
   }
   let changed = false;
-  if (u.password !== '') {
-    u.password = MARK;
+  if (u.username !== '' || u.password !== '') {
+    // One mark for the whole userinfo: that a credential is set shows, not how it is split.
+    u.username = MARK;
+    u.password = '';
     changed = true;
   }
   for (const k of [...new Set(u.searchParams.keys())]) {

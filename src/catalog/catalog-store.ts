@@ -66,7 +66,10 @@ export type CatalogStoreLogger = StateFileLogger;
  * up to `lockTimeoutMs` (3000) for the lock before failing with MCPX_CACHE_IO; a lock older than
  * `staleLockMs` (10000) is left over from a crashed writer and removed.
  */
-export type CatalogStoreOptions = StateFileOptions;
+export type CatalogStoreOptions = StateFileOptions & {
+  /** The daemon's secret scrubber: a listing can quote an upstream's configured secrets (a tool description naming its env). */
+  scrub?: (text: string) => string;
+};
 
 const FORMAT: StateFileFormat<CatalogRecord> = {
   fileName: CATALOG_FILE,
@@ -82,8 +85,19 @@ const FORMAT: StateFileFormat<CatalogRecord> = {
  * memory for the next write), `delete`, `whenIdle`, `file`, `enabled`. Records handed out are frozen.
  */
 export class CatalogStore extends LockedJsonFile<CatalogRecord> {
+  private readonly scrub: ((text: string) => string) | undefined;
+
   private constructor(stateDir: string, opts: CatalogStoreOptions) {
     super(stateDir, FORMAT, opts);
+    this.scrub = opts.scrub;
+  }
+
+  /** Stores the listing with known secrets blanked: the file outlives the config that made them secrets. */
+  override async set(key: string, record: CatalogRecord): Promise<void> {
+    if (this.scrub === undefined) return super.set(key, record);
+    const json = JSON.stringify(record);
+    const clean = this.scrub(json);
+    return super.set(key, clean === json ? record : (JSON.parse(clean) as CatalogRecord));
   }
 
   /** Loads `<stateDir>/tool-catalog.json`. Never throws for what the file contains (or for failing to read it). */

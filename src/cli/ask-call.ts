@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { McpxError } from '../errors.js';
 import type { DaemonClient } from './client.js';
 import { answerQuestion, parseAnswerFlag, type AnswerSources } from './questions.js';
+import { terminalSafe } from './terminal-text.js';
 
 /** What /v1/call answers (mcpx call --json prints the same shape, whichever route ran the call). */
 export type CallOutcomeBody = z.output<typeof callResultSchema>;
@@ -76,7 +77,7 @@ export async function runAsk(
       const answers: Record<string, unknown> = {};
       for (const q of v.questions) {
         const a = await answerQuestion(q, sources, body.server);
-        if (a.note) process.stderr.write(`mcpx: ${a.note}\n`);
+        if (a.note) process.stderr.write(`mcpx: ${terminalSafe(a.note)}\n`);
         answers[q.id] = a.answer;
       }
       process.once('SIGINT', onSigint);

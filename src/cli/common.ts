@@ -5,6 +5,7 @@
  * Light on purpose: every command loads this, so the daemon client (and the config and settings
  * modules it needs) is imported only when a command connects.
  */
+import { terminalSafe, terminalSafeJson } from './terminal-text.js';
 import type { Command } from 'commander';
 import { McpxError } from '../errors.js';
 import type { ServerView } from '../server/controller.js';
@@ -38,12 +39,15 @@ interface ApiErrorBody {
   error?: { code?: string; message?: string };
 }
 
+/** A line (or lines) on stdout; control sequences in it (an upstream's text) are shown escaped, not obeyed. */
 export function out(text: string): void {
-  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  const safe = terminalSafe(text);
+  process.stdout.write(safe.endsWith('\n') ? safe : `${safe}\n`);
 }
 
+/** JSON on stdout: exact JSON, with the control characters JSON leaves raw written as `\u` escapes. */
 export function printJson(body: unknown): void {
-  out(JSON.stringify(body, null, 2));
+  process.stdout.write(`${terminalSafeJson(JSON.stringify(body, null, 2))}\n`);
 }
 
 export function clientOptions(o: CommonOpts): ClientOptions {

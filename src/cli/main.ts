@@ -18,6 +18,7 @@
  * loads what it runs only when it runs: a command is a separate process each time, so what it imports
  * is paid on every use (`mcpx call` and `mcpx --version` never load zod, fastify, xstate or the MCP SDK).
  */
+import { terminalSafe } from './terminal-text.js';
 import { fileURLToPath } from 'node:url';
 import type { Command, CommanderError } from 'commander';
 import { packageVersion } from '../package-info.js';
@@ -48,7 +49,8 @@ async function buildProgram(argv: readonly string[]): Promise<Command> {
 }
 
 function oneLine(message: string): string {
-  return message.split('\n').map((l) => l.trim()).filter((l) => l.length > 0).join('; ');
+  // An error message can quote an upstream: its control sequences are shown, not obeyed.
+  return terminalSafe(message).split('\n').map((l) => l.trim()).filter((l) => l.length > 0).join('; ');
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -6,7 +6,11 @@
  *   `--answers FILE` values (plus the schema's defaults) are sent; with none given it declines and says
  *   how to answer.
  * - A URL elicitation: the URL is printed, never opened; on a terminal the person says when they are
- *   done (accept) or declines; without one it declines.
+ *   done (accept) or declines; without one it declines. mcpx prints the address and its host on lines
+ *   of its own, and the server's message only quoted under them, so a message cannot pass itself off
+ *   as the address.
+ * - Everything the upstream wrote (messages, titles, choices, the URL) has its control sequences
+ *   escaped (./terminal-text.ts): a question cannot retitle the terminal, erase a line or hide a link.
  * - roots/list: the `--roots DIR…` folders (default: none).
  * - sampling: only when an answer was given (`"$sampling"` in the answers file); otherwise mcpx does
  *   not declare sampling, so the daemon refuses it upstream with a clear message.
@@ -14,6 +18,7 @@
 import { basename, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { pathToFileURL } from 'node:url';
+import { terminalSafe } from './terminal-text.js';
 
 export interface Question {
   id: string;
@@ -157,8 +162,8 @@ export async function answerQuestion(q: Question, s: AnswerSources, server: stri
   const message = typeof p['message'] === 'string' ? p['message'] : '';
   if (p['mode'] === 'url') {
     const url = String(p['url'] ?? '');
-    if (!s.tty) return { answer: { action: 'decline' }, note: `${server} asks you to open ${url} (${message}); declined: no terminal to confirm on` };
-    return urlOnTerminal(message, url, s);
+    if (!s.tty) return { answer: { action: 'decline' }, note: `${server} asks you to open ${shownAddress(url)} (${message}); declined: no terminal to confirm on` };
+    return urlOnTerminal(message, url, s, server);
   }
   const schema = (p['requestedSchema'] ?? {}) as { properties?: Record<string, FieldSchema>; required?: string[] };
   const fields = Object.entries(schema.properties ?? {});
@@ -184,12 +189,12 @@ async function formOnTerminal(message: string, fields: Array<[string, FieldSchem
   const ac = new AbortController();
   rl.on('SIGINT', () => ac.abort());
   try {
-    output.write(`\n${server} asks: ${message}\n`);
+    output.write(`\n${server} asks: ${terminalSafe(message)}\n`);
     const content: Record<string, unknown> = {};
     for (const [name, f] of fields) {
       const req = required.has(name);
       for (;;) {
-        const text = await rl.question(`  ${describeField(name, f, req)}\n  > `, { signal: ac.signal });
+        const text = await rl.question(`  ${terminalSafe(describeField(name, f, req))}\n  > `, { signal: ac.signal });
         if (text.trim() === '') {
           if (f.default !== undefined) {
             content[name] = f.default;
@@ -203,7 +208,7 @@ async function formOnTerminal(message: string, fields: Array<[string, FieldSchem
           content[name] = parseField(f, text);
           break;
         } catch (err) {
-          output.write(`  ${(err as Error).message}\n`);
+          output.write(`  ${terminalSafe((err as Error).message)}\n`);
         }
       }
     }
@@ -219,13 +224,35 @@ async function formOnTerminal(message: string, fields: Array<[string, FieldSchem
   }
 }
 
-async function urlOnTerminal(message: string, url: string, s: AnswerSources): Promise<Answered> {
+/** The address as the browser would go to it (normalised, an IDN host in punycode); `(not a valid URL)` when it is not one. */
+function shownAddress(url: string): string {
+  try {
+    return terminalSafe(new URL(url).href);
+  } catch {
+    return `${terminalSafe(url)} (not a valid URL)`;
+  }
+}
+
+function hostOf(url: string): string | undefined {
+  try {
+    return new URL(url).host || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function urlOnTerminal(message: string, url: string, s: AnswerSources, server: string): Promise<Answered> {
   const output = s.output ?? process.stderr;
   const rl = createInterface({ input: s.input ?? process.stdin, output, terminal: true });
   const ac = new AbortController();
   rl.on('SIGINT', () => ac.abort());
   try {
-    output.write(`\n${message}\nOpen this address yourself (mcpx opens nothing): ${url}\n`);
+    // mcpx's own lines first, the server's words quoted after them: a message cannot pose as the address.
+    const host = hostOf(url);
+    output.write(`\n${server} asks you to open an address (mcpx opens nothing; open it yourself if you trust it):\n`);
+    output.write(`  address: ${shownAddress(url)}\n`);
+    if (host !== undefined) output.write(`  host:    ${terminalSafe(host)}\n`);
+    if (message !== '') output.write(`  the server's message:\n${terminalSafe(message).split('\n').map((l) => `  | ${l}`).join('\n')}\n`);
     const text = await rl.question('Press Enter when you are done there, or type "decline": ', { signal: ac.signal });
     return { answer: { action: /^d(ecline)?$/i.test(text.trim()) ? 'decline' : 'accept' } };
   } catch (err) {

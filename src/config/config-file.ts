@@ -54,6 +54,11 @@ export interface ResolvedServer {
   /** From the `mcpx` block (stdio only): inherit the daemon's whole environment; absent: `upstream.inheritEnv`. */
   inheritEnv?: boolean;
   disabled: boolean;
+  /**
+   * What `${VAR}` / `${env:VAR}` expansions put into this server's strings (command, args, cwd, url, …):
+   * secrets like `env` values (docs/contract.md), never shown; the views and the scrubber blank them.
+   */
+  expanded?: string[];
 }
 
 export interface LoadedConfig {
@@ -304,7 +309,7 @@ interface ExpandContext {
   workspaceFolder: string;
 }
 
-type Expanded = { ok: true; value: string; missingEnv: string[] } | { ok: false; message: string };
+type Expanded = { ok: true; value: string; missingEnv: string[]; fromEnv: string[] } | { ok: false; message: string };
 
 const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -321,6 +326,12 @@ const envValue = (env: NodeJS.ProcessEnv, name: string): string | undefined => {
  */
 export function expandVariables(text: string, ctx: ExpandContext): Expanded {
   const missingEnv: string[] = [];
+  // Values read from the environment: secrets wherever they land (a `:-default` written in the file is not).
+  const fromEnv: string[] = [];
+  const taken = (v: string): string => {
+    if (v !== '') fromEnv.push(v);
+    return v;
+  };
   let error: string | undefined;
   const value = text.replace(/\$\{([^}]*)\}/g, (whole, inner: string) => {
     const v = inner.trim();
@@ -332,7 +343,7 @@ export function expandVariables(text: string, ctx: ExpandContext): Expanded {
       const name = v.slice(4);
       const got = envValue(ctx.env, name);
       if (got === undefined) missingEnv.push(name);
-      return got ?? '';
+      return taken(got ?? '');
     }
     if (v.startsWith('input:')) {
       error ??= `${whole} asks the editor to prompt for a value, which mcpx cannot do; put the value in an environment variable and write \${env:NAME}`;
@@ -342,14 +353,14 @@ export function expandVariables(text: string, ctx: ExpandContext): Expanded {
     const name = dash === -1 ? v : v.slice(0, dash);
     if (!VAR_NAME.test(name)) return whole;
     const got = envValue(ctx.env, name);
-    if (dash !== -1) return got === undefined || got === '' ? v.slice(dash + 2) : got;
+    if (dash !== -1) return got === undefined || got === '' ? v.slice(dash + 2) : taken(got);
     if (got === undefined) {
       error ??= `${whole} is not set in the environment (write \${${name}:-default} to give a fallback)`;
       return whole;
     }
-    return got;
+    return taken(got);
   });
-  return error === undefined ? { ok: true, value, missingEnv } : { ok: false, message: error };
+  return error === undefined ? { ok: true, value, missingEnv, fromEnv } : { ok: false, message: error };
 }
 
 export interface ParseConfigOptions {
@@ -502,12 +513,14 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
     bad = true;
     c.problem(path, message);
   };
+  const expanded = new Set<string>();
   const expand = (path: KeyPath, value: string): string => {
     const r = expandVariables(value, c.expand);
     if (!r.ok) {
       problem(path, r.message);
       return value;
     }
+    for (const v of r.fromEnv) expanded.add(v);
     for (const v of r.missingEnv) c.warn(path, `\${env:${v}} is not set in the environment; it expands to an empty string`);
     return r.value;
   };
@@ -666,7 +679,7 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
   }
 
   if (bad || definition === undefined) return undefined;
-  return { name, transport, definition, ...(preference === undefined ? {} : { preference }), limits, timeouts, ...(inheritEnv === undefined ? {} : { inheritEnv }), disabled };
+  return { name, transport, definition, ...(preference === undefined ? {} : { preference }), limits, timeouts, ...(inheritEnv === undefined ? {} : { inheritEnv }), disabled, ...(expanded.size === 0 ? {} : { expanded: [...expanded] }) };
 }
 
 /** `env` or `headers`: an object of strings. Values are never quoted in messages (they are often secrets). */
@@ -742,18 +755,41 @@ export { REDACTED, redactUrl };
 
 /**
  * A deep copy for display (`mcpx config`): every value of every `env` and `headers` object becomes
- * `<redacted>` (keys kept), and every `url` string goes through `redactUrl`. Works on a `LoadedConfig`
- * and on a raw config file object alike.
+ * `<redacted>` (keys kept), every `url` string goes through `redactUrl`, and any of `secrets` (values
+ * `${VAR}` expansions put in, `ResolvedServer.expanded`) is blanked inside every other string. Works on a
+ * `LoadedConfig` and on a raw config file object alike; an `expanded` list itself is never copied.
  */
-export function redactConfig<T>(config: T): T {
+export function redactConfig<T>(config: T, secrets: readonly string[] = expandedIn(config)): T {
+  const known = [...new Set(secrets)].filter((x) => x !== '').sort((a, b) => b.length - a.length);
+  const blank = (text: string): string => {
+    let out = text;
+    for (const x of known) if (out.includes(x)) out = out.split(x).join(REDACTED);
+    return out;
+  };
   const walk = (v: unknown, key: string | undefined): unknown => {
     if (Array.isArray(v)) return v.map((x) => walk(x, undefined));
     if (isObject(v)) {
       if (key === 'env' || key === 'headers') return Object.fromEntries(Object.keys(v).map((k) => [k, REDACTED]));
-      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, k)]));
+      return Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'expanded').map(([k, x]) => [k, walk(x, k)]));
     }
-    if (key === 'url' && typeof v === 'string') return redactUrl(v);
-    return v;
+    if (key === 'url' && typeof v === 'string') return blank(redactUrl(v));
+    return typeof v === 'string' ? blank(v) : v;
   };
   return walk(config, undefined) as T;
+}
+
+/** Every `expanded` list a config holds (a LoadedConfig's servers). */
+function expandedIn(config: unknown): string[] {
+  const out: string[] = [];
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (isObject(v)) {
+      for (const [k, x] of Object.entries(v)) {
+        if (k === 'expanded' && Array.isArray(x)) out.push(...x.filter((e): e is string => typeof e === 'string'));
+        else walk(x);
+      }
+    }
+  };
+  walk(config);
+  return out;
 }

@@ -176,15 +176,29 @@ function eraSourceFor(c: SessionContext, era: Era): EraSource {
 }
 
 /** The context update that fails the session: the error, with everything the server answered as evidence. */
-function failure(context: SessionContext, event: SessionEvent, code: ErrorCode, why: string): Pick<SessionContext, 'evidence' | 'error'> {
-  const last = discoverVerdictOf(context, event)?.why ?? initializeVerdictOf(context, event)?.why ?? describeClose(event);
+function failure(context: SessionContext, event: SessionEvent, code: ErrorCode, why: string, connecting = false): Pick<SessionContext, 'evidence' | 'error'> {
+  const last = discoverVerdictOf(context, event)?.why ?? initializeVerdictOf(context, event)?.why ?? describeClose(context, event, connecting);
   const evidence = last && context.evidence[context.evidence.length - 1] !== last ? [...context.evidence, last] : context.evidence;
   const message = `${context.server}: ${why}${evidence.length ? ` — ${evidence.join('; ')}` : ''}`;
   return { evidence, error: { code, message, data: { preference: context.preference, evidence } } };
 }
 
-function describeClose(event: SessionEvent): string {
-  return event.type === 'transport.closed' ? `the process closed before answering (${event.reason}${event.detail ? `: ${event.detail}` : ''})` : '';
+/** What ended the wire, in the upstream's terms: a process (stdio), or a connection (HTTP). */
+function describeClose(context: SessionContext, event: SessionEvent, connecting = false): string {
+  if (event.type !== 'transport.closed') return '';
+  const why = `(${event.reason}${event.detail ? `: ${event.detail}` : ''})`;
+  if (context.transport === 'stdio') return `the process closed before answering ${why}`;
+  return connecting ? `the connection failed ${why}` : `the connection closed before answering ${why}`;
+}
+
+/**
+ * Why a start failed: a process that could not be spawned (MCPX_SPAWN_FAILED), or an HTTP upstream that
+ * could not be reached (MCPX_UPSTREAM_UNAVAILABLE: nothing was concluded about it, nothing is cached).
+ */
+function startFailure(context: SessionContext, event: SessionEvent): Pick<SessionContext, 'evidence' | 'error'> {
+  if (context.transport === 'stdio') return failure(context, event, 'MCPX_SPAWN_FAILED', 'could not start the upstream');
+  const over = context.httpTransport === 'sse' ? 'HTTP+SSE' : 'Streamable HTTP';
+  return failure(context, event, 'MCPX_UPSTREAM_UNAVAILABLE', `could not connect to the upstream over ${over}`, true);
 }
 
 /** Guards of the answer rows, by request and verdict kind (AnswerGuardParams). */
@@ -291,7 +305,7 @@ export const sessionMachine = setup({
     note: enqueueActions(({ context, event, enqueue }) => {
       const d = discoverVerdictOf(context, event);
       const i = initializeVerdictOf(context, event);
-      const line = d?.why ?? i?.why ?? describeClose(event);
+      const line = d?.why ?? i?.why ?? describeClose(context, event);
       // A refusal, or a process dying with initialize pending, marks initialize as refused for the cache.
       const refused = i?.kind === 'refused' || i?.kind === 'http-refused' || (event.type === 'transport.closed' && context.initializeId !== null);
       enqueue.assign({
@@ -346,6 +360,8 @@ export const sessionMachine = setup({
     }),
 
     fail: assign(({ context, event }, params: { code: ErrorCode; why: string }) => failure(context, event, params.code, params.why)),
+    /** Fail a start: worded and coded for the wire (a process, or an HTTP connection). */
+    failToStart: assign(({ context, event }) => startFailure(context, event)),
     /** Fail as the answer's verdict says (verdict.ts `Fails`). */
     failOnVerdict: assign(({ context, event }) => {
       const c = classify(context, event);
@@ -410,7 +426,7 @@ export const sessionMachine = setup({
             'transport.ready': 'routing',
             'transport.closed': [
               { guard: 'sseFromCache', target: 'respawning', actions: [{ type: 'useTransport', params: { transport: 'streamable-http' } }, { type: 'respawnFor', params: { next: null } }] },
-              { target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_SPAWN_FAILED', why: 'could not start the upstream' } } },
+              { target: '#session.failed', actions: 'failToStart' },
             ],
           },
         },

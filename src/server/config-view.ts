@@ -15,7 +15,7 @@ function effectiveOf(server: ResolvedServer, settings: Pick<Settings, 'get'>): P
 
 export function serverView(server: ResolvedServer, settings: Pick<Settings, 'get'>, instances = 0): ServerView {
   const eff = effectiveOf(server, settings);
-  const def = redactConfig(server.definition) as unknown as Record<string, unknown>;
+  const def = redactConfig(server.definition, server.expanded) as unknown as Record<string, unknown>;
   return {
     server: server.name,
     transport: server.transport,

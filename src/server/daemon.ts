@@ -174,7 +174,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     settings.onChange((c) => {
       if (c.path === 'upstream.eraCacheMaxAge') eraCache.maxAgeMs = Number(c.value);
     });
-    catalogStore = await CatalogStore.open(stateDir, { logger: logger.child({ component: 'catalog' }) });
+    catalogStore = await CatalogStore.open(stateDir, { logger: logger.child({ component: 'catalog' }), scrub: (t) => scrubber.scrub(t) });
     // The `mcpx ui` page: its probe ring reads every session; its listener is TCP's, or one opened for it.
     ui = new UiHub({ scrub: (t) => scrubber.scrub(t), address: () => uiAddress() });
     const probes = ui.probes;

@@ -1,6 +1,6 @@
 /**
- * Secrets the daemon knows (configured env values and header values, credentials in URLs, its own
- * bearer token) and a scrubber that blanks them out of any text: every log line the daemon writes
+ * Secrets the daemon knows (configured env values and header values, credentials in URLs, `${VAR}`
+ * expansions, its own bearer token) and a scrubber that blanks them out of any text: every log line the daemon writes
  * and every /v1 response body go through it.
  *
  * This is defence in depth. Structurally nothing prints a definition unredacted (`redactConfig`
@@ -14,7 +14,7 @@
  */
 import type { ResolvedServer } from '../config/config-file.js';
 import { REDACTED, SECRET_PARAM } from '../redaction.js';
-import { CUT_MARK, MIN_SECRET_LENGTH, SECRET_ENV_NAME as SECRET_NAME, secretFragmentAtEnd } from '../transports/secret-text.js';
+import { CUT_MARK, MIN_SECRET_LENGTH, secretFragmentAtEnd } from '../transports/secret-text.js';
 import { isStdioDefinition } from '../upstream/definition.js';
 
 /** The shortest start of a secret blanked before a cut mark. */
@@ -86,13 +86,30 @@ function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/** The secret values of configured servers: env values under secret-looking names, every header value, URL credentials. */
+/**
+ * The secret values of configured servers (docs/contract.md): every `env` value whatever its name
+ * (`DATABASE_URL`, `GH` hold credentials as often as `API_KEY` does), the credentials inside one that is
+ * a URL, every header value, a URL's user name and password, and whatever a `${VAR}` expansion put in.
+ */
 export function secretsOf(servers: readonly ResolvedServer[]): string[] {
   const out: string[] = [];
+  const credentialsOf = (text: string): void => {
+    try {
+      const u = new URL(text);
+      for (const part of [u.username, u.password]) if (part) out.push(decodeURIComponent(part), part);
+      for (const [k, v] of u.searchParams) if (SECRET_PARAM.test(k) && v) out.push(v);
+    } catch {
+      // not a URL: nothing to take from it
+    }
+  };
   for (const s of servers) {
     const def = s.definition;
+    for (const v of s.expanded ?? []) out.push(v);
     if (isStdioDefinition(def)) {
-      for (const [k, v] of Object.entries(def.env ?? {})) if (SECRET_NAME.test(k)) out.push(v);
+      for (const v of Object.values(def.env ?? {})) {
+        out.push(v);
+        if (v.includes('://')) credentialsOf(v);
+      }
     } else {
       for (const v of Object.values(def.headers ?? {})) {
         out.push(v);
@@ -100,12 +117,13 @@ export function secretsOf(servers: readonly ResolvedServer[]): string[] {
         const m = /^\s*\S+\s+(\S.*)$/.exec(v);
         if (m?.[1]) out.push(m[1]);
       }
+      credentialsOf(def.url);
       try {
+        // user info becomes a Basic header (src/transports/http-channel-base.ts): its encoded form too.
         const u = new URL(def.url);
-        if (u.password) out.push(decodeURIComponent(u.password), u.password);
-        for (const [k, v] of u.searchParams) if (SECRET_PARAM.test(k) && v) out.push(v);
+        if (u.username || u.password) out.push(Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`, 'utf8').toString('base64'));
       } catch {
-        // not a URL: nothing to take from it
+        // not a URL
       }
     }
   }

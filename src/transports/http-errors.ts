@@ -160,8 +160,11 @@ export class HttpRedactor {
       if (space > 0) add(value.trim().slice(space + 1), 4);
     }
     if (url) {
-      add(decodeURIComponent(url.password), 4);
-      add(url.password, 4);
+      // `https://TOKEN@host`: the user name is as much a credential as the password.
+      for (const part of [url.username, url.password]) {
+        add(decodeURIComponent(part), 4);
+        add(part, 4);
+      }
       for (const [, v] of url.searchParams) add(v, 6);
     }
     // Longest first, so a value that contains another is removed whole.

@@ -9,17 +9,18 @@
 
 import { REDACTED } from '../redaction.js';
 
-/** Environment variable names whose values are secrets (the daemon's scrubber uses the same rule). */
-export const SECRET_ENV_NAME = /key|token|secret|pass|pwd|auth|cred|sig|private|session|cookie|bearer|jwt|api/i;
 /** Shorter values are too likely to occur by chance to be blanked everywhere. */
 export const MIN_SECRET_LENGTH = 6;
 /** What marks a cut. */
 export const CUT_MARK = '…';
 
-/** The values of `env` under secret-looking names, longest first (so a value containing another goes whole). */
+/**
+ * The values of the configured `env`, whatever their names (a `DATABASE_URL` or a `GH` holds a
+ * credential as often as an `API_KEY`), longest first (so a value containing another goes whole).
+ */
 export function secretEnvValues(env: Readonly<Record<string, string>> | undefined): string[] {
   const out = new Set<string>();
-  for (const [k, v] of Object.entries(env ?? {})) if (SECRET_ENV_NAME.test(k) && v.length >= MIN_SECRET_LENGTH) out.add(v);
+  for (const v of Object.values(env ?? {})) if (v.length >= MIN_SECRET_LENGTH) out.add(v);
   return [...out].sort((a, b) => b.length - a.length);
 }
 

@@ -2,7 +2,8 @@
  * The `mcpx ui` page as a fastify plugin (registered by src/server/app.ts, under its access hook):
  *
  *   POST /v1/ui/login              a one-time login code and the page's address (socket, or bearer token)
- *   GET  /ui/login?code=…          trades the code for the page cookie, then redirects to /ui/
+ *   GET  /ui/login?code=…          trades the code for the page cookie, then redirects to /ui/ (from
+ *                                  another site or a file: a page of its own that goes on to /ui/)
  *   GET  /ui/                      the page
  *   GET  /ui/assets/app.js         its script
  *   GET  /ui/assets/mermaid.min.js Mermaid, the build's copy in dist/assets (no CDN)
@@ -79,6 +80,14 @@ export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: Fastify
     if (!secret) return refused(reply, 'this login address is unknown, expired or already used: run `mcpx ui` again for a new one');
     const port = /:(\d+)$/.exec(req.headers.host ?? '')?.[1] ?? '80';
     reply.header('set-cookie', `${cookieName(port)}=${secret}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${Math.floor(UI_SESSION_TTL_MS / 1000)}`);
+    // Sent on from another page (`mcpx ui --open`'s login file is a file:// page): a redirect would carry
+    // that cross-site start to /ui/, where the page refuses it and SameSite=Strict withholds the cookie.
+    // A page of the daemon's own moves the browser on instead, a same-origin navigation.
+    const site = req.headers['sec-fetch-site'];
+    if (site !== undefined && site !== 'none' && site !== 'same-origin') {
+      return pageHeaders(reply).code(200).type('text/html; charset=utf-8')
+        .send('<!doctype html>\n<meta charset="utf-8">\n<meta http-equiv="refresh" content="0;url=/ui/">\n<title>mcpx ui</title>\n<p>Logged in. <a href="/ui/">Open the page</a></p>\n');
+    }
     return reply.code(303).header('location', '/ui/').header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').send();
   });
 

@@ -274,9 +274,11 @@ describe('variables', () => {
       ok: true,
       value: 'x-x-d-e-x-/users/u-/ws-ws',
       missingEnv: [],
+      // what came from the environment (secrets, issue 12); a default written in the file did not
+      fromEnv: ['x', 'x', 'x'],
     });
-    expect(expandVariables('${env:NOPE}', ctx)).toEqual({ ok: true, value: '', missingEnv: ['NOPE'] });
-    expect(expandVariables('$A ${not a var} ${config:x}', ctx)).toEqual({ ok: true, value: '$A ${not a var} ${config:x}', missingEnv: [] });
+    expect(expandVariables('${env:NOPE}', ctx)).toEqual({ ok: true, value: '', missingEnv: ['NOPE'], fromEnv: [] });
+    expect(expandVariables('$A ${not a var} ${config:x}', ctx)).toEqual({ ok: true, value: '$A ${not a var} ${config:x}', missingEnv: [], fromEnv: [] });
     expect(expandVariables('${NOPE}', ctx)).toEqual({ ok: false, message: '${NOPE} is not set in the environment (write ${NOPE:-default} to give a fallback)' });
   });
 
@@ -393,7 +395,7 @@ describe('errors name the file, the server and the key', () => {
     ]);
     const http = one({ url: 'ftp://user:hunter2-secret@host/x', headers: ['Authorization: x'] });
     expect(messages(http)).toEqual([
-      `config ${F}: mcpServers.remote.url: "ftp://user:<redacted>@host/x" is not an http:// or https:// URL`,
+      `config ${F}: mcpServers.remote.url: "ftp://<redacted>@host/x" is not an http:// or https:// URL`,
       `config ${F}: mcpServers.remote.headers: must be an object of header names to string values`,
     ]);
     expect(JSON.stringify([stdio, http])).not.toContain('hunter2');
@@ -585,7 +587,7 @@ describe('redaction', () => {
       expect(text).not.toContain(s.replace('Bearer ', ''));
     }
     expect(r.servers[0]?.definition).toEqual({ command: 'docker', args: ['run', '-e', 'GITHUB_TOKEN'], env: { GITHUB_TOKEN: '<redacted>', DEBUG: '<redacted>' }, cwd: root });
-    expect(r.servers[1]?.definition).toEqual({ url: 'https://alice:<redacted>@mcp.example.com/mcp?api_key=<redacted>&region=eu', headers: { Authorization: '<redacted>' } });
+    expect(r.servers[1]?.definition).toEqual({ url: 'https://<redacted>@mcp.example.com/mcp?api_key=<redacted>&region=eu', headers: { Authorization: '<redacted>' } });
     expect(r.servers[2]?.definition).toMatchObject({ env: { FROM_VAR: '<redacted>' } });
     // a deep copy: the original still works
     expect(JSON.stringify(c)).toBe(before);
@@ -601,9 +603,11 @@ describe('redaction', () => {
   });
 
   it('redactUrl', () => {
-    expect(redactUrl('https://user:pw@host:8443/p?q=1#f')).toBe('https://user:<redacted>@host:8443/p?q=1#f');
+    // the whole userinfo: `https://TOKEN@host` carries its token as the user name (issue 12)
+    expect(redactUrl('https://user:pw@host:8443/p?q=1#f')).toBe('https://<redacted>@host:8443/p?q=1#f');
+    expect(redactUrl('https://tok3n-secret@host/mcp')).toBe('https://<redacted>@host/mcp');
     expect(redactUrl('https://host/mcp?token=abc&x=1')).toBe('https://host/mcp?token=<redacted>&x=1');
     expect(redactUrl('https://host/mcp')).toBe('https://host/mcp');
-    expect(redactUrl('not a url //me:pw@x')).toBe('not a url //me:<redacted>@x');
+    expect(redactUrl('not a url //me:pw@x')).toBe('not a url //<redacted>@x');
   });
 });

@@ -21,7 +21,7 @@ const BAD_URL = `http://127.0.0.1:99999/mcp?api_key=${SENTINEL}&x=1`;
 describe('#5 an unparsable URL with a secret in its query', () => {
   it('redactUrl blanks secret-named query values and userinfo even when the URL does not parse', () => {
     expect(redactUrl(BAD_URL)).toBe('http://127.0.0.1:99999/mcp?api_key=<redacted>&x=1');
-    expect(redactUrl(`http://u:${SENTINEL}@127.0.0.1:99999/mcp`)).toBe('http://u:<redacted>@127.0.0.1:99999/mcp');
+    expect(redactUrl(`http://u:${SENTINEL}@127.0.0.1:99999/mcp`)).toBe('http://<redacted>@127.0.0.1:99999/mcp');
     expect(redactUrl(`http://127.0.0.1:99999/mcp?token=${SENTINEL}#frag`)).toBe('http://127.0.0.1:99999/mcp?token=<redacted>#frag');
     expect(redactUrl(`http://[::1:99999/mcp?Access-Token=${SENTINEL}`)).not.toContain(SENTINEL);
     expect(redactUrl(`http://127.0.0.1:99999/mcp;sig=${SENTINEL}`)).not.toContain(SENTINEL);

@@ -453,7 +453,7 @@ describe('HTTP failures', () => {
     expect(err).toBeInstanceOf(TransportClosedError);
     expect(err).toMatchObject({ code: 'MCPX_TRANSPORT_CLOSED' });
     // One URL rule everywhere (src/redaction.ts): the password and secret-named query values are blanked.
-    expect(err.message).toContain(`http://user:<redacted>@127.0.0.1:${port}/mcp?key=<redacted>`);
+    expect(err.message).toContain(`http://<redacted>@127.0.0.1:${port}/mcp?key=<redacted>`);
     expect(err.message).toMatch(/ECONNREFUSED/);
     const all = `${err.message} ${JSON.stringify((err as McpxError).toJSON())}`;
     expect(all).not.toContain('pw-secret-1');

@@ -4,6 +4,7 @@ import { McpxError } from '../../errors.js';
 import type { ToolsView } from '../../server/controller.js';
 import { api, callHeaders, out, printJson, withClient, withJson, withProgress, withTarget, type CliContext, type CommonOpts } from '../common.js';
 import { clip, table } from '../format.js';
+import { terminalSafe } from '../terminal-text.js';
 
 export function register(program: Command, cli: CliContext): void {
   withJson(withTarget(program.command('tools').argument('[server]', 'one server (default: every server)').description('list tools, starting servers as needed')))
@@ -19,7 +20,7 @@ export function register(program: Command, cli: CliContext): void {
         if (o.json) printJson(body);
         else out(table(['SERVER', 'TOOL', 'MCP NAME', 'DESCRIPTION'], body.tools.map((t) => [t.server, t.name, t.exposed, clip(typeof t.description === 'string' ? t.description : '', 60)])));
         if (body.errors.length > 0) {
-          for (const e of body.errors.slice(1)) process.stderr.write(`mcpx: ${e.server}: ${e.message}\n`);
+          for (const e of body.errors.slice(1)) process.stderr.write(`mcpx: ${e.server}: ${terminalSafe(e.message)}\n`);
           const first = body.errors[0]!;
           throw new McpxError((first.code as McpxError['code']) ?? 'MCPX_INTERNAL', `${first.server}: ${first.message}`);
         }
