@@ -351,7 +351,7 @@ describe.runIf(process.platform === 'linux')('#20 descriptors: connections witho
     // Every 401 ends its connection.
     expect(unauthorized.statuses['401'] ?? 0).toBeGreaterThan(0);
     await until(() => unauthorized.closedByServer === 600, 10_000, 'every 401 connection closed by the daemon').catch((err) => {
-      throw new Error(`${err}: ${unauthorized.open().join(' | ')}`);
+      throw new Error(`${err}: ${unauthorized.open().length} still open, the first: ${unauthorized.open()[0]}`);
     });
 
     // Past the listener's bound (half of 256 descriptors) the daemon closes silent connections at once.
@@ -395,7 +395,7 @@ describe.runIf(process.platform === 'linux')('#20 descriptors: connections witho
     console.log(`page listener: 600 requests without the cookie: ${JSON.stringify(unauthorized.statuses)}, ${unauthorized.closedByServer} closed by the daemon`);
     expect(unauthorized.statuses['held, unanswered'] ?? 0).toBe(0);
     await until(() => unauthorized.closedByServer === 600, 10_000, 'every 401 connection closed by the daemon').catch((err) => {
-      throw new Error(`${err}: ${unauthorized.open().join(' | ')}`);
+      throw new Error(`${err}: ${unauthorized.open().length} still open, the first: ${unauthorized.open()[0]}`);
     });
     await until(() => silent.filter((x) => x.closed).length >= 600 - 128, 10_000, 'the connections past the bound closed by the daemon');
     const call = await mcpx(['call', 'tools', 'echo', '{"text":"during"}'], { env, timeoutMs: 30_000 });
