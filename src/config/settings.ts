@@ -337,6 +337,20 @@ export const SETTINGS = [
     description: 'How long a 2026-07-28 caller of mcpx serve or /mcp has to answer a question round: the signed requestState expires after this.',
   }),
   setting({
+    path: 'serve.maxSessions',
+    codec: integerCodec(1),
+    default: 256,
+    restart: true,
+    description: 'Legacy (2025-era) sessions /mcp keeps open at most. Past it a new one gets 503 with Retry-After, unless an idle session can be closed to make room; a session in use is never closed for another.',
+  }),
+  setting({
+    path: 'serve.sessionIdleTimeout',
+    codec: durationCodec(1_000),
+    default: 30 * 60_000,
+    restart: true,
+    description: 'A legacy /mcp session with nothing in flight and unused this long is closed; past serve.maxSessions, one unused a tenth of this (at most a minute) may be closed to make room.',
+  }),
+  setting({
     path: 'paths.state',
     codec: pathCodec,
     default: ({ env, home }) => defaultStateDir(env, home),
@@ -374,6 +388,13 @@ export const SETTINGS = [
     codec: enumCodec(AUTH_MODES),
     default: 'token' as (typeof AUTH_MODES)[number],
     description: 'token: TCP requests need the bearer token from <state>/daemon.json; none drops it (the Origin/Host check stays).',
+  }),
+  setting({
+    path: 'daemon.maxConnections',
+    codec: integerCodec(1),
+    default: 1024,
+    restart: true,
+    description: 'Connections each loopback TCP listener (daemon.port, the page\'s) holds at once, further capped at half the process\'s descriptor limit; more are closed as soon as they are accepted. The Unix socket is not bounded.',
   }),
   setting({
     path: 'log.level',

@@ -7,7 +7,10 @@
  * - Legacy callers (an `initialize`, or a request that claims no 2026 revision) get a **sessionful**
  *   Streamable HTTP transport: a legacy server can ask its caller something only over a session
  *   (stateless legacy HTTP has no way back), and list_changed reaches them on the GET stream.
- *   Sessions are bounded in number and expire when idle.
+ *   Sessions are bounded in number and expire when idle. Past the bound a new one closes the least
+ *   recently used session only if that one is idle (nothing in flight, no open stream, unused a while);
+ *   otherwise it gets 503 with Retry-After. A session in use is never closed for another, and a call in
+ *   flight is never cut (a closed transport would end its response with no answer).
  *
  * The split uses the SDK's own `isLegacyRequest`, so it routes exactly as the SDK's entry would.
  * Access rules (Host, Origin, bearer token) are the daemon's and run before any of this.
@@ -30,10 +33,12 @@ export interface HttpEntryOptions {
   backend: FrontBackend;
   version: string;
   logger?: Logger;
-  /** Legacy sessions kept at most (the least recently used one is closed past this). Default 256. */
+  /** Legacy sessions kept at most (`serve.maxSessions`). Default 256. */
   maxSessions?: number;
-  /** A legacy session unused this long is closed. Default 30 minutes. */
+  /** A legacy session with nothing in flight unused this long is closed (`serve.sessionIdleTimeout`). Default 30 minutes. */
   sessionIdleMs?: number;
+  /** Past the bound, a session idle this long may be closed for a new one. Default a tenth of sessionIdleMs, at most a minute. */
+  evictIdleMs?: number;
   /** How long a 2026-07-28 caller has to answer a question round (`serve.questionTtl`). */
   questionTtlSeconds?: number;
 }
@@ -46,12 +51,52 @@ export interface EntryMode {
 interface LegacySession {
   transport: WebStandardStreamableHTTPServerTransport;
   close(): Promise<void>;
+  id: string;
   lastUsed: number;
   mode: string;
+  /** POST and DELETE requests whose response has not ended. */
+  calls: number;
+  /** Open GET streams. */
+  streams: number;
 }
 
-const jsonRpcError = (status: number, code: number, message: string) =>
-  new Response(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }), { status, headers: { 'content-type': 'application/json' } });
+const jsonRpcError = (status: number, code: number, message: string, id: unknown = null, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id }), { status, headers: { 'content-type': 'application/json', ...headers } });
+
+/** `res` with `done` called once when its body has been sent, cancelled or failed (or at once, with no body). */
+function onBodyEnd(res: Response, done: () => void): Response {
+  let called = false;
+  const once = () => {
+    if (!called) {
+      called = true;
+      done();
+    }
+  };
+  if (!res.body) {
+    once();
+    return res;
+  }
+  const reader = res.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done: end, value } = await reader.read();
+        if (end) {
+          once();
+          controller.close();
+        } else controller.enqueue(value);
+      } catch (err) {
+        once();
+        controller.error(err);
+      }
+    },
+    cancel(reason) {
+      once();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+}
 
 export class McpHttpEntry {
   private readonly opts: HttpEntryOptions;
@@ -59,6 +104,8 @@ export class McpHttpEntry {
   private readonly modern = new Map<string, { handler: McpHttpHandler; factory: ReturnType<typeof frontFactory> }>();
   private readonly legacyFactories = new Map<string, ReturnType<typeof frontFactory>>();
   private readonly sessions = new Map<string, LegacySession>();
+  /** Sessions being made (counted against the bound before they are in `sessions`). */
+  private opening = 0;
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
   /** The per-daemon key that signs requestState. */
@@ -74,6 +121,14 @@ export class McpHttpEntry {
 
   private idleMs(): number {
     return this.opts.sessionIdleMs ?? 30 * 60_000;
+  }
+
+  private evictIdleMs(): number {
+    return this.opts.evictIdleMs ?? Math.min(60_000, Math.ceil(this.idleMs() / 10));
+  }
+
+  private maxSessions(): number {
+    return this.opts.maxSessions ?? 256;
   }
 
   /** Serves one HTTP request for the front in `mode`. */
@@ -157,14 +212,55 @@ export class McpHttpEntry {
       const s = this.sessions.get(sessionId);
       // The spec: an unknown or ended session is 404, and the client starts a new one with initialize.
       if (!s || s.mode !== key) return jsonRpcError(404, -32001, 'Session not found');
-      s.lastUsed = Date.now();
-      const res = await s.transport.handleRequest(request, parsedBody === undefined ? {} : { parsedBody });
-      if (request.method === 'DELETE') this.sessions.delete(sessionId);
-      return res;
+      return this.tracked(s, request, parsedBody);
     }
     if (request.method !== 'POST' || !isInitializeRequest(parsedBody)) {
       return jsonRpcError(400, -32000, 'Bad Request: No valid session ID provided (a 2025-era caller starts with initialize; a 2026-07-28 caller sends MCP-Protocol-Version and _meta)');
     }
+    // The bound is checked and the place taken before anything is awaited: concurrent initializes count.
+    if (this.sessions.size + this.opening >= this.maxSessions() && !this.makeRoom()) {
+      const retryAfter = this.retryAfterSeconds();
+      this.log.warn({ sessions: this.sessions.size, max: this.maxSessions(), retryAfter }, 'refused a new legacy /mcp session: every session is in use');
+      return jsonRpcError(
+        503,
+        -32000,
+        `Server busy: ${this.maxSessions()} legacy sessions are open and in use (serve.maxSessions); retry in ${retryAfter} s, or close sessions you no longer use (DELETE /mcp)`,
+        (parsedBody as { id?: unknown }).id ?? null,
+        { 'retry-after': String(retryAfter) },
+      );
+    }
+    this.opening++;
+    const place = { held: true };
+    try {
+      return await this.openSession(request, parsedBody, key, mode, place);
+    } finally {
+      if (place.held) this.opening--;
+    }
+  }
+
+  /** Serves a request on a session, counting it in flight until its response has ended. */
+  private async tracked(s: LegacySession, request: Request, parsedBody: unknown): Promise<Response> {
+    const stream = request.method === 'GET';
+    if (stream) s.streams++;
+    else s.calls++;
+    s.lastUsed = Date.now();
+    const done = () => {
+      if (stream) s.streams--;
+      else s.calls--;
+      s.lastUsed = Date.now();
+    };
+    let res: Response;
+    try {
+      res = await s.transport.handleRequest(request, parsedBody === undefined ? {} : { parsedBody });
+    } catch (err) {
+      done();
+      throw err;
+    }
+    if (request.method === 'DELETE') this.sessions.delete(s.id);
+    return onBodyEnd(res, done);
+  }
+
+  private async openSession(request: Request, parsedBody: unknown, key: string, mode: EntryMode, place: { held: boolean }): Promise<Response> {
     let factory = this.legacyFactories.get(key);
     if (!factory) {
       factory = frontFactory(this.frontConfig(mode));
@@ -174,9 +270,12 @@ export class McpHttpEntry {
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => id });
     const server = await factory({ era: 'legacy' });
     const session: LegacySession = {
+      id,
       transport,
       lastUsed: Date.now(),
       mode: key,
+      calls: 0,
+      streams: 0,
       close: async () => {
         this.sessions.delete(id);
         await server.close().catch(() => undefined);
@@ -187,25 +286,41 @@ export class McpHttpEntry {
     };
     await server.connect(transport);
     this.sessions.set(id, session);
-    this.trim();
-    return transport.handleRequest(request, parsedBody === undefined ? {} : { parsedBody });
+    place.held = false;
+    this.opening--;
+    return this.tracked(session, request, parsedBody);
   }
 
-  /** Keeps the number of legacy sessions bounded: the least recently used go first. */
-  private trim(): void {
-    const max = this.opts.maxSessions ?? 256;
-    if (this.sessions.size <= max) return;
-    const oldest = [...this.sessions.entries()].sort((a, b) => a[1].lastUsed - b[1].lastUsed).slice(0, this.sessions.size - max);
-    for (const [id, s] of oldest) {
-      this.log.info({ session: id }, 'closing the least recently used legacy /mcp session (too many open)');
-      void s.close();
-    }
+  /** Idle enough to be closed for a new session: nothing in flight, no open stream, unused for evictIdleMs. */
+  private evictable(s: LegacySession, now: number): boolean {
+    return s.calls === 0 && s.streams === 0 && now - s.lastUsed >= this.evictIdleMs();
+  }
+
+  /** Past the bound: closes the least recently used idle session, if there is one. */
+  private makeRoom(): boolean {
+    const now = Date.now();
+    let victim: LegacySession | undefined;
+    for (const s of this.sessions.values()) if (this.evictable(s, now) && (!victim || s.lastUsed < victim.lastUsed)) victim = s;
+    if (!victim) return false;
+    this.log.info({ session: victim.id, idleMs: now - victim.lastUsed }, 'closing the least recently used idle legacy /mcp session to make room');
+    this.sessions.delete(victim.id);
+    void victim.close();
+    return true;
+  }
+
+  /** When a session may next be idle enough to make room: the soonest of those with nothing in flight. */
+  private retryAfterSeconds(): number {
+    const now = Date.now();
+    let soonest = this.evictIdleMs();
+    for (const s of this.sessions.values()) if (s.calls === 0 && s.streams === 0) soonest = Math.min(soonest, s.lastUsed + this.evictIdleMs() - now);
+    return Math.max(1, Math.ceil(soonest / 1000));
   }
 
   private sweep(): void {
     const cutoff = Date.now() - this.idleMs();
     for (const [id, s] of this.sessions) {
-      if (s.lastUsed < cutoff) {
+      // A call in flight is never cut; a GET stream alone does not keep a session (its client may be gone).
+      if (s.calls === 0 && s.lastUsed < cutoff) {
         this.log.info({ session: id }, 'closing an idle legacy /mcp session');
         void s.close();
       }

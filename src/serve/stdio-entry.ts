@@ -13,6 +13,7 @@ import { DaemonClient, type Target } from '../cli/client.js';
 import { LateLogger, type Logger } from '../log.js';
 import { packageVersion } from '../package-info.js';
 import { SocketBackend } from './socket-backend.js';
+import { MAX_LINE_BYTES, StdinGate } from './stdin-gate.js';
 import { TurnBatchedOutput } from './turn-batched-output.js';
 
 export interface ServeOptions {
@@ -73,16 +74,18 @@ export async function runServe(opts: ServeOptions): Promise<void> {
     ...(opts.passthrough === undefined ? {} : { passthrough: opts.passthrough }),
     ...(opts.servers === undefined ? {} : { servers: opts.servers }),
   });
-  // The SDK's own stdio transport, over a stdout whose writes of one turn leave together.
+  // The SDK's own stdio transport, over a stdout whose writes of one turn leave together, reading stdin
+  // through the gate (./stdin-gate.ts): lines past the size limit, batches, non-JSON and legacy lifecycle
+  // breaches are answered there; the rest reaches the SDK a line at a time, each within the limit (so the
+  // SDK's own buffer bound is not needed, and would only count lines queued before it started reading).
   const output = new TurnBatchedOutput(process.stdout);
-  const transport = new StdioServerTransport(process.stdin, output.asWritable());
+  const gate = new StdinGate(process.stdin, { write: (line) => void output.write(line), maxLineBytes: MAX_LINE_BYTES, logger });
+  const transport = new StdioServerTransport(gate.output, output.asWritable(), { maxBufferSize: Number.POSITIVE_INFINITY });
   // Answers written in serve's last turn are not left behind when the process ends.
   process.once('exit', output.flush);
   const handle = serveStdio(factory, { legacy: 'serve', transport, onerror: (err) => logger.debug({ err }, 'stdio entry') });
-  await new Promise<void>((resolve) => {
-    process.stdin.once('end', resolve);
-    process.stdin.once('close', resolve);
-  });
+  // The gate reads stdin to its end whatever the SDK does, so this always comes.
+  await gate.finished;
   output.flush();
   factory.close();
   await handle.close().catch(() => undefined);

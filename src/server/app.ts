@@ -14,7 +14,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createRequire } from 'node:module';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { errorCodes, LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import { loopbackHost } from '../config/settings.js';
 import type { McpHttpEntry } from '../serve/http-entry.js';
@@ -135,6 +135,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     schemaController: { compilersFactory: lazyCompilers },
   });
 
+  // An empty body is no body, whatever its Content-Type says: clients close sessions with
+  // `DELETE` + `Content-Type: application/json` and nothing after (the Python SDK, fastmcp). A route that
+  // needs a body still says so (its schema); a non-empty body of a type no route reads is still 415.
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (body === '') done(null, undefined);
+    else json(req, body as string, done);
+  });
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => {
+    if ((body as Buffer).length === 0) done(null, undefined);
+    else done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(), undefined);
+  });
+
   // Hooks take fastify's callback form: they run on every request, and an async hook costs a promise
   // and a microtask turn each time.
 
@@ -145,6 +159,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const origin = req.headers.origin;
       if (!isLoopbackHostHeader(host) || !isLoopbackOrigin(origin)) {
         log?.warn({ host: host ?? null, origin: origin ?? null, url: req.url }, 'refused a request whose Host or Origin is not loopback');
+        // A refused caller does not keep its connection (a descriptor) open for another try.
+        reply.header('connection', 'close');
         send(reply, 403, { code: 'MCPX_FORBIDDEN', message: `mcpx answers only loopback requests: ${!isLoopbackHostHeader(host) ? `Host ${JSON.stringify(host ?? '')}` : `Origin ${JSON.stringify(origin)}`} is not loopback` });
         return;
       }
@@ -155,6 +171,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         // Without the token: only the `mcpx ui` page's own reads, with its cookie (src/ui/hub.ts).
         if ((!expected || !m || !tokenMatches(m[1]!, expected)) && !ui.admits(req)) {
           reply.header('www-authenticate', 'Bearer realm="mcpx"');
+          // Without the token, no kept-alive connection: they would pile up at the descriptor limit.
+          reply.header('connection', 'close');
           send(reply, 401, { code: 'MCPX_UNAUTHORIZED', message: 'this request needs "Authorization: Bearer <token>", the token in <state>/daemon.json (or set daemon.auth to none)' });
           return;
         }

@@ -23,6 +23,7 @@ import { EraCache } from '../upstream/era-cache.js';
 import { CatalogStore } from '../catalog/catalog-store.js';
 import type { McpHttpEntry } from '../serve/http-entry.js';
 import { buildApp, type DaemonInfo } from './app.js';
+import { boundConnections } from './connection-limit.js';
 import { loadDaemonConfig } from './config-source.js';
 import { Controller, createPoolRegistry } from './controller.js';
 import { makeRecordLog, type RecordLog } from './record-log.js';
@@ -161,6 +162,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
       const uiApp = await buildApp({ ...buildCommon(), listener: 'tcp', token: () => token });
       apps.push(uiApp);
       cleanups.push(() => uiApp.close());
+      boundConnections(uiApp.server, settings.get('daemon.maxConnections'), log, 'ui');
       await uiApp.listen({ host: '127.0.0.1', port: 0 });
       return { host: '127.0.0.1', port: (uiApp.server.address() as AddressInfo).port };
     })();
@@ -230,7 +232,14 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     let mcpEntry: Promise<McpHttpEntry> | undefined;
     const mcp = (): Promise<McpHttpEntry> =>
       (mcpEntry ??= Promise.all([import('../serve/http-entry.js'), import('../serve/controller-backend.js')]).then(
-        ([{ McpHttpEntry }, { ControllerBackend }]) => new McpHttpEntry({ backend: new ControllerBackend(controller), version, logger, questionTtlSeconds: Math.ceil(settings.get('serve.questionTtl') / 1000) }),
+        ([{ McpHttpEntry }, { ControllerBackend }]) => new McpHttpEntry({
+          backend: new ControllerBackend(controller),
+          version,
+          logger,
+          questionTtlSeconds: Math.ceil(settings.get('serve.questionTtl') / 1000),
+          maxSessions: settings.get('serve.maxSessions'),
+          sessionIdleMs: settings.get('serve.sessionIdleTimeout'),
+        }),
       ));
     cleanups.push(async () => (mcpEntry ? (await mcpEntry).close() : undefined));
     const common = { controller, logger, version, startedAt, info, shutdown, isStopping: () => stopping, mcp, ui };
@@ -256,6 +265,8 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
       const tcpApp = await buildApp({ ...common, listener: 'tcp', token: () => token });
       apps.push(tcpApp);
       cleanups.push(() => tcpApp.close());
+      const maxConnections = boundConnections(tcpApp.server, settings.get('daemon.maxConnections'), log, 'tcp');
+      log.debug({ maxConnections }, 'loopback TCP connections bounded');
       await tcpApp.listen({ host, port });
       tcp = { host, port };
     }

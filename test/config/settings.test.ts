@@ -48,11 +48,14 @@ const NAMES: Record<string, { env: string; flag: string; envAliases?: string[]; 
   'pool.sharing': { env: 'MCPX_POOL_SHARING', flag: '--pool-sharing' },
   'pool.idleTimeout': { env: 'MCPX_POOL_IDLE_TIMEOUT', flag: '--pool-idle-timeout' },
   'serve.questionTtl': { env: 'MCPX_SERVE_QUESTION_TTL', flag: '--serve-question-ttl' },
+  'serve.maxSessions': { env: 'MCPX_SERVE_MAX_SESSIONS', flag: '--serve-max-sessions' },
+  'serve.sessionIdleTimeout': { env: 'MCPX_SERVE_SESSION_IDLE_TIMEOUT', flag: '--serve-session-idle-timeout' },
   'paths.state': { env: 'MCPX_PATHS_STATE', flag: '--paths-state', envAliases: ['MCPX_STATE_DIR'], flagAliases: ['--state-dir'] },
   'daemon.socket': { env: 'MCPX_DAEMON_SOCKET', flag: '--daemon-socket' },
   'daemon.port': { env: 'MCPX_DAEMON_PORT', flag: '--daemon-port' },
   'daemon.host': { env: 'MCPX_DAEMON_HOST', flag: '--daemon-host' },
   'daemon.auth': { env: 'MCPX_DAEMON_AUTH', flag: '--daemon-auth' },
+  'daemon.maxConnections': { env: 'MCPX_DAEMON_MAX_CONNECTIONS', flag: '--daemon-max-connections' },
   'log.level': { env: 'MCPX_LOG_LEVEL', flag: '--log-level' },
 };
 
@@ -70,11 +73,14 @@ const SAMPLE: Record<string, [string, unknown]> = {
   'pool.sharing': ['exclusive', 'exclusive'],
   'pool.idleTimeout': ['1m30s', 90_000],
   'serve.questionTtl': ['2m', 120_000],
+  'serve.maxSessions': ['16', 16],
+  'serve.sessionIdleTimeout': ['10m', 600_000],
   'paths.state': ['/srv/mcpx-state', '/srv/mcpx-state'],
   'daemon.socket': ['/srv/mcpx.sock', '/srv/mcpx.sock'],
   'daemon.port': ['8377', 8377],
   'daemon.host': ['::1', '::1'],
   'daemon.auth': ['none', 'none'],
+  'daemon.maxConnections': ['64', 64],
   'log.level': ['DEBUG', 'debug'],
 };
 
@@ -133,11 +139,14 @@ describe('declarations', () => {
       'pool.sharing': 'shared',
       'pool.idleTimeout': 300_000,
       'serve.questionTtl': 600_000,
+      'serve.maxSessions': 256,
+      'serve.sessionIdleTimeout': 1_800_000,
       'paths.state': join(HOME, '.local/state/mcpx'),
       'daemon.socket': join(HOME, '.local/state/mcpx/daemon.sock'),
       'daemon.port': null,
       'daemon.host': '127.0.0.1',
       'daemon.auth': 'token',
+      'daemon.maxConnections': 1024,
       'log.level': 'info',
     });
     for (const e of s.list()) expect(e.source).toBe('default');

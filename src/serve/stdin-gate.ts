@@ -1,0 +1,172 @@
+/**
+ * `mcpx serve`'s stdin before the SDK's stdio transport reads it: every client line is looked at once
+ * here, and what the SDK would take badly is answered here instead.
+ *
+ * - A line over the limit (10 MiB, the SDK's own buffer bound) is dropped as it arrives, never buffered
+ *   whole, and answered with -32600 (with its `id` when the line's start names one). The SDK's read
+ *   buffer would otherwise overflow and close the transport: serve would never read again, answer
+ *   nothing, and — stdin paused — not see stdin end either.
+ * - A line that is not JSON gets the JSON-RPC parse error (-32700); the SDK skips it without a word.
+ * - A batch (an array) gets -32600: MCP has had no JSON-RPC batches since 2025-06-18, and the SDK's
+ *   stdio transport drops one silently.
+ * - Legacy lifecycle (2025-11-25 "Lifecycle"): before `initialize` only pings are served, any other
+ *   request gets the SDK's own HTTP answer for it, -32000 "Bad Request: Server not initialized"; a
+ *   second `initialize` gets -32600 "Invalid Request: Server already initialized". A message carrying
+ *   the 2026-07-28 envelope (`_meta` protocolVersion) needs no handshake and passes untouched, as does
+ *   everything once the connection's era is settled.
+ *
+ * stdin is always read to its end, so serve always sees the client close it.
+ */
+import { PassThrough, type Readable } from 'node:stream';
+import type { Logger } from '../log.js';
+
+export const MAX_LINE_BYTES = 10 * 1024 * 1024;
+/** How much of an oversized line is kept to find its id. */
+const PREFIX_BYTES = 4096;
+const PROTOCOL_VERSION_META = 'io.modelcontextprotocol/protocolVersion';
+
+export interface StdinGateOptions {
+  /** Writes one JSON-RPC message line to the client (stdout). */
+  write: (line: string) => void;
+  maxLineBytes?: number;
+  logger?: Logger;
+}
+
+type Phase = 'fresh' | 'legacy' | 'settled';
+
+function claimsEnvelope(params: unknown): boolean {
+  const meta = typeof params === 'object' && params !== null ? (params as { _meta?: unknown })._meta : undefined;
+  return typeof meta === 'object' && meta !== null && PROTOCOL_VERSION_META in meta;
+}
+
+/** The `id` of a JSON-RPC request from the start of its line, when it comes before `params`. */
+export function idFromPrefix(prefix: string): string | number | null {
+  const m = /"id"\s*:\s*(-?\d+(?:\.\d+)?|"(?:[^"\\]|\\.)*")/.exec(prefix);
+  if (!m) return null;
+  const params = prefix.indexOf('"params"');
+  if (params !== -1 && params < m.index) return null; // inside params: not the request's own
+  try {
+    return JSON.parse(m[1]!) as string | number;
+  } catch {
+    return null;
+  }
+}
+
+export class StdinGate {
+  /** What the SDK's transport reads: whole lines, each within the limit. */
+  readonly output = new PassThrough();
+  private readonly max: number;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** While an oversized line is being dropped: its first bytes and how long it is so far. */
+  private dropping: { prefix: Buffer; bytes: number } | undefined;
+  private phase: Phase = 'fresh';
+  private ended = false;
+  private resolveFinished!: () => void;
+  /** Resolves when stdin has ended (or closed, or failed). */
+  readonly finished: Promise<void> = new Promise((resolve) => (this.resolveFinished = resolve));
+
+  constructor(
+    private readonly input: Readable,
+    private readonly opts: StdinGateOptions,
+  ) {
+    this.max = opts.maxLineBytes ?? MAX_LINE_BYTES;
+    input.on('data', this.onData);
+    input.once('end', this.end);
+    input.once('close', this.end);
+    input.on('error', (err) => {
+      opts.logger?.debug({ err }, 'stdin failed');
+      this.end();
+    });
+  }
+
+  private readonly onData = (chunk: Buffer | string): void => {
+    let buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    while (buf.length > 0) {
+      const nl = buf.indexOf(0x0a);
+      const part = nl === -1 ? buf : buf.subarray(0, nl);
+      if (this.dropping) {
+        if (this.dropping.prefix.length < PREFIX_BYTES) this.dropping.prefix = Buffer.concat([this.dropping.prefix, part.subarray(0, PREFIX_BYTES - this.dropping.prefix.length)]);
+        this.dropping.bytes += part.length;
+      } else if (this.pendingBytes + part.length > this.max) {
+        const head = Buffer.concat([...this.pending, part.subarray(0, PREFIX_BYTES)]);
+        this.dropping = { prefix: head.subarray(0, PREFIX_BYTES), bytes: this.pendingBytes + part.length };
+        this.pending = [];
+        this.pendingBytes = 0;
+      } else {
+        this.pending.push(part);
+        this.pendingBytes += part.length;
+      }
+      if (nl === -1) return;
+      buf = buf.subarray(nl + 1);
+      this.lineEnded();
+    }
+  };
+
+  private lineEnded(): void {
+    if (this.dropping) {
+      const { prefix, bytes } = this.dropping;
+      this.dropping = undefined;
+      const id = idFromPrefix(prefix.toString('utf8'));
+      this.opts.logger?.warn({ bytes, max: this.max, id }, 'refused a message over the size limit');
+      this.error(id, -32600, `Invalid Request: the message is ${bytes} bytes, over mcpx serve's limit of ${this.max} bytes per message`);
+      return;
+    }
+    const line = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending);
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.handle(line);
+  }
+
+  private handle(line: Buffer): void {
+    const text = line.toString('utf8').replace(/\r$/, '');
+    if (text.trim() === '') return;
+    let msg: unknown;
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      this.error(null, -32700, 'Parse error: the line is not JSON');
+      return;
+    }
+    if (Array.isArray(msg)) {
+      this.error(null, -32600, 'Invalid Request: JSON-RPC batches are not supported (MCP removed them in 2025-06-18); send each message on its own line');
+      return;
+    }
+    if (typeof msg !== 'object' || msg === null) {
+      this.error(null, -32600, 'Invalid Request: a JSON-RPC message is an object');
+      return;
+    }
+    const m = msg as { id?: unknown; method?: unknown; params?: unknown };
+    const isRequest = typeof m.method === 'string' && m.id !== undefined;
+    if (typeof m.method === 'string' && this.phase !== 'settled') {
+      if (this.phase === 'fresh') {
+        if (claimsEnvelope(m.params)) this.phase = 'settled'; // 2026-07-28: no handshake; the SDK checks the rest
+        else if (m.method === 'initialize' && isRequest) this.phase = 'legacy';
+        else if (!isRequest) {
+          // A legacy notification before initialize has nothing to act on, and would pin the SDK's era.
+          this.opts.logger?.debug({ method: m.method }, 'dropped a notification sent before initialize');
+          return;
+        } else if (m.method !== 'ping') {
+          this.error(m.id, -32000, 'Bad Request: Server not initialized (a 2025-era caller sends initialize first; a 2026-07-28 caller sends _meta with the protocol version)');
+          return;
+        }
+      } else if (m.method === 'initialize' && isRequest && !claimsEnvelope(m.params)) {
+        this.error(m.id, -32600, 'Invalid Request: Server already initialized');
+        return;
+      }
+    }
+    if (!this.ended) this.output.write(text.length === line.length ? Buffer.concat([line, Buffer.from('\n')]) : `${text}\n`);
+  }
+
+  private error(id: unknown, code: number, message: string): void {
+    this.opts.write(`${JSON.stringify({ jsonrpc: '2.0', id: id ?? null, error: { code, message } })}\n`);
+  }
+
+  private readonly end = (): void => {
+    if (this.ended) return;
+    this.ended = true;
+    this.input.off('data', this.onData);
+    this.output.end();
+    this.resolveFinished();
+  };
+}
