@@ -7,6 +7,8 @@
  * src/machines/verdict.ts), progress tokens, whose turn it is to ask a question on a legacy stdio session,
  * listings, and SEP-2243 `Mcp-Param-*` headers with their one header-mismatch retry.
  */
+import { basename } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { McpxError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { WireTransport } from '../machines/session.machine.js';
@@ -102,6 +104,10 @@ export interface SessionLink {
   ready(): Promise<ReadyConnection>;
   readonly requestTimeoutMs: number | undefined;
   readonly clientCapabilities: ClientCapabilities | undefined;
+  /** The folders a legacy `roots/list` is answered with by mcpx itself (see answerServerRequest). */
+  readonly roots?: () => readonly string[];
+  /** The session is one caller's alone: a roots/list a call provoked goes to that call. */
+  readonly rootsPerCaller?: boolean;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -400,6 +406,12 @@ export class RequestClient {
     if (req.method === 'ping') return {};
     let call = isInFlightCall(context) ? context : undefined;
     if (!call && this.askers.size === 1) call = [...this.askers][0];
+    // A legacy server keeps the roots it was given for the whole session (server-filesystem asks right
+    // after initialize, whoever's call is in flight): on a session callers share they are mcpx's answer,
+    // the same for every caller. Only a session that is one caller's alone asks that caller.
+    if (req.method === 'roots/list' && this.link.roots && !(this.link.rootsPerCaller && call?.onServerRequest)) {
+      return { roots: this.link.roots().map((dir) => ({ uri: pathToFileURL(dir).href, name: basename(dir) || dir })) };
+    }
     if (call?.onServerRequest) return call.onServerRequest(req, call.context);
     if (fallback) return fallback(req, call?.context);
     if (this.askers.size > 1) {
