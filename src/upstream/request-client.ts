@@ -48,6 +48,9 @@ export const LISTINGS: Readonly<Record<ListKind, { method: string; key: string; 
 /** A listing longer than this many pages is cut off (a guard against servers that page forever). */
 const MAX_LIST_PAGES = 1000;
 
+/** How long a call's question must have waited for its answer before the next asking call goes ahead (see askTurn). */
+const LEND_AFTER_MS = 200;
+
 /** Progress tokens are unique across every session of the process, so a log line names one request. */
 let progressTokens = 0;
 
@@ -115,8 +118,10 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export class RequestClient {
   /** Calls in flight that can answer questions, for transports that cannot attribute them (stdio). */
   private readonly askers = new Set<InFlightCall>();
-  /** The turns of asking calls on a legacy stdio session (see askTurn). */
-  private askQueue: Promise<void> = Promise.resolve();
+  /** Asking calls waiting for their turn on a legacy stdio session, first come first (see askTurn). */
+  private readonly turnQueue: Array<{ call: InFlightCall; go: () => void }> = [];
+  /** Questions of each call in flight that wait for its caller's answer (the call is parked meanwhile). */
+  private readonly parked = new Map<InFlightCall, number>();
   /**
    * SEP-2243, modern Streamable HTTP sessions only: from the latest complete listTools(), the
    * `Mcp-Param-*` headers each listed tool asks for, and the tools excluded for invalid annotations.
@@ -156,42 +161,60 @@ export class RequestClient {
     const call: InFlightCall = { context: opts.context, ...(opts.onServerRequest ? { onServerRequest: opts.onServerRequest } : {}) };
     // stdio says nothing of which call a legacy server's question is for: calls that can answer
     // questions take turns there, so a question always has exactly one call to go to.
-    const release = call.onServerRequest && conn.transport === 'stdio' && conn.era === 'legacy' ? await this.askTurn(opts.signal) : undefined;
-    if (call.onServerRequest) this.askers.add(call);
+    if (call.onServerRequest && conn.transport === 'stdio' && conn.era === 'legacy') await this.askTurn(call, opts.signal);
+    else if (call.onServerRequest) this.askers.add(call);
     try {
       return await this.requestRounds(conn, method, params, opts, call, maxRounds, headers);
     } finally {
       this.askers.delete(call);
-      release?.();
+      this.parked.delete(call);
+      this.nextTurn();
     }
   }
 
-  /** Waits for the turn of the next asking call on this session; resolves with its release. */
-  private async askTurn(signal: AbortSignal | undefined): Promise<() => void> {
-    const previous = this.askQueue;
-    let release!: () => void;
-    const mine = new Promise<void>((resolve) => (release = resolve));
-    this.askQueue = previous.then(() => mine);
-    if (signal) {
-      let onAbort: (() => void) | undefined;
-      const aborted = new Promise<never>((_, reject) => {
-        if (signal.aborted) reject(new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: cancelled while waiting for its turn`));
-        onAbort = () => reject(new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: cancelled while waiting for its turn`));
-        signal.addEventListener('abort', onAbort, { once: true });
-      });
-      try {
-        await Promise.race([previous, aborted]);
-      } catch (err) {
-        release(); // leave the line without holding up those behind
-        throw err;
-      } finally {
-        // The signal may outlive the call (the daemon's is its caller's connection's).
-        if (onAbort) signal.removeEventListener('abort', onAbort);
-      }
-    } else {
-      await previous;
+  /**
+   * An asking call's turn on a legacy stdio session, which says nothing of which call a question is for:
+   * it starts when no other asking call is running there. A call whose question waits for its caller's
+   * answer is parked, not running: the next call goes ahead at once, so a caller that walks away from
+   * its question holds up nobody (calls that ask nothing are never held), and a question that arrives then
+   * is the running call's. Once more than one is running (the parked one was answered), a question cannot
+   * be told apart and is refused (answerServerRequest), never handed to a guess. Resolves once `call` is among the askers.
+   */
+  private askTurn(call: InFlightCall, signal: AbortSignal | undefined): Promise<void> {
+    if (this.turnQueue.length === 0 && !this.askerRunning()) {
+      this.askers.add(call);
+      return Promise.resolve();
     }
-    return release;
+    return new Promise<void>((resolve, reject) => {
+      const entry = {
+        call,
+        go: () => {
+          signal?.removeEventListener('abort', onAbort);
+          this.askers.add(call);
+          resolve();
+        },
+      };
+      const onAbort = () => {
+        const i = this.turnQueue.indexOf(entry);
+        if (i >= 0) this.turnQueue.splice(i, 1);
+        reject(new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: cancelled while waiting for its turn`));
+        this.nextTurn(); // leave the line without holding up those behind
+      };
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.turnQueue.push(entry);
+    });
+  }
+
+  /** An asking call in flight that is not parked on a question. */
+  private askerRunning(): boolean {
+    for (const c of this.askers) if (!this.parked.get(c)) return true;
+    return false;
+  }
+
+  /** Lets the next waiting call go when no asking call is running. */
+  private nextTurn(): void {
+    if (this.turnQueue.length > 0 && !this.askerRunning()) this.turnQueue.shift()!.go();
   }
 
   private async requestRounds(
@@ -405,17 +428,39 @@ export class RequestClient {
   async answerServerRequest(req: JsonRpcRequest, context: unknown, fallback: ServerRequestHandler | undefined): Promise<unknown> {
     if (req.method === 'ping') return {};
     let call = isInFlightCall(context) ? context : undefined;
-    if (!call && this.askers.size === 1) call = [...this.askers][0];
+    if (!call) {
+      // stdio: the one asking call running (a parked call waits for its caller's answer and asks nothing
+      // meanwhile), else the only asking call in flight.
+      const running = [...this.askers].filter((c) => !this.parked.get(c));
+      if (running.length === 1) call = running[0];
+      else if (this.askers.size === 1) call = [...this.askers][0];
+    }
     // A legacy server keeps the roots it was given for the whole session (server-filesystem asks right
     // after initialize, whoever's call is in flight): on a session callers share they are mcpx's answer,
     // the same for every caller. Only a session that is one caller's alone asks that caller.
     if (req.method === 'roots/list' && this.link.roots && !(this.link.rootsPerCaller && call?.onServerRequest)) {
       return { roots: this.link.roots().map((dir) => ({ uri: pathToFileURL(dir).href, name: basename(dir) || dir })) };
     }
-    if (call?.onServerRequest) return call.onServerRequest(req, call.context);
+    if (call?.onServerRequest) {
+      // While its caller is asked, the call is parked: the session's next asking call may start (askTurn).
+      const asker = call;
+      this.parked.set(asker, (this.parked.get(asker) ?? 0) + 1);
+      // After a moment: questions a tool sends together arrive together, before anyone goes ahead.
+      setTimeout(() => this.nextTurn(), LEND_AFTER_MS).unref();
+      try {
+        return await asker.onServerRequest!(req, asker.context);
+      } finally {
+        const n = (this.parked.get(asker) ?? 1) - 1;
+        if (n > 0) this.parked.set(asker, n);
+        else this.parked.delete(asker);
+      }
+    }
     if (fallback) return fallback(req, call?.context);
     if (this.askers.size > 1) {
-      const error: RpcErrorObject = { code: RPC.internalError, message: `mcpx cannot tell which of ${this.askers.size} calls in flight ${req.method} is for` };
+      const error: RpcErrorObject = {
+        code: RPC.internalError,
+        message: `mcpx cannot tell which of ${this.askers.size} calls in flight ${req.method} is for (a call went ahead while another caller's question waited for its answer); refused rather than guessed`,
+      };
       throw error;
     }
     const error: RpcErrorObject = { code: RPC.methodNotFound, message: `mcpx has no caller to ask (${req.method})` };

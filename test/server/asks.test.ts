@@ -57,7 +57,7 @@ async function api(method: 'GET' | 'POST', url: string, body?: unknown, headers:
 async function start(server: string, tool: string, args: Record<string, unknown> = {}, capabilities: Record<string, unknown> | undefined = ALL): Promise<string> {
   const r = await api('POST', '/v1/ask', { server, tool, args, ...(capabilities === undefined ? {} : { capabilities }) });
   expect(r.status, JSON.stringify(r.body)).toBe(202);
-  expect(r.body).toEqual({ id: expect.stringMatching(/^ask-/), status: 'working' });
+  expect(r.body).toMatchObject({ id: expect.stringMatching(/^ask-/), status: 'working' });
   started.push(r.body.id);
   return r.body.id as string;
 }
