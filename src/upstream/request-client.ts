@@ -50,6 +50,8 @@ const MAX_LIST_PAGES = 1000;
 
 /** How long a call's question must have waited for its answer before the next asking call goes ahead (see askTurn). */
 const LEND_AFTER_MS = 200;
+/** How long a stdio question that two running asking calls could have provoked waits for one of them to end. */
+const AMBIGUOUS_HOLD_MS = 10_000;
 
 /** Progress tokens are unique across every session of the process, so a log line names one request. */
 let progressTokens = 0;
@@ -122,6 +124,8 @@ export class RequestClient {
   private readonly turnQueue: Array<{ call: InFlightCall; go: () => void }> = [];
   /** Questions of each call in flight that wait for its caller's answer (the call is parked meanwhile). */
   private readonly parked = new Map<InFlightCall, number>();
+  /** Questions held until the askers change (see soleAskerWithin). */
+  private readonly changes = new Set<() => void>();
   /**
    * SEP-2243, modern Streamable HTTP sessions only: from the latest complete listTools(), the
    * `Mcp-Param-*` headers each listed tool asks for, and the tools excluded for invalid annotations.
@@ -177,8 +181,8 @@ export class RequestClient {
    * it starts when no other asking call is running there. A call whose question waits for its caller's
    * answer is parked, not running: the next call goes ahead at once, so a caller that walks away from
    * its question holds up nobody (calls that ask nothing are never held), and a question that arrives then
-   * is the running call's. Once more than one is running (the parked one was answered), a question cannot
-   * be told apart and is refused (answerServerRequest), never handed to a guess. Resolves once `call` is among the askers.
+   * is the running call's. Once more than one is running (the parked one was answered), a question is held
+   * until one of them ends (answerServerRequest), and refused if none does soon: never handed to a guess. Resolves once `call` is among the askers.
    */
   private askTurn(call: InFlightCall, signal: AbortSignal | undefined): Promise<void> {
     if (this.turnQueue.length === 0 && !this.askerRunning()) {
@@ -215,6 +219,37 @@ export class RequestClient {
   /** Lets the next waiting call go when no asking call is running. */
   private nextTurn(): void {
     if (this.turnQueue.length > 0 && !this.askerRunning()) this.turnQueue.shift()!.go();
+    this.changed();
+  }
+
+  /** Who a stdio question is for: the one asking call running (a parked call waits for its caller's answer and asks nothing meanwhile), else the only one in flight. */
+  private soleAsker(): InFlightCall | undefined {
+    const running = [...this.askers].filter((c) => !this.parked.get(c));
+    if (running.length === 1) return running[0];
+    return this.askers.size === 1 ? [...this.askers][0] : undefined;
+  }
+
+  /** soleAsker() once the askers change so that there is one, or undefined after `ms`. */
+  private soleAskerWithin(ms: number): Promise<InFlightCall | undefined> {
+    return new Promise((resolve) => {
+      const check = () => {
+        const call = this.soleAsker();
+        if (call === undefined && this.askers.size > 1) return;
+        done(call);
+      };
+      const done = (call: InFlightCall | undefined) => {
+        clearTimeout(timer);
+        this.changes.delete(check);
+        resolve(call);
+      };
+      const timer = setTimeout(() => done(undefined), ms);
+      timer.unref();
+      this.changes.add(check);
+    });
+  }
+
+  private changed(): void {
+    for (const wake of [...this.changes]) wake();
   }
 
   private async requestRounds(
@@ -427,24 +462,21 @@ export class RequestClient {
    */
   async answerServerRequest(req: JsonRpcRequest, context: unknown, fallback: ServerRequestHandler | undefined): Promise<unknown> {
     if (req.method === 'ping') return {};
-    let call = isInFlightCall(context) ? context : undefined;
-    if (!call) {
-      // stdio: the one asking call running (a parked call waits for its caller's answer and asks nothing
-      // meanwhile), else the only asking call in flight.
-      const running = [...this.askers].filter((c) => !this.parked.get(c));
-      if (running.length === 1) call = running[0];
-      else if (this.askers.size === 1) call = [...this.askers][0];
-    }
     // A legacy server keeps the roots it was given for the whole session (server-filesystem asks right
     // after initialize, whoever's call is in flight): on a session callers share they are mcpx's answer,
     // the same for every caller. Only a session that is one caller's alone asks that caller.
-    if (req.method === 'roots/list' && this.link.roots && !(this.link.rootsPerCaller && call?.onServerRequest)) {
-      return { roots: this.link.roots().map((dir) => ({ uri: pathToFileURL(dir).href, name: basename(dir) || dir })) };
-    }
+    const ownRoots = () => ({ roots: this.link.roots!().map((dir) => ({ uri: pathToFileURL(dir).href, name: basename(dir) || dir })) });
+    if (req.method === 'roots/list' && this.link.roots && !this.link.rootsPerCaller) return ownRoots();
+    let call = isInFlightCall(context) ? context : this.soleAsker();
+    // Two asking calls running (a parked one was answered while one went ahead): the question is held
+    // until one of them ends, then it is the other's; held too long, it is refused, never guessed.
+    if (!call && !isInFlightCall(context) && this.askers.size > 1) call = await this.soleAskerWithin(AMBIGUOUS_HOLD_MS);
+    if (req.method === 'roots/list' && this.link.roots && !call?.onServerRequest) return ownRoots();
     if (call?.onServerRequest) {
       // While its caller is asked, the call is parked: the session's next asking call may start (askTurn).
       const asker = call;
       this.parked.set(asker, (this.parked.get(asker) ?? 0) + 1);
+      this.changed();
       // After a moment: questions a tool sends together arrive together, before anyone goes ahead.
       setTimeout(() => this.nextTurn(), LEND_AFTER_MS).unref();
       try {
@@ -453,13 +485,14 @@ export class RequestClient {
         const n = (this.parked.get(asker) ?? 1) - 1;
         if (n > 0) this.parked.set(asker, n);
         else this.parked.delete(asker);
+        this.changed();
       }
     }
     if (fallback) return fallback(req, call?.context);
     if (this.askers.size > 1) {
       const error: RpcErrorObject = {
         code: RPC.internalError,
-        message: `mcpx cannot tell which of ${this.askers.size} calls in flight ${req.method} is for (a call went ahead while another caller's question waited for its answer); refused rather than guessed`,
+        message: `mcpx cannot tell which of ${this.askers.size} calls in flight ${req.method} is for (none of them ended within ${AMBIGUOUS_HOLD_MS} ms); refused rather than guessed`,
       };
       throw error;
     }
