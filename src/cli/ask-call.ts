@@ -81,7 +81,13 @@ export async function runAsk(
         answers[q.id] = a.answer;
       }
       process.once('SIGINT', onSigint);
-      await json(client, 'POST', `${path}/answers`, { answers });
+      try {
+        await json(client, 'POST', `${path}/answers`, { answers });
+      } catch (err) {
+        // The question closed while it was being answered (the call ended first, or it timed out): the
+        // call's own outcome is what this command reports, so poll for it rather than fail a finished call.
+        if (!(err instanceof McpxError) || (err.code !== 'MCPX_QUESTION_CLOSED' && err.code !== 'MCPX_ALREADY_ANSWERED')) throw err;
+      }
     }
   } finally {
     process.off('SIGINT', onSigint);

@@ -53,6 +53,8 @@ export interface ResolvedServer {
   timeouts: ServerTimeouts;
   /** From the `mcpx` block (stdio only): inherit the daemon's whole environment; absent: `upstream.inheritEnv`. */
   inheritEnv?: boolean;
+  /** From the `mcpx` block: the folders mcpx answers this server's `roots/list` with (absolute), when given. */
+  roots?: string[];
   disabled: boolean;
   /**
    * What `${VAR}` / `${env:VAR}` expansions put into this server's strings (command, args, cwd, url, …):
@@ -643,12 +645,29 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
   const limits: Partial<PoolLimits> = {};
   const timeouts: ServerTimeouts = {};
   let inheritEnv: boolean | undefined;
+  let roots: string[] | undefined;
   if (Object.hasOwn(entry, 'mcpx') && entry['mcpx'] !== undefined) {
     const block = entry['mcpx'];
-    const known = Object.keys(MCPX_BLOCK_KEYS);
+    const known = [...Object.keys(MCPX_BLOCK_KEYS), 'roots'];
     if (!isObject(block)) problem([...at, 'mcpx'], `must be an object with the keys ${known.join(', ')}`);
     else {
       for (const [k, v] of Object.entries(block)) {
+        if (k === 'roots') {
+          // Not a setting: the folders are this server's own (see docs/serving.md, questions no call provoked).
+          if (v === undefined) continue;
+          if (!Array.isArray(v)) {
+            problem([...at, 'mcpx', k], `${showValue(v)} is not a list of folder paths (e.g. ["~/src", "./data"])`);
+            continue;
+          }
+          const folders: string[] = [];
+          v.forEach((f, i) => {
+            if (typeof f !== 'string' || f.trim() === '') return problem([...at, 'mcpx', k, i], `${showValue(f)} is not a folder path`);
+            const p = expand([...at, 'mcpx', k, i], f.trim());
+            folders.push(p === '~' ? c.home : p.startsWith('~/') ? join(c.home, p.slice(2)) : resolvePath(c.fileDir, p));
+          });
+          roots = folders;
+          continue;
+        }
         if (!Object.hasOwn(MCPX_BLOCK_KEYS, k)) {
           const near = closest(k, known);
           problem([...at, 'mcpx', k], `is not an mcpx key${near ? ` (did you mean ${near}?)` : ''}; use ${known.join(', ')}`);
@@ -679,7 +698,7 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
   }
 
   if (bad || definition === undefined) return undefined;
-  return { name, transport, definition, ...(preference === undefined ? {} : { preference }), limits, timeouts, ...(inheritEnv === undefined ? {} : { inheritEnv }), disabled, ...(expanded.size === 0 ? {} : { expanded: [...expanded] }) };
+  return { name, transport, definition, ...(preference === undefined ? {} : { preference }), limits, timeouts, ...(inheritEnv === undefined ? {} : { inheritEnv }), ...(roots === undefined ? {} : { roots }), disabled, ...(expanded.size === 0 ? {} : { expanded: [...expanded] }) };
 }
 
 /** `env` or `headers`: an object of strings. Values are never quoted in messages (they are often secrets). */
@@ -736,6 +755,8 @@ export function resolvePoolConfigs(config: Pick<LoadedConfig, 'servers'>, settin
       probeTimeoutMs: s.timeouts.probeTimeoutMs ?? (settings.get('upstream.probeTimeout') as number),
       startTimeoutMs: s.timeouts.startTimeoutMs ?? (settings.get('upstream.startTimeout') as number),
       requestTimeoutMs: s.timeouts.requestTimeoutMs ?? (settings.get('upstream.requestTimeout') as number),
+      // Configured, else the folder a stdio server runs in; an HTTP server is told of no local folder.
+      roots: s.roots ?? (s.transport === 'stdio' && (s.definition as StdioDefinition).cwd ? [(s.definition as StdioDefinition).cwd!] : []),
     }));
 }
 

@@ -351,6 +351,20 @@ export const SETTINGS = [
     description: 'A legacy /mcp session with nothing in flight and unused this long is closed; past serve.maxSessions, one unused a tenth of this (at most a minute) may be closed to make room.',
   }),
   setting({
+    path: 'serve.maxAsks',
+    codec: integerCodec(1),
+    default: 256,
+    restart: true,
+    description: 'Calls that may ask questions (/v1/ask, /mcp, mcpx serve, mcpx call) running at once; one more is refused (MCPX_TOO_MANY_ASKS).',
+  }),
+  setting({
+    path: 'serve.maxAsksPerCaller',
+    codec: integerCodec(1),
+    default: 32,
+    restart: true,
+    description: 'Of those, how many one caller (its session, else its connection; the stateless 2026-07-28 callers of /mcp count as one) may have running: its next reclaims its oldest ask waiting unanswered, else is refused (MCPX_TOO_MANY_ASKS).',
+  }),
+  setting({
     path: 'paths.state',
     codec: pathCodec,
     default: ({ env, home }) => defaultStateDir(env, home),

@@ -138,6 +138,7 @@ export class PoolRegistry extends EventEmitter {
       const fingerprint = poolFingerprint(config);
       const old = this.entries.get(name);
       if (old && old.fingerprint === fingerprint) {
+        old.pool.setRoots?.(config.roots);
         result.kept.push(name);
         continue;
       }

@@ -139,10 +139,22 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   private readonly alarms = new Map<string, number>();
   private alarmTimer: { cancel: () => void; due: number } | undefined;
 
+  /** The folders roots/list is answered with (config.roots, updated in place by setRoots). */
+  private roots: readonly string[];
+
+  /** The configured roots changed: running legacy sessions are told (`notifications/roots/list_changed`). */
+  setRoots(roots: readonly string[] | undefined): void {
+    const next = roots ?? [];
+    if (JSON.stringify(next) === JSON.stringify(this.roots)) return;
+    this.roots = next;
+    for (const live of this.sessions.values()) live.session.rootsChanged?.();
+  }
+
   constructor(config: PoolServerConfig, deps: ServerPoolDeps = {}) {
     super();
     this.name = config.name;
     this.config = config;
+    this.roots = config.roots ?? [];
     this.deps = deps;
     this.sessionFactory = deps.sessionFactory;
     this.log = (deps.logger ?? silentLogger).child({ server: config.name, component: 'pool' });
@@ -473,6 +485,10 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       instanceId: e.id,
       lane: e.lane,
       scopeKey: e.key,
+      // The session of a global scope is everyone's: mcpx answers its roots/list; under scope session or
+      // call it is one caller's, who is asked.
+      roots: () => this.roots,
+      rootsPerCaller: c.limits.scope !== 'global',
     };
     let live: Live | undefined;
     opts.inspect = (ev) => {

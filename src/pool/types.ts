@@ -48,6 +48,12 @@ export interface PoolServerConfig {
    * Absent: the registry decides.
    */
   eraCache?: boolean;
+  /**
+   * The folders mcpx answers `roots/list` with on a session callers share (`mcpx.roots`, else a stdio
+   * server's cwd). Not in the pool fingerprint: a change is announced to running sessions
+   * (`notifications/roots/list_changed`) instead of replacing them. Absent: none.
+   */
+  roots?: readonly string[];
 }
 
 /**

@@ -16,7 +16,8 @@ import { UpstreamSession, type CallOptions, type ListKind, type Tool, type Upstr
 export const RELAYABLE_CAPABILITIES: Readonly<ClientCapabilities> = Object.freeze({
   elicitation: { form: {}, url: {} },
   sampling: {},
-  roots: {},
+  // mcpx announces a change of the roots it answers with (mcpx.roots in the config).
+  roots: { listChanged: true },
 });
 
 /** A call that names no capabilities declares none (never the session's). */

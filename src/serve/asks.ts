@@ -53,10 +53,15 @@ export interface AskStart {
   params?: Record<string, unknown>;
   /** How long a question of this ask may wait for its answer, when shorter than the server's request timeout. */
   questionTimeoutMs?: number;
-  /** MCP client capabilities the caller can honour (`elicitation: {form?, url?}`, `sampling`, `roots`); none: every question is refused. */
+  /** MCP client capabilities the caller can honour (`elicitation: {form?, url?}`, `sampling`, `roots`); absent: DEFAULT_ASK_CAPABILITIES. */
   capabilities?: Record<string, unknown>;
   callerProtocol?: string;
   session?: string;
+  /**
+   * Who asks, for the per-caller bound (limits.maxPerCaller): the caller's session, else its connection
+   * (`/v1/ask`); `/mcp` and `mcpx serve` give their caller's session. Absent: the ask is its own caller.
+   */
+  caller?: string;
   timeoutMs?: number;
 }
 
@@ -97,6 +102,9 @@ export interface AskView {
   server: string;
   tool: string;
   status: AskStatus;
+  /** The capabilities the ask declared (the caller's, else DEFAULT_ASK_CAPABILITIES), and the kinds of question it refuses at once. */
+  capabilities: Record<string, unknown>;
+  refuses: string[];
   /** The questions waiting for an answer, oldest first. */
   questions: QuestionView[];
   /** Questions put to the caller so far. */
@@ -123,6 +131,8 @@ export interface AskStats {
 export interface AskLimits {
   /** Asks running at once; one more is refused (MCPX_TOO_MANY_ASKS, 429). */
   maxRunning: number;
+  /** Asks one caller may have running; its next one reclaims its oldest unattended ask, else is refused (MCPX_TOO_MANY_ASKS). */
+  maxPerCaller: number;
   /** Finished asks kept for their pollers beyond the running ones; the oldest go first. */
   maxKept: number;
   /** Questions one ask may put, over every round (legacy: each request; modern: each inputRequests entry). */
@@ -137,6 +147,7 @@ export interface AskLimits {
 
 export const DEFAULT_ASK_LIMITS: Readonly<AskLimits> = Object.freeze({
   maxRunning: 256,
+  maxPerCaller: 32,
   maxKept: 1024,
   maxQuestionsPerAsk: 32,
   finishedTtlMs: 5 * 60_000,
@@ -213,6 +224,20 @@ export function missingCapability(method: QuestionMethod, params: Record<string,
   }
 }
 
+/** What `/v1/ask` declares for a caller that names no capabilities: what the route can carry to a program (forms and URLs). */
+export const DEFAULT_ASK_CAPABILITIES: Readonly<Record<string, unknown>> = Object.freeze({ elicitation: { form: {}, url: {} } });
+
+/** The kinds of question an ask with these capabilities refuses at once (said in its answer). */
+export function refusedKinds(caps: Record<string, unknown>): string[] {
+  const kinds: Array<[string, QuestionMethod, Record<string, unknown>]> = [
+    ['elicitation.form', 'elicitation/create', {}],
+    ['elicitation.url', 'elicitation/create', { mode: 'url' }],
+    ['sampling', 'sampling/createMessage', {}],
+    ['roots', 'roots/list', {}],
+  ];
+  return kinds.filter(([, method, params]) => missingCapability(method, params, caps) !== undefined).map(([kind]) => kind);
+}
+
 const isQuestionMethod = (m: string): m is QuestionMethod => (QUESTION_METHODS as readonly string[]).includes(m);
 
 /** The upstream's params as the caller should see them: the upstream's own progress token is meaningless to it. */
@@ -268,17 +293,30 @@ export class AskStore {
    */
   start(start: AskStart): AskView {
     if (this.stopped) throw new McpxError('MCPX_SHUTTING_DOWN', 'the daemon is shutting down');
+    if (start.caller !== undefined) {
+      const mine = [...this.asks.values()].filter((a) => a.start.caller === start.caller && !FINAL.has(a.status));
+      if (mine.length >= this.limits.maxPerCaller) {
+        // A caller asking again while its oldest ask waits on it, unpolled, has walked away from that one.
+        const left = mine.find((a) => a.status === 'input_required' && a.waiters.size === 0);
+        if (!left) {
+          throw new McpxError('MCPX_TOO_MANY_ASKS', `this caller has ${mine.length} asks running already (at most ${this.limits.maxPerCaller} per caller): answer, abandon or wait for one first`, {
+            data: { running: mine.length, max: this.limits.maxPerCaller, scope: 'caller' },
+          });
+        }
+        this.end(left, 'abandoned', `reclaimed: its caller started more than ${this.limits.maxPerCaller} asks without answering this one`);
+      }
+    }
     const running = this.countRunning();
     if (running >= this.limits.maxRunning) {
       throw new McpxError('MCPX_TOO_MANY_ASKS', `${running} asks are running already (at most ${this.limits.maxRunning}): answer, abandon or wait for one first`, {
-        data: { running, max: this.limits.maxRunning },
+        data: { running, max: this.limits.maxRunning, scope: 'total' },
       });
     }
     const now = Date.now();
     const ask: Ask = {
       id: `ask-${randomUUID()}`,
       start,
-      capabilities: start.capabilities ?? {},
+      capabilities: start.capabilities ?? { ...DEFAULT_ASK_CAPABILITIES },
       createdAt: now,
       finishedAt: undefined,
       status: 'working',
@@ -543,7 +581,7 @@ export class AskStore {
   private end(ask: Ask, how: 'abandoned' | 'expired', why?: string): void {
     if (FINAL.has(ask.status)) return;
     const message = why ?? (how === 'abandoned' ? 'the caller abandoned the ask' : `the ask was not done within ${this.limits.maxAgeMs} ms`);
-    const code: ErrorCode = why !== undefined ? 'MCPX_SHUTTING_DOWN' : how === 'abandoned' ? 'MCPX_REQUEST_CANCELLED' : 'MCPX_ASK_EXPIRED';
+    const code: ErrorCode = how === 'abandoned' ? 'MCPX_REQUEST_CANCELLED' : why !== undefined ? 'MCPX_SHUTTING_DOWN' : 'MCPX_ASK_EXPIRED';
     ask.status = how;
     ask.outcome = { ok: false, error: { code, message } };
     ask.ac.abort(new McpxError(code, message));
@@ -602,6 +640,8 @@ export class AskStore {
       server: ask.start.server,
       tool: ask.start.tool,
       status: ask.status,
+      capabilities: ask.capabilities,
+      refuses: refusedKinds(ask.capabilities),
       questions: this.open(ask).map((q) => ({ id: q.id, method: q.method, params: q.params, via: q.via, ...(q.key === undefined ? {} : { key: q.key }), askedAt: new Date(q.askedAt).toISOString() })),
       asked: ask.questions.size,
       refused: [...ask.refused],

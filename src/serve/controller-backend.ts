@@ -45,19 +45,28 @@ export class ControllerBackend implements FrontBackend {
   /** The daemon's own ask store: the call is held between rounds, whichever front instance serves the next one. */
   readonly asks: AskBackend = {
     ask: async (server, tool, args, ctx) => {
-      this.controller.pool(server);
-      const v = this.controller.asks.start({
-        server,
-        tool,
-        args,
-        ...(ctx.method === undefined ? {} : { method: ctx.method }),
-        ...(ctx.params === undefined ? {} : { params: ctx.params }),
-        ...(ctx.questionTimeoutMs === undefined ? {} : { questionTimeoutMs: ctx.questionTimeoutMs }),
-        capabilities: ctx.capabilities,
-        ...(ctx.callerProtocol ? { callerProtocol: ctx.callerProtocol } : {}),
-        ...(ctx.session ? { session: ctx.session } : {}),
-        ...(ctx.timeoutMs === undefined ? {} : { timeoutMs: ctx.timeoutMs }),
-      });
+      let v;
+      try {
+        this.controller.pool(server);
+        v = this.controller.asks.start({
+          // The per-caller bound: the front's caller (its session; the stateless ones share the entry's).
+          ...(ctx.session ? { caller: `mcp:${ctx.session}` } : {}),
+          server,
+          tool,
+          args,
+          ...(ctx.method === undefined ? {} : { method: ctx.method }),
+          ...(ctx.params === undefined ? {} : { params: ctx.params }),
+          ...(ctx.questionTimeoutMs === undefined ? {} : { questionTimeoutMs: ctx.questionTimeoutMs }),
+          capabilities: ctx.capabilities,
+          ...(ctx.callerProtocol ? { callerProtocol: ctx.callerProtocol } : {}),
+          ...(ctx.session ? { session: ctx.session } : {}),
+          ...(ctx.timeoutMs === undefined ? {} : { timeoutMs: ctx.timeoutMs }),
+        });
+      } catch (err) {
+        // The caller is told why (MCPX_TOO_MANY_ASKS, MCPX_UNKNOWN_SERVER), not MCPX_INTERNAL.
+        const e = err as { code?: string; message?: string; data?: Record<string, unknown> };
+        throw new RelayError(e.code ?? 'MCPX_INTERNAL', e.message ?? String(err), e.data);
+      }
       return { id: v.id };
     },
     askPoll: async (id, waitMs, ctx) => this.scrubbed((await this.controller.asks.wait(id, waitMs, ctx.signal, ctx.onProgress)) as unknown as AskView),

@@ -411,8 +411,12 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
         // No answer at all: the questions are simply put again below (a server re-requests what is missing).
         if (Object.keys(answers).length > 0) await asks.askAnswer(id, answers);
       } catch (err) {
+        // The call ended before the answer came (a question closed with it): its outcome is below; never
+        // fail a finished call for that.
+        const e = err as { code?: unknown; data?: Record<string, unknown> };
+        const finished = e.code === 'MCPX_QUESTION_CLOSED' && e.data?.['reason'] === 'finished';
         // Answered already (a replay), or the ask is gone (expired, abandoned): the state is no good.
-        throw new ProtocolError(INVALID_PARAMS, `Invalid or expired requestState (${err instanceof Error ? err.message : String(err)})`);
+        if (!finished) throw new ProtocolError(INVALID_PARAMS, `Invalid or expired requestState (${err instanceof Error ? err.message : String(err)})`);
       }
     } else {
       // inputResponses with no requestState answer nothing mcpx asked: ignored, as unknown params are.

@@ -219,6 +219,7 @@ export class Controller {
       run: (a, ctx) => (a.method === undefined || a.method === 'tools/call' ? this.call(a.server, a.tool, a.args, ctx) : this.request(a.server, a.method, a.params ?? {}, ctx)),
       // A question waits as long as an upstream request may: the server's own request timeout.
       questionTimeoutMs: (server) => (this.registry.has(server) ? this.registry.get(server).config.requestTimeoutMs : undefined) ?? (this.settings.get('upstream.requestTimeout') as number),
+      limits: { maxRunning: this.settings.get('serve.maxAsks') as number, maxPerCaller: this.settings.get('serve.maxAsksPerCaller') as number },
       logger: this.log,
     });
   }

@@ -64,7 +64,7 @@ export const askBodySchema = callBodySchema
     params: z.record(z.string(), z.unknown(), { error: 'params must be an object' }).optional(),
     questionTimeoutMs: z.number().int().positive().max(2_147_483_647).optional().meta({ description: 'How long a question may wait for its answer, when shorter than the server\'s request timeout (a front passes its requestState lifetime).' }),
     capabilities: askCapabilitiesSchema.optional().meta({
-      description: 'The MCP client capabilities the caller can answer. A modern upstream gets them in each request\'s `_meta`; a question needing one not declared here is refused at once. Default {}: nothing can be asked.',
+      description: 'The MCP client capabilities the caller can answer. A modern upstream gets them in each request\'s `_meta`; a question needing one not declared here is refused at once. Default {elicitation: {form: {}, url: {}}}: forms and URLs are put to the caller, sampling and roots refused (the answer\'s `refuses` says so).',
     }),
   })
   .strict();
@@ -243,7 +243,12 @@ export const callResultSchema = z.union([
 
 const askErrorSchema = z.object({ code: z.string(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() });
 
-export const askStartedSchema = z.object({ id: z.string(), status: z.string() });
+const askDeclaredShape = {
+  capabilities: z.record(z.string(), z.unknown()).meta({ description: 'The capabilities the ask declared: the caller\'s, else form and URL elicitation.' }),
+  refuses: z.array(z.enum(['elicitation.form', 'elicitation.url', 'sampling', 'roots'])).meta({ description: 'The kinds of question this ask refuses at once (not declared).' }),
+};
+
+export const askStartedSchema = z.object({ id: z.string(), status: z.string(), ...askDeclaredShape });
 
 export const askViewSchema = z.object({
   id: z.string(),
@@ -252,6 +257,7 @@ export const askViewSchema = z.object({
   status: z.enum(['working', 'input_required', 'completed', 'failed', 'abandoned', 'expired']).meta({
     description: 'working: running, nothing asked; input_required: questions wait; completed/failed: the call finished; abandoned; expired.',
   }),
+  ...askDeclaredShape,
   questions: z
     .array(
       z.object({

@@ -269,6 +269,14 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
 
   // ---- /v1/ask: a call the upstream may interrupt with questions (src/serve/asks.ts) ----
 
+  const connections = new WeakMap<object, number>();
+  let nextConnection = 0;
+  const connectionId = (socket: object): number => {
+    let id = connections.get(socket);
+    if (id === undefined) connections.set(socket, (id = ++nextConnection));
+    return id;
+  };
+
   /** An ask error naming an answer (`data.path`), as a 4xx naming that body field. */
   const askFailure = (reply: FastifyReply, err: unknown) => {
     const path = err instanceof McpxError ? err.data?.['path'] : undefined;
@@ -276,23 +284,26 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     return send(reply, statusFor(err.code), { ...err.toJSON(), path: path as Array<string | number>, in: 'body' });
   };
 
-  route('ask', async ({ body, headers }, _req, reply) => {
+  route('ask', async ({ body, headers }, req, reply) => {
     controller.pool(body.server); // an unknown server is a 404 now, not a failed ask later
     const callerProtocol = headers[CALLER_PROTOCOL_HEADER];
     const session = body.session ?? headers[SESSION_HEADER];
     const started = controller.asks.start({
+      // The per-caller bound: the caller's session, else its connection.
+      caller: session ? `session:${session}` : `connection:${connectionId(req.raw.socket)}`,
       server: body.server,
       tool: body.tool,
       args: body.args,
       ...(body.method === undefined ? {} : { method: body.method }),
       ...(body.params === undefined ? {} : { params: body.params }),
       ...(body.questionTimeoutMs === undefined ? {} : { questionTimeoutMs: body.questionTimeoutMs }),
-      capabilities: body.capabilities ?? {},
+      // Unnamed: what this route can carry to a program (forms, URLs); the answer says what it refuses.
+      ...(body.capabilities === undefined ? {} : { capabilities: body.capabilities }),
       ...(callerProtocol ? { callerProtocol } : {}),
       ...(session ? { session } : {}),
       ...(body.timeoutMs === undefined ? {} : { timeoutMs: body.timeoutMs }),
     });
-    return reply.code(202).send({ id: started.id, status: started.status });
+    return reply.code(202).send({ id: started.id, status: started.status, capabilities: started.capabilities, refuses: started.refuses });
   });
 
   route('askGet', async ({ params, query }, req, reply) => {

@@ -7,6 +7,8 @@
  * src/machines/verdict.ts), progress tokens, whose turn it is to ask a question on a legacy stdio session,
  * listings, and SEP-2243 `Mcp-Param-*` headers with their one header-mismatch retry.
  */
+import { basename } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { McpxError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { WireTransport } from '../machines/session.machine.js';
@@ -45,6 +47,11 @@ export const LISTINGS: Readonly<Record<ListKind, { method: string; key: string; 
 
 /** A listing longer than this many pages is cut off (a guard against servers that page forever). */
 const MAX_LIST_PAGES = 1000;
+
+/** How long a call's question must have waited for its answer before the next asking call goes ahead (see askTurn). */
+const LEND_AFTER_MS = 200;
+/** How long a stdio question that two running asking calls could have provoked waits for one of them to end. */
+const AMBIGUOUS_HOLD_MS = 10_000;
 
 /** Progress tokens are unique across every session of the process, so a log line names one request. */
 let progressTokens = 0;
@@ -102,6 +109,10 @@ export interface SessionLink {
   ready(): Promise<ReadyConnection>;
   readonly requestTimeoutMs: number | undefined;
   readonly clientCapabilities: ClientCapabilities | undefined;
+  /** The folders a legacy `roots/list` is answered with by mcpx itself (see answerServerRequest). */
+  readonly roots?: () => readonly string[];
+  /** The session is one caller's alone: a roots/list a call provoked goes to that call. */
+  readonly rootsPerCaller?: boolean;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -109,8 +120,12 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export class RequestClient {
   /** Calls in flight that can answer questions, for transports that cannot attribute them (stdio). */
   private readonly askers = new Set<InFlightCall>();
-  /** The turns of asking calls on a legacy stdio session (see askTurn). */
-  private askQueue: Promise<void> = Promise.resolve();
+  /** Asking calls waiting for their turn on a legacy stdio session, first come first (see askTurn). */
+  private readonly turnQueue: Array<{ call: InFlightCall; go: () => void }> = [];
+  /** Questions of each call in flight that wait for its caller's answer (the call is parked meanwhile). */
+  private readonly parked = new Map<InFlightCall, number>();
+  /** Questions held until the askers change (see soleAskerWithin). */
+  private readonly changes = new Set<() => void>();
   /**
    * SEP-2243, modern Streamable HTTP sessions only: from the latest complete listTools(), the
    * `Mcp-Param-*` headers each listed tool asks for, and the tools excluded for invalid annotations.
@@ -150,42 +165,91 @@ export class RequestClient {
     const call: InFlightCall = { context: opts.context, ...(opts.onServerRequest ? { onServerRequest: opts.onServerRequest } : {}) };
     // stdio says nothing of which call a legacy server's question is for: calls that can answer
     // questions take turns there, so a question always has exactly one call to go to.
-    const release = call.onServerRequest && conn.transport === 'stdio' && conn.era === 'legacy' ? await this.askTurn(opts.signal) : undefined;
-    if (call.onServerRequest) this.askers.add(call);
+    if (call.onServerRequest && conn.transport === 'stdio' && conn.era === 'legacy') await this.askTurn(call, opts.signal);
+    else if (call.onServerRequest) this.askers.add(call);
     try {
       return await this.requestRounds(conn, method, params, opts, call, maxRounds, headers);
     } finally {
       this.askers.delete(call);
-      release?.();
+      this.parked.delete(call);
+      this.nextTurn();
     }
   }
 
-  /** Waits for the turn of the next asking call on this session; resolves with its release. */
-  private async askTurn(signal: AbortSignal | undefined): Promise<() => void> {
-    const previous = this.askQueue;
-    let release!: () => void;
-    const mine = new Promise<void>((resolve) => (release = resolve));
-    this.askQueue = previous.then(() => mine);
-    if (signal) {
-      let onAbort: (() => void) | undefined;
-      const aborted = new Promise<never>((_, reject) => {
-        if (signal.aborted) reject(new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: cancelled while waiting for its turn`));
-        onAbort = () => reject(new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: cancelled while waiting for its turn`));
-        signal.addEventListener('abort', onAbort, { once: true });
-      });
-      try {
-        await Promise.race([previous, aborted]);
-      } catch (err) {
-        release(); // leave the line without holding up those behind
-        throw err;
-      } finally {
-        // The signal may outlive the call (the daemon's is its caller's connection's).
-        if (onAbort) signal.removeEventListener('abort', onAbort);
-      }
-    } else {
-      await previous;
+  /**
+   * An asking call's turn on a legacy stdio session, which says nothing of which call a question is for:
+   * it starts when no other asking call is running there. A call whose question waits for its caller's
+   * answer is parked, not running: the next call goes ahead at once, so a caller that walks away from
+   * its question holds up nobody (calls that ask nothing are never held), and a question that arrives then
+   * is the running call's. Once more than one is running (the parked one was answered), a question is held
+   * until one of them ends (answerServerRequest), and refused if none does soon: never handed to a guess. Resolves once `call` is among the askers.
+   */
+  private askTurn(call: InFlightCall, signal: AbortSignal | undefined): Promise<void> {
+    if (this.turnQueue.length === 0 && !this.askerRunning()) {
+      this.askers.add(call);
+      return Promise.resolve();
     }
-    return release;
+    return new Promise<void>((resolve, reject) => {
+      const entry = {
+        call,
+        go: () => {
+          signal?.removeEventListener('abort', onAbort);
+          this.askers.add(call);
+          resolve();
+        },
+      };
+      const onAbort = () => {
+        const i = this.turnQueue.indexOf(entry);
+        if (i >= 0) this.turnQueue.splice(i, 1);
+        reject(new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: cancelled while waiting for its turn`));
+        this.nextTurn(); // leave the line without holding up those behind
+      };
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.turnQueue.push(entry);
+    });
+  }
+
+  /** An asking call in flight that is not parked on a question. */
+  private askerRunning(): boolean {
+    for (const c of this.askers) if (!this.parked.get(c)) return true;
+    return false;
+  }
+
+  /** Lets the next waiting call go when no asking call is running. */
+  private nextTurn(): void {
+    if (this.turnQueue.length > 0 && !this.askerRunning()) this.turnQueue.shift()!.go();
+    this.changed();
+  }
+
+  /** Who a stdio question is for: the one asking call running (a parked call waits for its caller's answer and asks nothing meanwhile), else the only one in flight. */
+  private soleAsker(): InFlightCall | undefined {
+    const running = [...this.askers].filter((c) => !this.parked.get(c));
+    if (running.length === 1) return running[0];
+    return this.askers.size === 1 ? [...this.askers][0] : undefined;
+  }
+
+  /** soleAsker() once the askers change so that there is one, or undefined after `ms`. */
+  private soleAskerWithin(ms: number): Promise<InFlightCall | undefined> {
+    return new Promise((resolve) => {
+      const check = () => {
+        const call = this.soleAsker();
+        if (call === undefined && this.askers.size > 1) return;
+        done(call);
+      };
+      const done = (call: InFlightCall | undefined) => {
+        clearTimeout(timer);
+        this.changes.delete(check);
+        resolve(call);
+      };
+      const timer = setTimeout(() => done(undefined), ms);
+      timer.unref();
+      this.changes.add(check);
+    });
+  }
+
+  private changed(): void {
+    for (const wake of [...this.changes]) wake();
   }
 
   private async requestRounds(
@@ -398,12 +462,38 @@ export class RequestClient {
    */
   async answerServerRequest(req: JsonRpcRequest, context: unknown, fallback: ServerRequestHandler | undefined): Promise<unknown> {
     if (req.method === 'ping') return {};
-    let call = isInFlightCall(context) ? context : undefined;
-    if (!call && this.askers.size === 1) call = [...this.askers][0];
-    if (call?.onServerRequest) return call.onServerRequest(req, call.context);
+    // A legacy server keeps the roots it was given for the whole session (server-filesystem asks right
+    // after initialize, whoever's call is in flight): on a session callers share they are mcpx's answer,
+    // the same for every caller. Only a session that is one caller's alone asks that caller.
+    const ownRoots = () => ({ roots: this.link.roots!().map((dir) => ({ uri: pathToFileURL(dir).href, name: basename(dir) || dir })) });
+    if (req.method === 'roots/list' && this.link.roots && !this.link.rootsPerCaller) return ownRoots();
+    let call = isInFlightCall(context) ? context : this.soleAsker();
+    // Two asking calls running (a parked one was answered while one went ahead): the question is held
+    // until one of them ends, then it is the other's; held too long, it is refused, never guessed.
+    if (!call && !isInFlightCall(context) && this.askers.size > 1) call = await this.soleAskerWithin(AMBIGUOUS_HOLD_MS);
+    if (req.method === 'roots/list' && this.link.roots && !call?.onServerRequest) return ownRoots();
+    if (call?.onServerRequest) {
+      // While its caller is asked, the call is parked: the session's next asking call may start (askTurn).
+      const asker = call;
+      this.parked.set(asker, (this.parked.get(asker) ?? 0) + 1);
+      this.changed();
+      // After a moment: questions a tool sends together arrive together, before anyone goes ahead.
+      setTimeout(() => this.nextTurn(), LEND_AFTER_MS).unref();
+      try {
+        return await asker.onServerRequest!(req, asker.context);
+      } finally {
+        const n = (this.parked.get(asker) ?? 1) - 1;
+        if (n > 0) this.parked.set(asker, n);
+        else this.parked.delete(asker);
+        this.changed();
+      }
+    }
     if (fallback) return fallback(req, call?.context);
     if (this.askers.size > 1) {
-      const error: RpcErrorObject = { code: RPC.internalError, message: `mcpx cannot tell which of ${this.askers.size} calls in flight ${req.method} is for` };
+      const error: RpcErrorObject = {
+        code: RPC.internalError,
+        message: `mcpx cannot tell which of ${this.askers.size} calls in flight ${req.method} is for (none of them ended within ${AMBIGUOUS_HOLD_MS} ms); refused rather than guessed`,
+      };
       throw error;
     }
     const error: RpcErrorObject = { code: RPC.methodNotFound, message: `mcpx has no caller to ask (${req.method})` };

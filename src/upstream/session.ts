@@ -69,6 +69,12 @@ export interface UpstreamSessionOptions {
   /** Replaces the real transport (model-based tests run the machine against simulated upstreams). */
   channelFactory?: (attempt: number, transport: WireTransport) => Channel;
   onServerRequest?: ServerRequestHandler;
+  /**
+   * The folders mcpx answers a legacy `roots/list` with itself (absolute paths), read when asked. Given,
+   * no caller is ever asked for roots unless `rootsPerCaller` (the session is one caller's alone).
+   */
+  roots?: () => readonly string[];
+  rootsPerCaller?: boolean;
   /** xstate inspection hook, for live statecharts. */
   inspect?: (event: InspectionEvent) => void;
   /** xstate clock; model-based tests pass a SimulatedClock to fire probe timeouts on cue. */
@@ -118,6 +124,7 @@ export class UpstreamSession extends EventEmitter {
       ready: () => this.readyConnection(),
       requestTimeoutMs: opts.requestTimeoutMs,
       clientCapabilities: opts.clientCapabilities,
+      ...(opts.roots ? { roots: opts.roots, rootsPerCaller: opts.rootsPerCaller === true } : {}),
     });
     // The machine ignores the record under force-* (and never asks to write one).
     const cached = opts.cache?.usable(this.cacheKey) ?? null;
@@ -259,6 +266,12 @@ export class UpstreamSession extends EventEmitter {
 
   excludedTools(): Array<{ name: string; reason: string }> {
     return this.client.excludedTools();
+  }
+
+  /** The roots mcpx answers with changed: a ready legacy session is told (`notifications/roots/list_changed`). */
+  rootsChanged(): void {
+    if (!this.isReady || this.actor.getSnapshot().context.era !== 'legacy') return;
+    this.peer?.notify('notifications/roots/list_changed');
   }
 
   /** Stop the session and its process. Resolves when nothing is left running and the era cache is written. */

@@ -94,10 +94,13 @@ describe('mcpx call answers questions', () => {
       const two = await mcpx(['call', server, 'ask_two', '--answers', file], { env });
       expect(two.stdout).toMatch(new RegExp(`^name=Cy colour=red states=.* era=${era}\\n$`));
 
-      const roots = await mcpx(['call', server, 'ask_roots', '--roots', dir.path], { env });
-      expect(roots.stdout).toBe(`roots file://${dir.path} era=${era}\n`);
+      // A modern request's roots are its caller's; a shared legacy session's are mcpx's own answer, the
+      // same for every caller (the server's cwd here, the config file's folder: docs/serving.md).
+      const mine = join(dir.path, 'mine');
+      const roots = await mcpx(['call', server, 'ask_roots', '--roots', mine], { env });
+      expect(roots.stdout).toBe(`roots file://${era === 'modern' ? mine : dir.path} era=${era}\n`);
       const none = await mcpx(['call', server, 'ask_roots'], { env });
-      expect(none.stdout).toBe(`roots  era=${era}\n`);
+      expect(none.stdout).toBe(`roots ${era === 'modern' ? '' : `file://${dir.path}`} era=${era}\n`);
 
       // sampling is not declared unless an answer is given: the daemon refuses it upstream, saying why
       const sample = await mcpx(['call', server, 'ask_sample'], { env });

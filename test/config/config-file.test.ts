@@ -339,11 +339,24 @@ describe('errors name the file, the server and the key', () => {
     expect(c.servers).toEqual([]);
   });
 
+  it('mcpx.roots: a list of folder paths, resolved against the file\'s folder; a bad value names file, server and key', () => {
+    const good = one({ command: 'x', mcpx: { roots: ['./data', '~/src', '/abs'] } });
+    expect(messages(good)).toEqual([]);
+    const [data, src, abs] = good.servers[0]!.roots!;
+    expect([data, abs]).toEqual(['/users/u/data', '/abs']);
+    expect(src).toMatch(/\/src$/);
+    expect(messages(one({ command: 'x', mcpx: { roots: '/tmp' } }))).toEqual([`config ${F}: mcpServers.remote.mcpx.roots: "/tmp" is not a list of folder paths (e.g. ["~/src", "./data"])`]);
+    const bad = one({ command: 'x', mcpx: { roots: ['/ok', 3, ''] } });
+    expect(messages(bad)).toEqual([`config ${F}: mcpServers.remote.mcpx.roots[1]: 3 is not a folder path`, `config ${F}: mcpServers.remote.mcpx.roots[2]: "" is not a folder path`]);
+    expect(bad.errors[0]).toMatchObject({ file: F, server: 'remote', key: 'mcpServers.remote.mcpx.roots[1]' });
+    expect(bad.servers).toEqual([]);
+  });
+
   it('an unknown key in the mcpx block, with a suggestion', () => {
     const c = one({ command: 'x', mcpx: { idelTimeout: '5m', colour: 'blue' } });
     expect(messages(c)).toEqual([
-      `config ${F}: mcpServers.remote.mcpx.idelTimeout: is not an mcpx key (did you mean idleTimeout?); use scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv`,
-      `config ${F}: mcpServers.remote.mcpx.colour: is not an mcpx key; use scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv`,
+      `config ${F}: mcpServers.remote.mcpx.idelTimeout: is not an mcpx key (did you mean idleTimeout?); use scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv, roots`,
+      `config ${F}: mcpServers.remote.mcpx.colour: is not an mcpx key; use scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv, roots`,
     ]);
   });
 
@@ -356,7 +369,7 @@ describe('errors name the file, the server and the key', () => {
       `config ${F}: mcpServers.remote.mcpx.probeTimeout: -5 is negative: not a duration (use e.g. 500ms, 2s, 5m, 1h, 1m30s, or a number of milliseconds)`,
     ]);
     expect(messages(one({ command: 'x', mcpx: 'fast' }))).toEqual([
-      `config ${F}: mcpServers.remote.mcpx: must be an object with the keys scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv`,
+      `config ${F}: mcpServers.remote.mcpx: must be an object with the keys scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv, roots`,
     ]);
   });
 
@@ -538,6 +551,7 @@ describe('resolvePoolConfigs', () => {
         probeTimeoutMs: 1_000,
         startTimeoutMs: 120_000,
         requestTimeoutMs: 300_000,
+        roots: ['/cfg'],
       },
       {
         name: 'tuned',
@@ -547,6 +561,7 @@ describe('resolvePoolConfigs', () => {
         probeTimeoutMs: 5_000,
         startTimeoutMs: 600_000,
         requestTimeoutMs: 1_000,
+        roots: [],
       },
     ]);
     settings.setRuntime('upstream.protocol', 'force-modern');

@@ -55,6 +55,24 @@ describe('AskStore', () => {
     store.close();
   });
 
+  it('asks per caller: the next reclaims the caller\'s oldest unattended ask; none to reclaim is MCPX_TOO_MANY_ASKS naming the caller bound', async () => {
+    const { store, calls } = scripted({ limits: { maxPerCaller: 2 } });
+    const caps = { elicitation: {} };
+    const a = store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'x' });
+    const b = store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'x' });
+    await tick();
+    // Both working (nobody waits on a question): nothing to reclaim.
+    expect(() => store.start({ server: 's', tool: 't', args: {}, caller: 'x' })).toThrow(expect.objectContaining({ code: 'MCPX_TOO_MANY_ASKS', data: expect.objectContaining({ scope: 'caller', max: 2 }) }));
+    // Another caller is not held back by x.
+    const other = store.start({ server: 's', tool: 't', args: {}, caller: 'y' });
+    // a's question waits on x, unpolled: x walked away from it, so x's next ask reclaims it.
+    void calls[0]!.ctx.onServerRequest!(elicit(0), calls[0]!.ctx).catch(() => undefined);
+    const c = store.start({ server: 's', tool: 't', args: {}, caller: 'x' });
+    expect(store.get(a.id)).toMatchObject({ status: 'abandoned', error: { code: 'MCPX_REQUEST_CANCELLED', message: expect.stringContaining('reclaimed') } });
+    expect([store.get(b.id).status, store.get(c.id).status, store.get(other.id).status]).toEqual(['working', 'working', 'working']);
+    store.close();
+  });
+
   it('a modern round: all answers go back together, keyed as asked; one question timing out ends the round and closes its siblings', async () => {
     const { store, calls } = scripted({ questionTimeoutMs: () => 50 });
     const ask = store.start({ server: 's', tool: 't', args: {}, capabilities: { elicitation: { form: {} }, sampling: {} } });

@@ -100,7 +100,8 @@ describe('questions across eras through mcpx serve and /mcp', () => {
           expect(person.seen).toContain('What is your name?');
           expect(textOf(await c.call(`${upstream}__ask_url`))).toBe(`url accept era=${upEra}`);
           expect(textOf(await c.call(`${upstream}__ask_sample`))).toBe(`sampled hi there model=test-model era=${upEra}`);
-          expect(textOf(await c.call(`${upstream}__ask_roots`))).toBe(`roots file:///work/a era=${upEra}`);
+          // A shared legacy session's roots are mcpx's own answer (the server's cwd), never one caller's.
+          expect(textOf(await c.call(`${upstream}__ask_roots`))).toBe(`roots ${upEra === 'modern' ? 'file:///work/a' : `file://${dir.path}`} era=${upEra}`);
           const two = textOf(await c.call(`${upstream}__ask_two`));
           expect(two).toMatch(new RegExp(`^name=Ada colour=green states=s0:"ü✓"\\|s1:"Ada":s0:"ü✓" era=${upEra}$`));
           person.action = 'decline';

@@ -111,7 +111,9 @@ describe('requestState between question rounds, and a caller that goes away', ()
     const next = await stdioCaller('legacy', { env });
     try {
       // the same legacy stdio session serves the next caller (one that cannot answer: refused, not hung)
-      expect(textOf(await next.callTool('old__ask_roots'))).toMatch(/mcpx has no caller to ask \(roots\/list\)/);
+      expect(textOf(await next.callTool('old__ask_name'))).toMatch(/mcpx has no caller to ask \(elicitation\/create\)/);
+      // roots on a shared legacy session are mcpx's own answer (the server's cwd), whoever calls
+      expect(textOf(await next.callTool('old__ask_roots'))).toBe(`roots file://${dir.path} era=legacy`);
     } finally {
       await next.close();
     }
