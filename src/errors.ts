@@ -134,9 +134,15 @@ export class SpawnError extends McpxError {
   }
 }
 
+/** "64 MiB (67108864 bytes)", or just the bytes for a limit that is not a whole number of MiB. */
+function limitText(bytes: number): string {
+  const mib = bytes / (1024 * 1024);
+  return Number.isInteger(mib) ? `${mib} MiB (${bytes} bytes)` : `${bytes} bytes`;
+}
+
 export class MessageTooLargeError extends McpxError {
   constructor(limit: number) {
-    super('MCPX_MESSAGE_TOO_LARGE', `upstream sent a message larger than ${limit} bytes`, { data: { limitBytes: limit } });
+    super('MCPX_MESSAGE_TOO_LARGE', `the upstream sent a message larger than mcpx's limit of ${limitText(limit)}`, { data: { limitBytes: limit } });
   }
 }
 

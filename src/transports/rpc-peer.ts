@@ -243,7 +243,14 @@ export function describeClose(info: CloseInfo): string {
   return `transport closed (${details.join(', ')})`;
 }
 
-function closedError(method: string, info: CloseInfo): TransportClosedError {
+function closedError(method: string, info: CloseInfo): McpxError {
+  // mcpx itself closed the connection over an oversized message: that, not a crash, is what the caller hears.
+  if (info.error instanceof McpxError && info.error.code === 'MCPX_MESSAGE_TOO_LARGE') {
+    return new McpxError('MCPX_MESSAGE_TOO_LARGE', `${info.error.message}; mcpx closed the connection while waiting for ${method}`, {
+      cause: info.error,
+      data: { ...info.error.data, method },
+    });
+  }
   const tail = info.stderrTail ?? [];
   const stderr = tail.length > 0 ? `; stderr tail:\n  ${tail.join('\n  ')}` : '; no stderr output';
   return new TransportClosedError(`${describeClose(info)} while waiting for ${method}${stderr}`, {
