@@ -146,6 +146,13 @@ export class MessageTooLargeError extends McpxError {
   }
 }
 
+/** An upstream that does not read what mcpx sends it (while sending requests of its own): mcpx closes it. */
+export class UpstreamBacklogError extends McpxError {
+  constructor(queued: number, limit: number) {
+    super('MCPX_BAD_UPSTREAM', `the upstream does not read what mcpx sends it: ${queued} bytes were queued for it, past the limit of ${limitText(limit)}; mcpx closed it`, { data: { queuedBytes: queued, limitBytes: limit } });
+  }
+}
+
 export class ProtocolValueError extends McpxError {
   constructor(value: unknown, canonical: readonly string[], where?: string) {
     super(

@@ -368,7 +368,7 @@ describe.concurrent('raw.mjs modes', () => {
       [
         'legacy', 'invalid-params', 'silent', 'exit-pre-init', 'catch-all', 'slow-modern', 'slow-dual',
         'v32022-legacy', 'v32022-none', 'v32022-retry', 'modern-error', 'missing-cap', 'bad-legacy-version',
-        'garbage', 'huge', 'crash-after-init', 'exit-on-refused-init', 'legacy-slow-init', 'pinning-dual', 'flood-list-changed',
+        'garbage', 'huge', 'crash-after-init', 'exit-on-refused-init', 'legacy-slow-init', 'pinning-dual', 'flood-list-changed', 'flood-roots',
       ].sort(),
     );
   });

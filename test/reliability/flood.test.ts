@@ -25,6 +25,8 @@ beforeAll(async () => {
   const config = writeConfig(dir.path, {
     healthy: { fixture: 'dual-v2' },
     flood: { fixture: 'raw', mode: 'flood-list-changed', env: { FLOOD_MS: String(FLOOD_MS) } },
+    // Floods for up to 40 s; the session must fail long before (its call's timeout is 20 s).
+    roots: { fixture: 'raw', mode: 'flood-roots', env: { FLOOD_MS: '40000' } },
   });
   daemon = await ForegroundDaemon.start(socket, [], { env: cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config }) });
 });
@@ -66,5 +68,22 @@ describe('#17 an upstream that says list_changed in a loop', () => {
     expect(daemon.stdout).toContain('flood keeps saying its lists changed');
     expect(figures.healthyMaxMs).toBeLessThan(2_000);
     expect(rssAfter - rssBefore).toBeLessThan(100 * 1024);
+  }, 60_000);
+});
+
+describe('#17 an upstream that sends server-to-client requests without reading the answers', () => {
+  it('fails that session (MCPX_BAD_UPSTREAM naming the limit), not the daemon; the healthy server goes on', async () => {
+    const rssBefore = kb('VmRSS');
+    // The call that starts it is read before the flood; the next one waits behind the unread answers.
+    expect(textOf(await call('roots', 'echo', { text: 'go' }))).toBe('go era=legacy');
+    const started = Date.now();
+    const r = await call('roots', 'echo', { text: 'stuck' });
+    const ms = Date.now() - started;
+    const rssAfter = kb('VmRSS');
+    console.log(`[roots-flood] ${JSON.stringify({ status: r.status, code: r.body.error?.code, ms, rssBeforeMB: rssBefore / 1024, rssAfterMB: rssAfter / 1024, peakMB: kb('VmHWM') / 1024 })}`);
+    expect(r.body.error?.code, JSON.stringify(r.body).slice(0, 300)).toBe('MCPX_BAD_UPSTREAM');
+    expect(r.body.error.message).toContain('does not read what mcpx sends it');
+    expect(r.body.error.message).toContain('64 MiB (67108864 bytes)');
+    expect(textOf(await call('healthy', 'echo', { text: 'still' }))).toBe('still era=modern');
   }, 60_000);
 });
