@@ -136,9 +136,22 @@ export class SpawnError extends McpxError {
   }
 }
 
+/** "64 MiB (67108864 bytes)", or just the bytes for a limit that is not a whole number of MiB. */
+function limitText(bytes: number): string {
+  const mib = bytes / (1024 * 1024);
+  return Number.isInteger(mib) ? `${mib} MiB (${bytes} bytes)` : `${bytes} bytes`;
+}
+
 export class MessageTooLargeError extends McpxError {
   constructor(limit: number) {
-    super('MCPX_MESSAGE_TOO_LARGE', `upstream sent a message larger than ${limit} bytes`, { data: { limitBytes: limit } });
+    super('MCPX_MESSAGE_TOO_LARGE', `the upstream sent a message larger than mcpx's limit of ${limitText(limit)}`, { data: { limitBytes: limit } });
+  }
+}
+
+/** An upstream that does not read what mcpx sends it (while sending requests of its own): mcpx closes it. */
+export class UpstreamBacklogError extends McpxError {
+  constructor(queued: number, limit: number) {
+    super('MCPX_BAD_UPSTREAM', `the upstream does not read what mcpx sends it: ${queued} bytes were queued for it, past the limit of ${limitText(limit)}; mcpx closed it`, { data: { queuedBytes: queued, limitBytes: limit } });
   }
 }
 

@@ -368,7 +368,7 @@ describe.concurrent('raw.mjs modes', () => {
       [
         'legacy', 'invalid-params', 'silent', 'exit-pre-init', 'catch-all', 'slow-modern', 'slow-dual',
         'v32022-legacy', 'v32022-none', 'v32022-retry', 'modern-error', 'missing-cap', 'bad-legacy-version',
-        'garbage', 'huge', 'crash-after-init', 'exit-on-refused-init', 'legacy-slow-init',
+        'garbage', 'huge', 'crash-after-init', 'exit-on-refused-init', 'legacy-slow-init', 'pinning-dual', 'flood-list-changed', 'flood-roots',
       ].sort(),
     );
   });
@@ -459,6 +459,25 @@ describe.concurrent('raw.mjs modes', () => {
       expect((await p.response(1)).result).toEqual(RAW_DISCOVER);
       expect(p.arrival(1)! - t0).toBeGreaterThanOrEqual(SLOW_MS - 20);
       expect(p.messages.map((m) => m.msg.id)).toEqual([1, 2]); // in order
+      p.send(initialized);
+      await expectLegacyServing(p);
+    });
+  });
+
+  it('pinning-dual: slow to start; a discover pins the process, so the initialize behind it gets -32022', async () => {
+    await withFixture('raw', { mode: 'pinning-dual', env: { SLOW_MS: String(SLOW_MS) } }, async (p) => {
+      const t0 = Date.now();
+      p.send(discover(1), initialize(2));
+      expect((await p.response(1)).result).toEqual(RAW_DISCOVER);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(SLOW_MS - 20);
+      expect((await p.response(2)).error?.code).toBe(-32022);
+      await expectModernServing(p);
+    });
+  });
+
+  it('pinning-dual: initialize first on a fresh process is served legacy', async () => {
+    await withFixture('raw', { mode: 'pinning-dual', env: { SLOW_MS: '0' } }, async (p) => {
+      expect((await p.request(initialize(1))).result).toEqual(RAW_INIT);
       p.send(initialized);
       await expectLegacyServing(p);
     });

@@ -369,6 +369,35 @@ export interface ParseConfigOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/** How deep a config file may nest; the outermost object is level 1. */
+export const MAX_CONFIG_DEPTH = 64;
+
+/**
+ * The offset of the first `{` or `[` past `limit` levels of JSONC text (strings and comments skipped), or
+ * undefined. One pass, no recursion.
+ */
+export function tooDeep(text: string, limit: number): number | undefined {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // a string: skip to its closing quote
+      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++;
+    } else if (c === 0x2f && text.charCodeAt(i + 1) === 0x2f) {
+      const nl = text.indexOf('\n', i);
+      i = nl === -1 ? text.length : nl;
+    } else if (c === 0x2f && text.charCodeAt(i + 1) === 0x2a) {
+      const end = text.indexOf('*/', i + 2);
+      i = end === -1 ? text.length : end + 1;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return i;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+  }
+  return undefined;
+}
+
 /**
  * Checks and normalises the text of a config file (already read). `file` is named in every message and
  * anchors relative `cwd` values and `${workspaceFolder}`.
@@ -382,6 +411,13 @@ export function parseConfigText(rawText: string, file: string, opts: ParseConfig
 
   if (text.trim() === '') {
     errors.push({ source: 'file', file, line: 1, column: 1, message: `config ${file}: the file is empty (expected a JSON object such as {"mcpServers": {}})` });
+    return base;
+  }
+  // jsonc-parser recurses once per level: a hostile depth would overflow the stack, naming no file.
+  const deep = tooDeep(text, MAX_CONFIG_DEPTH);
+  if (deep !== undefined) {
+    const { line, column } = lineColumn(text, deep);
+    errors.push({ source: 'file', file, line, column, message: `config ${file}: line ${line}, column ${column}: nests deeper than ${MAX_CONFIG_DEPTH} levels (objects and arrays inside each other); a config file needs a handful` });
     return base;
   }
   const syntax: ParseError[] = [];

@@ -80,6 +80,11 @@ export interface SessionContext extends ServerIdentity {
   supportsModern: boolean;
   /** True once the server refused initialize, or died with one pending (a modern-only server). */
   initializeRefused: boolean;
+  /**
+   * True when the only answer to initialize came on a process server/discover had already pinned to
+   * 2026-07-28 (awaitingInitialize): it says nothing about what initialize gets on a fresh process.
+   */
+  initializePinned: boolean;
   /** What the server answered, in order, for error messages and reports. */
   evidence: string[];
   error: SessionFailure | null;
@@ -316,6 +321,23 @@ export const sessionMachine = setup({
       });
     }),
 
+    /**
+     * Like note, for an initialize refused on a process whose discover already won: a dual server that pins a
+     * connection to the first era it answered (the Python SDK) refuses it there and accepts it on a fresh one.
+     * Not era evidence: initialize is not marked refused, so the cache does not learn it (docs/behaviour.md §3).
+     * A process that exits there is read the same way.
+     */
+    notePinned: enqueueActions(({ context, event, enqueue }) => {
+      const i = initializeVerdictOf(context, event);
+      const what = i?.why ?? describeClose(event);
+      const line = what ? `${what}, on the process server/discover had already pinned to 2026-07-28 (not evidence about a fresh process)` : '';
+      enqueue.assign({
+        evidence: line ? [...context.evidence, line] : context.evidence,
+        initializeId: i ? null : context.initializeId,
+        initializePinned: true,
+      });
+    }),
+
     settleModern: assign(({ context, event }) => {
       const v = discoverVerdictOf(context, event);
       if (v?.kind !== 'modern') return {};
@@ -341,14 +363,17 @@ export const sessionMachine = setup({
       const cached = context.cached;
       let record: Omit<EraRecord, 'at'> | null = null;
       if (context.era === 'modern') {
-        record = { era: 'modern', version: context.negotiated, source: 'probe', ...(context.initializeRefused ? { initialize: 'refused' as const } : {}) };
+        // A cached refusal stands unless this session heard initialize answered on a process of its own.
+        const refused = context.initializeRefused
+          || (cached?.era === 'modern' && cached.initialize === 'refused' && (!context.initializeTried || context.initializePinned));
+        record = { era: 'modern', version: context.negotiated, source: 'probe', ...(refused ? { initialize: 'refused' as const } : {}) };
       } else if ((context.discoverTried || context.httpTransport === 'sse') && !context.supportsModern) {
         record = { era: 'legacy', version: context.negotiated, source: 'probe', ...(context.httpTransport === 'sse' ? { transport: 'sse' as const } : {}) };
       }
       if (!record) return;
       if (cached && cached.era !== record.era) enqueue.emit({ type: 'era.stale', cached, found: record.era });
       const same = cached && cached.era === record.era && cached.version === record.version && cached.transport === record.transport
-        && (cached.initialize === record.initialize || (record.era === 'modern' && !record.initialize && cached.initialize === 'refused' && !context.initializeTried));
+        && cached.initialize === record.initialize;
       if (!same) enqueue.emit({ type: 'cache.write', record });
     }),
     /** A discover answered after a legacy session won the race: the server speaks modern too; tell the cache. */
@@ -401,6 +426,7 @@ export const sessionMachine = setup({
     eraSource: null,
     supportsModern: false,
     initializeRefused: false,
+    initializePinned: false,
     evidence: [],
     error: null,
     closeReason: null,
@@ -491,10 +517,10 @@ export const sessionMachine = setup({
           },
           on: {
             'rpc.*': [
-              { guard: initialize(['refused', 'http-refused']), target: '#session.ready', actions: 'note' },
+              { guard: initialize(['refused', 'http-refused']), target: '#session.ready', actions: 'notePinned' },
               { guard: initialize('any'), target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'modern' } }] },
             ],
-            'transport.closed': { target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'modern' } }] },
+            'transport.closed': { target: 'respawning', actions: ['notePinned', { type: 'respawnFor', params: { next: 'modern' } }] },
           },
         },
 

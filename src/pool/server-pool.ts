@@ -383,6 +383,9 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
 
   /** A session-gone error on a call in flight, worded for what really happened to the instance. */
   private explain(err: unknown, live: Live): unknown {
+    if (err instanceof McpxError && (err.code === 'MCPX_MESSAGE_TOO_LARGE' || err.code === 'MCPX_BAD_UPSTREAM') && !err.message.startsWith(`${this.name}:`)) {
+      return new McpxError(err.code, `${this.name}: ${err.message}; the next call starts a fresh instance`, { cause: err, data: { server: this.name, instance: live.id, ...err.data } });
+    }
     if (!(err instanceof McpxError) || !SESSION_GONE.has(err.code)) return err;
     const pid = live.session.info().pid ?? live.pid;
     const which = `the upstream process${pid === undefined ? '' : ` (pid ${pid})`}`;

@@ -34,6 +34,25 @@ export interface CatalogDeps {
 }
 
 const LISTS = ['tools', 'prompts', 'resources', 'resourceTemplates'] as const;
+
+/** Refreshes of one server and lane within REFRESH_WINDOW_MS past which it is slowed down. */
+export const REFRESH_BURST = 5;
+export const REFRESH_WINDOW_MS = 10_000;
+export const REFRESH_MIN_GAP_MS = 1_000;
+export const REFRESH_MAX_GAP_MS = 60_000;
+
+interface RefreshState {
+  running: boolean;
+  /** Asked again while one ran or waited: one follow-up. */
+  again: boolean;
+  timer: NodeJS.Timeout | undefined;
+  /** When refreshes started, within the window. */
+  starts: number[];
+  /** The slow-down in force (0: none). */
+  gapMs: number;
+  /** Notices folded into follow-ups since the last refresh that had none. */
+  folded: number;
+}
 type ListName = (typeof LISTS)[number];
 
 /** A caller context for a background listing on one lane (a legacy revision selects the legacy lane). */
@@ -50,6 +69,8 @@ export class Catalog {
   /** Listings held in memory (the store's view, plus listings made while the store is off). */
   private readonly memory = new Map<string, CatalogRecord>();
   private readonly listing = new Map<string, Promise<CatalogRecord>>();
+  /** Background refreshes per server and lane (see refresh). */
+  private readonly refreshes = new Map<string, RefreshState>();
 
   constructor(deps: CatalogDeps) {
     this.deps = deps;
@@ -157,11 +178,65 @@ export class Catalog {
   /**
    * Lists a server again in the background (an instance became ready, or the upstream said
    * list_changed). Only for global scope, where this reuses the instance callers share.
+   *
+   * Coalesced per server and lane: one refresh in flight, and whatever asks meanwhile is folded into one
+   * follow-up. An upstream that keeps saying list_changed (more than REFRESH_BURST refreshes within
+   * REFRESH_WINDOW_MS) is slowed down — refreshes at most one per `gapMs`, doubling up to
+   * REFRESH_MAX_GAP_MS — and the daemon log says so; the gap is dropped once it has been quiet for a window.
    */
   refresh(server: string, lane: Lane): void {
+    const id = `${server}\u0000${lane}`;
+    let st = this.refreshes.get(id);
+    if (!st) {
+      st = { running: false, again: false, timer: undefined, starts: [], gapMs: 0, folded: 0 };
+      this.refreshes.set(id, st);
+    }
+    if (st.running || st.timer !== undefined) {
+      st.again = true;
+      st.folded++;
+      return;
+    }
+    const now = Date.now();
+    st.starts = st.starts.filter((t) => now - t < REFRESH_WINDOW_MS);
+    if (st.starts.length === 0 && st.gapMs > 0) {
+      this.log.info({ server, lane }, 'the server is quiet again; catalogue refreshes are no longer slowed');
+      st.gapMs = 0;
+    }
+    if (st.starts.length >= REFRESH_BURST) {
+      const gap = Math.min(REFRESH_MAX_GAP_MS, Math.max(REFRESH_MIN_GAP_MS, st.gapMs * 2));
+      if (gap !== st.gapMs) {
+        this.log.warn(
+          { server, lane, refreshes: st.starts.length, folded: st.folded, windowMs: REFRESH_WINDOW_MS, gapMs: gap },
+          `${server} keeps saying its lists changed (${st.starts.length} refreshes and ${st.folded} more notices within ${REFRESH_WINDOW_MS} ms); its catalogue is now refreshed at most once per ${gap} ms`,
+        );
+        st.gapMs = gap;
+      }
+    }
+    const last = st.starts.at(-1);
+    const wait = st.gapMs > 0 && last !== undefined ? Math.max(0, last + st.gapMs - now) : 0;
+    const state = st;
+    const run = (): void => {
+      state.timer = undefined;
+      state.running = true;
+      state.again = false;
+      state.starts.push(Date.now());
+      void this.refreshNow(server, lane).finally(() => {
+        state.running = false;
+        if (state.again) this.refresh(server, lane);
+        else state.folded = 0;
+      });
+    };
+    if (wait === 0) run();
+    else {
+      st.timer = setTimeout(run, wait);
+      st.timer.unref();
+    }
+  }
+
+  private refreshNow(server: string, lane: Lane): Promise<void> {
     const entry = this.deps.servers().find((s) => s.name === server);
-    if (!entry) return;
-    void this.deps
+    if (!entry) return Promise.resolve();
+    return this.deps
       .withPool(server, async (pool) => {
         if (pool.config.limits.scope !== 'global') return;
         const ctx = laneContext(lane);

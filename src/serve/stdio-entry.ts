@@ -12,6 +12,8 @@ import { McpxError } from '../errors.js';
 import { DaemonClient, type Target } from '../cli/client.js';
 import { LateLogger, type Logger } from '../log.js';
 import { packageVersion } from '../package-info.js';
+import { RPC } from '../protocol/constants.js';
+import { deepParamsRefusal } from '../server/json-depth.js';
 import { SocketBackend } from './socket-backend.js';
 import { MAX_LINE_BYTES, StdinGate } from './stdin-gate.js';
 import { TurnBatchedOutput } from './turn-batched-output.js';
@@ -84,6 +86,15 @@ export async function runServe(opts: ServeOptions): Promise<void> {
   // Answers written in serve's last turn are not left behind when the process ends.
   process.once('exit', output.flush);
   const handle = serveStdio(factory, { legacy: 'serve', transport, onerror: (err) => logger.debug({ err }, 'stdio entry') });
+  // Deeper than what mcpx relays: answered here, before the SDK and the relay recurse through it (the /v1 rule).
+  const deliver = transport.onmessage;
+  transport.onmessage = (message) => {
+    const deep = deepParamsRefusal(message);
+    if (!deep) return deliver?.(message);
+    if (deep.id === null) return undefined; // a notification: nothing to answer
+    void transport.send({ jsonrpc: '2.0', id: deep.id, error: { code: RPC.invalidParams, message: deep.message } }).catch((err: unknown) => logger.debug({ err }, 'stdio entry'));
+    return undefined;
+  };
   // The gate reads stdin to its end whatever the SDK does, so this always comes.
   await gate.finished;
   output.flush();

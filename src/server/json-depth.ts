@@ -31,3 +31,21 @@ export function boundedDepth<T extends z.ZodType>(schema: T, field: string): T {
     abort: true,
   }) as unknown as T;
 }
+
+/**
+ * The MCP entries (`/mcp`, `mcpx serve`) hold a caller's JSON-RPC request to the same rule: every value in
+ * `params` (tools/call `arguments`, prompts/get `arguments`, …) nests at most MAX_JSON_DEPTH levels.
+ * Returns the refusal — the field named, as /v1 names it — or undefined for a message within the limit.
+ */
+export function deepParamsRefusal(message: unknown): { id: string | number | null; message: string } | undefined {
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return undefined;
+  const m = message as { id?: unknown; params?: unknown };
+  if (typeof m.params !== 'object' || m.params === null) return undefined;
+  // params itself is one level more than the values it holds.
+  if (jsonDepth(m.params, MAX_JSON_DEPTH + 1) <= MAX_JSON_DEPTH + 1) return undefined;
+  const entries = Array.isArray(m.params) ? m.params.map((v, i) => [String(i), v] as const) : Object.entries(m.params);
+  const deep = entries.find(([, v]) => jsonDepth(v) > MAX_JSON_DEPTH);
+  const field = deep ? `params.${deep[0]}` : 'params';
+  const id = typeof m.id === 'string' || typeof m.id === 'number' ? m.id : null;
+  return { id, message: `Invalid params: ${field} nests deeper than ${MAX_JSON_DEPTH} levels (the limit for a JSON value mcpx relays)` };
+}

@@ -2,7 +2,7 @@
  * Request/response correlation over any Channel: ids, timeouts, cancellation, and answering the
  * requests the server sends us. The peer has no close of its own; it follows its channel.
  */
-import { McpxError, RequestTimeoutError, TransportClosedError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
+import { McpxError, MessageTooLargeError, RequestTimeoutError, TransportClosedError, UpstreamBacklogError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
 import { isNotification, isRequest, isResponse, silentLogger, type TransportLogger } from './jsonrpc.js';
 import { RPC } from '../protocol/constants.js';
 import type {
@@ -243,7 +243,14 @@ export function describeClose(info: CloseInfo): string {
   return `transport closed (${details.join(', ')})`;
 }
 
-function closedError(method: string, info: CloseInfo): TransportClosedError {
+function closedError(method: string, info: CloseInfo): McpxError {
+  // mcpx itself closed the connection over an oversized message: that, not a crash, is what the caller hears.
+  if (info.error instanceof MessageTooLargeError || info.error instanceof UpstreamBacklogError) {
+    return new McpxError(info.error.code, `${info.error.message}; mcpx closed the connection while waiting for ${method}`, {
+      cause: info.error,
+      data: { ...info.error.data, method },
+    });
+  }
   const tail = info.stderrTail ?? [];
   const stderr = tail.length > 0 ? `; stderr tail:\n  ${tail.join('\n  ')}` : '; no stderr output';
   return new TransportClosedError(`${describeClose(info)} while waiting for ${method}${stderr}`, {

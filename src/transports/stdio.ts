@@ -16,7 +16,7 @@ import { channel as diagnosticsChannel } from 'node:diagnostics_channel';
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
-import { MessageTooLargeError, SpawnError, TransportClosedError } from '../errors.js';
+import { MessageTooLargeError, SpawnError, TransportClosedError, UpstreamBacklogError } from '../errors.js';
 import { ChannelBase } from './channel-base.js';
 import { parseMessage, silentLogger, truncate, type TransportLogger } from './jsonrpc.js';
 import { encode, NdjsonDecoder } from './ndjson.js';
@@ -176,6 +176,9 @@ export class StdioChannel extends ChannelBase implements Channel {
       return;
     }
     stdin.write(out, this.onWritten);
+    // What the process has not read stays in memory: a server that sends requests but does not read the
+    // answers would grow it without end. Past one largest message, the session fails, not the daemon.
+    if (stdin.writableLength > this.maxMessageBytes) this.fail(new UpstreamBacklogError(stdin.writableLength, this.maxMessageBytes));
   }
 
   private readonly onWritten = (err: Error | null | undefined): void => {

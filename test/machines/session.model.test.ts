@@ -63,7 +63,9 @@ function modelEvents(p: Profile) {
       const method = id.startsWith('mcpx-discover') ? 'server/discover' : 'initialize';
       const wire = c.transport === 'stdio' ? 'stdio' : c.httpTransport ?? 'streamable-http';
       // A process gets one initialize, and one discover plus at most the one -32022 retry.
-      const r = p.react(method, method === 'server/discover' ? c.discoverVersion! : '2025-11-25', wire, method === 'server/discover' && c.versionRetried ? 1 : 0);
+      // What this process already answered with success: discover won (awaitingInitialize), or initialize did.
+      const pinnedBy = s.matches({ connecting: 'awaitingInitialize' }) ? 'server/discover' : s.matches('ready') && c.era === 'legacy' ? 'initialize' : undefined;
+      const r = p.react(method, method === 'server/discover' ? c.discoverVersion! : '2025-11-25', wire, method === 'server/discover' && c.versionRetried ? 1 : 0, pinnedBy);
       if (r.kind === 'silent') continue;
       // A server that exits on a request does so when it reads it, whatever else is pending.
       if (r.kind === 'exit') {
@@ -303,6 +305,8 @@ describe.each(combos)('%s under %s, cached era: %s', (_name, pref, cache, p) => 
     if (p.http) {
       expect(upstream.wire.filter((w) => w.transport === 'sse').map((w) => w.method)).not.toContain('server/discover');
     }
+    // A dual server is never recorded as refusing initialize (a refusal on a process discover pinned says nothing).
+    if (p.dual) for (const w of writes) expect(w, 'a dual server recorded as refusing initialize').not.toHaveProperty('initialize');
     // A start that fails writes nothing to the cache (no common version, unauthorized, unavailable, refused…).
     if ('error' in want) expect(writes).toEqual([]);
     // A server reached over HTTP+SSE is remembered with that transport (unless forced).

@@ -18,6 +18,8 @@ export type Reaction =
   /** HTTP: the request fails without a JSON-RPC answer. */
   | { kind: 'fail'; failure: HttpFailure };
 
+export type PinnedBy = 'server/discover' | 'initialize';
+
 export type Outcome = { era: 'legacy' | 'modern'; then?: 'closed' } | { error: string };
 /** "The first answer that settles the era wins" (§3): the era depends on which answer came first. */
 export const FIRST_WINS = { firstWins: true } as const;
@@ -30,9 +32,10 @@ export interface Profile {
   name: string;
   /**
    * How the server reacts to a probe request. `version` is what mcpx offered; `wire` the transport it came
-   * over; `nth` how many requests of this method the same process received before this one.
+   * over; `nth` how many requests of this method the same process received before this one; `pinnedBy` the
+   * request the same process already answered with success, if any (a server may pin a process to that era).
    */
-  react(method: 'server/discover' | 'initialize', version: string, wire: WireTransport, nth: number): Reaction;
+  react(method: 'server/discover' | 'initialize', version: string, wire: WireTransport, nth: number, pinnedBy?: PinnedBy): Reaction;
   /** An HTTP upstream (the session machine's HTTP rules apply). */
   http?: boolean;
   spawnFails?: boolean | WireTransport[];
@@ -43,6 +46,8 @@ export interface Profile {
   afterExpiry?: Outcome;
   /** Answers pending requests in any order (an SDK server with async handlers), not only oldest first. */
   outOfOrder?: boolean;
+  /** A server that speaks both eras on a fresh process: the era cache must never record it refusing initialize. */
+  dual?: boolean;
   /** States of the machine in which this server's process may crash. */
   mayExitIn?: string[];
   modernVersions?: string[];
@@ -76,14 +81,14 @@ const E = (code: string): Outcome => ({ error: code });
 function profile(
   name: string,
   discover: Reaction | ((version: string, nth: number) => Reaction),
-  initialize: Reaction | ((wire: WireTransport) => Reaction),
+  initialize: Reaction | ((wire: WireTransport, pinnedBy?: PinnedBy) => Reaction),
   expect: [Expectation, Expectation, Expectation, Expectation],
   extra: Partial<Profile> = {},
 ): Profile {
   return {
     name,
-    react: (method, version, wire, nth) =>
-      method === 'server/discover' ? (typeof discover === 'function' ? discover(version, nth) : discover) : typeof initialize === 'function' ? initialize(wire) : initialize,
+    react: (method, version, wire, nth, pinnedBy) =>
+      method === 'server/discover' ? (typeof discover === 'function' ? discover(version, nth) : discover) : typeof initialize === 'function' ? initialize(wire, pinnedBy) : initialize,
     expect: { 'prefer-discover': expect[0], 'prefer-initialize': expect[1], 'force-discover': expect[2], 'force-initialize': expect[3] },
     ...extra,
   };
@@ -95,7 +100,7 @@ const MISMATCH = 'MCPX_ERA_MISMATCH';
 export const PROFILES: Profile[] = [
   // §2 columns: old-only, dual, new-only
   profile('legacy (-32601)', now(error(-32601)), now(initResult()), [L, L, E(MISMATCH), L]),
-  profile('dual', now(discoverResult()), now(initResult()), [M, L, M, L]),
+  profile('dual', now(discoverResult()), now(initResult()), [M, L, M, L], { dual: true }),
   profile('modern-only', now(discoverResult()), now(refuseModern), [M, M, M, E(MISMATCH)]),
   // §3 rows
   profile('legacy (-32602 before initialize)', now(error(-32602)), now(initResult()), [L, L, E(MISMATCH), L]),
@@ -105,7 +110,7 @@ export const PROFILES: Profile[] = [
   profile('legacy, catch-all {}', now({ result: {} }), now(initResult()), [L, L, E(MISMATCH), L]),
   profile('legacy, discover lists only legacy revisions', now(discoverResult(['2025-06-18'])), now(initResult('2025-06-18')), [L, L, E(MISMATCH), L]),
   profile('modern, discover slower than the probe timeout', late(discoverResult()), now(refuseModern), [M, M, M, E(MISMATCH)]),
-  profile('dual, discover slower than the probe timeout', late(discoverResult()), late(initResult()), [M, L, M, L]),
+  profile('dual, discover slower than the probe timeout', late(discoverResult()), late(initResult()), [M, L, M, L], { dual: true }),
   profile('modern, exits on initialize', now(discoverResult()), { kind: 'exit' }, [M, M, M, E(MISMATCH)]),
   profile('-32022 naming only legacy revisions', now(error(-32022, { supported: ['2025-06-18'] })), now(initResult('2025-06-18')), [L, L, E(MISMATCH), L]),
   profile('-32022 naming no revision mcpx speaks', now(error(-32022, { supported: ['2031-01-01'] })), now(error(-32022, { supported: ['2031-01-01'] })),
@@ -153,7 +158,11 @@ export const PROFILES: Profile[] = [
   profile('modern, slow discover, refuses initialize first (out of order), may crash after', late(discoverResult()), now(refuseModern),
     [M, M, M, E(MISMATCH)], { outOfOrder: true, mayExitIn: ['discoverOnly'] }),
   profile('modern, slow discover, exits on initialize', late(discoverResult()), { kind: 'exit' }, [M, M, M, E(MISMATCH)]),
-  profile('dual, slow, may crash while initialize is pending', late(discoverResult()), late(initResult()), [M, L, M, L], { mayExitIn: ['awaitingInitialize'] }),
+  // A dual server slow to start that keeps a process in the era it answered first (the Python SDK): the
+  // initialize sent alongside a slow discover meets a process discover pinned, and gets -32022 there.
+  profile('dual, slow, pins a process to the era answered first', late(discoverResult()), (_wire, pinnedBy) => (pinnedBy === 'server/discover' ? now(refuseModern) : late(initResult())),
+    [M, L, M, L], { dual: true }),
+  profile('dual, slow, may crash while initialize is pending', late(discoverResult()), late(initResult()), [M, L, M, L], { dual: true, mayExitIn: ['awaitingInitialize'] }),
   profile('modern, slow, answers initialize with an unknown revision', late(discoverResult()), late(initResult('1999-01-01')),
     [M, E('MCPX_UNSUPPORTED_LEGACY_VERSION'), M, E('MCPX_UNSUPPORTED_LEGACY_VERSION')]),
   profile('legacy, crashes after the handshake', now(error(-32601)), now(initResult()),

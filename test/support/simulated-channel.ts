@@ -6,7 +6,7 @@ import type { WireTransport } from '../../src/machines/session.machine.js';
 import { McpxError } from '../../src/errors.js';
 import type { Answer } from '../../src/machines/verdict.js';
 import type { Channel, CloseInfo, JsonRpcId, JsonRpcMessage, JsonRpcRequest } from '../../src/transports/types.js';
-import type { Profile } from './profiles.js';
+import type { PinnedBy, Profile } from './profiles.js';
 
 export interface WireRecord {
   process: number;
@@ -51,6 +51,8 @@ export class SimulatedChannel implements Channel {
   private expired = false;
   /** This process's record of each request it received, by id. */
   private readonly records = new Map<string | number, WireRecord>();
+  /** The request this process first answered with success (a pinning server keeps that era). */
+  private pinnedBy: PinnedBy | undefined;
   readonly pid: number;
 
   constructor(private readonly upstream: SimulatedUpstream, readonly attempt: number, readonly transport: WireTransport = 'stdio') {
@@ -98,7 +100,7 @@ export class SimulatedChannel implements Channel {
     const req = this.pending[idx]!;
     const record = this.records.get(req.id)!;
     const renewal = this.expired && req.method === 'initialize' ? this.upstream.profile.expires : undefined;
-    const reaction = renewal ?? this.upstream.profile.react(req.method as 'server/discover' | 'initialize', record.version ?? '', this.transport, record.nth ?? 0);
+    const reaction = renewal ?? this.upstream.profile.react(req.method as 'server/discover' | 'initialize', record.version ?? '', this.transport, record.nth ?? 0, this.pinnedBy);
     if (reaction.kind === 'silent') return 'silent';
     if (reaction.kind === 'exit') {
       this.exit(1);
@@ -113,6 +115,7 @@ export class SimulatedChannel implements Channel {
       return 'failed';
     }
     record.answer = reaction.answer;
+    if ('result' in reaction.answer) this.pinnedBy ??= req.method as PinnedBy;
     const message = { jsonrpc: '2.0' as const, id: req.id, ...reaction.answer } as JsonRpcMessage;
     for (const l of this.messageListeners) l(message);
     return 'answered';

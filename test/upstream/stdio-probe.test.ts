@@ -197,7 +197,7 @@ describe.concurrent('misbehaving upstreams fail that session with a clear error'
     try {
       await session.start();
       const err = await session.callTool('big', {}).catch((e: unknown) => e);
-      expect(err).toMatchObject({ code: 'MCPX_TRANSPORT_CLOSED' });
+      expect(err).toMatchObject({ code: 'MCPX_MESSAGE_TOO_LARGE', data: { limitBytes: 1_000_000, method: 'tools/call' } });
       expect((err as Error).message).toMatch(/1000000 bytes/);
       expect(session.snapshot.value).toBe('closed');
     } finally {
