@@ -329,7 +329,7 @@ export const sessionMachine = setup({
      */
     notePinned: enqueueActions(({ context, event, enqueue }) => {
       const i = initializeVerdictOf(context, event);
-      const what = i?.why ?? describeClose(event);
+      const what = i?.why ?? describeClose(context, event);
       const line = what ? `${what}, on the process server/discover had already pinned to 2026-07-28 (not evidence about a fresh process)` : '';
       enqueue.assign({
         evidence: line ? [...context.evidence, line] : context.evidence,
