@@ -1,0 +1,104 @@
+/** The client table: every client's file on every platform (a pure function), and the editors alone. */
+import { describe, expect, it } from 'vitest';
+import { clientPaths, CLIENTS, findClient, type ClientName, type Platform } from '../../src/install/clients.js';
+import { editJson, editToml, parseClientFile } from '../../src/install/edit.js';
+import { lineDiff } from '../../src/install/files.js';
+
+const HOMES: Record<Platform, string> = { linux: '/home/ada', darwin: '/Users/ada', win32: 'C:\\Users\\ada' };
+const ENVS: Record<Platform, Record<string, string>> = {
+  linux: {},
+  darwin: {},
+  win32: { USERPROFILE: 'C:\\Users\\ada', APPDATA: 'C:\\Users\\ada\\AppData\\Roaming', LOCALAPPDATA: 'C:\\Users\\ada\\AppData\\Local' },
+};
+const CWD: Record<Platform, string> = { linux: '/home/ada/proj', darwin: '/Users/ada/proj', win32: 'C:\\Users\\ada\\proj' };
+
+const EXPECTED: Record<ClientName, Record<Platform, string[]>> = {
+  'claude-desktop': {
+    linux: ['/home/ada/.config/Claude/claude_desktop_config.json'],
+    darwin: ['/Users/ada/Library/Application Support/Claude/claude_desktop_config.json'],
+    win32: ['C:\\Users\\ada\\AppData\\Roaming\\Claude\\claude_desktop_config.json', 'C:\\Users\\ada\\AppData\\Local\\Packages\\Claude_pzs8sxrjxfjjc\\LocalCache\\Roaming\\Claude\\claude_desktop_config.json'],
+  },
+  'claude-code': { linux: ['/home/ada/.claude.json'], darwin: ['/Users/ada/.claude.json'], win32: ['C:\\Users\\ada\\.claude.json'] },
+  cursor: { linux: ['/home/ada/.cursor/mcp.json'], darwin: ['/Users/ada/.cursor/mcp.json'], win32: ['C:\\Users\\ada\\.cursor\\mcp.json'] },
+  vscode: {
+    linux: ['/home/ada/.config/Code/User/mcp.json'],
+    darwin: ['/Users/ada/Library/Application Support/Code/User/mcp.json'],
+    win32: ['C:\\Users\\ada\\AppData\\Roaming\\Code\\User\\mcp.json'],
+  },
+  'vscode-insiders': {
+    linux: ['/home/ada/.config/Code - Insiders/User/mcp.json'],
+    darwin: ['/Users/ada/Library/Application Support/Code - Insiders/User/mcp.json'],
+    win32: ['C:\\Users\\ada\\AppData\\Roaming\\Code - Insiders\\User\\mcp.json'],
+  },
+  windsurf: {
+    linux: ['/home/ada/.codeium/windsurf/mcp_config.json'],
+    darwin: ['/Users/ada/.codeium/windsurf/mcp_config.json'],
+    win32: ['C:\\Users\\ada\\.codeium\\windsurf\\mcp_config.json', 'C:\\Users\\ada\\AppData\\Roaming\\Codeium\\windsurf\\mcp_config.json'],
+  },
+  codex: { linux: ['/home/ada/.codex/config.toml'], darwin: ['/Users/ada/.codex/config.toml'], win32: ['C:\\Users\\ada\\.codex\\config.toml'] },
+};
+
+describe('client paths', () => {
+  for (const platform of ['linux', 'darwin', 'win32'] as const) {
+    for (const c of CLIENTS) {
+      it(`${c.name} on ${platform}`, () => {
+        expect(clientPaths(c.name, { platform, home: HOMES[platform], env: ENVS[platform], cwd: CWD[platform] })).toEqual(EXPECTED[c.name][platform]);
+      });
+    }
+    it(`claude-code --project on ${platform}: .mcp.json in the folder`, () => {
+      expect(clientPaths('claude-code', { platform, home: HOMES[platform], env: ENVS[platform], cwd: CWD[platform] }, { project: true })).toEqual([platform === 'win32' ? 'C:\\Users\\ada\\proj\\.mcp.json' : `${CWD[platform]}/.mcp.json`]);
+    });
+  }
+
+  it('follows XDG_CONFIG_HOME on Linux, CODEX_HOME and CLAUDE_CONFIG_DIR everywhere; relative values are ignored', () => {
+    const ctx = { platform: 'linux' as const, home: '/home/ada', cwd: '/', env: { XDG_CONFIG_HOME: '/xdg', CODEX_HOME: '/codex', CLAUDE_CONFIG_DIR: '/cc' } };
+    expect(clientPaths('vscode', ctx)).toEqual(['/xdg/Code/User/mcp.json']);
+    expect(clientPaths('claude-desktop', ctx)).toEqual(['/xdg/Claude/claude_desktop_config.json']);
+    expect(clientPaths('codex', ctx)).toEqual(['/codex/config.toml']);
+    expect(clientPaths('claude-code', ctx)).toEqual(['/cc/.claude.json']);
+    expect(clientPaths('codex', { ...ctx, env: { CODEX_HOME: 'rel' } })).toEqual(['/home/ada/.codex/config.toml']);
+    // macOS ignores XDG_CONFIG_HOME; Windows without APPDATA falls back to the profile's Roaming folder
+    expect(clientPaths('vscode', { ...ctx, platform: 'darwin', home: '/Users/ada' })).toEqual(['/Users/ada/Library/Application Support/Code/User/mcp.json']);
+    expect(clientPaths('vscode', { platform: 'win32', home: 'D:\\h', cwd: 'D:\\', env: {} })).toEqual(['D:\\h\\AppData\\Roaming\\Code\\User\\mcp.json']);
+  });
+
+  it('knows the names people type, not ambiguous ones', () => {
+    expect(findClient('Claude-Desktop')?.name).toBe('claude-desktop');
+    expect(findClient('code')?.name).toBe('vscode');
+    expect(findClient('claude')).toBeUndefined();
+    expect(CLIENTS.find((c) => c.name === 'vscode')?.key).toBe('servers');
+    expect(CLIENTS.find((c) => c.name === 'codex')?.format).toBe('toml');
+  });
+});
+
+describe('editors', () => {
+  it('JSON: a syntax error names line and column', () => {
+    expect(() => parseClientFile('{\n  "mcpServers": {\n    "a": { "command": "x" }\n    "b": {}\n  }\n}', 'json', 'mcpServers', '/f.json')).toThrow(/\/f\.json:4:5: /);
+  });
+
+  it('JSON: tabs, CRLF and comments are kept', () => {
+    const text = '{\r\n\t// keep\r\n\t"mcpServers": {\r\n\t\t"a": {"command": "x"}\r\n\t}\r\n}\r\n';
+    const out = editJson(text, 'mcpServers', { remove: ['a'], set: { mcpx: { command: 'n' } } });
+    expect(out).toContain('\t// keep\r\n');
+    expect(out).toContain('\t\t"mcpx": {\r\n\t\t\t"command": "n"\r\n\t\t}');
+    expect(out.includes('\n') && !/[^\r]\n/.test(out)).toBe(true);
+  });
+
+  it('TOML: tables cut out whole, the entry in place of a replaced one, other lines untouched', () => {
+    const text = 'model = "o3" # mine\n\n[mcp_servers.a]\ncommand = "x"\n\n[mcp_servers.a.env]\nK = "v"\n\n[profiles.p]\nmodel = "o4"\n';
+    const out = editToml(text, 'mcp_servers', { remove: ['a'], set: { mcpx: { command: 'n', args: ['a b', 'c\\d'] } } }, '/c.toml');
+    expect(out).toBe('model = "o3" # mine\n\n[profiles.p]\nmodel = "o4"\n\n[mcp_servers.mcpx]\ncommand = "n"\nargs = ["a b", "c\\\\d"]\n');
+    const again = editToml(out, 'mcp_servers', { remove: [], set: { mcpx: { command: 'm' } } }, '/c.toml');
+    expect(again).toBe('model = "o3" # mine\n\n[profiles.p]\nmodel = "o4"\n\n[mcp_servers.mcpx]\ncommand = "m"\n');
+  });
+
+  it('TOML: a layout it cannot edit alone is refused, and a syntax error names line and column', () => {
+    expect(() => editToml('mcp_servers.a = { command = "x" }\n', 'mcp_servers', { remove: ['a'], set: {} }, '/c.toml')).toThrow(/cannot change/);
+    expect(() => parseClientFile('a = 1\nb = = 2\n', 'toml', 'mcp_servers', '/c.toml')).toThrow(/\/c\.toml:2:\d+: /);
+  });
+
+  it('diff: only the changed lines, with context', () => {
+    const d = lineDiff('a\nb\nc\n', 'a\nB\nc\n', 'f');
+    expect(d).toContain('-b\n+B');
+  });
+});
