@@ -108,6 +108,8 @@ function editClient(client: ClientInfo, text: string | undefined, remove: string
 }
 
 export function planInstall(o: PlanOptions): InstallPlan {
+  // One file as both would have mcpx run itself, and the two edits overwrite each other.
+  if (realTarget(o.file) === realTarget(o.configFile)) throw new McpxError('MCPX_INSTALL_COLLISION', `${o.configFile} is ${o.client.title}'s own file: give mcpx a config file of its own (--config FILE)`, { data: { file: o.file } });
   const before = readIfExists(o.file);
   const parsed = parseClientFile(before, o.client.format, o.client.key, o.file);
   const entry = clientEntry(o.client, o.spec);
@@ -275,7 +277,8 @@ export async function uninstall(client: ClientInfo, file: string, stateDir: stri
   let after: string | undefined;
   let how: UninstallResult['how'];
   const restored: string[] = [];
-  if (rec !== undefined && sha256(before) === rec.written) {
+  // A restore point the user deleted: fall back to taking the entry out.
+  if (rec !== undefined && sha256(before) === rec.written && (rec.backup === undefined || existsSync(rec.backup))) {
     if (rec.backup !== undefined) {
       after = readFileSync(rec.backup, 'utf8');
       how = 'restored';

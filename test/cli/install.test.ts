@@ -284,6 +284,15 @@ describe('safety and the other paths', () => {
       const cursor = body.clients.find((x: any) => x.client === 'cursor');
       expect(cursor).toMatchObject({ installed: true, entryWorks: true, servers: ['dual'] });
       expect(body.daemon.running).toBe(false);
+      // A config with errors: doctor says so and exits 1; a client's own file as mcpx's config is refused.
+      mkdirSync(join(h.dir.path, '.config', 'mcpx'), { recursive: true });
+      writeFileSync(join(h.dir.path, '.config', 'mcpx', 'config.json'), '{ "mcpServers": { "x": { } } }');
+      const bad = await mcpx(['doctor'], { env: h.env });
+      expect(bad.code).toBe(1);
+      expect(bad.stdout).toMatch(/FAIL config/);
+      const same = await mcpx(['install', '--client', 'cursor', '--config', h.file], { env: h.env });
+      expect(same.code).toBe(1);
+      expect(same.stderr).toMatch(/own file/);
       const unknown = await mcpx(['install', '--client', 'claude'], { env: h.env });
       expect(unknown.code).toBe(1);
       expect(unknown.stderr).toMatch(/not a client mcpx knows/);

@@ -102,3 +102,39 @@ describe('editors', () => {
     expect(d).toContain('-b\n+B');
   });
 });
+
+describe('safe writes', () => {
+  it('atomicWrite keeps the mode, refuses a file that changed under it; withLock waits, takes over a dead holder\'s lock', async () => {
+    const { mkdtempSync, writeFileSync, readFileSync, statSync, rmSync, existsSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { atomicWrite, withLock, backupFile, assertWritable } = await import('../../src/install/files.js');
+    const dir = mkdtempSync(join(tmpdir(), 'mcpx-files-'));
+    try {
+      const f = join(dir, 'c.json');
+      writeFileSync(f, 'one', { mode: 0o640 });
+      atomicWrite(f, 'two', 'one');
+      expect(readFileSync(f, 'utf8')).toBe('two');
+      expect(statSync(f).mode & 0o777).toBe(0o640);
+      expect(() => atomicWrite(f, 'three', 'one')).toThrow(expect.objectContaining({ code: 'MCPX_INSTALL_RACE' }));
+      expect(readFileSync(f, 'utf8')).toBe('two');
+      const b = backupFile(f, new Date('2026-12-02T01:02:03.456Z'));
+      expect(b).toBe(`${f}.mcpx-backup-20261202T010203Z`);
+      expect(backupFile(f, new Date('2026-12-02T01:02:03.456Z'))).toBe(`${f}.mcpx-backup-20261202T010203Z-2`);
+      // A lock whose holder is gone is taken over; a live holder's makes the next wait, then fail.
+      writeFileSync(`${f}.mcpx.lock`, '999999999');
+      expect(await withLock(f, () => 'ran')).toBe('ran');
+      expect(existsSync(`${f}.mcpx.lock`)).toBe(false);
+      writeFileSync(`${f}.mcpx.lock`, String(process.ppid));
+      const t0 = Date.now();
+      await expect(withLock(f, () => 'no')).rejects.toThrow(expect.objectContaining({ code: 'MCPX_INSTALL_LOCKED' }));
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(4_900);
+      rmSync(`${f}.mcpx.lock`);
+      const { chmodSync } = await import('node:fs');
+      chmodSync(f, 0o444);
+      expect(() => assertWritable(f)).toThrow(expect.objectContaining({ code: 'MCPX_INSTALL_READ_ONLY' }));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 15_000);
+});
