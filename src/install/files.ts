@@ -133,8 +133,9 @@ export function atomicWrite(file: string, text: string, expected: string | undef
 
 /** A unified-style diff of two texts by lines (common head and tail trimmed first: config edits are local). */
 export function lineDiff(before: string, after: string, label: string): string {
-  const a = before === '' ? [] : before.split('\n');
-  const b = after.split('\n');
+  const split = (t: string): string[] => (t === '' ? [] : (t.endsWith('\n') ? t.slice(0, -1) : t).split('\n'));
+  const a = split(before);
+  const b = split(after);
   let head = 0;
   while (head < a.length && head < b.length && a[head] === b[head]) head++;
   let tail = 0;
@@ -166,5 +167,7 @@ export function lineDiff(before: string, after: string, label: string): string {
   const pre = a.slice(Math.max(0, head - ctx), head).map((l) => ` ${l}`);
   const post = a.slice(a.length - tail, Math.min(a.length, a.length - tail + ctx)).map((l) => ` ${l}`);
   const start = Math.max(0, head - ctx) + 1;
-  return [`--- ${label}`, `+++ ${label} (after mcpx)`, `@@ -${start} +${start} @@`, ...pre, ...lines, ...post].join('\n');
+  const oldCount = pre.length + am.length + post.length;
+  const newCount = pre.length + bm.length + post.length;
+  return [`--- ${label}`, `+++ ${label} (after mcpx)`, `@@ -${start},${oldCount} +${start},${newCount} @@`, ...pre, ...lines, ...post].join('\n');
 }

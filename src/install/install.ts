@@ -328,6 +328,10 @@ export interface ClientStatus {
   servers: string[];
 }
 
+export function parseServersOf(text: string, client: ClientInfo, file: string): ServerMap {
+  return parseClientFile(text, client.format, client.key, file).servers;
+}
+
 export function clientStatus(client: ClientInfo, ctx: PathContext, project = false): ClientStatus {
   const file = clientFile(client, ctx, project);
   const text = readIfExists(file);

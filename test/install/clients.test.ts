@@ -99,7 +99,7 @@ describe('editors', () => {
 
   it('diff: only the changed lines, with context', () => {
     const d = lineDiff('a\nb\nc\n', 'a\nB\nc\n', 'f');
-    expect(d).toContain('-b\n+B');
+    expect(d).toContain('@@ -1,3 +1,3 @@\n a\n-b\n+B\n c');
   });
 });
 
@@ -130,6 +130,13 @@ describe('safe writes', () => {
       await expect(withLock(f, () => 'no')).rejects.toThrow(expect.objectContaining({ code: 'MCPX_INSTALL_LOCKED' }));
       expect(Date.now() - t0).toBeGreaterThanOrEqual(4_900);
       rmSync(`${f}.mcpx.lock`);
+      // A symlinked dotfile: the target is replaced, the link stays a link.
+      const { symlinkSync, lstatSync } = await import('node:fs');
+      const link = join(dir, 'link.json');
+      symlinkSync(f, link);
+      atomicWrite(link, 'four', 'two');
+      expect(lstatSync(link).isSymbolicLink()).toBe(true);
+      expect(readFileSync(f, 'utf8')).toBe('four');
       const { chmodSync } = await import('node:fs');
       chmodSync(f, 0o444);
       expect(() => assertWritable(f)).toThrow(expect.objectContaining({ code: 'MCPX_INSTALL_READ_ONLY' }));

@@ -86,6 +86,10 @@ export function register(program: Command, cli: CliContext): void {
       else out(`${client.title}: wrote the mcpx entry into ${file}`);
       for (const b of backups) out(`backup: ${b}`);
       printImport(plan.imported, configFile);
+      if (!o.import) {
+        const own = Object.keys(parseServers(plan.after, client, file, inst)).filter((n) => n !== inst.ENTRY_NAME);
+        if (own.length > 0) out(`${client.title} still runs its own servers too (${own.join(', ')}): --import moves them into mcpx`);
+      }
       if (!plan.unchanged) out(hint(client.name));
     });
 }
@@ -112,6 +116,10 @@ export function registerUninstall(program: Command): void {
       const said = { restored: 'put back as it was before mcpx install (from the backup)', 'removed-entry': `the mcpx entry removed${r.restored.length > 0 ? `; servers put back from the backup: ${r.restored.join(', ')}` : ''} (the file had changed since the install, so the backup was not copied over it)`, deleted: 'deleted (mcpx had created it)', nothing: 'no mcpx entry; nothing to do' }[r.how];
       out(`${r.file}: ${said}`);
     });
+}
+
+function parseServers(text: string, client: import('../../install/clients.js').ClientInfo, file: string, inst: typeof import('../../install/install.js')) {
+  return inst.parseServersOf(text, client, file);
 }
 
 function printImport(imp: import('../../install/install.js').ImportPlan | undefined, configFile?: string): void {
