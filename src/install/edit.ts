@@ -82,9 +82,30 @@ export interface ServerChange {
 export function editJson(text: string | undefined, key: string, change: ServerChange): string {
   let t = text === undefined || text.trim() === '' ? '{}\n' : text;
   const fmt = formatting(t === '{}\n' ? '{\n  "x": 1\n}' : t);
-  for (const name of change.remove) t = applyEdits(t, modify(t, [key, name], undefined, { formattingOptions: fmt }));
-  for (const [name, entry] of Object.entries(change.set)) t = applyEdits(t, modify(t, [key, name], entry, { formattingOptions: fmt }));
+  for (const name of change.remove) t = edit(t, [key, name], undefined, fmt);
+  for (const [name, entry] of Object.entries(change.set)) t = edit(t, [key, name], entry, fmt);
   return t;
+}
+
+/**
+ * One `modify`, formatted like the file when that touches only whitespace around the change. jsonc-parser
+ * formats whole lines around an edit, so in a file written on one line it would re-lay-out other servers:
+ * there the edit goes in unformatted (compact), and every other byte stays.
+ */
+function edit(text: string, path: string[], value: unknown, fmt: FormattingOptions): string {
+  const plain = modify(text, path, value, {});
+  const pretty = modify(text, path, value, { formattingOptions: fmt });
+  if (plain.length === 0) return text;
+  const start = Math.min(...plain.map((e) => e.offset));
+  const end = Math.max(...plain.map((e) => e.offset + e.length));
+  // The formatted edit may rewrite whole lines around the change: they must come back as they were, but
+  // for the whitespace next to the change.
+  const keeps = pretty.every((e) => {
+    const before = text.slice(e.offset, Math.max(e.offset, Math.min(start, e.offset + e.length))).trimEnd();
+    const after = text.slice(Math.min(e.offset + e.length, Math.max(end, e.offset)), e.offset + e.length).trimStart();
+    return e.content.startsWith(before) && e.content.endsWith(after) && e.content.length >= before.length + after.length;
+  });
+  return applyEdits(text, keeps ? pretty : plain);
 }
 
 // ---- TOML (Codex) ----

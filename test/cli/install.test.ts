@@ -236,8 +236,8 @@ describe('safety and the other paths', () => {
       expect(readFileSync(h.file, 'utf8')).toBe(text);
       const dry = await mcpx(['install', '--client', 'cursor', '--import', '--config', own, '--rename', 'dual=dual2', '--dry-run'], { env: h.env });
       expect(dry.code).toBe(0);
-      expect(dry.stdout).toContain('+    "dual2": {');
-      expect(dry.stdout).toContain('-  "mcpServers": {');
+      // Servers written on one line stay as written; the imported one goes in compact beside them.
+      expect(dry.stdout).toContain('\n-  "mcpServers": { "dual": { "command": "something-else" } }\n+  "mcpServers": { "dual": { "command": "something-else" },"dual2": {"command":');
       expect(readFileSync(h.file, 'utf8')).toBe(text);
       const ok = await mcpx(['install', '--client', 'cursor', '--import', '--config', own, '--rename', 'dual=dual2', '--skip', 'other'], { env: h.env });
       expect(ok.code).toBe(0);

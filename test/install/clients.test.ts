@@ -84,6 +84,16 @@ describe('editors', () => {
     expect(out.includes('\n') && !/[^\r]\n/.test(out)).toBe(true);
   });
 
+  it('JSON: a file on one line keeps its other servers as written (the entry goes in compact)', () => {
+    const text = '{ "mcpServers": { "a": { "command": "x" } }, "z": [1,2] }\n';
+    const out = editJson(text, 'mcpServers', { remove: [], set: { mcpx: { command: 'n' } } });
+    expect(out.startsWith('{ "mcpServers": { "a": { "command": "x" }')).toBe(true);
+    expect(out.endsWith(' }, "z": [1,2] }\n')).toBe(true);
+    expect(parseClientFile(out, 'json', 'mcpServers', '/f').servers).toEqual({ a: { command: 'x' }, mcpx: { command: 'n' } });
+    const back = editJson(out, 'mcpServers', { remove: ['mcpx'], set: {} });
+    expect(back).toBe(text);
+  });
+
   it('TOML: tables cut out whole, the entry in place of a replaced one, other lines untouched', () => {
     const text = 'model = "o3" # mine\n\n[mcp_servers.a]\ncommand = "x"\n\n[mcp_servers.a.env]\nK = "v"\n\n[profiles.p]\nmodel = "o4"\n';
     const out = editToml(text, 'mcp_servers', { remove: ['a'], set: { mcpx: { command: 'n', args: ['a b', 'c\\d'] } } }, '/c.toml');
