@@ -155,3 +155,35 @@ describe('safe writes', () => {
     }
   }, 15_000);
 });
+
+describe('install plans', () => {
+  it('a file changed between plan and write: nothing written; planned again, servers moved already count as there', async () => {
+    const { mkdtempSync, writeFileSync, readFileSync, rmSync, mkdirSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { planInstall, applyInstall } = await import('../../src/install/install.js');
+    const dir = mkdtempSync(join(tmpdir(), 'mcpx-plan-'));
+    try {
+      const file = join(dir, '.claude.json');
+      const configFile = join(dir, 'mcpx', 'config.json');
+      mkdirSync(join(dir, 'mcpx'));
+      writeFileSync(file, '{\n  "numStartups": 1,\n  "mcpServers": {\n    "a": { "command": "x" }\n  }\n}\n');
+      const client = findClient('claude-code')!;
+      const opts = { client, file, configFile, spec: { command: '/n', args: ['/m.js', 'serve'] }, import: true, renames: new Map(), skips: new Set<string>() };
+      const first = planInstall(opts);
+      // The client writes its file meanwhile.
+      writeFileSync(file, readFileSync(file, 'utf8').replace('"numStartups": 1', '"numStartups": 2'));
+      await expect(applyInstall(first, join(dir, 'state'))).rejects.toThrow(expect.objectContaining({ code: 'MCPX_INSTALL_RACE' }));
+      expect(readFileSync(file, 'utf8')).toContain('"a": { "command": "x" }');
+      expect(JSON.parse(readFileSync(configFile, 'utf8')).mcpServers).toEqual({ a: { command: 'x' } }); // written first
+      const second = planInstall(opts);
+      expect(second.imported).toMatchObject({ moved: [], already: ['a'] });
+      await applyInstall(second, join(dir, 'state'));
+      const now = JSON.parse(readFileSync(file, 'utf8'));
+      expect(now.numStartups).toBe(2);
+      expect(Object.keys(now.mcpServers)).toEqual(['mcpx']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

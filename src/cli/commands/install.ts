@@ -71,17 +71,30 @@ export function register(program: Command, cli: CliContext): void {
       // client starts servers in a project folder, where mcpx would otherwise pick up that project's .mcp.json.
       const spec = { command: process.execPath, args: [realpathSync(cli.entry), 'serve', '--config', configFile] };
       const file = inst.clientFile(client, ctx, o.project === true);
-      const plan = inst.planInstall({ client, file, configFile, spec, import: o.import === true, renames, skips: new Set(o.skip) });
-      const report = { client: client.name, file, configFile, entry: inst.clientEntry(client, spec), imported: plan.imported, unchanged: plan.unchanged, dryRun: o.dryRun === true };
+      const makePlan = () => inst.planInstall({ client, file, configFile, spec, import: o.import === true, renames, skips: new Set(o.skip) });
+      let plan = makePlan();
+      const report = () => ({ client: client.name, file, configFile, entry: inst.clientEntry(client, spec), imported: plan.imported, unchanged: plan.unchanged, dryRun: o.dryRun === true });
       if (o.dryRun) {
-        if (o.json) return printJson({ ...report, diff: inst.planDiff(plan) });
+        if (o.json) return printJson({ ...report(), diff: inst.planDiff(plan) });
         out(plan.unchanged ? `${file}: the mcpx entry is there already; nothing to change` : inst.planDiff(plan));
         printImport(plan.imported);
         return;
       }
       const t = await target(o);
-      const { backups } = await inst.applyInstall(plan, t.stateDir);
-      if (o.json) return printJson({ ...report, backups });
+      // Claude Code rewrites ~/.claude.json often: a file that changed under the edit is read again and the
+      // edit made again (servers already moved count as "already there"), a few times.
+      let backups: string[] = [];
+      for (let attempt = 1; ; attempt++) {
+        try {
+          ({ backups } = await inst.applyInstall(plan, t.stateDir));
+          break;
+        } catch (err) {
+          if (!(err instanceof McpxError) || err.code !== 'MCPX_INSTALL_RACE' || attempt >= 3) throw err;
+          await new Promise((r) => setTimeout(r, 100 * attempt));
+          plan = makePlan();
+        }
+      }
+      if (o.json) return printJson({ ...report(), backups });
       if (plan.unchanged) out(`${file}: the mcpx entry is there already; nothing changed`);
       else out(`${client.title}: wrote the mcpx entry into ${file}`);
       for (const b of backups) out(`backup: ${b}`);
