@@ -72,7 +72,18 @@ export type ErrorCode =
   | 'MCPX_ASK_EXPIRED'
   // a tool the upstream listed but mcpx will not call: on 2026-07-28 Streamable HTTP, its x-mcp-header
   // annotations are invalid (SEP-2243), so it is excluded from listTools() and callTool() refuses it
-  | 'MCPX_BAD_TOOL';
+  | 'MCPX_BAD_TOOL'
+  // mcpx install / uninstall (src/install): an unknown client; a client file that does not parse (line:column),
+  // is read-only, is locked by another mcpx, changed under the edit, or is laid out so that mcpx cannot edit
+  // it alone; a server name already taken in mcpx's config; a file that could not be read or written
+  | 'MCPX_UNKNOWN_CLIENT'
+  | 'MCPX_INSTALL_PARSE'
+  | 'MCPX_INSTALL_READ_ONLY'
+  | 'MCPX_INSTALL_LOCKED'
+  | 'MCPX_INSTALL_RACE'
+  | 'MCPX_INSTALL_LAYOUT'
+  | 'MCPX_INSTALL_COLLISION'
+  | 'MCPX_INSTALL_IO';
 
 export class McpxError extends Error {
   readonly code: ErrorCode;

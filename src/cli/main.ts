@@ -9,6 +9,8 @@
  *   mcpx settings [get|set|unset PATH [VALUE]]
  *   mcpx config                      the resolved config, secrets redacted (no daemon needed)
  *   mcpx reload | stop
+ *   mcpx install [--client NAME] [--import]   one `mcpx` entry in an MCP client's config (docs/clients.md)
+ *   mcpx uninstall --client NAME | doctor
  *
  * Client commands find the daemon through the state folder and start one in the background when
  * none answers (`stop` excepted). Errors: one line on stderr, `mcpx: <message>`; exit 2 for a usage

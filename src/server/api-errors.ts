@@ -68,6 +68,15 @@ const STATUS: Record<ErrorCode, number> = {
   MCPX_TOOL_ERROR: 500,
   MCPX_QUESTION_REFUSED: 500,
   MCPX_ASK_EXPIRED: 500,
+  // the CLI's install commands (never raised on /v1; a status because every code has one)
+  MCPX_UNKNOWN_CLIENT: 400,
+  MCPX_INSTALL_PARSE: 500,
+  MCPX_INSTALL_READ_ONLY: 500,
+  MCPX_INSTALL_LOCKED: 500,
+  MCPX_INSTALL_RACE: 500,
+  MCPX_INSTALL_LAYOUT: 500,
+  MCPX_INSTALL_COLLISION: 500,
+  MCPX_INSTALL_IO: 500,
 };
 
 export function statusFor(code: string): number {

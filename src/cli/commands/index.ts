@@ -28,6 +28,9 @@ const COMMANDS: readonly CommandEntry[] = [
   { name: 'protocol', load: () => import('./protocol.js') },
   { name: 'settings', load: () => import('./settings.js') },
   { name: 'config', load: () => import('./config.js') },
+  { name: 'install', load: () => import('./install.js') },
+  { name: 'uninstall', load: () => import('./uninstall.js') },
+  { name: 'doctor', load: () => import('./doctor.js') },
 ];
 
 /**

@@ -1,0 +1,252 @@
+/**
+ * Reading a client's servers out of its file and changing only the servers mcpx moves, keeping every other
+ * byte (comments, order, formatting, other settings). JSON with comments goes through jsonc-parser's
+ * `modify`; TOML (Codex) by replacing whole `[mcp_servers.NAME]` tables in the text, checked afterwards by
+ * parsing both texts: anything else changed and nothing is written.
+ */
+import { applyEdits, modify, parse as parseJsonc, printParseErrorCode, type FormattingOptions, type ParseError } from 'jsonc-parser';
+import { parse as parseToml, TomlError } from 'smol-toml';
+import { McpxError } from '../errors.js';
+
+export type ServerMap = Record<string, Record<string, unknown>>;
+
+export interface ParsedFile {
+  /** The whole document (undefined for an absent or empty file). */
+  doc: Record<string, unknown>;
+  servers: ServerMap;
+}
+
+function lineCol(text: string, offset: number): { line: number; column: number } {
+  let line = 1;
+  let start = 0;
+  for (let i = 0; i < offset && i < text.length; i++) if (text.charCodeAt(i) === 10) {
+    line++;
+    start = i + 1;
+  }
+  return { line, column: offset - start + 1 };
+}
+
+function parseError(file: string, line: number, column: number, what: string): McpxError {
+  return new McpxError('MCPX_INSTALL_PARSE', `${file}:${line}:${column}: ${what}; mcpx does not change a file it cannot read back (fix it, or move it away)`, { data: { file, line, column } });
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The document and its servers under `key`; a syntax error is refused with its line and column. */
+export function parseClientFile(text: string | undefined, format: 'json' | 'toml', key: string, file: string): ParsedFile {
+  if (text === undefined || text.trim() === '') return { doc: {}, servers: {} };
+  let doc: unknown;
+  if (format === 'json') {
+    const errors: ParseError[] = [];
+    doc = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false });
+    if (errors.length > 0) {
+      const e = errors[0]!;
+      const { line, column } = lineCol(text, e.offset);
+      throw parseError(file, line, column, printParseErrorCode(e.error));
+    }
+  } else {
+    try {
+      doc = parseToml(text);
+    } catch (err) {
+      if (err instanceof TomlError) throw parseError(file, err.line, err.column, err.message.split('\n')[0] ?? 'invalid TOML');
+      throw err;
+    }
+  }
+  if (!isObject(doc)) throw parseError(file, 1, 1, 'the top level is not an object');
+  const servers = doc[key];
+  if (servers === undefined) return { doc, servers: {} };
+  if (!isObject(servers)) throw new McpxError('MCPX_INSTALL_PARSE', `${file}: "${key}" is not an object; mcpx leaves the file as it is`, { data: { file } });
+  const out: ServerMap = {};
+  for (const [name, v] of Object.entries(servers)) if (isObject(v)) out[name] = v;
+  return { doc, servers: out };
+}
+
+/** Indentation and line ends as the file already has them, so added lines look like the rest. */
+function formatting(text: string): FormattingOptions {
+  const eol = text.includes('\r\n') ? '\r\n' : '\n';
+  const m = /\n([ \t]+)\S/.exec(text);
+  const indent = m?.[1] ?? '  ';
+  return indent.startsWith('\t') ? { insertSpaces: false, tabSize: 1, eol } : { insertSpaces: true, tabSize: indent.length, eol };
+}
+
+export interface ServerChange {
+  /** Servers to take out of the file. */
+  remove: readonly string[];
+  /** Servers to add or replace (in place when the name is there already). */
+  set: Readonly<Record<string, Record<string, unknown>>>;
+}
+
+/** Applies `change` under `key` and returns the new text (`text` undefined: a new file). */
+export function editJson(text: string | undefined, key: string, change: ServerChange): string {
+  let t = text === undefined || text.trim() === '' ? '{}\n' : text;
+  const fmt = formatting(t === '{}\n' ? '{\n  "x": 1\n}' : t);
+  for (const name of change.remove) t = edit(t, [key, name], undefined, fmt);
+  for (const [name, entry] of Object.entries(change.set)) t = edit(t, [key, name], entry, fmt);
+  return t;
+}
+
+/**
+ * One `modify`, formatted like the file when that touches only whitespace around the change. jsonc-parser
+ * formats whole lines around an edit, so in a file written on one line it would re-lay-out other servers:
+ * there the edit goes in unformatted (compact), and every other byte stays.
+ */
+function edit(text: string, path: string[], value: unknown, fmt: FormattingOptions): string {
+  const plain = modify(text, path, value, {});
+  const pretty = modify(text, path, value, { formattingOptions: fmt });
+  if (plain.length === 0) return text;
+  const start = Math.min(...plain.map((e) => e.offset));
+  const end = Math.max(...plain.map((e) => e.offset + e.length));
+  // The formatted edit may rewrite whole lines around the change: they must come back as they were, but
+  // for the whitespace next to the change.
+  const keeps = pretty.every((e) => {
+    const before = text.slice(e.offset, Math.max(e.offset, Math.min(start, e.offset + e.length))).trimEnd();
+    const after = text.slice(Math.min(e.offset + e.length, Math.max(end, e.offset)), e.offset + e.length).trimStart();
+    return e.content.startsWith(before) && e.content.endsWith(after) && e.content.length >= before.length + after.length;
+  });
+  return applyEdits(text, keeps ? pretty : plain);
+}
+
+// ---- TOML (Codex) ----
+
+const HEADER = /^[ \t]*(\[\[?)([^\[\]\n]*)\]\]?[ \t]*(#.*)?$/;
+
+/** `mcp_servers."my server".env` → ['mcp_servers', 'my server', 'env'] (bare, basic and literal keys). */
+export function tomlKeyPath(raw: string): string[] | undefined {
+  const parts: string[] = [];
+  let i = 0;
+  const s = raw.trim();
+  while (i < s.length) {
+    while (s[i] === ' ' || s[i] === '\t') i++;
+    if (s[i] === '"' || s[i] === "'") {
+      const q = s[i]!;
+      let j = i + 1;
+      let v = '';
+      while (j < s.length && s[j] !== q) {
+        if (q === '"' && s[j] === '\\') {
+          try {
+            v += JSON.parse(`"${s.slice(j, j + (s[j + 1] === 'u' ? 6 : 2))}"`) as string;
+          } catch {
+            return undefined;
+          }
+          j += s[j + 1] === 'u' ? 6 : 2;
+        } else v += s[j++];
+      }
+      if (j >= s.length) return undefined;
+      parts.push(v);
+      i = j + 1;
+    } else {
+      const m = /^[A-Za-z0-9_-]+/.exec(s.slice(i));
+      if (!m) return undefined;
+      parts.push(m[0]);
+      i += m[0].length;
+    }
+    while (s[i] === ' ' || s[i] === '\t') i++;
+    if (i < s.length) {
+      if (s[i] !== '.') return undefined;
+      i++;
+    }
+  }
+  return parts;
+}
+
+function tomlKey(name: string): string {
+  return /^[A-Za-z0-9_-]+$/.test(name) ? name : JSON.stringify(name);
+}
+
+function tomlValue(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v); // JSON string escapes are valid TOML basic-string escapes
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (Array.isArray(v)) return `[${v.map(tomlValue).join(', ')}]`;
+  if (isObject(v)) return `{ ${Object.entries(v).map(([k, x]) => `${tomlKey(k)} = ${tomlValue(x)}`).join(', ')} }`;
+  throw new Error(`cannot write ${String(v)} as TOML`);
+}
+
+/** `[mcp_servers.NAME]` with its keys (a nested object becomes an inline table). */
+export function tomlTable(prefix: string, name: string, entry: Record<string, unknown>, eol: string): string {
+  const lines = [`[${prefix}.${tomlKey(name)}]`];
+  for (const [k, v] of Object.entries(entry)) lines.push(`${tomlKey(k)} = ${tomlValue(v)}`);
+  return lines.join(eol) + eol;
+}
+
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v instanceof Date) return JSON.stringify(v.toISOString());
+  if (isObject(v)) return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`).join(',')}}`;
+  return JSON.stringify(v) ?? 'undefined';
+}
+
+export function sameValue(a: unknown, b: unknown): boolean {
+  return canonical(a) === canonical(b);
+}
+
+/**
+ * Applies `change` to a Codex config: each named server's tables (`[mcp_servers.NAME]` and its sub-tables)
+ * are cut out, a replaced one is written where it was, a new one at the end. The result is parsed and
+ * compared with what was meant; a layout this cannot edit (inline tables, dotted keys under `[mcp_servers]`)
+ * is refused rather than guessed at.
+ */
+export function editToml(text: string | undefined, prefix: string, change: ServerChange, file: string): string {
+  const src = text ?? '';
+  const eol = src.includes('\r\n') ? '\r\n' : '\n';
+  const lines = src.split(/(?<=\n)/); // keeps each line's end
+  const touched = new Set([...change.remove, ...Object.keys(change.set)]);
+  const placed = new Set<string>();
+  const out: string[] = [];
+  let cutting: string | undefined;
+  let cut: string[] = [];
+  let replaced = false;
+  // A replaced table keeps the blank lines after it: they separate it from the next one.
+  const endCut = () => {
+    let k = cut.length;
+    while (k > 0 && cut[k - 1]!.trim() === '') k--;
+    if (replaced) out.push(...cut.slice(k));
+    cut = [];
+    replaced = false;
+  };
+  for (const line of lines) {
+    const m = HEADER.exec(line.replace(/\r?\n$/, ''));
+    if (m) {
+      endCut();
+      const path = tomlKeyPath(m[2]!);
+      const name = path !== undefined && path.length >= 2 && path[0] === prefix ? path[1]! : undefined;
+      cutting = name !== undefined && touched.has(name) ? name : undefined;
+      if (cutting !== undefined && !placed.has(cutting)) {
+        placed.add(cutting);
+        const entry = change.set[cutting];
+        if (entry !== undefined) {
+          out.push(tomlTable(prefix, cutting, entry, eol));
+          replaced = true;
+        }
+      }
+    }
+    if (cutting === undefined) out.push(line);
+    else cut.push(line);
+  }
+  endCut();
+  let result = out.join('');
+  const added = Object.entries(change.set).filter(([name]) => !placed.has(name));
+  if (added.length > 0) {
+    if (result.length > 0 && !result.endsWith('\n')) result += eol;
+    if (result.trim().length > 0 && !result.endsWith(`${eol}${eol}`)) result += eol;
+    result += added.map(([name, entry]) => tomlTable(prefix, name, entry, eol)).join(eol);
+  }
+  // What was meant: the old document with the change applied.
+  const before = text === undefined || text.trim() === '' ? {} : (parseToml(src) as Record<string, unknown>);
+  const want: Record<string, unknown> = { ...before };
+  const servers: Record<string, unknown> = { ...(isObject(before[prefix]) ? (before[prefix] as Record<string, unknown>) : {}) };
+  for (const n of change.remove) delete servers[n];
+  for (const [n, e] of Object.entries(change.set)) servers[n] = e;
+  if (Object.keys(servers).length > 0 || prefix in before) want[prefix] = servers;
+  let got: unknown;
+  try {
+    got = parseToml(result);
+  } catch {
+    got = undefined;
+  }
+  if (!sameValue(got, want)) {
+    throw new McpxError('MCPX_INSTALL_LAYOUT', `${file}: its [${prefix}] tables are written in a way mcpx cannot change without touching other lines (inline tables or dotted keys); nothing was written: edit it by hand (docs/clients.md shows the entry)`, { data: { file } });
+  }
+  return result;
+}

@@ -1,0 +1,352 @@
+/**
+ * `mcpx install` / `mcpx uninstall`: one `mcpx` entry in a client's file that runs `mcpx serve`, and with
+ * `--import` the client's own servers moved into mcpx's config (docs/clients.md).
+ *
+ * Order of writes: mcpx's config first, the client's file second, so a server is never in neither. Each
+ * file is locked, backed up (the restore point `uninstall` puts back) and replaced atomically. What was
+ * done is kept in `<state>/installs.json`.
+ */
+import { existsSync, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { McpxError } from '../errors.js';
+import { clientPaths, CLIENTS, type ClientInfo, type PathContext } from './clients.js';
+import { editJson, editToml, parseClientFile, sameValue, type ServerMap } from './edit.js';
+import { assertWritable, atomicWrite, backupFile, lineDiff, readIfExists, realTarget, sha256, withLock } from './files.js';
+
+export const ENTRY_NAME = 'mcpx';
+
+export interface EntrySpec {
+  /** Absolute: GUI clients start servers without the user's shell PATH. */
+  command: string;
+  args: string[];
+}
+
+/** The entry as this client writes one. */
+export function clientEntry(client: ClientInfo, spec: EntrySpec): Record<string, unknown> {
+  return client.typeStdio ? { type: 'stdio', command: spec.command, args: spec.args } : { command: spec.command, args: spec.args };
+}
+
+/** The file this client uses: the first candidate that exists, else the first. */
+export function clientFile(client: ClientInfo, ctx: PathContext, project = false): string {
+  const all = clientPaths(client.name, ctx, { project });
+  return all.find((f) => existsSync(f)) ?? all[0]!;
+}
+
+export interface Note {
+  server: string;
+  note: string;
+}
+
+export interface ImportPlan {
+  /** client name → name in mcpx's config. */
+  moved: Array<{ from: string; to: string; disabled: boolean }>;
+  /** In mcpx's config already with the same definition: taken out of the client, not added twice. */
+  already: string[];
+  skipped: string[];
+  /** Left in the client's file (and why). */
+  kept: Note[];
+  notes: Note[];
+}
+
+export interface InstallPlan {
+  client: ClientInfo;
+  file: string;
+  before: string | undefined;
+  after: string;
+  configFile: string;
+  configBefore: string | undefined;
+  configAfter: string | undefined;
+  imported?: ImportPlan;
+  /** The entry was there already, exactly as it would be written. */
+  unchanged: boolean;
+}
+
+function hasInput(v: unknown): boolean {
+  return JSON.stringify(v).includes('${input:');
+}
+
+/** A client's server as mcpx's config holds it (`mcpServers` form); notes on what does not carry over. */
+export function toMcpxServer(client: ClientInfo, name: string, raw: Record<string, unknown>, notes: Note[]): Record<string, unknown> {
+  if (client.format === 'toml') {
+    // Codex: command/args/env/cwd or url + http_headers / env_http_headers / bearer_token_env_var; enabled = false.
+    const out: Record<string, unknown> = {};
+    for (const k of ['command', 'args', 'env', 'cwd', 'url'] as const) if (raw[k] !== undefined) out[k] = raw[k];
+    const headers: Record<string, string> = {};
+    if (typeof raw['http_headers'] === 'object' && raw['http_headers'] !== null) Object.assign(headers, raw['http_headers']);
+    if (typeof raw['env_http_headers'] === 'object' && raw['env_http_headers'] !== null) for (const [h, v] of Object.entries(raw['env_http_headers'] as Record<string, string>)) headers[h] = `\${${v}}`;
+    if (typeof raw['bearer_token_env_var'] === 'string') headers['Authorization'] = `Bearer \${${raw['bearer_token_env_var']}}`;
+    if (Object.keys(headers).length > 0) out['headers'] = headers;
+    if (raw['enabled'] === false) out['disabled'] = true;
+    const dropped = Object.keys(raw).filter((k) => !['command', 'args', 'env', 'cwd', 'url', 'http_headers', 'env_http_headers', 'bearer_token_env_var', 'enabled'].includes(k));
+    if (dropped.length > 0) notes.push({ server: name, note: `Codex-only keys not carried into mcpx's config: ${dropped.join(', ')} (they stay in the backup)` });
+    return out;
+  }
+  const out: Record<string, unknown> = { ...raw };
+  if (client.urlKey === 'serverUrl' && out['serverUrl'] !== undefined && out['url'] === undefined) {
+    out['url'] = out['serverUrl'];
+    delete out['serverUrl'];
+  }
+  return out;
+}
+
+function isDisabled(client: ClientInfo, raw: Record<string, unknown>): boolean {
+  return client.format === 'toml' ? raw['enabled'] === false : raw['disabled'] === true;
+}
+
+export interface PlanOptions {
+  client: ClientInfo;
+  file: string;
+  configFile: string;
+  spec: EntrySpec;
+  import: boolean;
+  renames: ReadonlyMap<string, string>;
+  skips: ReadonlySet<string>;
+}
+
+function editClient(client: ClientInfo, text: string | undefined, remove: string[], set: Record<string, Record<string, unknown>>, file: string): string {
+  return client.format === 'toml' ? editToml(text, client.key, { remove, set }, file) : editJson(text, client.key, { remove, set });
+}
+
+export function planInstall(o: PlanOptions): InstallPlan {
+  // One file as both would have mcpx run itself, and the two edits overwrite each other.
+  if (realTarget(o.file) === realTarget(o.configFile)) throw new McpxError('MCPX_INSTALL_COLLISION', `${o.configFile} is ${o.client.title}'s own file: give mcpx a config file of its own (--config FILE)`, { data: { file: o.file } });
+  const before = readIfExists(o.file);
+  const parsed = parseClientFile(before, o.client.format, o.client.key, o.file);
+  const entry = clientEntry(o.client, o.spec);
+  const configBefore = readIfExists(o.configFile);
+  const config = parseClientFile(configBefore, 'json', 'mcpServers', o.configFile);
+  const configKey = config.doc['servers'] !== undefined && config.doc['mcpServers'] === undefined ? 'servers' : 'mcpServers';
+  const configServers: ServerMap = configKey === 'servers' ? parseClientFile(configBefore, 'json', 'servers', o.configFile).servers : config.servers;
+  const remove: string[] = [];
+  const add: Record<string, Record<string, unknown>> = {};
+  let imported: ImportPlan | undefined;
+  if (o.import) {
+    imported = { moved: [], already: [], skipped: [], kept: [], notes: [] };
+    const collisions: string[] = [];
+    for (const [name, raw] of Object.entries(parsed.servers)) {
+      if (name === ENTRY_NAME) continue;
+      if (hasInput(raw)) {
+        imported.kept.push({ server: name, note: 'uses ${input:…} (a value VS Code prompts for), which mcpx cannot ask: left in the client; put the value in an environment variable to move it' });
+        continue;
+      }
+      if (o.skips.has(name)) {
+        imported.skipped.push(name);
+        remove.push(name);
+        continue;
+      }
+      const to = o.renames.get(name) ?? name;
+      const server = toMcpxServer(o.client, name, raw, imported.notes);
+      const existing = configServers[to] ?? add[to];
+      if (existing !== undefined) {
+        if (sameValue(existing, server)) {
+          imported.already.push(name);
+          remove.push(name);
+        } else collisions.push(to === name ? name : `${name} (renamed ${to})`);
+        continue;
+      }
+      add[to] = server;
+      remove.push(name);
+      const disabled = isDisabled(o.client, raw);
+      imported.moved.push({ from: name, to, disabled });
+      if (disabled) imported.notes.push({ server: name, note: `disabled in ${o.client.title}: imported with "disabled": true` });
+    }
+    if (collisions.length > 0) {
+      throw new McpxError('MCPX_INSTALL_COLLISION', `${o.configFile} already has a different server named ${collisions.join(', ')}; choose with --rename NAME=NEW or --skip NAME (nothing was written)`, { data: { collisions } });
+    }
+    const unknownRename = [...o.renames.keys()].filter((n) => parsed.servers[n] === undefined);
+    if (unknownRename.length > 0) throw new McpxError('MCPX_INSTALL_COLLISION', `--rename names servers ${o.client.title} does not have: ${unknownRename.join(', ')}`);
+  }
+  const after = editClient(o.client, before, remove, { [ENTRY_NAME]: entry }, o.file);
+  let configAfter: string | undefined;
+  if (Object.keys(add).length > 0) configAfter = editJson(configBefore, configKey, { remove: [], set: add });
+  else if (configBefore === undefined) configAfter = '{\n  "mcpServers": {}\n}\n'; // `mcpx serve --config FILE` needs the file
+  return { client: o.client, file: o.file, before, after, configFile: o.configFile, configBefore, configAfter, ...(imported ? { imported } : {}), unchanged: before === after && configAfter === undefined };
+}
+
+export function planDiff(plan: InstallPlan): string {
+  const parts: string[] = [];
+  if (plan.configAfter !== undefined && plan.configAfter !== plan.configBefore) parts.push(lineDiff(plan.configBefore ?? '', plan.configAfter, plan.configFile));
+  if (plan.after !== plan.before) parts.push(lineDiff(plan.before ?? '', plan.after, plan.file));
+  return parts.join('\n');
+}
+
+// ---- the record of installs ----
+
+export interface InstallRecord {
+  client: string;
+  file: string;
+  /** The restore point: the file as it was before mcpx first changed it (absent: mcpx created the file). */
+  backup?: string;
+  /** sha256 of what mcpx last wrote. */
+  written: string;
+  configFile: string;
+  imported: Array<{ from: string; to: string }>;
+  at: string;
+}
+
+type Records = Record<string, InstallRecord>;
+
+function recordsFile(stateDir: string): string {
+  return join(stateDir, 'installs.json');
+}
+
+export function readRecords(stateDir: string): Records {
+  const text = readIfExists(recordsFile(stateDir));
+  if (text === undefined) return {};
+  try {
+    return JSON.parse(text) as Records;
+  } catch {
+    return {};
+  }
+}
+
+function writeRecords(stateDir: string, records: Records): void {
+  const file = recordsFile(stateDir);
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  atomicWrite(file, `${JSON.stringify(records, null, 2)}\n`, readIfExists(file));
+}
+
+/** Writes one file under its lock: refuses read-only, backs up, replaces atomically. Returns the backup. */
+async function writeFileSafely(file: string, before: string | undefined, after: string, backup: boolean): Promise<string | undefined> {
+  const target = realTarget(file);
+  assertWritable(target);
+  return withLock(target, () => {
+    const made = backup && before !== undefined ? backupFile(target) : undefined;
+    atomicWrite(target, after, before);
+    return made;
+  });
+}
+
+export interface ApplyResult {
+  backups: string[];
+}
+
+export async function applyInstall(plan: InstallPlan, stateDir: string): Promise<ApplyResult> {
+  const backups: string[] = [];
+  // Check both files before writing either.
+  assertWritable(realTarget(plan.file));
+  if (plan.configAfter !== undefined) assertWritable(realTarget(plan.configFile));
+  if (plan.configAfter !== undefined && plan.configAfter !== plan.configBefore) {
+    const b = await writeFileSafely(plan.configFile, plan.configBefore, plan.configAfter, true);
+    if (b) backups.push(b);
+  }
+  const records = readRecords(stateDir);
+  const key = realTarget(plan.file);
+  const old = records[key];
+  // The old restore point still holds when the file is what mcpx last wrote; else this file is the new one.
+  const keepOld = old !== undefined && plan.before !== undefined && sha256(plan.before) === old.written;
+  if (plan.after !== plan.before) {
+    const b = await writeFileSafely(plan.file, plan.before, plan.after, !keepOld);
+    if (b) backups.push(b);
+    const backup = keepOld ? old.backup : b;
+    records[key] = {
+      client: plan.client.name,
+      file: key,
+      ...(backup === undefined ? {} : { backup }),
+      written: sha256(plan.after),
+      configFile: plan.configFile,
+      imported: [...(keepOld ? old.imported : []), ...(plan.imported?.moved.map(({ from, to }) => ({ from, to })) ?? [])],
+      at: new Date().toISOString(),
+    };
+    writeRecords(stateDir, records);
+  }
+  return { backups };
+}
+
+export interface UninstallResult {
+  file: string;
+  how: 'restored' | 'removed-entry' | 'deleted' | 'nothing';
+  /** Servers put back from the backup when the file had changed since the install. */
+  restored: string[];
+  after?: string;
+  before?: string;
+}
+
+/**
+ * Puts the client's file back: byte for byte the backup when the file is still what mcpx wrote; else
+ * (the user or the client changed it since) only the `mcpx` entry comes out and the servers the backup
+ * had, and the file lacks, go back in. mcpx's config keeps the imported servers either way.
+ */
+export async function uninstall(client: ClientInfo, file: string, stateDir: string, dryRun: boolean): Promise<UninstallResult> {
+  const key = realTarget(file);
+  const records = readRecords(stateDir);
+  const rec = records[key];
+  const before = readIfExists(key);
+  if (before === undefined) return { file: key, how: 'nothing', restored: [] };
+  const parsed = parseClientFile(before, client.format, client.key, key);
+  let after: string | undefined;
+  let how: UninstallResult['how'];
+  const restored: string[] = [];
+  // A restore point the user deleted: fall back to taking the entry out.
+  if (rec !== undefined && sha256(before) === rec.written && (rec.backup === undefined || existsSync(rec.backup))) {
+    if (rec.backup !== undefined) {
+      after = readFileSync(rec.backup, 'utf8');
+      how = 'restored';
+    } else {
+      after = undefined;
+      how = 'deleted';
+    }
+  } else {
+    if (parsed.servers[ENTRY_NAME] === undefined && rec === undefined) return { file: key, how: 'nothing', restored: [] };
+    const set: Record<string, Record<string, unknown>> = {};
+    if (rec?.backup !== undefined && existsSync(rec.backup)) {
+      const old = parseClientFile(readFileSync(rec.backup, 'utf8'), client.format, client.key, rec.backup).servers;
+      for (const [name, raw] of Object.entries(old)) if (name !== ENTRY_NAME && parsed.servers[name] === undefined) {
+        set[name] = raw;
+        restored.push(name);
+      }
+    }
+    after = editClient(client, before, [ENTRY_NAME], set, key);
+    how = 'removed-entry';
+  }
+  if (!dryRun) {
+    if (after === undefined) {
+      assertWritable(key);
+      await withLock(key, () => {
+        if (readIfExists(key) !== before) throw new McpxError('MCPX_INSTALL_RACE', `${key} changed while mcpx was editing it; nothing was done, try again`);
+        unlinkSync(key);
+      });
+    } else await writeFileSafely(key, before, after, how !== 'restored');
+    delete records[key];
+    writeRecords(stateDir, records);
+  }
+  return { file: key, how, restored, before, ...(after === undefined ? {} : { after }) };
+}
+
+// ---- what is there ----
+
+export interface ClientStatus {
+  client: string;
+  title: string;
+  file: string;
+  exists: boolean;
+  /** The file could not be read back (line:column in `error`). */
+  error?: string;
+  installed: boolean;
+  /** The entry's command and main file exist. */
+  entryWorks?: boolean;
+  servers: string[];
+}
+
+export function parseServersOf(text: string, client: ClientInfo, file: string): ServerMap {
+  return parseClientFile(text, client.format, client.key, file).servers;
+}
+
+export function clientStatus(client: ClientInfo, ctx: PathContext, project = false): ClientStatus {
+  const file = clientFile(client, ctx, project);
+  const text = readIfExists(file);
+  const base = { client: client.name, title: client.title, file, exists: text !== undefined };
+  try {
+    const { servers } = parseClientFile(text, client.format, client.key, file);
+    const entry = servers[ENTRY_NAME];
+    const args = Array.isArray(entry?.['args']) ? (entry['args'] as unknown[]) : [];
+    const works = entry === undefined ? undefined : typeof entry['command'] === 'string' && existsSync(entry['command']) && typeof args[0] === 'string' && existsSync(args[0]);
+    return { ...base, installed: entry !== undefined, ...(works === undefined ? {} : { entryWorks: works }), servers: Object.keys(servers).filter((n) => n !== ENTRY_NAME) };
+  } catch (err) {
+    return { ...base, error: (err as Error).message, installed: false, servers: [] };
+  }
+}
+
+export function allClientStatus(ctx: PathContext): ClientStatus[] {
+  return CLIENTS.map((c) => clientStatus(c, ctx));
+}
