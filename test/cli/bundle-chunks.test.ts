@@ -11,7 +11,7 @@
  * a dynamic import of a package whose chunk exports only `default` must read `.default`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { request } from 'undici';
@@ -249,6 +249,27 @@ describe.concurrent('each path through the binary to a lazily loaded chunk works
     } finally {
       viewer.terminate();
     }
+  });
+
+  it('mcpx install (--dry-run, then for real), doctor and uninstall (--dry-run, then for real) in a home with a Cursor config', async ({ expect }) => {
+    const home = join(dir.path, 'client-home');
+    const file = join(home, '.cursor', 'mcp.json');
+    mkdirSync(join(home, '.cursor'), { recursive: true });
+    const original = '{\n  // the user\'s own\n  "mcpServers": {}\n}\n';
+    writeFileSync(file, original);
+    const env = cleanEnv(home, { MCPX_STATE_DIR: join(home, 'state') });
+    const dry = await run('mcpx install --dry-run', ['install', '--client', 'cursor', '--config', dualOnly, '--dry-run'], env);
+    expect(dry.stdout).toContain('+');
+    expect(readFileSync(file, 'utf8')).toBe(original);
+    const installed = await run('mcpx install', ['install', '--client', 'cursor', '--config', dualOnly], env);
+    expect(installed.stdout).toContain('mcpx');
+    expect(JSON.stringify(readFileSync(file, 'utf8'))).toContain('serve');
+    const doctor = JSON.parse((await mcpx(['doctor', '--json'], { env: recording('mcpx doctor', env), timeoutMs: WAIT_MS })).stdout) as { clients: Array<{ client: string; installed: boolean }> };
+    expect(doctor.clients.find((c) => c.client === 'cursor')).toMatchObject({ installed: true });
+    const undo = await run('mcpx uninstall --dry-run', ['uninstall', '--client', 'cursor', '--dry-run'], env);
+    expect(undo.stdout).toContain('-');
+    await run('mcpx uninstall', ['uninstall', '--client', 'cursor'], env);
+    expect(readFileSync(file, 'utf8')).toBe(original);
   });
 
   it('a daemon started in the background by mcpx call, then mcpx stop', async ({ expect }) => {
