@@ -70,6 +70,7 @@ export const UI_PAGE = `<!doctype html>
   .k-discover-sent { color: #1d4ed8; } .k-initialize-sent { color: #b45309; } .k-timeout { color: #b91c1c; } .k-verdict { color: #047857; } .k-stale { color: #b91c1c; }
   .probe h4 { margin: 8px 0 2px; font-size: 13px; }
   h3.global { margin: 18px 0 4px; }
+  section.global-chart { background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; padding: 12px 16px; }
   details > summary { cursor: pointer; color: #374151; margin: 6px 0; }
   #error { color: #b91c1c; }
 </style>
@@ -79,7 +80,7 @@ export const UI_PAGE = `<!doctype html>
 <main>
   <p id="error"></p>
   <div id="servers"></div>
-  <section class="server reconcile"><h3 class="global">Reconcile statechart</h3><div class="chart-box" id="reconcile-box"></div></section>
+  <section class="global-chart"><h3 class="global">Reconcile statechart</h3><div class="chart-box" id="reconcile-box"></div></section>
 </main>
 <script src="/ui/assets/mermaid.min.js"></script>
 <script src="/ui/assets/app.js"></script>
@@ -278,7 +279,8 @@ export const UI_SCRIPT = String.raw`'use strict';
       var entry = { step: i, node: id, edge: null, n: null };
       if (id !== prev) {
         var ev = EVENT_OF[st.kind];
-        var score = function (e, from, to) { return (e.from === from ? 0 : 2) + (e.to === to ? 0 : 1) + (ev && e.label.indexOf(ev) === 0 ? 0 : 4); };
+        // nearest source and target first, then the step's event, then the unguarded fallback (which guard held is not in the timeline)
+        var score = function (e, from, to) { return (e.from === from ? 0 : 2) + (e.to === to ? 0 : 1) + (ev && e.label.indexOf(ev) === 0 ? 0 : 4) + (e.label.indexOf('[') < 0 ? 0 : 0.5); };
         var pick = function (from, to) {
           return edges.filter(function (e) { return e.from !== '[*]' && e.to !== '[*]' && within(from, e.from) && within(to, e.to); })
             .sort(function (a, b) { return score(a, from, to) - score(b, from, to); })[0];
