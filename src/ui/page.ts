@@ -35,6 +35,8 @@ export const UI_PAGE = `<!doctype html>
   .viewport:focus { outline: 2px solid #2563eb; outline-offset: 1px; }
   .viewport.panning { cursor: grabbing; user-select: none; }
   .viewport.short { height: 360px; }
+  .viewport.fitted { height: auto; max-height: 300px; }
+  .path-box .toolbar .hint { display: none; }
   .chart svg { display: block; max-width: none !important; }
   .toolbar { display: flex; gap: 6px; align-items: center; flex-wrap: wrap; margin: 4px 0; font-size: 13px; }
   .toolbar button { font: inherit; padding: 1px 9px; border: 1px solid #cbd5e1; border-radius: 5px; background: #f8fafc; cursor: pointer; }
@@ -56,7 +58,7 @@ export const UI_PAGE = `<!doctype html>
   .chart .mark.hl circle { fill: #dc2626; }
   .chart g.node { cursor: pointer; }
   .timeline li.hl { background: #fee2e2; }
-  .timeline li[data-n]::before { content: attr(data-n); display: inline-block; min-width: 18px; margin-right: 4px; border-radius: 9px; background: #2563eb; color: #fff; text-align: center; font-weight: 700; }
+  .timeline li[data-n]::before { content: attr(data-n); display: inline-block; min-width: 18px; padding: 0 3px; margin-right: 4px; border-radius: 9px; background: #2563eb; color: #fff; text-align: center; font-weight: 700; }
   .timeline li:not([data-n])::before { content: ''; display: inline-block; min-width: 18px; margin-right: 4px; }
   .probe h4 { cursor: pointer; }
   .probe.selected h4 { color: #1d4ed8; }
@@ -130,9 +132,9 @@ export const UI_SCRIPT = String.raw`'use strict';
   }
 
   // A chart box: toolbar (zoom), a pannable viewport, a path caption and a detail panel for a clicked state.
-  function chartBox(box, key, shortView) {
+  function chartBox(box, key, shortView, fitted) {
     if (box.firstChild) return box;
-    var vp = el('div', { cls: 'viewport' + (shortView ? ' short' : ''), tabindex: '0', 'aria-label': 'chart: drag or scroll to pan, Ctrl+wheel or + / - to zoom, 0 to reset' });
+    var vp = el('div', { cls: 'viewport' + (shortView ? ' short' : '') + (fitted ? ' fitted' : ''), tabindex: '0', 'aria-label': 'chart: drag or scroll to pan, Ctrl+wheel or + / - to zoom, 0 to reset' });
     var level = el('span', { cls: 'zoom-level', text: '75%' });
     function btn(label, title, f) { var b = el('button', { type: 'button', title: title, text: label }); b.addEventListener('click', f); return b; }
     box.appendChild(el('div', { cls: 'toolbar' }, [
@@ -181,7 +183,7 @@ export const UI_SCRIPT = String.raw`'use strict';
 
   // A chart: Mermaid text plus highlight classes; drawn again only when the highlighted set changes.
   function chart(key, box, text, active, opts) {
-    chartBox(box, key, opts && opts.short);
+    chartBox(box, key, opts && opts.short, opts && opts.fitted);
     var container = box.querySelector('.chart') || box.querySelector('.viewport').appendChild(el('div', { cls: 'chart ' + opts.cls, id: opts.id }));
     var c = charts[key];
     if (!c) c = charts[key] = { key: key, box: box, container: container, text: text, drawn: null, want: null, busy: false, zoom: DEFAULT_ZOOM, path: null, centred: false };
@@ -205,7 +207,7 @@ export const UI_SCRIPT = String.raw`'use strict';
       c.container.setAttribute('data-drawn', c.container.getAttribute('data-active') || '');
       applyZoom(c);
       decorate(c);
-      if (!c.centred) { c.centred = true; centre(c); }
+      if (!c.centred) { c.centred = true; if (!c.box.querySelector('.viewport.fitted')) centre(c); }
       ui.renders++;
     }, function (err) {
       c.container.textContent = 'Mermaid could not draw this chart: ' + err;
@@ -310,6 +312,27 @@ export const UI_SCRIPT = String.raw`'use strict';
     var verdictStep = -1;
     probe.steps.forEach(function (st, i) { if (st.kind === 'verdict') verdictStep = i; });
     return { probe: probe, steps: steps, visits: visits, start: 'session_idle', verdictStep: verdictStep };
+  }
+
+  // The taken path alone, left to right: every state it entered and each transition numbered, so the
+  // way the probe went reads at a glance; the full chart below shows where that sits among the rest.
+  function pathChartText(path, text) {
+    var names = stateNames(text);
+    var short = function (id) { return (names[id] || id.replace(/^session_/, '')).replace(/"/g, "'"); };
+    var lines = ['stateDiagram-v2', '  direction LR'];
+    var seen = {};
+    var decl = function (id) { if (!seen[id]) { seen[id] = 1; lines.push('  state "' + short(id) + '" as p_' + id); } };
+    decl(path.start);
+    var prev = path.start;
+    path.visits.forEach(function (v) {
+      decl(v.id);
+      var label = (v.label || '?').replace(/<br\/>/g, ' ').replace(/:/g, ' ');
+      lines.push('  p_' + prev + ' --> p_' + v.id + ' : ' + v.n + ' · ' + label);
+      prev = v.id;
+    });
+    var verdict = path.probe.verdict;
+    if (verdict && path.visits.length) lines.push('  note right of p_' + prev + ' : ' + (verdict.ok ? 'verdict ' + verdict.era + ' ' + (verdict.negotiated || '') : 'failed ' + (verdict.code || '')));
+    return lines.join('\n');
   }
 
   function mark(parent, x, y, label, cls, data) {
@@ -441,7 +464,8 @@ export const UI_SCRIPT = String.raw`'use strict';
           el('div', { cls: 'tables' }),
           el('div', { cls: 'timeline' }, [el('h3', { text: 'Probe timeline' }), el('div', { cls: 'probes' })]),
         ]),
-        el('h3', { text: 'Session statechart: the selected probe\'s path' }), el('div', { cls: 'chart-box session-box' }),
+        el('h3', { text: 'The selected probe\'s path' }), el('div', { cls: 'chart-box path-box' }),
+        el('h3', { text: 'Session statechart, the path drawn on it' }), el('div', { cls: 'chart-box session-box' }),
         el('details', { cls: 'pool-details', open: '' }, [el('summary', { text: 'Pool statechart: lanes, instances and who holds them' }), el('div', { cls: 'pool-legend' }), el('div', { cls: 'chart-box pool-box' })]),
       ]);
       document.getElementById('servers').appendChild(sec);
@@ -492,8 +516,14 @@ export const UI_SCRIPT = String.raw`'use strict';
       var sc = chart('session:' + s.server, sec.querySelector('.session-box'), state.charts.session, active, { cls: 'session-chart', id: 'chart-' + safeId(s.server) });
       sc.path = path;
       if (sc.drawn && svgOf(sc)) decorate(sc);
-      picker(sec.querySelector('.session-box .picker'), s, probe);
-      pathSummary(sec.querySelector('.session-box .path-summary'), probe, path);
+      var pbox = sec.querySelector('.path-box');
+      if (path && path.visits.length) {
+        pbox.style.display = '';
+        chart('path:' + s.server, pbox, pathChartText(path, state.charts.session), ['p_' + path.visits[path.visits.length - 1].id], { cls: 'path-chart', id: 'path-' + safeId(s.server), fitted: true });
+      } else pbox.style.display = 'none';
+      var pk = sec.querySelector('.path-box .picker'), sum = sec.querySelector('.path-box .path-summary');
+      if (pk) picker(pk, s, probe);
+      if (sum) pathSummary(sum, probe, path);
       chart('pool:' + s.server, sec.querySelector('.pool-box'), state.charts.pool, s.pool.activeStateIds, { cls: 'pool-chart', id: 'pool-' + safeId(s.server), short: true });
       poolLegend(sec.querySelector('.pool-legend'), s);
       timeline(sec.querySelector('.probes'), s, probe, path);
