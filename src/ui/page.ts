@@ -581,7 +581,7 @@ export const UI_SCRIPT = String.raw`'use strict';
   function poolLegend(box, s) {
     box.textContent = '';
     var rows = s.instances.map(function (i) {
-      return el('tr', { 'data-instance': i.id }, [i.lane + ' lane', i.id, i.poolState, i.holders === 0 ? 'no caller' : i.holders + (i.holders === 1 ? ' caller holds it' : ' callers hold it')].map(function (x) { return el('td', { text: x }); }));
+      return el('tr', { 'data-instance': i.id }, [i.lane + ' lane', i.id, i.poolState, i.holders === 0 ? 'no caller' : i.holders + (i.holders === 1 ? ' caller: ' : ' callers: ') + (i.holderIds || []).join(', ')].map(function (x) { return el('td', { text: x }); }));
     });
     if (!rows.length) rows = [el('tr', {}, [el('td', { colspan: '4', text: 'no live instances' })])];
     box.appendChild(el('table', {}, [el('tr', {}, ['lane', 'instance', 'pool slot', 'held by'].map(function (h) { return el('th', { text: h }); }))].concat(rows)));

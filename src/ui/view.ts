@@ -21,6 +21,8 @@ export interface UiInstance {
   negotiated: string | null;
   eraSource: string | null;
   holders: number;
+  /** The request ids of the callers holding it now (the pool's slot table). */
+  holderIds: string[];
   startedAt: string;
   uptimeMs: number;
   activeStateIds: string[];
@@ -74,6 +76,7 @@ export function uiState(controller: Controller, hub: UiHub): UiState {
     const chart = statechartView(pool);
     const ids = new Map(chart.instances.map((i) => [i.id, i.activeStateIds]));
     const snap = pool.actor.getSnapshot();
+    const slots = (snap.context as { instances?: { get(id: string): { holders: string[] } | undefined } }).instances;
     return {
       ...row,
       transport: s.transport,
@@ -88,6 +91,7 @@ export function uiState(controller: Controller, hub: UiHub): UiState {
         negotiated: i.negotiated,
         eraSource: i.eraSource,
         holders: i.holders,
+        holderIds: [...(slots?.get(i.id)?.holders ?? [])].slice(0, 16),
         startedAt: i.startedAt,
         uptimeMs: i.uptimeMs,
         activeStateIds: ids.get(i.id) ?? [],

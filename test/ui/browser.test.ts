@@ -150,6 +150,9 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     expect(kinds.indexOf('verdict')).toBeGreaterThan(kinds.indexOf('initialize.sent'));
     expect(steps.join('\n')).toContain('-32601');
 
+    // the pool: each lane's instances and who holds them (nobody, between calls)
+    expect(await page.$$eval('#server-legacy-only .pool-legend tr[data-instance] td', (els) => els.map((e) => e.textContent))).toEqual(['own lane', 'i1', 'idle', 'no caller']);
+
     // the wrong cached record of modern-only: server.era.stale on the page and in its probe's timeline
     expect(await page.textContent('#server-modern-only .stale span')).toMatch(/^server\.era\.stale at .*: the cached record said legacy 2025-11-25, the server answered modern$/);
     expect(await page.$$eval('#server-modern-only .probe li[data-kind="stale"]', (els) => els.length)).toBe(1);
