@@ -118,15 +118,17 @@ export function guardText(guard: unknown): string {
   if (typeof guard === 'string') return guard;
   if (typeof guard === 'function') {
     const g = guard as Named;
+    // the bundle renames xstate's and/or/not to and2, or2… where names collide (keepNames is off)
+    const kind = (x: Named) => (/^(and|or|not)\d*$/.test(x.name ?? '') ? (x.name ?? '').replace(/\d+$/, '') : x.name);
     if (Array.isArray(g.guards)) {
       const parts = g.guards.map((sub) => {
         const text = guardText(sub);
         const s = sub as Named;
-        const compound = typeof sub === 'function' && Array.isArray(s.guards) && (s.name === 'and' || s.name === 'or') && s.guards.length > 1;
+        const compound = typeof sub === 'function' && Array.isArray(s.guards) && (kind(s) === 'and' || kind(s) === 'or') && s.guards.length > 1;
         return compound ? `(${text})` : text;
       });
-      if (g.name === 'not') return `not ${parts[0] ?? '?'}`;
-      if (g.name === 'and' || g.name === 'or') return parts.length === 0 ? String(g.name === 'and') : parts.join(` ${g.name} `);
+      if (kind(g) === 'not') return `not ${parts[0] ?? '?'}`;
+      if (kind(g) === 'and' || kind(g) === 'or') return parts.length === 0 ? String(kind(g) === 'and') : parts.join(` ${kind(g)} `);
     }
     if ('stateValue' in g) return `in ${stateValueText(g.stateValue)}`;
     return g.name || 'inline';

@@ -2,7 +2,7 @@
  * `GET /ui/api/state`: everything the page draws, in one read — per server the protocol row
  * (preference, era, negotiated version, eraSource, cached record, legacy lane), its lanes and live
  * instances with the chart ids of their session states, the pool's own state, the last
- * `server.era.stale`, and the kept probe timelines; plus both charts as Mermaid text.
+ * `server.era.stale`, and the kept probe timelines; plus the session, pool and reconcile charts as Mermaid text.
  */
 import { activeStateIds, toMermaid } from '../machines/statechart-doc.js';
 import { CHARTS } from '../machines/charts.js';
@@ -21,6 +21,8 @@ export interface UiInstance {
   negotiated: string | null;
   eraSource: string | null;
   holders: number;
+  /** The request ids of the callers holding it now (the pool's slot table). */
+  holderIds: string[];
   startedAt: string;
   uptimeMs: number;
   activeStateIds: string[];
@@ -38,7 +40,7 @@ export interface UiServer extends ProtocolRow {
 export interface UiState {
   at: string;
   inspector: string | null;
-  charts: { session: string; pool: string };
+  charts: { session: string; pool: string; reconcile: string };
   servers: UiServer[];
 }
 
@@ -49,7 +51,8 @@ export function chartTexts(): UiState['charts'] {
   if (charts) return charts;
   const session = CHARTS.find((c) => c.file === 'session.md')!;
   const pool = CHARTS.find((c) => c.file === 'pool.md')!;
-  charts = { session: toMermaid(session.machine, session.options), pool: toMermaid(pool.machine, pool.options) };
+  const reconcile = CHARTS.find((c) => c.file === 'reconcile.md')!;
+  charts = { session: toMermaid(session.machine, session.options), pool: toMermaid(pool.machine, pool.options), reconcile: toMermaid(reconcile.machine, reconcile.options) };
   return charts;
 }
 
@@ -73,6 +76,7 @@ export function uiState(controller: Controller, hub: UiHub): UiState {
     const chart = statechartView(pool);
     const ids = new Map(chart.instances.map((i) => [i.id, i.activeStateIds]));
     const snap = pool.actor.getSnapshot();
+    const slots = (snap.context as { instances?: { get(id: string): { holders: string[] } | undefined } }).instances;
     return {
       ...row,
       transport: s.transport,
@@ -87,6 +91,7 @@ export function uiState(controller: Controller, hub: UiHub): UiState {
         negotiated: i.negotiated,
         eraSource: i.eraSource,
         holders: i.holders,
+        holderIds: [...(slots?.get(i.id)?.holders ?? [])].slice(0, 16),
         startedAt: i.startedAt,
         uptimeMs: i.uptimeMs,
         activeStateIds: ids.get(i.id) ?? [],

@@ -220,6 +220,13 @@ describe('guardText', () => {
     expect(guardText(stateIn({ p: 'q' }))).toBe('in p.q');
     expect(guardText(() => true)).toBe('inline');
   });
+
+  it('reads and/or/not under the names a bundler gives them (and2, or2, not3)', () => {
+    const renamed = <G extends object>(g: G, name: string): G => Object.defineProperty(g, 'name', { value: name });
+    expect(guardText(renamed(and(['a', 'b']), 'and2'))).toBe('a and b');
+    expect(guardText(renamed(or(['a', renamed(and(['b', 'c']), 'and2')]), 'or2'))).toBe('a or (b and c)');
+    expect(guardText(renamed(not('a'), 'not3'))).toBe('not a');
+  });
 });
 
 describe('toMarkdown', () => {

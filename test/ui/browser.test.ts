@@ -1,13 +1,16 @@
 /**
  * The `mcpx ui` page in a real browser: Debian's chromium (/usr/bin/chromium, installed by .ci/run)
  * driven by playwright-core, headless, background networking off, a fresh profile. Against a daemon
- * running the bundled demo (`mcpx daemon`, no config file): the page loads with no request leaving
- * 127.0.0.1, shows the three servers and their eras, highlights a state that changes when a server
- * starts, and replays the legacy probe (discover, then initialize); a wrong or missing login is refused.
+ * running the bundled demo's three servers plus a silent one (discover unanswered, initialize answered):
+ * the page loads with no request leaving 127.0.0.1, shows the servers and their eras, draws every chart
+ * label at >= 11 px at 1280 × 900 with no horizontal page scroll, draws each probe's path on the chart in
+ * order (legacy: discover → -32601 → initialize; silent: discover → timeout → initialize alongside) with
+ * hover linking both ways, highlights a state that changes when a server starts; a wrong or missing
+ * login is refused.
  *
  * UPDATE_SCREENSHOT=1 writes the README's screenshot, docs/ui.png.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
@@ -54,7 +57,18 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     dir = await tempDir('mcpx-ui-');
     const state = join(dir.path, 'state');
     socket = join(state, 'daemon.sock');
-    env = cleanEnv(dir.path, { MCPX_STATE_DIR: state });
+    // the demo's servers, and raw.mjs silent: nothing answers discover, so initialize goes alongside after probeTimeout
+    const servers = join(packageRoot(), 'dist', 'demo', 'servers');
+    const config = join(dir.path, 'mcpx.json');
+    writeFileSync(config, JSON.stringify({
+      mcpServers: {
+        'legacy-only': { command: process.execPath, args: [join(servers, 'legacy-only.mjs')] },
+        dual: { command: process.execPath, args: [join(servers, 'dual.mjs')] },
+        'modern-only': { command: process.execPath, args: [join(servers, 'modern-only.mjs')] },
+        silent: { command: process.execPath, args: [join(packageRoot(), 'test', 'fixtures', 'raw.mjs'), 'silent'], mcpx: { probeTimeout: '300ms' } },
+      },
+    }));
+    env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config });
     // A wrong era record for modern-only (it says legacy): its probe finds modern, and says server.era.stale.
     mkdirSync(state, { recursive: true, mode: 0o700 });
     const demo = await loadDaemonConfig({ env, cwd: dir.path });
@@ -63,14 +77,15 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     await cache.set(eraCacheKey(modernOnly.definition as never), { era: 'legacy', version: '2025-11-25', at: new Date().toISOString(), source: 'probe' });
     await cache.whenIdle();
     daemon = await ForegroundDaemon.start(socket, [], { env, timeoutMs: 60_000 });
-    // the demo's three servers start with the daemon
-    await until(async () => (await api(socket, 'GET', '/v1/protocol')).body.servers?.filter((s: { era: string | null }) => s.era !== null).length === 3, 60_000, 'the demo probed');
+    // a config file's servers start on first use
+    await Promise.all(['legacy-only', 'dual', 'modern-only', 'silent'].map((name) => api(socket, 'GET', `/v1/tools?server=${name}`)));
+    await until(async () => (await api(socket, 'GET', '/v1/protocol')).body.servers?.filter((s: { era: string | null }) => s.era !== null).length === 4, 60_000, 'the servers probed');
     const r = await mcpx(['ui', '--json'], { env, timeoutMs: 60_000 });
     expect(r.code, r.stderr).toBe(0);
     loginUrl = JSON.parse(r.stdout).url;
     origin = new URL(loginUrl).origin;
     profile = mkdtempSync(join(tmpdir(), 'mcpx-chromium-'));
-    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 1100 } });
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 } });
     context.on('request', (req) => requests.push(req.url()));
     page = context.pages()[0] ?? (await context.newPage());
     // a script error, a refused load or a Content-Security-Policy violation shows up here
@@ -96,7 +111,7 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     expect(page.url()).toBe(`${origin}/ui/`);
     await page.waitForFunction(() => {
       const u = window.mcpxUi;
-      return u?.loaded === true && document.querySelectorAll('.session-chart svg').length === 3 && document.querySelectorAll('.pool-chart svg').length === 3;
+      return u?.loaded === true && document.querySelectorAll('.session-chart svg .mark').length > 0 && document.querySelectorAll('.session-chart svg').length === 4 && document.querySelectorAll('.pool-chart svg').length === 4 && document.querySelectorAll('.reconcile-chart svg').length === 1;
     }, null, { timeout: 60_000 });
 
     // every request the page made went to the daemon on 127.0.0.1
@@ -117,6 +132,7 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
       { server: 'legacy-only', era: 'era legacy', negotiated: 'negotiated 2025-11-25', source: expect.stringMatching(/^eraSource (probe|cache)$/) },
       { server: 'dual', era: 'era modern', negotiated: 'negotiated 2026-07-28', source: expect.stringMatching(/^eraSource (probe|cache)$/) },
       { server: 'modern-only', era: 'era modern', negotiated: 'negotiated 2026-07-28', source: expect.stringMatching(/^eraSource (probe|cache)$/) },
+      { server: 'silent', era: 'era legacy', negotiated: 'negotiated 2025-11-25', source: 'eraSource probe' },
     ]);
 
     // each live instance's state is highlighted in its chart (Mermaid drew the class)
@@ -134,12 +150,112 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     expect(kinds.indexOf('verdict')).toBeGreaterThan(kinds.indexOf('initialize.sent'));
     expect(steps.join('\n')).toContain('-32601');
 
+    // the pool: each lane's instances and who holds them (nobody, between calls)
+    expect(await page.$$eval('#server-legacy-only .pool-legend tr[data-instance] td', (els) => els.map((e) => e.textContent))).toEqual(['own lane', 'i1', 'idle', 'no caller']);
+
     // the wrong cached record of modern-only: server.era.stale on the page and in its probe's timeline
-    expect(await page.textContent('#server-modern-only .stale')).toMatch(/^server\.era\.stale at .*: the cached record said legacy 2025-11-25, the server answered modern$/);
+    expect(await page.textContent('#server-modern-only .stale span')).toMatch(/^server\.era\.stale at .*: the cached record said legacy 2025-11-25, the server answered modern$/);
     expect(await page.$$eval('#server-modern-only .probe li[data-kind="stale"]', (els) => els.length)).toBe(1);
     expect(await page.$$eval('#server-dual .stale, #server-legacy-only .stale', (els) => els.length)).toBe(0);
     expect(problems).toEqual([]);
   }, 90_000);
+
+  // Measured from the DOM: a label's computed font size times the scale its svg is drawn at on screen.
+  const LABEL_SIZES = `(() => {
+    const out = {};
+    for (const kind of ['session', 'pool', 'reconcile']) {
+      const svg = document.querySelector('.' + kind + '-chart svg');
+      const k = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+      const sizes = (sel) => {
+        const xs = [];
+        svg.querySelectorAll(sel).forEach((g) => {
+          [...g.querySelectorAll('*')].filter((c) => c.children.length === 0 && c.textContent.trim()).forEach((c) => xs.push(parseFloat(getComputedStyle(c).fontSize) * k));
+        });
+        return { n: xs.length, min: Math.round(Math.min(...xs) * 100) / 100 };
+      };
+      out[kind] = { states: sizes('g.node'), edges: sizes('g.edgeLabel') };
+    }
+    out.page = { scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth };
+    return out;
+  })()`;
+
+  it('at 1280 × 900 every state name and transition label is drawn at >= 11 px, and the page does not scroll sideways', async () => {
+    const m = await page.evaluate(LABEL_SIZES) as Record<string, { states: { n: number; min: number }; edges: { n: number; min: number } }> & { page: { scrollWidth: number; clientWidth: number } };
+    console.log('label sizes at 1280 × 900:', JSON.stringify(m));
+    for (const kind of ['session', 'pool', 'reconcile']) {
+      expect(m[kind]!.states.n, kind).toBeGreaterThan(4);
+      expect(m[kind]!.edges.n, kind).toBeGreaterThan(5);
+      expect(m[kind]!.states.min, kind).toBeGreaterThanOrEqual(11);
+      expect(m[kind]!.edges.min, kind).toBeGreaterThanOrEqual(11);
+    }
+    expect(m.page.scrollWidth).toBeLessThanOrEqual(m.page.clientWidth);
+    // zoom: a button, the keyboard, Ctrl+wheel; the page still never scrolls sideways
+    const zoom = () => page.getAttribute('#chart-legacy-only', 'data-zoom').then(Number);
+    const z0 = await zoom();
+    await page.click('#server-legacy-only .session-box .toolbar button[title^="zoom in"]');
+    expect(await zoom()).toBeCloseTo(z0 * 1.25, 5);
+    await page.focus('#server-legacy-only .session-box .viewport');
+    await page.keyboard.press('-');
+    expect(await zoom()).toBeCloseTo(z0, 5);
+    const vp = await page.$('#server-legacy-only .session-box .viewport');
+    const box = (await vp!.boundingBox())!;
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.keyboard.down('Control');
+    await page.mouse.wheel(0, -300);
+    await page.keyboard.up('Control');
+    await page.waitForFunction((z) => Number(document.querySelector('#chart-legacy-only')?.getAttribute('data-zoom')) > z, z0, { timeout: 5_000 });
+    await page.keyboard.press('0');
+    expect(await zoom()).toBeCloseTo(z0, 5);
+    expect(await page.evaluate('document.documentElement.scrollWidth <= document.documentElement.clientWidth')).toBe(true);
+  }, 60_000);
+
+  // The path drawn on a server's chart: its numbered transition marks in order, as [state entered, transition label
+  // without white space (Mermaid wraps a long label into lines)].
+  const drawnPath = (server: string) => page.evaluate(`(() => {
+    const svg = document.querySelector('#chart-${server} svg');
+    return [...svg.querySelectorAll('.mark.edge-mark')].map((m) => ({ n: Number(m.getAttribute('data-n')), node: m.getAttribute('data-node'), label: svg.querySelector('g.label[data-id="edge' + m.getAttribute('data-edge') + '"]').textContent.replace(/\\s+/g, '') }))
+      .sort((a, b) => a.n - b.n).map((x) => [x.node, x.label]);
+  })()`) as Promise<Array<[string, string]>>;
+
+  it('draws the legacy probe\'s path (discover → -32601 → initialize) and the silent server\'s (discover → timeout → initialize alongside) in order, with the verdict', async () => {
+    const legacy = await drawnPath('legacy-only');
+    expect(legacy.map((x) => x[0])).toEqual(['session_connecting_spawning', 'session_connecting_routing', 'session_connecting_discovering', 'session_connecting_initializing', 'session_ready']);
+    expect(legacy[2]![1]).toBe('always');
+    expect(legacy[3]![1]).toBe('rpc.*[discoveransweredlegacyandmayInitializeAfterDiscover]'); // its -32601
+    expect(legacy[4]![1]).toBe('rpc.*[initializeansweredlegacy]');
+    const silent = await drawnPath('silent');
+    expect(silent.map((x) => x[0])).toEqual(['session_connecting_spawning', 'session_connecting_routing', 'session_connecting_discovering', 'session_connecting_racing', 'session_ready']);
+    expect(silent[3]![1]).toBe('afterprobeTimeout[mayRace]');
+    expect(silent[4]![1]).toBe('rpc.*[initializeansweredlegacy]');
+    for (const server of ['legacy-only', 'silent']) {
+      expect(await page.getAttribute(`#chart-${server} .mark.verdict-mark`, 'data-verdict')).toBe('legacy');
+      expect(await page.textContent(`#server-${server} .path-box .path-summary`)).toContain('verdict: legacy 2025-11-25');
+    }
+    // the path alone, left to right, numbered the same
+    expect((await page.textContent('#path-silent svg'))!.replace(/\s+/g, '')).toContain('4·afterprobeTimeout[mayRace]');
+    // the timeline's steps carry the same numbers
+    const numbered = await page.$$eval('#server-silent .probe.selected li[data-n]', (els) => els.map((e) => `${e.getAttribute('data-n')} ${e.getAttribute('data-kind')}`));
+    expect(numbered).toEqual(['1 start', '2,3 process.ready', '4 timeout', '5 answer']);
+  }, 60_000);
+
+  it('links the timeline and the chart both ways on hover, opens a state\'s detail on click, and the stale banner links to its step', async () => {
+    await page.hover('#server-silent .probe.selected li[data-kind="timeout"]');
+    await page.waitForSelector('#chart-silent g.node.hl[data-state="session_connecting_racing"]', { timeout: 5_000 });
+    expect(await page.$$eval('#chart-silent path.taken.hl', (els) => els.length)).toBe(1);
+    await page.hover('#chart-legacy-only g.node[data-state="session_connecting_initializing"]');
+    await page.waitForSelector('#server-legacy-only .probe.selected li.hl[data-kind="answer"]', { timeout: 5_000 });
+    expect(await page.$$eval('#server-legacy-only .probe.selected li.hl', (els) => els.map((e) => e.getAttribute('data-kind')))).toEqual(['answer']);
+
+    await page.click('#chart-silent g.node[data-state="session_connecting_racing"]');
+    const detail = await page.textContent('#server-silent .session-box .detail');
+    expect(detail).toContain('racing');
+    expect(detail).toContain('→ ready : rpc.* [initialize answered legacy]');
+    expect(detail).toContain('← connecting.discovering : after probeTimeout [mayRace]');
+
+    await page.click('#server-modern-only .stale a.stale-link');
+    await page.waitForSelector('#server-modern-only .probe.selected li.hl[data-kind="stale"]', { timeout: 5_000 });
+    expect(problems).toEqual([]);
+  }, 60_000);
 
   it('follows a server starting: the new instance is highlighted in its connecting states, then ready', async () => {
     const status = (await api(socket, 'GET', '/v1/status')).body;
@@ -166,7 +282,7 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
 
     if (process.env['UPDATE_SCREENSHOT'] === '1') {
       await page.evaluate(() => window.scrollTo(0, 0));
-      await page.screenshot({ path: join(packageRoot(), 'docs', 'ui.png'), clip: { x: 0, y: 0, width: 1400, height: 1100 } });
+      await page.screenshot({ path: join(packageRoot(), 'docs', 'ui.png'), clip: { x: 0, y: 0, width: 1280, height: 900 } });
     }
   }, 90_000);
 
