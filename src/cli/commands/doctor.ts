@@ -1,7 +1,7 @@
 /** `mcpx doctor`: what would stop mcpx working, checked locally (never starts a daemon). */
 import type { Command } from 'commander';
 import { McpxError } from '../../errors.js';
-import { out, printJson, withJson, withTarget, type CommonOpts } from '../common.js';
+import { out, printJson, withJson, withTarget, type CliContext, type CommonOpts } from '../common.js';
 
 interface Check {
   check: string;
@@ -9,61 +9,97 @@ interface Check {
   detail: string;
 }
 
-export function register(program: Command): void {
-  withJson(withTarget(program.command('doctor').description('check Node, the daemon, the state folder, the config and its servers, and which MCP clients have the mcpx entry; exits 1 when something is wrong'))).action(async (o: CommonOpts) => {
-    const env = process.env;
-    const cwd = process.cwd();
-    const checks: Check[] = [];
-    const [major, minor, patch] = process.versions.node.split('.').map(Number) as [number, number, number];
-    const nodeOk = major > 20 || (major === 20 && (minor > 18 || (minor === 18 && patch >= 1)));
-    checks.push({ check: 'node', ok: nodeOk, detail: `${process.version} at ${process.execPath}${nodeOk ? '' : ' (mcpx needs 20.18.1 or later)'}` });
+export function register(program: Command, cli: CliContext): void {
+  withJson(withTarget(program.command('doctor').description('check Node, the daemon, the state folder, the config and its servers, and which MCP clients have the mcpx entry; exits 1 when something is wrong')))
+    .option('--fix', 're-add the mcpx entry to every client it was installed in and is gone from (a client that rewrote its file)')
+    .action(async (o: CommonOpts & { fix?: boolean }) => {
+      const env = process.env;
+      const cwd = process.cwd();
+      const checks: Check[] = [];
+      const [major, minor, patch] = process.versions.node.split('.').map(Number) as [number, number, number];
+      const nodeOk = major > 20 || (major === 20 && (minor > 18 || (minor === 18 && patch >= 1)));
+      checks.push({ check: 'node', ok: nodeOk, detail: `${process.version} at ${process.execPath}${nodeOk ? '' : ' (mcpx needs 20.18.1 or later)'}` });
 
-    const { loadDaemonConfig } = await import('../../server/config-source.js');
-    const loaded = await loadDaemonConfig({ ...(o.config === undefined ? {} : { configFlag: o.config }), env, cwd });
-    checks.push({ check: 'config', ok: loaded.errors.length === 0, detail: loaded.errors.length > 0 ? `${loaded.file ?? '-'}: ${loaded.errors.map((e) => e.message).join('; ')}` : loaded.found ? `${loaded.file} (found via ${loaded.via})` : 'no config file: the bundled demo runs' });
-    const servers = loaded.servers.map((s) => ({ name: s.name, transport: s.transport, disabled: s.disabled }));
-    checks.push({ check: 'servers', ok: true, detail: servers.length === 0 ? 'none' : servers.map((s) => `${s.name} (${s.transport}${s.disabled ? ', disabled' : ''})`).join(', ') });
+      const { loadDaemonConfig } = await import('../../server/config-source.js');
+      const loaded = await loadDaemonConfig({ ...(o.config === undefined ? {} : { configFlag: o.config }), env, cwd });
+      checks.push({ check: 'config', ok: loaded.errors.length === 0, detail: loaded.errors.length > 0 ? `${loaded.file ?? '-'}: ${loaded.errors.map((e) => e.message).join('; ')}` : loaded.found ? `${loaded.file} (found via ${loaded.via})` : 'no config file: the bundled demo runs' });
+      const servers = loaded.servers.map((s) => ({ name: s.name, transport: s.transport, disabled: s.disabled }));
+      checks.push({ check: 'servers', ok: true, detail: servers.length === 0 ? 'none' : servers.map((s) => `${s.name} (${s.transport}${s.disabled ? ', disabled' : ''})`).join(', ') });
 
-    const { resolveTarget, DaemonClient } = await import('../client.js');
-    const t = await resolveTarget({ ...(o.config === undefined ? {} : { config: o.config }), ...(o.stateDir === undefined ? {} : { stateDir: o.stateDir }) });
-    const { accessSync, constants, existsSync, statSync } = await import('node:fs');
-    let stateOk = true;
-    let stateDetail = `${t.stateDir}`;
-    if (existsSync(t.stateDir)) {
-      try {
-        accessSync(t.stateDir, constants.W_OK);
-        const mode = statSync(t.stateDir).mode & 0o777;
-        if ((mode & 0o022) !== 0) {
+      const { resolveTarget, DaemonClient } = await import('../client.js');
+      const t = await resolveTarget({ ...(o.config === undefined ? {} : { config: o.config }), ...(o.stateDir === undefined ? {} : { stateDir: o.stateDir }) });
+      const { accessSync, constants, existsSync, statSync } = await import('node:fs');
+      let stateOk = true;
+      let stateDetail = `${t.stateDir}`;
+      if (existsSync(t.stateDir)) {
+        try {
+          accessSync(t.stateDir, constants.W_OK);
+          const mode = statSync(t.stateDir).mode & 0o777;
+          if ((mode & 0o022) !== 0) {
+            stateOk = false;
+            stateDetail += ` is writable by others (mode ${mode.toString(8)}): the daemon refuses it`;
+          } else stateDetail += ' (writable)';
+        } catch {
           stateOk = false;
-          stateDetail += ` is writable by others (mode ${mode.toString(8)}): the daemon refuses it`;
-        } else stateDetail += ' (writable)';
-      } catch {
-        stateOk = false;
-        stateDetail += ' is not writable';
+          stateDetail += ' is not writable';
+        }
+      } else stateDetail += ' (not made yet: the first daemon makes it)';
+      checks.push({ check: 'state folder', ok: stateOk, detail: stateDetail });
+
+      const client = new DaemonClient(t.socket);
+      let alive = false;
+      try {
+        alive = await client.alive();
+      } finally {
+        await client.close();
       }
-    } else stateDetail += ' (not made yet: the first daemon makes it)';
-    checks.push({ check: 'state folder', ok: stateOk, detail: stateDetail });
+      checks.push({ check: 'daemon', ok: true, detail: alive ? `running (${t.socket})` : `not running (the first client command starts one at ${t.socket})` });
 
-    const client = new DaemonClient(t.socket);
-    let alive = false;
-    try {
-      alive = await client.alive();
-    } finally {
-      await client.close();
-    }
-    checks.push({ check: 'daemon', ok: true, detail: alive ? `running (${t.socket})` : `not running (the first client command starts one at ${t.socket})` });
-
-    const [{ homeFolder }, clients, inst] = await Promise.all([import('../../config/settings.js'), import('../../install/clients.js'), import('../../install/install.js')]);
-    const ctx = { platform: clients.currentPlatform(), home: homeFolder(env), env, cwd };
-    const found = inst.allClientStatus(ctx);
-    for (const s of found) {
-      const ok = s.error === undefined && s.entryWorks !== false;
-      const detail = s.error ?? (!s.exists ? `${s.file}: not found` : s.installed ? `${s.file}: has the mcpx entry${s.entryWorks === false ? ', but its command or main file is missing (run mcpx install again)' : ''}` : `${s.file}: no mcpx entry (${s.servers.length} server(s) of its own; mcpx install --client ${s.client} --import)`);
-      checks.push({ check: `client ${s.client}`, ok, detail });
-    }
-    const ok = checks.every((c) => c.ok);
-    if (o.json) printJson({ ok, checks, servers, clients: found, daemon: { running: alive, socket: t.socket, stateDir: t.stateDir } });
-    else for (const c of checks) out(`${c.ok ? 'ok  ' : 'FAIL'} ${c.check.padEnd(22)} ${c.detail}`);
-    if (!ok) throw new McpxError('MCPX_BAD_CONFIG', `doctor: ${checks.filter((c) => !c.ok).map((c) => c.check).join(', ')} need attention`);
-  });
+      const [{ homeFolder }, clients, inst, running] = await Promise.all([import('../../config/settings.js'), import('../../install/clients.js'), import('../../install/install.js'), import('../../install/running.js')]);
+      const ctx = { platform: clients.currentPlatform(), home: homeFolder(env), env, cwd };
+      const processes = running.listProcesses(ctx.platform);
+      // Entries mcpx installed (its records), by the real path of the client's file.
+      const records = Object.values(inst.readRecords(t.stateDir));
+      const { realpathSync } = await import('node:fs');
+      const real = (f: string): string => {
+        try {
+          return realpathSync(f);
+        } catch {
+          return f;
+        }
+      };
+      const fixed: string[] = [];
+      const found = inst.allClientStatus(ctx).map((s) => ({ ...s, ...(running.runningNote(clients.findClient(s.client)!, ctx.platform, processes) === undefined ? {} : { running: true }) }));
+      for (const s of found) {
+        const client = clients.findClient(s.client)!;
+        const record = records.find((r) => r.client === s.client && r.file === real(s.file));
+        let gone = record !== undefined && s.error === undefined && !s.installed;
+        if (gone && o.fix) {
+          // The entry as install writes it, with the config file that install named.
+          const spec = { command: process.execPath, args: [realpathSync(cli.entry), 'serve', '--config', record!.configFile] };
+          const plan = inst.planInstall({ client, file: s.file, configFile: record!.configFile, spec, import: false, renames: new Map(), skips: new Set() });
+          await inst.applyInstall(plan, t.stateDir);
+          fixed.push(s.client);
+          gone = false;
+        }
+        const ok = s.error === undefined && s.entryWorks !== false && !gone;
+        const note = running.runningNote(client, ctx.platform, processes);
+        const detail =
+          s.error ??
+          (gone
+            ? `${s.file}: the mcpx entry installed ${record!.at} is gone (the client rewrote its file?): mcpx doctor --fix re-adds it`
+            : fixed.includes(s.client)
+              ? `${s.file}: the mcpx entry was gone; re-added`
+              : !s.exists
+                ? `${s.file}: not found`
+                : s.installed
+                  ? `${s.file}: has the mcpx entry${s.entryWorks === false ? ', but its command or main file is missing (run mcpx install again)' : ''}`
+                  : `${s.file}: no mcpx entry (${s.servers.length} server(s) of its own; mcpx install --client ${s.client} --import)`);
+        checks.push({ check: `client ${s.client}`, ok, detail: note && (fixed.includes(s.client) || gone) ? `${detail}; ${note}` : detail });
+      }
+      const ok = checks.every((c) => c.ok);
+      if (o.json) printJson({ ok, checks, servers, clients: found, fixed, daemon: { running: alive, socket: t.socket, stateDir: t.stateDir } });
+      else for (const c of checks) out(`${c.ok ? 'ok  ' : 'FAIL'} ${c.check.padEnd(22)} ${c.detail}`);
+      if (!ok) throw new McpxError('MCPX_BAD_CONFIG', `doctor: ${checks.filter((c) => !c.ok).map((c) => c.check).join(', ')} need attention`);
+    });
 }

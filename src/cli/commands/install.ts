@@ -94,7 +94,8 @@ export function register(program: Command, cli: CliContext): void {
           plan = makePlan();
         }
       }
-      if (o.json) return printJson({ ...report(), backups });
+      const running = plan.unchanged ? undefined : await runningNote(client, ctx.platform);
+      if (o.json) return printJson({ ...report(), backups, ...(running === undefined ? {} : { running }) });
       if (plan.unchanged) out(`${file}: the mcpx entry is there already; nothing changed`);
       else out(`${client.title}: wrote the mcpx entry into ${file}`);
       for (const b of backups) out(`backup: ${b}`);
@@ -103,7 +104,7 @@ export function register(program: Command, cli: CliContext): void {
         const own = Object.keys(parseServers(plan.after, client, file, inst)).filter((n) => n !== inst.ENTRY_NAME);
         if (own.length > 0) out(`${client.title} still runs its own servers too (${own.join(', ')}): --import moves them into mcpx`);
       }
-      if (!plan.unchanged) out(hint(client.name));
+      if (!plan.unchanged) out(running ?? hint(client.name));
     });
 }
 
@@ -120,7 +121,8 @@ export function registerUninstall(program: Command): void {
       const file = inst.clientFile(client, ctx, o.project === true);
       const t = await target(o);
       const r = await inst.uninstall(client, file, t.stateDir, o.dryRun === true);
-      if (o.json) return printJson({ client: client.name, file: r.file, how: r.how, restored: r.restored, dryRun: o.dryRun === true });
+      const running = o.dryRun || r.how === 'nothing' ? undefined : await runningNote(client, ctx.platform);
+      if (o.json) return printJson({ client: client.name, file: r.file, how: r.how, restored: r.restored, dryRun: o.dryRun === true, ...(running === undefined ? {} : { running }) });
       if (o.dryRun) {
         const { lineDiff } = await import('../../install/files.js');
         out(r.how === 'nothing' ? `${r.file}: no mcpx entry; nothing to do` : r.how === 'deleted' ? `${r.file}: would be deleted (mcpx created it)` : lineDiff(r.before ?? '', r.after ?? '', r.file));
@@ -128,6 +130,7 @@ export function registerUninstall(program: Command): void {
       }
       const said = { restored: 'put back as it was before mcpx install (from the backup)', 'removed-entry': `the mcpx entry removed${r.restored.length > 0 ? `; servers put back from the backup: ${r.restored.join(', ')}` : ''} (the file had changed since the install, so the backup was not copied over it)`, deleted: 'deleted (mcpx had created it)', nothing: 'no mcpx entry; nothing to do' }[r.how];
       out(`${r.file}: ${said}`);
+      if (running) out(running);
     });
 }
 
@@ -142,6 +145,12 @@ function printImport(imp: import('../../install/install.js').ImportPlan | undefi
   for (const n of imp.skipped) out(`${n}: skipped (--skip); taken out of the client, kept in the backup`);
   for (const k of imp.kept) out(`${k.server}: kept in the client: ${k.note}`);
   for (const n of imp.notes) out(`${n.server}: ${n.note}`);
+}
+
+/** The client's reload step when it runs now (it may keep the old entry, or write its own copy back). */
+async function runningNote(client: import('../../install/clients.js').ClientInfo, platform: import('../../install/clients.js').Platform): Promise<string | undefined> {
+  const running = await import('../../install/running.js');
+  return running.runningNote(client, platform, running.listProcesses(platform));
 }
 
 function hint(client: string): string {
