@@ -23,11 +23,11 @@ afterAll(async () => {
 
 const CURSOR_FILE = '{\n  // the user\'s own settings\n  "mcpServers": {},\n  "theme": "dark"\n}\n';
 
-async function home(cursorText: string | undefined = CURSOR_FILE) {
+async function home(cursorText: string | null = CURSOR_FILE) {
   const dir = await tempDir('mcpx-install-live-');
   dirs.push(dir);
   const file = join(dir.path, '.cursor', 'mcp.json');
-  if (cursorText !== undefined) {
+  if (cursorText !== null) {
     mkdirSync(join(dir.path, '.cursor'), { recursive: true });
     writeFileSync(file, cursorText);
   }
@@ -106,12 +106,12 @@ describe('mcpx install around a live client', () => {
   });
 
   it('a client whose folder does not exist yet: the file is made with the entry alone, and uninstall removes it', async () => {
-    const h = await home(undefined);
+    const h = await home(null);
     const r = await mcpx(['install', '--client', 'cursor', '--config', h.config], { env: h.env });
     expect(r.code, r.stderr).toBe(0);
     expect(Object.keys((parseJsonc(readFileSync(h.file, 'utf8')) as { mcpServers: Record<string, unknown> }).mcpServers)).toEqual(['mcpx']);
     const u = await mcpx(['uninstall', '--client', 'cursor'], { env: h.env });
     expect(u.code, u.stderr).toBe(0);
-    expect(existsSync(h.file)).toBe(false);
+    expect(existsSync(h.file), u.stdout).toBe(false);
   });
 });
