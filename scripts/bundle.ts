@@ -21,7 +21,7 @@ import { chmodSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { readFile } from 'node:fs/promises';
-import { build, type Plugin } from 'esbuild';
+import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { packageRoot } from '../src/package-info.js';
 
 /** Where the bundle goes, beside tsc's output of the same modules (the benchmarks and scripts import those). */
@@ -33,8 +33,19 @@ const DEMO_SERVERS = ['dual', 'legacy-only', 'modern-only'];
 /** Files the daemon serves as they are (the live page's Mermaid). */
 const ASSETS_DIR = join('dist', 'assets');
 
-/** Bundled CommonJS packages (fastify, pino, …) call require() for node's modules. */
-const REQUIRE_BANNER = "import { createRequire as __mcpxRequire } from 'node:module'; const require = __mcpxRequire(import.meta.url);";
+/** What both bundles (the binary, the demo servers) are: split ES modules for node 20. */
+const NODE_ESM = {
+  chunkNames: 'chunks/[name]-[hash]',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  // Bundled CommonJS packages (fastify, pino, …) call require() for node's modules.
+  banner: { js: "import { createRequire as __mcpxRequire } from 'node:module'; const require = __mcpxRequire(import.meta.url);" },
+  legalComments: 'none',
+  logLevel: 'warning',
+} as const satisfies BuildOptions;
 
 /**
  * Top-level require()s in packages' files, of modules only some code paths call, made lazy: each becomes
@@ -90,15 +101,9 @@ async function main(): Promise<void> {
     absWorkingDir: root,
     entryPoints: { main: 'src/cli/main.ts' },
     outdir: out,
-    chunkNames: 'chunks/[name]-[hash]',
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
+    ...NODE_ESM,
     // Packages' ES builds: jsonc-parser's "main" is a UMD build whose require()s a bundler cannot follow.
     mainFields: ['module', 'main'],
-    banner: { js: REQUIRE_BANNER },
     // Smaller files parse faster. Identifiers are not minified, so functions and classes keep the names
     // their source gives them, which stack traces and errors' `name` show.
     minifyWhitespace: true,
@@ -110,15 +115,14 @@ async function main(): Promise<void> {
     // (`var X = class _X`), so mcpx's classes whose name shows (its errors) must do neither;
     // test/cli/bundle.test.ts holds the errors' names to their source.
     keepNames: false,
-    legalComments: 'none',
     sourcemap: 'linked',
     // fastify requires its JSON Schema compilers only when a route declares a schema (none does); bundled,
-    // ajv would be parsed at every daemon start. Left outside, they load from node_modules if ever needed.
-    // light-my-request likewise: fastify requires it only for inject(), which the daemon never calls.
+    // ajv would be parsed at every daemon start. light-my-request likewise: fastify requires it only for
+    // inject(), which the daemon never calls. Left outside and not in the package (docs/packaging.md): the
+    // package test runs the installed daemon without them.
     external: ['@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler', 'light-my-request', 'semver'],
     plugins: [lazyRequires()],
     metafile: true,
-    logLevel: 'warning',
   });
   writeFileSync(join(root, BUNDLE_META), JSON.stringify(result.metafile));
   chmodSync(join(out, 'main.js'), 0o755);
@@ -139,16 +143,8 @@ async function buildDemo(root: string): Promise<void> {
     entryPoints: Object.fromEntries(DEMO_SERVERS.map((name) => [name, join('examples', 'servers', `${name}.mjs`)])),
     outdir: join(out, 'servers'),
     outExtension: { '.js': '.mjs' },
-    chunkNames: 'chunks/[name]-[hash]',
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    banner: { js: REQUIRE_BANNER },
+    ...NODE_ESM,
     minify: true,
-    legalComments: 'none',
-    logLevel: 'warning',
   });
   copyFileSync(join(root, 'examples', 'demo.json'), join(out, 'demo.json'));
 }
