@@ -1,41 +1,45 @@
 /** The client table: every client's file on every platform (a pure function), and the editors alone. */
+import { posix, win32 } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { clientPaths, CLIENTS, findClient, type ClientName, type Platform } from '../../src/install/clients.js';
 import { editJson, editToml, parseClientFile } from '../../src/install/edit.js';
 import { lineDiff } from '../../src/install/files.js';
 
-const HOMES: Record<Platform, string> = { linux: '/home/ada', darwin: '/Users/ada', win32: 'C:\\Users\\ada' };
+/**
+ * One sample home per platform. These are inputs to `clientPaths`, a pure function of platform, home,
+ * environment and working folder: nothing here is read or written on disk, so the homes are fixed example
+ * strings (a temp folder could not stand for a macOS or Windows home on this Linux machine). Every expected
+ * path is built from them with that platform's own path rules.
+ */
+const HOMES: Record<Platform, string> = { linux: posix.join(posix.sep, 'home', 'ada'), darwin: posix.join(posix.sep, 'Users', 'ada'), win32: win32.join('C:\\', 'Users', 'ada') };
+const J: Record<Platform, (...parts: string[]) => string> = { linux: posix.join, darwin: posix.join, win32: win32.join };
+const under = (platform: Platform, ...parts: string[]): string => J[platform](HOMES[platform], ...parts);
 const ENVS: Record<Platform, Record<string, string>> = {
   linux: {},
   darwin: {},
-  win32: { USERPROFILE: 'C:\\Users\\ada', APPDATA: 'C:\\Users\\ada\\AppData\\Roaming', LOCALAPPDATA: 'C:\\Users\\ada\\AppData\\Local' },
+  win32: { USERPROFILE: HOMES.win32, APPDATA: under('win32', 'AppData', 'Roaming'), LOCALAPPDATA: under('win32', 'AppData', 'Local') },
 };
-const CWD: Record<Platform, string> = { linux: '/home/ada/proj', darwin: '/Users/ada/proj', win32: 'C:\\Users\\ada\\proj' };
+const CWD: Record<Platform, string> = { linux: under('linux', 'proj'), darwin: under('darwin', 'proj'), win32: under('win32', 'proj') };
+/** The per-user folder each platform keeps application settings in. */
+const APP_SUPPORT: Record<Platform, string[]> = { linux: ['.config'], darwin: ['Library', 'Application Support'], win32: ['AppData', 'Roaming'] };
+const app = (platform: Platform, ...parts: string[]): string => under(platform, ...APP_SUPPORT[platform], ...parts);
+const each = (f: (p: Platform) => string[]): Record<Platform, string[]> => ({ linux: f('linux'), darwin: f('darwin'), win32: f('win32') });
 
 const EXPECTED: Record<ClientName, Record<Platform, string[]>> = {
   'claude-desktop': {
-    linux: ['/home/ada/.config/Claude/claude_desktop_config.json'],
-    darwin: ['/Users/ada/Library/Application Support/Claude/claude_desktop_config.json'],
-    win32: ['C:\\Users\\ada\\AppData\\Roaming\\Claude\\claude_desktop_config.json', 'C:\\Users\\ada\\AppData\\Local\\Packages\\Claude_pzs8sxrjxfjjc\\LocalCache\\Roaming\\Claude\\claude_desktop_config.json'],
+    ...each((p) => [app(p, 'Claude', 'claude_desktop_config.json')]),
+    // The Microsoft Store build keeps its own copy under LocalCache.
+    win32: [app('win32', 'Claude', 'claude_desktop_config.json'), under('win32', 'AppData', 'Local', 'Packages', 'Claude_pzs8sxrjxfjjc', 'LocalCache', 'Roaming', 'Claude', 'claude_desktop_config.json')],
   },
-  'claude-code': { linux: ['/home/ada/.claude.json'], darwin: ['/Users/ada/.claude.json'], win32: ['C:\\Users\\ada\\.claude.json'] },
-  cursor: { linux: ['/home/ada/.cursor/mcp.json'], darwin: ['/Users/ada/.cursor/mcp.json'], win32: ['C:\\Users\\ada\\.cursor\\mcp.json'] },
-  vscode: {
-    linux: ['/home/ada/.config/Code/User/mcp.json'],
-    darwin: ['/Users/ada/Library/Application Support/Code/User/mcp.json'],
-    win32: ['C:\\Users\\ada\\AppData\\Roaming\\Code\\User\\mcp.json'],
-  },
-  'vscode-insiders': {
-    linux: ['/home/ada/.config/Code - Insiders/User/mcp.json'],
-    darwin: ['/Users/ada/Library/Application Support/Code - Insiders/User/mcp.json'],
-    win32: ['C:\\Users\\ada\\AppData\\Roaming\\Code - Insiders\\User\\mcp.json'],
-  },
+  'claude-code': each((p) => [under(p, '.claude.json')]),
+  cursor: each((p) => [under(p, '.cursor', 'mcp.json')]),
+  vscode: each((p) => [app(p, 'Code', 'User', 'mcp.json')]),
+  'vscode-insiders': each((p) => [app(p, 'Code - Insiders', 'User', 'mcp.json')]),
   windsurf: {
-    linux: ['/home/ada/.codeium/windsurf/mcp_config.json'],
-    darwin: ['/Users/ada/.codeium/windsurf/mcp_config.json'],
-    win32: ['C:\\Users\\ada\\.codeium\\windsurf\\mcp_config.json', 'C:\\Users\\ada\\AppData\\Roaming\\Codeium\\windsurf\\mcp_config.json'],
+    ...each((p) => [under(p, '.codeium', 'windsurf', 'mcp_config.json')]),
+    win32: [under('win32', '.codeium', 'windsurf', 'mcp_config.json'), app('win32', 'Codeium', 'windsurf', 'mcp_config.json')],
   },
-  codex: { linux: ['/home/ada/.codex/config.toml'], darwin: ['/Users/ada/.codex/config.toml'], win32: ['C:\\Users\\ada\\.codex\\config.toml'] },
+  codex: each((p) => [under(p, '.codex', 'config.toml')]),
 };
 
 describe('client paths', () => {
@@ -46,20 +50,24 @@ describe('client paths', () => {
       });
     }
     it(`claude-code --project on ${platform}: .mcp.json in the folder`, () => {
-      expect(clientPaths('claude-code', { platform, home: HOMES[platform], env: ENVS[platform], cwd: CWD[platform] }, { project: true })).toEqual([platform === 'win32' ? 'C:\\Users\\ada\\proj\\.mcp.json' : `${CWD[platform]}/.mcp.json`]);
+      expect(clientPaths('claude-code', { platform, home: HOMES[platform], env: ENVS[platform], cwd: CWD[platform] }, { project: true })).toEqual([J[platform](CWD[platform], '.mcp.json')]);
     });
   }
 
   it('follows XDG_CONFIG_HOME on Linux, CODEX_HOME and CLAUDE_CONFIG_DIR everywhere; relative values are ignored', () => {
-    const ctx = { platform: 'linux' as const, home: '/home/ada', cwd: '/', env: { XDG_CONFIG_HOME: '/xdg', CODEX_HOME: '/codex', CLAUDE_CONFIG_DIR: '/cc' } };
-    expect(clientPaths('vscode', ctx)).toEqual(['/xdg/Code/User/mcp.json']);
-    expect(clientPaths('claude-desktop', ctx)).toEqual(['/xdg/Claude/claude_desktop_config.json']);
-    expect(clientPaths('codex', ctx)).toEqual(['/codex/config.toml']);
-    expect(clientPaths('claude-code', ctx)).toEqual(['/cc/.claude.json']);
-    expect(clientPaths('codex', { ...ctx, env: { CODEX_HOME: 'rel' } })).toEqual(['/home/ada/.codex/config.toml']);
+    const xdg = posix.join(posix.sep, 'xdg');
+    const codex = posix.join(posix.sep, 'codex');
+    const cc = posix.join(posix.sep, 'cc');
+    const ctx = { platform: 'linux' as const, home: HOMES.linux, cwd: posix.sep, env: { XDG_CONFIG_HOME: xdg, CODEX_HOME: codex, CLAUDE_CONFIG_DIR: cc } };
+    expect(clientPaths('vscode', ctx)).toEqual([posix.join(xdg, 'Code', 'User', 'mcp.json')]);
+    expect(clientPaths('claude-desktop', ctx)).toEqual([posix.join(xdg, 'Claude', 'claude_desktop_config.json')]);
+    expect(clientPaths('codex', ctx)).toEqual([posix.join(codex, 'config.toml')]);
+    expect(clientPaths('claude-code', ctx)).toEqual([posix.join(cc, '.claude.json')]);
+    expect(clientPaths('codex', { ...ctx, env: { CODEX_HOME: 'rel' } })).toEqual([under('linux', '.codex', 'config.toml')]);
     // macOS ignores XDG_CONFIG_HOME; Windows without APPDATA falls back to the profile's Roaming folder
-    expect(clientPaths('vscode', { ...ctx, platform: 'darwin', home: '/Users/ada' })).toEqual(['/Users/ada/Library/Application Support/Code/User/mcp.json']);
-    expect(clientPaths('vscode', { platform: 'win32', home: 'D:\\h', cwd: 'D:\\', env: {} })).toEqual(['D:\\h\\AppData\\Roaming\\Code\\User\\mcp.json']);
+    expect(clientPaths('vscode', { ...ctx, platform: 'darwin', home: HOMES.darwin })).toEqual([app('darwin', 'Code', 'User', 'mcp.json')]);
+    const other = win32.join('D:\\', 'h');
+    expect(clientPaths('vscode', { platform: 'win32', home: other, cwd: 'D:\\', env: {} })).toEqual([win32.join(other, 'AppData', 'Roaming', 'Code', 'User', 'mcp.json')]);
   });
 
   it('knows the names people type, not ambiguous ones', () => {
