@@ -21,6 +21,15 @@ export interface EntrySpec {
   args: string[];
 }
 
+/**
+ * What the entry runs: this Node and the real path of the running `main.js` (GUI clients start servers
+ * without the shell's PATH), then `serve --config FILE` always — a client starts servers in a project
+ * folder, where mcpx would otherwise pick up that project's `.mcp.json`.
+ */
+export function entrySpec(mainJs: string, configFile: string): EntrySpec {
+  return { command: process.execPath, args: [realTarget(mainJs), 'serve', '--config', configFile] };
+}
+
 /** The entry as this client writes one. */
 export function clientEntry(client: ClientInfo, spec: EntrySpec): Record<string, unknown> {
   return client.typeStdio ? { type: 'stdio', command: spec.command, args: spec.args } : { command: spec.command, args: spec.args };

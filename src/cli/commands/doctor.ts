@@ -55,35 +55,28 @@ export function register(program: Command, cli: CliContext): void {
       }
       checks.push({ check: 'daemon', ok: true, detail: alive ? `running (${t.socket})` : `not running (the first client command starts one at ${t.socket})` });
 
-      const [{ homeFolder }, clients, inst, running] = await Promise.all([import('../../config/settings.js'), import('../../install/clients.js'), import('../../install/install.js'), import('../../install/running.js')]);
+      const [{ homeFolder }, clients, inst, running, { realTarget }] = await Promise.all([import('../../config/settings.js'), import('../../install/clients.js'), import('../../install/install.js'), import('../../install/running.js'), import('../../install/files.js')]);
       const ctx = { platform: clients.currentPlatform(), home: homeFolder(env), env, cwd };
       const processes = running.listProcesses(ctx.platform);
       // Entries mcpx installed (its records), by the real path of the client's file.
       const records = Object.values(inst.readRecords(t.stateDir));
-      const { realpathSync } = await import('node:fs');
-      const real = (f: string): string => {
-        try {
-          return realpathSync(f);
-        } catch {
-          return f;
-        }
-      };
       const fixed: string[] = [];
-      const found = inst.allClientStatus(ctx).map((s) => ({ ...s, ...(running.runningNote(clients.findClient(s.client)!, ctx.platform, processes) === undefined ? {} : { running: true }) }));
+      const notes = new Map(clients.CLIENTS.map((c) => [c.name as string, running.runningNote(c, ctx.platform, processes)]));
+      const found = inst.allClientStatus(ctx).map((s) => ({ ...s, ...(notes.get(s.client) === undefined ? {} : { running: true }) }));
       for (const s of found) {
         const client = clients.findClient(s.client)!;
-        const record = records.find((r) => r.client === s.client && r.file === real(s.file));
+        const record = records.find((r) => r.client === s.client && r.file === realTarget(s.file));
         let gone = record !== undefined && s.error === undefined && !s.installed;
         if (gone && o.fix) {
           // The entry as install writes it, with the config file that install named.
-          const spec = { command: process.execPath, args: [realpathSync(cli.entry), 'serve', '--config', record!.configFile] };
+          const spec = inst.entrySpec(cli.entry, record!.configFile);
           const plan = inst.planInstall({ client, file: s.file, configFile: record!.configFile, spec, import: false, renames: new Map(), skips: new Set() });
           await inst.applyInstall(plan, t.stateDir);
           fixed.push(s.client);
           gone = false;
         }
         const ok = s.error === undefined && s.entryWorks !== false && !gone;
-        const note = running.runningNote(client, ctx.platform, processes);
+        const note = notes.get(s.client);
         const detail =
           s.error ??
           (gone

@@ -64,12 +64,9 @@ export function register(program: Command, cli: CliContext): void {
         renames.set(r.slice(0, eq), r.slice(eq + 1));
       }
       const { resolve } = await import('node:path');
-      const { realpathSync } = await import('node:fs');
       const { userConfigPath } = await import('../../config/config-file.js');
       const configFile = o.config !== undefined ? resolve(o.config) : userConfigPath(process.env);
-      // Absolute node and main.js: GUI clients start servers without the shell's PATH. --config always: a
-      // client starts servers in a project folder, where mcpx would otherwise pick up that project's .mcp.json.
-      const spec = { command: process.execPath, args: [realpathSync(cli.entry), 'serve', '--config', configFile] };
+      const spec = inst.entrySpec(cli.entry, configFile);
       const file = inst.clientFile(client, ctx, o.project === true);
       const makePlan = () => inst.planInstall({ client, file, configFile, spec, import: o.import === true, renames, skips: new Set(o.skip) });
       let plan = makePlan();
