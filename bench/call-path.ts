@@ -92,9 +92,36 @@ interface Variant {
  * each, as a user writes it: mcpx finds the SSE server through the Streamable HTTP attempt's 405.
  */
 const HTTP_UPSTREAMS = [
-  { id: 'http-modern', server: 'modern-http', file: 'v2-modern.mjs', path: '/mcp', modern: true, sse: false, what: 'Streamable HTTP SDK v2 modern-only server (v2-modern.mjs)', era: '2026-07-28' },
-  { id: 'http-legacy', server: 'legacy-http', file: 'v1-legacy-sessions.mjs', path: '/mcp', modern: false, sse: false, what: 'Streamable HTTP SDK v1 sessionful server (v1-legacy-sessions.mjs)', era: '2025-11-25' },
-  { id: 'sse', server: 'sse-http', file: 'v1-sse-legacy.mjs', path: '/sse', modern: false, sse: true, what: 'HTTP+SSE SDK v1 server (v1-sse-legacy.mjs)', era: '2025-11-25' },
+  {
+    id: 'http-modern',
+    server: 'modern-http',
+    file: 'v2-modern.mjs',
+    path: '/mcp',
+    modern: true,
+    sse: false,
+    what: 'Streamable HTTP SDK v2 modern-only server (v2-modern.mjs)',
+    era: '2026-07-28',
+  },
+  {
+    id: 'http-legacy',
+    server: 'legacy-http',
+    file: 'v1-legacy-sessions.mjs',
+    path: '/mcp',
+    modern: false,
+    sse: false,
+    what: 'Streamable HTTP SDK v1 sessionful server (v1-legacy-sessions.mjs)',
+    era: '2025-11-25',
+  },
+  {
+    id: 'sse',
+    server: 'sse-http',
+    file: 'v1-sse-legacy.mjs',
+    path: '/sse',
+    modern: false,
+    sse: true,
+    what: 'HTTP+SSE SDK v1 server (v1-sse-legacy.mjs)',
+    era: '2025-11-25',
+  },
 ] as const;
 
 const INFO = { name: 'mcpx-bench', version: '1.0.0' };
@@ -103,10 +130,19 @@ const ARGS = { text: 'bench' };
 
 function checkResult(r: unknown): void {
   const c = (r as { content?: Array<{ text?: string }>; isError?: boolean }) ?? {};
-  if (c.isError || !Array.isArray(c.content) || !String(c.content[0]?.text ?? '').startsWith('bench')) throw new Error(`unexpected result ${JSON.stringify(r).slice(0, 200)}`);
+  if (c.isError || !Array.isArray(c.content) || !String(c.content[0]?.text ?? '').startsWith('bench'))
+    throw new Error(`unexpected result ${JSON.stringify(r).slice(0, 200)}`);
 }
 
-async function sdkStdio(id: string, label: string, command: string, args: string[], env: NodeJS.ProcessEnv | undefined, modern: boolean, tool: string): Promise<Variant> {
+async function sdkStdio(
+  id: string,
+  label: string,
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv | undefined,
+  modern: boolean,
+  tool: string,
+): Promise<Variant> {
   const transport = new StdioClientTransport({ command, args, ...(env ? { env: env as Record<string, string> } : {}), stderr: 'ignore' });
   const client = new Client(INFO, modern ? MODERN : {});
   await client.connect(transport);
@@ -161,10 +197,27 @@ async function supergateway(): Promise<{ variant: Variant } | { why: string }> {
   if (!existsSync(entry)) return { why: 'supergateway is not installed (npm install)' };
   const port = await freePort();
   const child = track(
-    spawn(process.execPath, ['--import', join(ROOT, 'bench', 'loopback-only.mjs'), entry, '--stdio', `${process.execPath} ${DUAL}`, '--outputTransport', 'streamableHttp', '--stateful', '--port', String(port), '--logLevel', 'none'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-      cwd: ROOT,
-    }),
+    spawn(
+      process.execPath,
+      [
+        '--import',
+        join(ROOT, 'bench', 'loopback-only.mjs'),
+        entry,
+        '--stdio',
+        `${process.execPath} ${DUAL}`,
+        '--outputTransport',
+        'streamableHttp',
+        '--stateful',
+        '--port',
+        String(port),
+        '--logLevel',
+        'none',
+      ],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        cwd: ROOT,
+      },
+    ),
   );
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
@@ -213,11 +266,21 @@ async function shellRows(daemon: Daemon, base: Daemon | undefined): Promise<Shel
     { id: 'node', label: 'bare `node -e 0`', args: ['-e', '0'], d: daemon },
     { id: 'version', label: '`mcpx --version`', args: [MCPX, '--version'], d: daemon },
     { id: 'e', label: '`mcpx call dual echo` (warm daemon)', args: [MCPX, 'call', 'dual', 'echo', JSON.stringify(ARGS)], d: daemon },
-    ...HTTP_UPSTREAMS.map((u) => ({ id: `e-${u.id}`, label: `\`mcpx call ${u.server} echo\` (warm daemon; ${u.what})`, args: [MCPX, 'call', u.server, 'echo', JSON.stringify(ARGS)], d: daemon })),
+    ...HTTP_UPSTREAMS.map((u) => ({
+      id: `e-${u.id}`,
+      label: `\`mcpx call ${u.server} echo\` (warm daemon; ${u.what})`,
+      args: [MCPX, 'call', u.server, 'echo', JSON.stringify(ARGS)],
+      d: daemon,
+    })),
     ...(base && BASELINE_MCPX
       ? [
           { id: 'version-before', label: 'before: `mcpx --version`', args: [BASELINE_MCPX, '--version'], d: base },
-          { id: 'e-before', label: 'before: `mcpx call dual echo` (warm daemon)', args: [BASELINE_MCPX, 'call', 'dual', 'echo', JSON.stringify(ARGS)], d: base },
+          {
+            id: 'e-before',
+            label: 'before: `mcpx call dual echo` (warm daemon)',
+            args: [BASELINE_MCPX, 'call', 'dual', 'echo', JSON.stringify(ARGS)],
+            d: base,
+          },
         ]
       : []),
   ];
@@ -260,8 +323,28 @@ export async function benchCallPath(log: (line: string) => void): Promise<CallRe
     variants.push(await sdkStdio('c-modern', 'SDK v2 client → `mcpx serve`, 2026-07-28', process.execPath, [MCPX, 'serve'], daemon.env, true, 'dual__echo'));
     if (base && BASELINE_MCPX) {
       variants.push(v1Call(base.socket, 'b-before', 'before: POST /v1/call (daemon socket)'));
-      variants.push(await sdkStdio('c-legacy-before', 'before: SDK v2 client → `mcpx serve`, 2025-11-25', process.execPath, [BASELINE_MCPX, 'serve'], base.env, false, 'dual__echo'));
-      variants.push(await sdkStdio('c-modern-before', 'before: SDK v2 client → `mcpx serve`, 2026-07-28', process.execPath, [BASELINE_MCPX, 'serve'], base.env, true, 'dual__echo'));
+      variants.push(
+        await sdkStdio(
+          'c-legacy-before',
+          'before: SDK v2 client → `mcpx serve`, 2025-11-25',
+          process.execPath,
+          [BASELINE_MCPX, 'serve'],
+          base.env,
+          false,
+          'dual__echo',
+        ),
+      );
+      variants.push(
+        await sdkStdio(
+          'c-modern-before',
+          'before: SDK v2 client → `mcpx serve`, 2026-07-28',
+          process.execPath,
+          [BASELINE_MCPX, 'serve'],
+          base.env,
+          true,
+          'dual__echo',
+        ),
+      );
     }
     const sg = await supergateway();
     if ('variant' in sg) variants.push(sg.variant);
@@ -279,7 +362,14 @@ export async function benchCallPath(log: (line: string) => void): Promise<CallRe
     const cold: ColdRow[] = [];
     for (const v of variants) {
       const first = await drive(v.call, 1, COLD_CALLS);
-      cold.push({ id: v.id, label: v.label, calls: first.latencies.length, p50: percentile(first.latencies, 50), mean: first.latencies.reduce((a, b) => a + b, 0) / Math.max(1, first.latencies.length), errors: first.errors });
+      cold.push({
+        id: v.id,
+        label: v.label,
+        calls: first.latencies.length,
+        p50: percentile(first.latencies, 50),
+        mean: first.latencies.reduce((a, b) => a + b, 0) / Math.max(1, first.latencies.length),
+        errors: first.errors,
+      });
       await drive(v.call, 16, WARM_CALLS);
     }
 
@@ -305,14 +395,32 @@ export async function benchCallPath(log: (line: string) => void): Promise<CallRe
     for (const v of variants) {
       for (const c of CONCURRENCY) {
         const acc = runs.get(`${v.id}@${c}`)!;
-        rows.push({ id: v.id, label: v.label, concurrency: c, p50: figure(acc.p50), p99: figure(acc.p99), rate: figure(acc.rate), errors: acc.errors, ...(v.note ? { note: v.note } : {}) });
+        rows.push({
+          id: v.id,
+          label: v.label,
+          concurrency: c,
+          p50: figure(acc.p50),
+          p99: figure(acc.p99),
+          rate: figure(acc.rate),
+          errors: acc.errors,
+          ...(v.note ? { note: v.note } : {}),
+        });
       }
     }
     for (const v of variants) await v.close().catch(() => undefined);
     variants.length = 0;
     log('shell: mcpx call / --version / node -e 0');
     const shell = await shellRows(daemon, base);
-    return { fixture: `examples/servers/dual.mjs echo (stdio); HTTP upstreams: ${HTTP_UPSTREAMS.map((u) => `test/fixtures/http/${u.file}`).join(', ')} echo`, rounds: ROUNDS, calls: { 1: CALLS, 16: CALLS * 2 }, rows, cold, warmCalls: WARM_CALLS, missing, shell };
+    return {
+      fixture: `examples/servers/dual.mjs echo (stdio); HTTP upstreams: ${HTTP_UPSTREAMS.map((u) => `test/fixtures/http/${u.file}`).join(', ')} echo`,
+      rounds: ROUNDS,
+      calls: { 1: CALLS, 16: CALLS * 2 },
+      rows,
+      cold,
+      warmCalls: WARM_CALLS,
+      missing,
+      shell,
+    };
   } finally {
     for (const v of variants) await v.close().catch(() => undefined);
     await daemon?.stop();
@@ -320,4 +428,3 @@ export async function benchCallPath(log: (line: string) => void): Promise<CallRe
     for (const h of httpServers) await stopChild(h.child);
   }
 }
-

@@ -113,7 +113,11 @@ export function areaOf(frame: CallFrame): string {
     const parts = url.slice(5).split('/');
     return `node:${parts[0] === 'internal' ? parts.slice(1, 3).join('/') : parts[0]}`;
   }
-  return url.replace(/^file:\/\//, '').split('/').slice(-2).join('/');
+  return url
+    .replace(/^file:\/\//, '')
+    .split('/')
+    .slice(-2)
+    .join('/');
 }
 
 function whereOf(frame: CallFrame): string {
@@ -122,7 +126,13 @@ function whereOf(frame: CallFrame): string {
   const nm = url.lastIndexOf('/node_modules/');
   const own = url.lastIndexOf('/src/');
   const short =
-    nm !== -1 ? url.slice(nm + '/node_modules/'.length) : url.includes('/dist/') ? url.slice(url.indexOf('/dist/') + 6) : own !== -1 ? url.slice(own + 1) : url.replace(/^file:\/\//, '');
+    nm !== -1
+      ? url.slice(nm + '/node_modules/'.length)
+      : url.includes('/dist/')
+        ? url.slice(url.indexOf('/dist/') + 6)
+        : own !== -1
+          ? url.slice(own + 1)
+          : url.replace(/^file:\/\//, '');
   return `${short}:${frame.lineNumber + 1}`;
 }
 
@@ -176,9 +186,18 @@ export function summarise(profile: CpuProfile, calls: number, window?: { fromUs:
   }
   const entry = (k: string): FunctionEntry => {
     const f = frameOf.get(k)!;
-    return { name: f.functionName || '(anonymous)', where: whereOf(f), area: areaOf(f), selfPct: ((fnSelf.get(k) ?? 0) / busy) * 100, totalPct: ((fnTotal.get(k) ?? 0) / busy) * 100 };
+    return {
+      name: f.functionName || '(anonymous)',
+      where: whereOf(f),
+      area: areaOf(f),
+      selfPct: ((fnSelf.get(k) ?? 0) / busy) * 100,
+      totalPct: ((fnTotal.get(k) ?? 0) / busy) * 100,
+    };
   };
-  const topSelf = [...fnSelf.keys()].sort((a, b) => fnSelf.get(b)! - fnSelf.get(a)!).slice(0, 30).map(entry);
+  const topSelf = [...fnSelf.keys()]
+    .sort((a, b) => fnSelf.get(b)! - fnSelf.get(a)!)
+    .slice(0, 30)
+    .map(entry);
   const topTotalOwn = [...fnTotal.keys()]
     .filter((k) => isOwn(frameOf.get(k)!.url))
     .sort((a, b) => fnTotal.get(b)! - fnTotal.get(a)!)
@@ -210,7 +229,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(`busy ${s.busyMs.toFixed(0)} ms of ${s.windowMs.toFixed(0)} ms (${s.busyPct.toFixed(0)}%), ${s.cpuPerCallUs.toFixed(0)} µs per call`);
   for (const a of s.areas.slice(0, 15)) console.log(`${a.pct.toFixed(1).padStart(5)}%  ${a.usPerCall.toFixed(0).padStart(5)} µs/call  ${a.area}`);
   console.log('--- self');
-  for (const f of s.topSelf.slice(0, 25)) console.log(`${f.selfPct.toFixed(1).padStart(5)}% self ${f.totalPct.toFixed(1).padStart(5)}% total  ${f.name}  ${f.where}`);
+  for (const f of s.topSelf.slice(0, 25))
+    console.log(`${f.selfPct.toFixed(1).padStart(5)}% self ${f.totalPct.toFixed(1).padStart(5)}% total  ${f.name}  ${f.where}`);
   console.log('--- mcpx total');
   for (const f of s.topTotalOwn.slice(0, 25)) console.log(`${f.totalPct.toFixed(1).padStart(5)}% total  ${f.name}  ${f.where}`);
 }

@@ -144,7 +144,9 @@ export async function benchPool(log: (line: string) => void): Promise<PoolResult
       heapPerSessionKiB: heap.length > 0 ? figure(heap.map((x) => round(x, 2))) : null,
       acquireReleasePerSec: rate.length > 0 ? figure(rate) : null,
     });
-    log(`pool: ${n} sessions ${upAtDeadline === undefined ? `up in ${Math.round(start[Math.floor(start.length / 2)] ?? 0)} ms` : `not up within ${deadlineMs} ms (${upAtDeadline} were)`}`);
+    log(
+      `pool: ${n} sessions ${upAtDeadline === undefined ? `up in ${Math.round(start[Math.floor(start.length / 2)] ?? 0)} ms` : `not up within ${deadlineMs} ms (${upAtDeadline} were)`}`,
+    );
     if (upAtDeadline !== undefined) break; // larger sizes would only take longer
   }
   const global: number[] = [];

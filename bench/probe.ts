@@ -41,9 +41,27 @@ interface Fixture {
 }
 
 const FIXTURES: Fixture[] = [
-  { id: 'stdio-legacy-error', label: 'legacy, answers the probe with an error (SDK v1)', transport: 'stdio', args: [join(FIX, 'legacy-v1.mjs')], forced: 'force-initialize' },
-  { id: 'stdio-legacy-silent', label: 'legacy, silent before initialize', transport: 'stdio', args: [join(FIX, 'raw.mjs'), 'silent'], forced: 'force-initialize' },
-  { id: 'stdio-legacy-exit', label: 'legacy, exits on the probe', transport: 'stdio', args: [join(FIX, 'raw.mjs'), 'exit-pre-init'], forced: 'force-initialize' },
+  {
+    id: 'stdio-legacy-error',
+    label: 'legacy, answers the probe with an error (SDK v1)',
+    transport: 'stdio',
+    args: [join(FIX, 'legacy-v1.mjs')],
+    forced: 'force-initialize',
+  },
+  {
+    id: 'stdio-legacy-silent',
+    label: 'legacy, silent before initialize',
+    transport: 'stdio',
+    args: [join(FIX, 'raw.mjs'), 'silent'],
+    forced: 'force-initialize',
+  },
+  {
+    id: 'stdio-legacy-exit',
+    label: 'legacy, exits on the probe',
+    transport: 'stdio',
+    args: [join(FIX, 'raw.mjs'), 'exit-pre-init'],
+    forced: 'force-initialize',
+  },
   { id: 'stdio-dual', label: 'dual (SDK v2)', transport: 'stdio', args: [join(FIX, 'dual-v2.mjs')], forced: 'force-discover' },
   { id: 'stdio-modern', label: 'modern-only (SDK v2)', transport: 'stdio', args: [join(FIX, 'modern-v2.mjs')], forced: 'force-discover' },
   { id: 'http-legacy', label: 'legacy (SDK v1, sessions)', transport: 'http', args: [join(FIX, 'http', 'v1-legacy-sessions.mjs')], forced: 'force-initialize' },
@@ -104,7 +122,14 @@ function countWire(file: string, transport: 'stdio' | 'http'): { requests: numbe
   let processes = 0;
   outer: for (const e of events) {
     if (e.event === 'start') processes += 1;
-    const items = transport === 'stdio' ? (e.event === 'recv' ? [{ kind: e.kind ?? '', ...(e.method ? { method: e.method } : {}) }] : []) : e.event === 'request' ? e.rpc ?? [] : [];
+    const items =
+      transport === 'stdio'
+        ? e.event === 'recv'
+          ? [{ kind: e.kind ?? '', ...(e.method ? { method: e.method } : {}) }]
+          : []
+        : e.event === 'request'
+          ? (e.rpc ?? [])
+          : [];
     for (const item of items) {
       if (item.kind !== 'request') continue;
       if (item.method === 'tools/call') break outer;
@@ -157,7 +182,12 @@ async function timeSdkAuto(fx: Fixture, log: string, url: string | undefined): P
   try {
     const transport =
       fx.transport === 'stdio'
-        ? new StdioClientTransport({ command: process.execPath, args: ['--import', PRELOAD, ...fx.args], env: { ...(process.env as Record<string, string>), MCPX_FIXTURE_LOG: log }, stderr: 'ignore' })
+        ? new StdioClientTransport({
+            command: process.execPath,
+            args: ['--import', PRELOAD, ...fx.args],
+            env: { ...(process.env as Record<string, string>), MCPX_FIXTURE_LOG: log },
+            stderr: 'ignore',
+          })
         : new StreamableHTTPClientTransport(new URL(url!));
     await client.connect(transport);
     await client.callTool({ name: 'echo', arguments: { text: 'bench' } });
@@ -180,7 +210,8 @@ export async function benchProbe(log: (line: string) => void): Promise<ProbeResu
         const logOf = (v: ProbeVariant) => join(dir, `${v}.jsonl`);
         // One HTTP server per variant, so each log holds one variant's traffic.
         const definitionFor = async (v: ProbeVariant): Promise<{ def: ServerDefinition; url?: string }> => {
-          if (fx.transport === 'stdio') return { def: { command: process.execPath, args: ['--import', PRELOAD, ...fx.args], env: { MCPX_FIXTURE_LOG: logOf(v) } } };
+          if (fx.transport === 'stdio')
+            return { def: { command: process.execPath, args: ['--import', PRELOAD, ...fx.args], env: { MCPX_FIXTURE_LOG: logOf(v) } } };
           await http?.stop();
           http = await startHttp(fx.args, logOf(v));
           return { def: { url: http.url }, url: http.url };
@@ -235,7 +266,12 @@ export async function benchProbe(log: (line: string) => void): Promise<ProbeResu
       }
       const reqs = wire[v].map((w) => w.requests).sort((a, b) => a - b);
       const procs = wire[v].map((w) => w.processes).sort((a, b) => a - b);
-      cells[v] = { ms: figure(times[v]), requests: reqs[Math.floor(reqs.length / 2)]!, processes: procs[Math.floor(procs.length / 2)]!, ...(errors[v] ? { error: errors[v] } : {}) };
+      cells[v] = {
+        ms: figure(times[v]),
+        requests: reqs[Math.floor(reqs.length / 2)]!,
+        processes: procs[Math.floor(procs.length / 2)]!,
+        ...(errors[v] ? { error: errors[v] } : {}),
+      };
     }
     rows.push({ id: fx.id, label: fx.label, transport: fx.transport, cells });
     log(`probe: ${fx.transport} ${fx.label} done`);

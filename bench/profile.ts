@@ -60,7 +60,15 @@ async function main(): Promise<void> {
   removeFolder(d.dir);
   const out = join(ROOT, 'bench', 'profile.json');
   const all: ProfileFile = existsSync(out) ? (JSON.parse(readFileSync(out, 'utf8')) as ProfileFile) : {};
-  all[label] = { at: new Date().toISOString(), what: 'The daemon serving POST /v1/call over its socket, 16 in flight, to the warm dual fixture (examples/servers/dual.mjs echo)', calls, wallMs, ...summary, topSelf: summary.topSelf.slice(0, 20), topTotalOwn: summary.topTotalOwn.slice(0, 20) };
+  all[label] = {
+    at: new Date().toISOString(),
+    what: 'The daemon serving POST /v1/call over its socket, 16 in flight, to the warm dual fixture (examples/servers/dual.mjs echo)',
+    calls,
+    wallMs,
+    ...summary,
+    topSelf: summary.topSelf.slice(0, 20),
+    topTotalOwn: summary.topTotalOwn.slice(0, 20),
+  };
   writeFileSync(out, `${JSON.stringify(all, null, 2)}\n`);
   console.log(`profile "${label}": ${summary.cpuPerCallUs.toFixed(0)} µs of daemon CPU per call; busy ${summary.busyPct.toFixed(0)}%`);
   for (const a of summary.areas.slice(0, 12)) console.log(`  ${a.pct.toFixed(1).padStart(5)}%  ${a.usPerCall.toFixed(0).padStart(4)} µs/call  ${a.area}`);

@@ -53,7 +53,8 @@ export function computeTargets(r: Results, baseline = false): Target[] {
   const t: Target[] = [];
   const sfx = baseline ? '-before' : '';
   const own = (id: string, c: number) => row(r, `${id}${sfx}`, c);
-  const add = (id: string, measure: string, target: string, value: number | null, shown: string, met: boolean | null, by: string) => t.push({ id, measure, target, value: value === null ? null : round(value), shown, met, by });
+  const add = (id: string, measure: string, target: string, value: number | null, shown: string, met: boolean | null, by: string) =>
+    t.push({ id, measure, target, value: value === null ? null : round(value), shown, met, by });
   const aL1 = row(r, 'a-legacy', 1);
   const aM1 = row(r, 'a-modern', 1);
   const b1 = own('b', 1);
@@ -64,37 +65,100 @@ export function computeTargets(r: Results, baseline = false): Target[] {
   const d16 = row(r, 'd', 16);
   if (b1 && aM1) {
     const over = b1.p50.median - aM1.p50.median;
-    add('b-p50', '(b) p50 overhead over (a, 2026-07-28)', '≤ 0.25 ms', over, `${f2(over)} ms (${f2(aM1.p50.median)} → ${f2(b1.p50.median)})`, over <= 0.25, over <= 0.25 ? `${f2(0.25 - over)} ms to spare` : `missed by ${f2(over - 0.25)} ms`);
+    add(
+      'b-p50',
+      '(b) p50 overhead over (a, 2026-07-28)',
+      '≤ 0.25 ms',
+      over,
+      `${f2(over)} ms (${f2(aM1.p50.median)} → ${f2(b1.p50.median)})`,
+      over <= 0.25,
+      over <= 0.25 ? `${f2(0.25 - over)} ms to spare` : `missed by ${f2(over - 0.25)} ms`,
+    );
   }
   if (b16 && aM16) {
     const ratio = b16.rate.median / aM16.rate.median;
-    add('b-rate', '(b) calls/s at 16 in flight', '≥ 0.8× (a)', ratio, `${f2(ratio)}× (${Math.round(b16.rate.median)}/s vs ${Math.round(aM16.rate.median)}/s)`, ratio >= 0.8, ratio >= 0.8 ? `${f2(ratio - 0.8)}× to spare` : `missed by ${f2(0.8 - ratio)}×`);
+    add(
+      'b-rate',
+      '(b) calls/s at 16 in flight',
+      '≥ 0.8× (a)',
+      ratio,
+      `${f2(ratio)}× (${Math.round(b16.rate.median)}/s vs ${Math.round(aM16.rate.median)}/s)`,
+      ratio >= 0.8,
+      ratio >= 0.8 ? `${f2(ratio - 0.8)}× to spare` : `missed by ${f2(0.8 - ratio)}×`,
+    );
   }
-  for (const [id, floor, era] of [['c-legacy', aL1, '2025-11-25'], ['c-modern', aM1, '2026-07-28']] as const) {
+  for (const [id, floor, era] of [
+    ['c-legacy', aL1, '2025-11-25'],
+    ['c-modern', aM1, '2026-07-28'],
+  ] as const) {
     const c1 = own(id, 1);
     if (!c1 || !floor) continue;
     const over = c1.p50.median - floor.p50.median;
     const dOver = d1 && aL1 ? d1.p50.median - aL1.p50.median : null;
     const met = over <= 0.5 && (dOver === null || over < dOver);
-    add(`${id}-p50`, `(c) p50 overhead over (a), ${era} caller`, '≤ 0.5 ms, and below (d)', over, `${f2(over)} ms (${f2(floor.p50.median)} → ${f2(c1.p50.median)}); (d) ${dOver === null ? 'not measured' : `${f2(dOver)} ms`}`, met, over <= 0.5 ? (dOver !== null && over >= dOver ? `above (d) by ${f2(over - dOver)} ms` : `${f2(0.5 - over)} ms to spare`) : `missed by ${f2(over - 0.5)} ms`);
+    add(
+      `${id}-p50`,
+      `(c) p50 overhead over (a), ${era} caller`,
+      '≤ 0.5 ms, and below (d)',
+      over,
+      `${f2(over)} ms (${f2(floor.p50.median)} → ${f2(c1.p50.median)}); (d) ${dOver === null ? 'not measured' : `${f2(dOver)} ms`}`,
+      met,
+      over <= 0.5
+        ? dOver !== null && over >= dOver
+          ? `above (d) by ${f2(over - dOver)} ms`
+          : `${f2(0.5 - over)} ms to spare`
+        : `missed by ${f2(over - 0.5)} ms`,
+    );
     const c16 = own(id, 16);
     if (c16 && d16) {
       const ratio = c16.rate.median / d16.rate.median;
-      add(`${id}-rate`, `(c) calls/s at 16, ${era} caller`, 'above (d)', ratio, `${Math.round(c16.rate.median)}/s vs (d) ${Math.round(d16.rate.median)}/s = ${f2(ratio)}×${aL16 ? `; (a) ${Math.round((era === '2025-11-25' ? aL16 : aM16 ?? aL16).rate.median)}/s` : ''}`, ratio > 1, ratio > 1 ? `${f2(ratio)}× (d)` : `missed: ${f2(ratio)}× (d)`);
+      add(
+        `${id}-rate`,
+        `(c) calls/s at 16, ${era} caller`,
+        'above (d)',
+        ratio,
+        `${Math.round(c16.rate.median)}/s vs (d) ${Math.round(d16.rate.median)}/s = ${f2(ratio)}×${aL16 ? `; (a) ${Math.round((era === '2025-11-25' ? aL16 : (aM16 ?? aL16)).rate.median)}/s` : ''}`,
+        ratio > 1,
+        ratio > 1 ? `${f2(ratio)}× (d)` : `missed: ${f2(ratio)}× (d)`,
+      );
     }
   }
   const st = baseline ? r.startup?.baseline : r.startup;
   if (st) {
     const v = st.daemonReadyMs.median;
-    add('daemon-ready', 'daemon start → ready (demo config, servers not waited for)', '≤ 300 ms', v, `${v.toFixed(0)} ms`, v <= 300, v <= 300 ? `${(300 - v).toFixed(0)} ms to spare` : `missed by ${(v - 300).toFixed(0)} ms`);
+    add(
+      'daemon-ready',
+      'daemon start → ready (demo config, servers not waited for)',
+      '≤ 300 ms',
+      v,
+      `${v.toFixed(0)} ms`,
+      v <= 300,
+      v <= 300 ? `${(300 - v).toFixed(0)} ms to spare` : `missed by ${(v - 300).toFixed(0)} ms`,
+    );
     const s = st.serveFirstListMs.median;
-    add('serve-first-list', '`mcpx serve` start → first tools/list (catalogue present)', '≤ 250 ms', s, `${s.toFixed(0)} ms`, s <= 250, s <= 250 ? `${(250 - s).toFixed(0)} ms to spare` : `missed by ${(s - 250).toFixed(0)} ms`);
+    add(
+      'serve-first-list',
+      '`mcpx serve` start → first tools/list (catalogue present)',
+      '≤ 250 ms',
+      s,
+      `${s.toFixed(0)} ms`,
+      s <= 250,
+      s <= 250 ? `${(250 - s).toFixed(0)} ms to spare` : `missed by ${(s - 250).toFixed(0)} ms`,
+    );
   }
   const e = r.call?.shell.find((x) => x.id === `e${sfx}`);
   const node = r.call?.shell.find((x) => x.id === 'node');
   if (e && node) {
     const ratio = e.wallMs.median / node.wallMs.median;
-    add('cli-call', '`mcpx call` against a warm daemon, whole process', '≤ 2× bare `node -e 0`', ratio, `${f2(ratio)}× (${e.wallMs.median.toFixed(0)} ms vs ${node.wallMs.median.toFixed(0)} ms${e.maxRssMiB ? `; ${e.maxRssMiB.median.toFixed(0)} MiB vs ${node.maxRssMiB?.median.toFixed(0)} MiB` : ''})`, ratio <= 2, ratio <= 2 ? `${f2(2 - ratio)}× to spare` : `missed by ${f2(ratio - 2)}× (${(e.wallMs.median - 2 * node.wallMs.median).toFixed(0)} ms)`);
+    add(
+      'cli-call',
+      '`mcpx call` against a warm daemon, whole process',
+      '≤ 2× bare `node -e 0`',
+      ratio,
+      `${f2(ratio)}× (${e.wallMs.median.toFixed(0)} ms vs ${node.wallMs.median.toFixed(0)} ms${e.maxRssMiB ? `; ${e.maxRssMiB.median.toFixed(0)} MiB vs ${node.maxRssMiB?.median.toFixed(0)} MiB` : ''})`,
+      ratio <= 2,
+      ratio <= 2 ? `${f2(2 - ratio)}× to spare` : `missed by ${f2(ratio - 2)}× (${(e.wallMs.median - 2 * node.wallMs.median).toFixed(0)} ms)`,
+    );
   }
   if (baseline) return t; // the probe and the pool have no baseline twin (their code is not what changed)
   if (r.probe) {
@@ -110,10 +174,26 @@ export function computeTargets(r: Results, baseline = false): Target[] {
         const wait = r.probe.probeTimeoutMs;
         const mine = first.ms.median - wait;
         const theirs = sdk.ms.median - wait;
-        add(`probe-${id}`, `time to first result, stdio ${p.label}, first start`, '≤ 0.6× SDK auto', ratio, `${f2(ratio)}× (${first.ms.median.toFixed(0)} ms vs ${sdk.ms.median.toFixed(0)} ms)`, null, `not comparable: both wait out the ${wait} ms probe timeout; beyond it mcpx takes ${mine.toFixed(0)} ms, the SDK ${theirs.toFixed(0)} ms`);
+        add(
+          `probe-${id}`,
+          `time to first result, stdio ${p.label}, first start`,
+          '≤ 0.6× SDK auto',
+          ratio,
+          `${f2(ratio)}× (${first.ms.median.toFixed(0)} ms vs ${sdk.ms.median.toFixed(0)} ms)`,
+          null,
+          `not comparable: both wait out the ${wait} ms probe timeout; beyond it mcpx takes ${mine.toFixed(0)} ms, the SDK ${theirs.toFixed(0)} ms`,
+        );
         continue;
       }
-      add(`probe-${id}`, `time to first result, stdio ${p.label}, first start`, '≤ 0.6× SDK auto', ratio, `${f2(ratio)}× (${first.ms.median.toFixed(0)} ms vs ${sdk.ms.median.toFixed(0)} ms)`, ratio <= 0.6, ratio <= 0.6 ? `${f2(0.6 - ratio)}× to spare` : `missed by ${f2(ratio - 0.6)}×`);
+      add(
+        `probe-${id}`,
+        `time to first result, stdio ${p.label}, first start`,
+        '≤ 0.6× SDK auto',
+        ratio,
+        `${f2(ratio)}× (${first.ms.median.toFixed(0)} ms vs ${sdk.ms.median.toFixed(0)} ms)`,
+        ratio <= 0.6,
+        ratio <= 0.6 ? `${f2(0.6 - ratio)}× to spare` : `missed by ${f2(ratio - 0.6)}×`,
+      );
     }
   }
   if (r.pool) {
@@ -123,13 +203,46 @@ export function computeTargets(r: Results, baseline = false): Target[] {
     const done = [...p.sizes].reverse().find((x) => x.startAndProbeAllMs !== null);
     const h = at?.heapPerSessionKiB?.median ?? done?.heapPerSessionKiB?.median ?? null;
     const hAt = at?.heapPerSessionKiB ? p.target : done?.sessions;
-    add('pool-heap', `${p.target} session actors: heap per session`, '≤ 30 KB', h, h === null ? 'not measured' : `${h.toFixed(1)} KiB${hAt !== p.target ? ` (at ${hAt} sessions: ${p.target} did not come up)` : ''}`, h === null ? null : h <= 30, h === null ? '–' : h <= 30 ? `${(30 - h).toFixed(1)} KiB to spare` : `missed by ${(h - 30).toFixed(1)} KiB`);
+    add(
+      'pool-heap',
+      `${p.target} session actors: heap per session`,
+      '≤ 30 KB',
+      h,
+      h === null ? 'not measured' : `${h.toFixed(1)} KiB${hAt !== p.target ? ` (at ${hAt} sessions: ${p.target} did not come up)` : ''}`,
+      h === null ? null : h <= 30,
+      h === null ? '–' : h <= 30 ? `${(30 - h).toFixed(1)} KiB to spare` : `missed by ${(h - 30).toFixed(1)} KiB`,
+    );
     const s = at?.startAndProbeAllMs?.median ?? null;
-    const growth = p.sizes.map((x) => `${x.sessions}: ${x.startAndProbeAllMs ? `${Math.round(x.startAndProbeAllMs.median)} ms` : `> ${p.deadlineMs / 1000} s (${x.upAtDeadline ?? 0} up)`}`).join(', ');
-    add('pool-start', `${p.target} session actors: all started and probed`, '≤ 1 s', s, s === null ? `not within ${p.deadlineMs / 1000} s (${growth})` : `${s.toFixed(0)} ms (${growth})`, s === null ? false : s <= 1000, s === null ? `missed: ${last?.upAtDeadline ?? 0} of ${last?.sessions} up after ${p.deadlineMs / 1000} s` : s <= 1000 ? `${(1000 - s).toFixed(0)} ms to spare` : `missed by ${(s - 1000).toFixed(0)} ms`);
+    const growth = p.sizes
+      .map(
+        (x) =>
+          `${x.sessions}: ${x.startAndProbeAllMs ? `${Math.round(x.startAndProbeAllMs.median)} ms` : `> ${p.deadlineMs / 1000} s (${x.upAtDeadline ?? 0} up)`}`,
+      )
+      .join(', ');
+    add(
+      'pool-start',
+      `${p.target} session actors: all started and probed`,
+      '≤ 1 s',
+      s,
+      s === null ? `not within ${p.deadlineMs / 1000} s (${growth})` : `${s.toFixed(0)} ms (${growth})`,
+      s === null ? false : s <= 1000,
+      s === null
+        ? `missed: ${last?.upAtDeadline ?? 0} of ${last?.sessions} up after ${p.deadlineMs / 1000} s`
+        : s <= 1000
+          ? `${(1000 - s).toFixed(0)} ms to spare`
+          : `missed by ${(s - 1000).toFixed(0)} ms`,
+    );
     const a = at?.acquireReleasePerSec?.median ?? done?.acquireReleasePerSec?.median ?? null;
     const g = p.globalAcquireReleasePerSec.median;
-    add('pool-rate', 'acquire/release per second (warm instances)', '≥ 10,000/s', a ?? g, `${a === null ? '–' : `${Math.round(a)}/s over ${at?.acquireReleasePerSec ? p.target : done?.sessions} session instances`}; ${Math.round(g)}/s on one global instance`, (a ?? g) >= 10_000, (a ?? g) >= 10_000 ? `${f2((a ?? g) / 10_000)}× the target` : `missed: ${f2((a ?? g) / 10_000)}× the target`);
+    add(
+      'pool-rate',
+      'acquire/release per second (warm instances)',
+      '≥ 10,000/s',
+      a ?? g,
+      `${a === null ? '–' : `${Math.round(a)}/s over ${at?.acquireReleasePerSec ? p.target : done?.sessions} session instances`}; ${Math.round(g)}/s on one global instance`,
+      (a ?? g) >= 10_000,
+      (a ?? g) >= 10_000 ? `${f2((a ?? g) / 10_000)}× the target` : `missed: ${f2((a ?? g) / 10_000)}× the target`,
+    );
   }
   return t;
 }
@@ -162,7 +275,15 @@ export function chart(r: Results): string {
     vals.forEach((v, i) => {
       const y = y0 + 28 + i * (barH + gap);
       const id = ids[i]!;
-      const colour = id.startsWith('a') ? '#7f8c8d' : id === 'b' || (id.startsWith('b-') && !id.endsWith('-before')) ? '#2e86de' : id.startsWith('c') ? '#10ac84' : id === 'd' ? '#ee5253' : '#8e44ad';
+      const colour = id.startsWith('a')
+        ? '#7f8c8d'
+        : id === 'b' || (id.startsWith('b-') && !id.endsWith('-before'))
+          ? '#2e86de'
+          : id.startsWith('c')
+            ? '#10ac84'
+            : id === 'd'
+              ? '#ee5253'
+              : '#8e44ad';
       const label = `(${id}) ${labelOf(id).replace(/^before: /, '')}`;
       parts.push(`<text x="${left - 8}" y="${y + barH - 5}" text-anchor="end">${esc(label.length > 50 ? `${label.slice(0, 49)}…` : label)}</text>`);
       if (!v) return;
@@ -171,8 +292,20 @@ export function chart(r: Results): string {
       parts.push(`<text x="${(left + w + 6).toFixed(1)}" y="${y + barH - 5}">${esc(fmt(value(v)))}</text>`);
     });
   };
-  group(10, 'p50 latency, 1 in flight (ms; shorter is better)', (x) => x.p50.median, (v) => `${v.toFixed(2)} ms`, 1);
-  group(10 + groupH, 'calls/s, 16 in flight (longer is better)', (x) => x.rate.median, (v) => `${Math.round(v)}/s`, 16);
+  group(
+    10,
+    'p50 latency, 1 in flight (ms; shorter is better)',
+    (x) => x.p50.median,
+    (v) => `${v.toFixed(2)} ms`,
+    1,
+  );
+  group(
+    10 + groupH,
+    'calls/s, 16 in flight (longer is better)',
+    (x) => x.rate.median,
+    (v) => `${Math.round(v)}/s`,
+    16,
+  );
   parts.push('</svg>');
   return `${parts.join('\n')}\n`;
 }
@@ -183,14 +316,21 @@ export function chart(r: Results): string {
 function callTable(r: Results): string[] {
   if (!r.call) return ['(not measured in this run)'];
   const out = ['| path | in flight | p50 | p99 | calls/s |', '|---|---:|---|---|---|'];
-  for (const x of r.call.rows) out.push(`| (${x.id}) ${x.label}${x.note ? ` — ${x.note}` : ''}${x.errors ? ` (${x.errors} errors)` : ''} | ${x.concurrency} | ${showMs(x.p50)} | ${showMs(x.p99)} | ${showRate(x.rate)} |`);
+  for (const x of r.call.rows)
+    out.push(
+      `| (${x.id}) ${x.label}${x.note ? ` — ${x.note}` : ''}${x.errors ? ` (${x.errors} errors)` : ''} | ${x.concurrency} | ${showMs(x.p50)} | ${showMs(x.p99)} | ${showRate(x.rate)} |`,
+    );
   for (const m of r.call.missing) out.push(`| (${m.id}) ${m.label} | – | not measured: ${m.why} | | |`);
   out.push(...httpFloorLines(r));
   if (r.call.cold?.length) {
     out.push('');
-    out.push(`Before the rounds: the first ${r.call.cold[0]!.calls} calls of each path, one at a time, before anything warmed it (a fresh client and fixture; for (b) and "before: (b)", a fresh daemon each; each (c) row comes after its daemon's (b) row, so only its serve process is fresh). This is what a caller who calls now and then gets: V8 optimises code only after it has run many times.`, '');
+    out.push(
+      `Before the rounds: the first ${r.call.cold[0]!.calls} calls of each path, one at a time, before anything warmed it (a fresh client and fixture; for (b) and "before: (b)", a fresh daemon each; each (c) row comes after its daemon's (b) row, so only its serve process is fresh). This is what a caller who calls now and then gets: V8 optimises code only after it has run many times.`,
+      '',
+    );
     out.push('| path, first calls | p50 | mean |', '|---|---|---|');
-    for (const x of r.call.cold) out.push(`| (${x.id}) ${x.label}${x.errors ? ` (${x.errors} errors)` : ''} | ${x.p50.toFixed(2)} ms | ${x.mean.toFixed(2)} ms |`);
+    for (const x of r.call.cold)
+      out.push(`| (${x.id}) ${x.label}${x.errors ? ` (${x.errors} errors)` : ''} | ${x.p50.toFixed(2)} ms | ${x.mean.toFixed(2)} ms |`);
   }
   out.push('');
   out.push('| from the shell | wall (median per round, spread over rounds) | peak RSS |', '|---|---|---|');
@@ -200,9 +340,17 @@ function callTable(r: Results): string[] {
 
 /** Each HTTP upstream's (b-<id>) row against its own floor (a-<id>: the SDK client calling the same server directly). */
 export function httpFloorLines(r: Results): string[] {
-  const ids = [...new Set((r.call?.rows ?? []).map((x) => x.id))].filter((id) => id.startsWith('b-') && !id.endsWith('-before') && row(r, `a-${id.slice(2)}`, 1));
+  const ids = [...new Set((r.call?.rows ?? []).map((x) => x.id))].filter(
+    (id) => id.startsWith('b-') && !id.endsWith('-before') && row(r, `a-${id.slice(2)}`, 1),
+  );
   if (ids.length === 0) return [];
-  const out = ['', 'Over HTTP upstreams, `/v1/call` against its floor (the SDK client calling the same server directly over its transport):', '', '| upstream | p50 over the floor, 1 in flight | calls/s at 16 in flight, share of the floor |', '|---|---|---|'];
+  const out = [
+    '',
+    'Over HTTP upstreams, `/v1/call` against its floor (the SDK client calling the same server directly over its transport):',
+    '',
+    '| upstream | p50 over the floor, 1 in flight | calls/s at 16 in flight, share of the floor |',
+    '|---|---|---|',
+  ];
   for (const id of ids) {
     const [b1, a1, b16, a16] = [row(r, id, 1), row(r, `a-${id.slice(2)}`, 1), row(r, id, 16), row(r, `a-${id.slice(2)}`, 16)];
     const what = (b1 ?? b16)?.label.replace(/^.*→ /, '') ?? id;
@@ -216,8 +364,18 @@ export function httpFloorLines(r: Results): string[] {
 function probeTable(r: Results): string[] {
   if (!r.probe) return ['(not measured in this run)'];
   const v: ProbeVariant[] = ['forced', 'first', 'cached', 'sdkAuto'];
-  const names: Record<ProbeVariant, string> = { forced: 'mcpx, era forced (no probe)', first: 'mcpx first start', cached: 'mcpx cached start', sdkAuto: "SDK v2 `mode: 'auto'`" };
-  const out = [`Each cell: start → first tools/call result (median, spread) · JSON-RPC requests before the call · processes spawned. ${r.probe.rounds} rounds; probe timeout ${r.probe.probeTimeoutMs} ms for both.`, '', `| server | ${v.map((x) => names[x]).join(' | ')} | first ÷ SDK |`, `|---|${v.map(() => '---').join('|')}|---:|`];
+  const names: Record<ProbeVariant, string> = {
+    forced: 'mcpx, era forced (no probe)',
+    first: 'mcpx first start',
+    cached: 'mcpx cached start',
+    sdkAuto: "SDK v2 `mode: 'auto'`",
+  };
+  const out = [
+    `Each cell: start → first tools/call result (median, spread) · JSON-RPC requests before the call · processes spawned. ${r.probe.rounds} rounds; probe timeout ${r.probe.probeTimeoutMs} ms for both.`,
+    '',
+    `| server | ${v.map((x) => names[x]).join(' | ')} | first ÷ SDK |`,
+    `|---|${v.map(() => '---').join('|')}|---:|`,
+  ];
   for (const p of r.probe.rows) {
     const cells = v.map((x) => {
       const c = p.cells[x];
@@ -235,7 +393,9 @@ function probeTable(r: Results): string[] {
 function targetTable(r: Results, before: Results | undefined): string[] {
   const now = r.targets ?? [];
   const was = new Map((before?.targets ?? []).map((t) => [t.id, t]));
-  const out = before ? ['| measure | target | before | after | met? |', '|---|---|---|---|---|'] : ['| measure | target | figure | met? |', '|---|---|---|---|'];
+  const out = before
+    ? ['| measure | target | before | after | met? |', '|---|---|---|---|---|']
+    : ['| measure | target | figure | met? |', '|---|---|---|---|'];
   for (const t of now) {
     const verdict = t.met === null ? '–' : t.met ? `yes (${t.by})` : `**no** (${t.by})`;
     if (before) out.push(`| ${t.measure} | ${t.target} | ${was.get(t.id)?.shown ?? '–'} | ${t.shown} | ${verdict} |`);
@@ -251,7 +411,10 @@ function profileSection(): string[] {
   const out: string[] = [];
   for (const [label, s] of Object.entries(p)) {
     out.push(`### ${label} (${s.at})`, '');
-    out.push(`${s.what}. ${s.calls} calls in ${(s.wallMs / 1000).toFixed(1)} s (${Math.round(s.calls / (s.wallMs / 1000))}/s); the daemon was busy ${s.busyPct.toFixed(0)}% of the sampled time; per call ≈ ${s.cpuPerCallUs.toFixed(0)} µs of daemon CPU.`, '');
+    out.push(
+      `${s.what}. ${s.calls} calls in ${(s.wallMs / 1000).toFixed(1)} s (${Math.round(s.calls / (s.wallMs / 1000))}/s); the daemon was busy ${s.busyPct.toFixed(0)}% of the sampled time; per call ≈ ${s.cpuPerCallUs.toFixed(0)} µs of daemon CPU.`,
+      '',
+    );
     out.push('By area (self time, share of busy samples):', '', '| area | self % | µs per call |', '|---|---:|---:|');
     for (const a of s.areas.slice(0, 12)) out.push(`| ${a.area} | ${a.pct.toFixed(1)} | ${a.usPerCall.toFixed(0)} |`);
     out.push('', 'Top functions by self time:', '', '| function | where | self % | total % |', '|---|---|---:|---:|');
@@ -264,9 +427,16 @@ function profileSection(): string[] {
 }
 
 function poolLines(p: PoolResults): string[] {
-  const out = [`\`call\` scope (each call its own session), N \`hold\` calls at once; ${p.rounds} rounds; a size not all up within ${p.deadlineMs / 1000} s is given up${p.gcExposed ? '; heap after a full GC' : ' (no --expose-gc: heap figures are noisy)'}.`, '', '| sessions | all started and probed | heap per session | acquire/release per second (session scope, warm) |', '|---:|---|---|---|'];
+  const out = [
+    `\`call\` scope (each call its own session), N \`hold\` calls at once; ${p.rounds} rounds; a size not all up within ${p.deadlineMs / 1000} s is given up${p.gcExposed ? '; heap after a full GC' : ' (no --expose-gc: heap figures are noisy)'}.`,
+    '',
+    '| sessions | all started and probed | heap per session | acquire/release per second (session scope, warm) |',
+    '|---:|---|---|---|',
+  ];
   for (const x of p.sizes) {
-    out.push(`| ${x.sessions} | ${x.startAndProbeAllMs ? showMs(x.startAndProbeAllMs, 0) : `not within ${p.deadlineMs / 1000} s (${x.upAtDeadline ?? 0} up)`} | ${x.heapPerSessionKiB ? `${x.heapPerSessionKiB.median.toFixed(1)} KiB (${x.heapPerSessionKiB.min.toFixed(1)}–${x.heapPerSessionKiB.max.toFixed(1)})` : '–'} | ${showRate(x.acquireReleasePerSec ?? undefined)} |`);
+    out.push(
+      `| ${x.sessions} | ${x.startAndProbeAllMs ? showMs(x.startAndProbeAllMs, 0) : `not within ${p.deadlineMs / 1000} s (${x.upAtDeadline ?? 0} up)`} | ${x.heapPerSessionKiB ? `${x.heapPerSessionKiB.median.toFixed(1)} KiB (${x.heapPerSessionKiB.min.toFixed(1)}–${x.heapPerSessionKiB.max.toFixed(1)})` : '–'} | ${showRate(x.acquireReleasePerSec ?? undefined)} |`,
+    );
   }
   out.push('', `One warm \`global\` instance, 64 in flight: ${showRate(p.globalAcquireReleasePerSec)} acquire/release (each an in-memory tools/call).`);
   return out;
@@ -288,7 +458,9 @@ export function markdown(r: Results, before: Results | undefined, notes: string)
     ...(r.failed ? Object.entries(r.failed).map(([k, v]) => `**The ${k} section failed in this run:** ${v}\n`) : []),
     ...targetTable(r, before),
     '',
-    before ? `"before": ${r.baselineTargets ? `the call-path, CLI and start rows measured in this same run, interleaved, on another build (MCPX_BENCH_BASELINE${r.baselineCommit ? `: commit ${r.baselineCommit}` : ''}); the probe and pool rows (which have no twin in a run) from bench/results.before.json (${before.generatedAt}${before.quick ? ', quick mode' : ''}), the code before any of the call-path work` : `bench/results.before.json (${before.generatedAt}${before.quick ? ', quick mode' : ''}), measured on the same machine before the fixes`}.` : '',
+    before
+      ? `"before": ${r.baselineTargets ? `the call-path, CLI and start rows measured in this same run, interleaved, on another build (MCPX_BENCH_BASELINE${r.baselineCommit ? `: commit ${r.baselineCommit}` : ''}); the probe and pool rows (which have no twin in a run) from bench/results.before.json (${before.generatedAt}${before.quick ? ', quick mode' : ''}), the code before any of the call-path work` : `bench/results.before.json (${before.generatedAt}${before.quick ? ', quick mode' : ''}), measured on the same machine before the fixes`}.`
+      : '',
     '',
     '## The call path',
     '',
@@ -298,7 +470,7 @@ export function markdown(r: Results, before: Results | undefined, notes: string)
     '',
     ...callTable(r),
     '',
-    '## The era probe against the SDK\'s `auto` negotiation',
+    "## The era probe against the SDK's `auto` negotiation",
     '',
     ...probeTable(r),
     '',
@@ -306,7 +478,9 @@ export function markdown(r: Results, before: Results | undefined, notes: string)
     '',
     r.startup ? `- daemon start → ready (the bundled demo, no config file): ${showMs(r.startup.daemonReadyMs, 0)}` : '- (not measured in this run)',
     r.startup ? `- \`mcpx serve\` start → first tools/list answered (catalogue on disk, warm daemon): ${showMs(r.startup.serveFirstListMs, 0)}` : '',
-    r.startup?.baseline ? `- before (same run, interleaved): daemon start → ready ${showMs(r.startup.baseline.daemonReadyMs, 0)}; \`mcpx serve\` start → first tools/list ${showMs(r.startup.baseline.serveFirstListMs, 0)}` : '',
+    r.startup?.baseline
+      ? `- before (same run, interleaved): daemon start → ready ${showMs(r.startup.baseline.daemonReadyMs, 0)}; \`mcpx serve\` start → first tools/list ${showMs(r.startup.baseline.serveFirstListMs, 0)}`
+      : '',
     '',
     '## The pool at scale (in-memory upstream)',
     '',

@@ -43,7 +43,9 @@ async function main(): Promise<void> {
       cpuModel: cpu[0]?.model.trim() ?? 'unknown',
       memGiB: Math.round(totalmem() / 2 ** 30),
       platform: `${platform()} ${release()}`,
-      loadStart: loadavg().map((x) => x.toFixed(2)).join(' '),
+      loadStart: loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' '),
     },
     versions: {
       node: process.versions.node,
@@ -63,7 +65,7 @@ async function main(): Promise<void> {
     try {
       return await run();
     } catch (err) {
-      log(`${name}: failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+      log(`${name}: failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
       (results.failed ??= {})[name] = err instanceof Error ? err.message : String(err);
       await cleanupAll();
       return undefined;
@@ -72,7 +74,10 @@ async function main(): Promise<void> {
   const baseline = process.env['MCPX_BENCH_BASELINE'];
   if (baseline) {
     try {
-      results.baselineCommit = execFileSync('git', ['-C', baseline, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+      results.baselineCommit = execFileSync('git', ['-C', baseline, 'rev-parse', '--short', 'HEAD'], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim();
     } catch {
       // not a git checkout: the report names no commit
     }
@@ -81,7 +86,9 @@ async function main(): Promise<void> {
   results.startup = await section('startup', () => benchStartup(log));
   results.probe = await section('probe', () => benchProbe(log));
   results.pool = await section('pool', () => benchPool(log));
-  results.machine['loadEnd'] = loadavg().map((x) => x.toFixed(2)).join(' ');
+  results.machine['loadEnd'] = loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
   results.targets = computeTargets(results);
   const baselineTargets = computeTargets(results, true);
   if (baselineTargets.length > 0) results.baselineTargets = baselineTargets;

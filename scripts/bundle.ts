@@ -59,7 +59,10 @@ const NODE_ESM = {
  * is noticed, never silently bundled eagerly or, worse, half-rewritten.
  */
 const LAZY_REQUIRES: Array<{ file: string; requires: string[] }> = [
-  { file: 'node_modules/fastify/lib/server.js', requires: ["const https = require('node:https')", "const http2 = require('node:http2')", "const dns = require('node:dns')"] },
+  {
+    file: 'node_modules/fastify/lib/server.js',
+    requires: ["const https = require('node:https')", "const http2 = require('node:http2')", "const dns = require('node:dns')"],
+  },
   { file: 'node_modules/fastify/lib/plugin-utils.js', requires: ["const semver = require('semver')"] },
   { file: 'node_modules/commander/lib/command.js', requires: ["const childProcess = require('node:child_process')"] },
 ];
@@ -87,7 +90,8 @@ function lazyRequires(): Plugin {
       }
       b.onEnd(() => {
         const missed = LAZY_REQUIRES.filter((l) => !rewritten.has(l.file)).map((l) => l.file);
-        if (missed.length > 0) throw new Error(`lazy-requires: not bundled from the expected path: ${missed.join(', ')}; update LAZY_REQUIRES in scripts/bundle.ts`);
+        if (missed.length > 0)
+          throw new Error(`lazy-requires: not bundled from the expected path: ${missed.join(', ')}; update LAZY_REQUIRES in scripts/bundle.ts`);
       });
     },
   };

@@ -153,18 +153,21 @@ const daemonGone = () => daemon === undefined || daemon.exitCode !== null || dae
 function api(method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs = 15_000): Promise<{ status: number; body: unknown }> {
   return new Promise((done, fail) => {
     const data = body === undefined ? undefined : JSON.stringify(body);
-    const req = httpRequest({ socketPath: socket, method, path, headers: data === undefined ? {} : { 'content-type': 'application/json' }, timeout: timeoutMs }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => {
-        try {
-          done({ status: res.statusCode ?? 0, body: JSON.parse(text) });
-        } catch {
-          done({ status: res.statusCode ?? 0, body: text });
-        }
-      });
-    });
+    const req = httpRequest(
+      { socketPath: socket, method, path, headers: data === undefined ? {} : { 'content-type': 'application/json' }, timeout: timeoutMs },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => {
+          try {
+            done({ status: res.statusCode ?? 0, body: JSON.parse(text) });
+          } catch {
+            done({ status: res.statusCode ?? 0, body: text });
+          }
+        });
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within ${timeoutMs} ms`)));
     req.on('error', fail);
     req.end(data);
@@ -175,7 +178,10 @@ async function waitForDaemon(limitMs: number): Promise<void> {
   const end = Date.now() + limitMs;
   for (;;) {
     if (daemonGone()) throw new Error(`the daemon exited at start:\n${daemonOut.slice(-2000)}`);
-    const up = await api('GET', '/v1/health', undefined, 1_000).then((r) => r.status === 200, () => false);
+    const up = await api('GET', '/v1/health', undefined, 1_000).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (up) return;
     if (Date.now() > end) throw new Error(`the daemon did not answer on ${socket} within ${limitMs} ms`);
     await new Promise((r) => setTimeout(r, 25));
@@ -264,7 +270,10 @@ async function main(): Promise<number> {
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   // Mocks answer in milliseconds; a request left hanging ends well inside the runner's limit, so the CLI
   // still writes its checks (it waits for the client before it grades).
-  writeFileSync(configFile, `${JSON.stringify({ mcpServers: { [SERVER]: { url: target.href, protocol: 'prefer-discover', mcpx: { startTimeout: '10s', requestTimeout: '10s' } } } }, null, 2)}\n`);
+  writeFileSync(
+    configFile,
+    `${JSON.stringify({ mcpServers: { [SERVER]: { url: target.href, protocol: 'prefer-discover', mcpx: { startTimeout: '10s', requestTimeout: '10s' } } } }, null, 2)}\n`,
+  );
 
   startDaemon();
   await waitForDaemon(15_000);
@@ -304,11 +313,13 @@ async function main(): Promise<number> {
     if (LIST_ONLY.has(scenario)) return 0;
 
     const calls = contextToolCalls() ?? tools.map((tool) => ({ name: tool.name, arguments: argsFor(tool, tools) }));
-    for (const call of calls) await run(`${call.name}(${clip(JSON.stringify(call.arguments), 120)})`, ['call', SERVER, call.name, JSON.stringify(call.arguments), ...CONSENT]);
+    for (const call of calls)
+      await run(`${call.name}(${clip(JSON.stringify(call.arguments), 120)})`, ['call', SERVER, call.name, JSON.stringify(call.arguments), ...CONSENT]);
 
     // Resources and prompts: listed by the catalogue (empty when the server has no such capability).
     const catalog = await api('GET', '/v1/catalog');
-    const entry = isObject(catalog.body) && Array.isArray(catalog.body.servers) ? catalog.body.servers.find((s) => isObject(s) && s.server === SERVER) : undefined;
+    const entry =
+      isObject(catalog.body) && Array.isArray(catalog.body.servers) ? catalog.body.servers.find((s) => isObject(s) && s.server === SERVER) : undefined;
     if (!isObject(entry)) {
       log(`catalog: no entry for ${SERVER} (${catalog.status}): ${clip(JSON.stringify(catalog.body))}`);
       return 1;
@@ -318,7 +329,9 @@ async function main(): Promise<number> {
     for (const p of items('prompts')) {
       if (typeof p.name !== 'string') continue;
       const args = Array.isArray(p.arguments)
-        ? Object.fromEntries(p.arguments.filter((a) => isObject(a) && a.required === true && typeof a.name === 'string').map((a) => [(a as { name: string }).name, 'example']))
+        ? Object.fromEntries(
+            p.arguments.filter((a) => isObject(a) && a.required === true && typeof a.name === 'string').map((a) => [(a as { name: string }).name, 'example']),
+          )
         : {};
       await request(`prompts/get ${p.name}`, 'prompts/get', { name: p.name, arguments: args });
     }

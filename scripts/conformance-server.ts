@@ -35,7 +35,19 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { children, DEFAULT_VERSIONS, failing, killGroup, printHelp, root, runCli, spawnTracked, UsageError, type Check, type Status } from './conformance/common.js';
+import {
+  children,
+  DEFAULT_VERSIONS,
+  failing,
+  killGroup,
+  printHelp,
+  root,
+  runCli,
+  spawnTracked,
+  UsageError,
+  type Check,
+  type Status,
+} from './conformance/common.js';
 
 const shim = join(root, 'scripts', 'conformance', 'register.mjs');
 const fixtureHost = join(root, 'test', 'fixtures', 'http', 'conformance-upstream-http.mjs');
@@ -175,7 +187,12 @@ async function runScenario(url: string, scenario: string, version: string, force
     const checks = JSON.parse(readFileSync(join(dir, sub.name, 'checks.json'), 'utf8')) as Check[];
     return { scenario, version, checks, ms };
   }
-  const tail = r.out.replace(/\x1b\[[0-9;]*m/g, '').trim().split('\n').slice(-6).join(' | ');
+  const tail = r.out
+    .replace(/\x1b\[[0-9;]*m/g, '')
+    .trim()
+    .split('\n')
+    .slice(-6)
+    .join(' | ');
   const problem = r.killed
     ? `killed after ${Math.round((timeoutMs + KILL_GRACE_MS) / 1000)} s without results`
     : /SKIPPED: scenario/.test(r.out)
@@ -225,7 +242,6 @@ function readBaseline(file: string): BaselineEntry[] {
   }
   return entries;
 }
-
 
 interface Verdict {
   unexpected: string[];
@@ -342,10 +358,23 @@ function cell(r: RunResult | undefined, required: boolean, entries: BaselineEntr
 }
 
 function printTable(results: RunResult[], versions: string[], order: string[], required: Map<string, Set<string>>, entries: BaselineEntry[]): void {
-  const rows = order.map((s) => [s, ...versions.map((v) => cell(results.find((r) => r.scenario === s && r.version === v), required.get(v)?.has(s) ?? false, entries))]);
+  const rows = order.map((s) => [
+    s,
+    ...versions.map((v) =>
+      cell(
+        results.find((r) => r.scenario === s && r.version === v),
+        required.get(v)?.has(s) ?? false,
+        entries,
+      ),
+    ),
+  ]);
   const head = ['SCENARIO', ...versions];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const fmt = (cols: string[]) => cols.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const fmt = (cols: string[]) =>
+    cols
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   console.log(fmt(head));
   for (const r of rows) console.log(fmt(r));
   console.log('\nN/M: SUCCESS checks of SUCCESS+FAILURE; +Nw / +Ns: WARNING / SKIPPED checks. pass: nothing failing;');
@@ -416,14 +445,18 @@ async function main(): Promise<number> {
       results.push(r);
       const bad = r.checks.filter((c) => c.status === 'FAILURE').length;
       const warn = r.checks.filter((c) => c.status === 'WARNING').length;
-      console.log(`[${String(i + 1).padStart(3)}/${plan.length}] ${p.version} ${p.scenario}: ${bad > 0 ? `${bad} failed` : 'ok'}${warn > 0 ? `, ${warn} warnings` : ''} (${(r.ms / 1000).toFixed(1)} s)`);
+      console.log(
+        `[${String(i + 1).padStart(3)}/${plan.length}] ${p.version} ${p.scenario}: ${bad > 0 ? `${bad} failed` : 'ok'}${warn > 0 ? `, ${warn} warnings` : ''} (${(r.ms / 1000).toFixed(1)} s)`,
+      );
     }
 
     const order = [...new Set(plan.map((p) => p.scenario))];
     console.log('');
     printTable(results, opts.versions, order, required, entries);
 
-    const problems = results.flatMap((r) => r.checks.filter(failing).map((c) => `  ${r.version} ${r.scenario} [${c.id}] ${c.status}: ${(c.errorMessage ?? '').replace(/\s+/g, ' ').slice(0, 300)}`));
+    const problems = results.flatMap((r) =>
+      r.checks.filter(failing).map((c) => `  ${r.version} ${r.scenario} [${c.id}] ${c.status}: ${(c.errorMessage ?? '').replace(/\s+/g, ' ').slice(0, 300)}`),
+    );
     if (problems.length > 0) console.log(`\nFailing and warning checks:\n${problems.join('\n')}`);
 
     const verdict = judge(results, entries);
@@ -447,7 +480,9 @@ async function main(): Promise<number> {
               scenario: r.scenario,
               version: r.version,
               ms: r.ms,
-              counts: Object.fromEntries((['SUCCESS', 'FAILURE', 'WARNING', 'SKIPPED', 'INFO'] as Status[]).map((s) => [s, r.checks.filter((c) => c.status === s).length])),
+              counts: Object.fromEntries(
+                (['SUCCESS', 'FAILURE', 'WARNING', 'SKIPPED', 'INFO'] as Status[]).map((s) => [s, r.checks.filter((c) => c.status === s).length]),
+              ),
               failing: r.checks.filter(failing).map((c) => ({ id: c.id, status: c.status, errorMessage: c.errorMessage })),
             })),
             verdict,

@@ -83,7 +83,8 @@ function parseOptions() {
   const parallel = Number(values.parallel);
   if (!Number.isInteger(parallel) || parallel < 1) throw new UsageError(`--parallel wants a positive integer, got ${values.parallel}`);
   const timeoutS = Number(values.timeout);
-  if (!Number.isFinite(timeoutS) || timeoutS * 1000 <= CLIENT_MARGIN_MS) throw new UsageError(`--timeout wants more than ${CLIENT_MARGIN_MS / 1000} seconds, got ${values.timeout}`);
+  if (!Number.isFinite(timeoutS) || timeoutS * 1000 <= CLIENT_MARGIN_MS)
+    throw new UsageError(`--timeout wants more than ${CLIENT_MARGIN_MS / 1000} seconds, got ${values.timeout}`);
   return {
     versions: values['spec-version'].length > 0 ? values['spec-version'] : DEFAULT_VERSIONS,
     scenarios: values.scenario,
@@ -117,7 +118,8 @@ function readEntries(file: string, keys: (key: string) => { version?: string } |
       const item = /^\s+-\s+([A-Za-z0-9_./*-]+)\s*(?:#\s*(.*?))?\s*$/.exec(raw);
       if (!item || !key) throw new UsageError(`${file}:${line}: expected '<key>:' or '  - <scenario>  # reason', got ${JSON.stringify(raw)}`);
       const pattern = item[1] as string;
-      if (pattern.includes('*') && !/^[^*]+\/\*$/.test(pattern)) throw new UsageError(`${file}:${line}: a pattern is a scenario name or '<prefix>/*', got ${pattern}`);
+      if (pattern.includes('*') && !/^[^*]+\/\*$/.test(pattern))
+        throw new UsageError(`${file}:${line}: a pattern is a scenario name or '<prefix>/*', got ${pattern}`);
       const reason = (item[2] ?? '').trim();
       if (reason === '') throw new UsageError(`${file}:${line}: ${pattern} needs a reason: '  - ${pattern}  # why'`);
       entries.push({ pattern, reason, ...(key.version !== undefined && { version: key.version }), file, line });
@@ -128,7 +130,8 @@ function readEntries(file: string, keys: (key: string) => { version?: string } |
 const matches = (e: Entry, scenario: string, version: string) =>
   (e.version === undefined || e.version === version) && (e.pattern.endsWith('/*') ? scenario.startsWith(e.pattern.slice(0, -1)) : scenario === e.pattern);
 
-const versionKeys = (prefix: string) => (key: string) => (key === prefix ? {} : key.startsWith(`${prefix}-`) ? { version: key.slice(prefix.length + 1) } : null);
+const versionKeys = (prefix: string) => (key: string) =>
+  key === prefix ? {} : key.startsWith(`${prefix}-`) ? { version: key.slice(prefix.length + 1) } : null;
 
 // ------------------------------------------------------------------ child processes
 
@@ -143,7 +146,8 @@ async function listClient(version: string): Promise<string[]> {
     if (!m) break;
     names.push(m[1] as string);
   }
-  if (r.code !== 0 || names.length === 0) throw new Error(`conformance list --client --spec-version ${version} failed (exit ${r.code}):\n${r.out.slice(-2000)}`);
+  if (r.code !== 0 || names.length === 0)
+    throw new Error(`conformance list --client --spec-version ${version} failed (exit ${r.code}):\n${r.out.slice(-2000)}`);
   return names;
 }
 
@@ -153,7 +157,19 @@ async function runScenario(scenario: string, version: string, timeoutMs: number,
   const dir = join(outRoot, version, scenario.replace(/\//g, '__'));
   mkdirSync(dir, { recursive: true });
   const started = Date.now();
-  const args = ['client', '--command', `${process.execPath} ${adapter}`, '--scenario', scenario, '--spec-version', version, '--timeout', String(timeoutMs - CLIENT_MARGIN_MS), '-o', dir];
+  const args = [
+    'client',
+    '--command',
+    `${process.execPath} ${adapter}`,
+    '--scenario',
+    scenario,
+    '--spec-version',
+    version,
+    '--timeout',
+    String(timeoutMs - CLIENT_MARGIN_MS),
+    '-o',
+    dir,
+  ];
   const r = await runCli(preloads, args, timeoutMs);
   const ms = Date.now() - started;
   const text = r.out.replace(/\x1b\[[0-9;]*m/g, '');
@@ -203,7 +219,13 @@ function cell(r: RunResult, expected: Entry[]): string {
 
 function printTable(rows: string[][]): void {
   const widths = (rows[0] ?? []).map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  for (const r of rows) console.log(r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
+  for (const r of rows)
+    console.log(
+      r
+        .map((c, i) => c.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    );
 }
 
 // ------------------------------------------------------------------ main
@@ -250,7 +272,8 @@ async function main(): Promise<number> {
     if (opts.scenarios.length === 0) {
       for (const e of notApplicable) if (!skipped.some((s) => s.entry === e)) stale.push(`${e.file}:${e.line}: ${e.pattern} matches no client scenario listed`);
       for (const e of expected) {
-        if (![...listed].some(([v, names]) => names.some((n) => matches(e, n, v)))) stale.push(`${e.file}:${e.line}: ${e.pattern} matches no client scenario listed`);
+        if (![...listed].some(([v, names]) => names.some((n) => matches(e, n, v))))
+          stale.push(`${e.file}:${e.line}: ${e.pattern} matches no client scenario listed`);
       }
     }
 
@@ -291,17 +314,25 @@ async function main(): Promise<number> {
 
     const details = results.flatMap((r) => [
       ...(r.problem && !r.passed ? [`  ${r.version} ${r.scenario}: ${r.problem}`] : []),
-      ...r.checks.filter(failing).map((c) => `  ${r.version} ${r.scenario} [${c.id}] ${c.status}: ${(c.errorMessage ?? '').replace(/\s+/g, ' ').slice(0, 240)}`),
+      ...r.checks
+        .filter(failing)
+        .map((c) => `  ${r.version} ${r.scenario} [${c.id}] ${c.status}: ${(c.errorMessage ?? '').replace(/\s+/g, ' ').slice(0, 240)}`),
     ]);
     if (details.length > 0) console.log(`\nFailing checks:\n${details.join('\n')}`);
 
     const verdicts = results.map((r) => verdictOf(r, expected));
     const n = (v: Verdict) => verdicts.filter((x) => x === v).length;
-    stale.push(...results.filter((_, i) => verdicts[i] === 'STALE').map((r) => `${r.scenario} @${r.version} passes: remove it from ${EXPECTED_FAILURES.slice(root.length + 1)}`));
+    stale.push(
+      ...results
+        .filter((_, i) => verdicts[i] === 'STALE')
+        .map((r) => `${r.scenario} @${r.version} passes: remove it from ${EXPECTED_FAILURES.slice(root.length + 1)}`),
+    );
     for (const s of stale) console.log(`stale: ${s}`);
     const seconds = (Date.now() - t0) / 1000;
     const ok = n('FAIL') === 0 && stale.length === 0;
-    console.log(`\n${results.length} runs in ${seconds.toFixed(1)} s: ${n('pass')} passed, ${n('xfail')} expected failures, ${n('FAIL')} failed, ${stale.length} stale; ${skipped.length} runs not applicable`);
+    console.log(
+      `\n${results.length} runs in ${seconds.toFixed(1)} s: ${n('pass')} passed, ${n('xfail')} expected failures, ${n('FAIL')} failed, ${stale.length} stale; ${skipped.length} runs not applicable`,
+    );
     if (opts.output) console.log(`results kept in ${opts.output}`);
     if (opts.json) {
       const out = {

@@ -18,7 +18,18 @@ import { CHARTS, renderChart } from '../src/machines/charts.js';
 import { toMermaid } from '../src/machines/statechart-doc.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps', '--disable-extensions', '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1'];
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-default-apps',
+  '--disable-extensions',
+  '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
+];
 
 /** The sha256 of a chart's Mermaid text, as its SVG names it. */
 export function mermaidHash(text: string): string {
@@ -49,20 +60,32 @@ async function renderSvgs(charts: Array<{ file: string; text: string }>): Promis
     const out = new Map<string, string>();
     for (const c of charts) {
       const id = c.file.replace(/\.md$/, '').replace(/[^A-Za-z0-9]/g, '_');
-      const svg = await page.evaluate(async ({ id, text }) => {
-        // (runs in the page)
-        type Page = {
-          mermaid: { initialize(o: unknown): void; render(id: string, text: string): Promise<{ svg: string }> };
-          DOMParser: new () => { parseFromString(s: string, type: string): { getElementsByTagName(name: string): { length: number } } };
-        };
-        const g = globalThis as unknown as Page;
-        const m = g.mermaid;
-        m.initialize({ startOnLoad: false, securityLevel: 'strict', theme: 'default', htmlLabels: false, flowchart: { htmlLabels: false }, state: { useMaxWidth: false }, deterministicIds: true, deterministicIDSeed: id });
-        const { svg } = await m.render(id, text);
-        const doc = new g.DOMParser().parseFromString(svg, 'image/svg+xml');
-        if (doc.getElementsByTagName('parsererror').length > 0) throw new Error(`the SVG of ${id} is not well-formed XML`);
-        return svg;
-      }, { id, text: c.text });
+      const svg = await page.evaluate(
+        async ({ id, text }) => {
+          // (runs in the page)
+          type Page = {
+            mermaid: { initialize(o: unknown): void; render(id: string, text: string): Promise<{ svg: string }> };
+            DOMParser: new () => { parseFromString(s: string, type: string): { getElementsByTagName(name: string): { length: number } } };
+          };
+          const g = globalThis as unknown as Page;
+          const m = g.mermaid;
+          m.initialize({
+            startOnLoad: false,
+            securityLevel: 'strict',
+            theme: 'default',
+            htmlLabels: false,
+            flowchart: { htmlLabels: false },
+            state: { useMaxWidth: false },
+            deterministicIds: true,
+            deterministicIDSeed: id,
+          });
+          const { svg } = await m.render(id, text);
+          const doc = new g.DOMParser().parseFromString(svg, 'image/svg+xml');
+          if (doc.getElementsByTagName('parsererror').length > 0) throw new Error(`the SVG of ${id} is not well-formed XML`);
+          return svg;
+        },
+        { id, text: c.text },
+      );
       out.set(c.file, svg);
     }
     return out;

@@ -100,8 +100,12 @@ export class McpxError extends Error {
   static override [Symbol.hasInstance](value: unknown): boolean {
     // `this` is McpxError itself when its parent is Error. (Not `this === McpxError`: a class that names
     // itself is bundled as `class _McpxError`, and that would become its name, and its errors'.)
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true
-      && (Object.getPrototypeOf(this) === Error || Function.prototype[Symbol.hasInstance].call(this, value));
+    return (
+      typeof value === 'object' &&
+      value !== null &&
+      (value as Record<symbol, unknown>)[BRAND] === true &&
+      (Object.getPrototypeOf(this) === Error || Function.prototype[Symbol.hasInstance].call(this, value))
+    );
   }
 
   toJSON(): { code: ErrorCode; message: string; data?: Record<string, unknown> } {
@@ -162,17 +166,19 @@ export class MessageTooLargeError extends McpxError {
 /** An upstream that does not read what mcpx sends it (while sending requests of its own): mcpx closes it. */
 export class UpstreamBacklogError extends McpxError {
   constructor(queued: number, limit: number) {
-    super('MCPX_BAD_UPSTREAM', `the upstream does not read what mcpx sends it: ${queued} bytes were queued for it, past the limit of ${limitText(limit)}; mcpx closed it`, { data: { queuedBytes: queued, limitBytes: limit } });
+    super(
+      'MCPX_BAD_UPSTREAM',
+      `the upstream does not read what mcpx sends it: ${queued} bytes were queued for it, past the limit of ${limitText(limit)}; mcpx closed it`,
+      { data: { queuedBytes: queued, limitBytes: limit } },
+    );
   }
 }
 
 export class ProtocolValueError extends McpxError {
   constructor(value: unknown, canonical: readonly string[], where?: string) {
-    super(
-      'MCPX_BAD_PROTOCOL_VALUE',
-      `${where ? `${where}: ` : ''}${JSON.stringify(value)} is not a protocol preference; use one of: ${canonical.join(', ')}`,
-      { data: { value, allowed: [...canonical] } },
-    );
+    super('MCPX_BAD_PROTOCOL_VALUE', `${where ? `${where}: ` : ''}${JSON.stringify(value)} is not a protocol preference; use one of: ${canonical.join(', ')}`, {
+      data: { value, allowed: [...canonical] },
+    });
   }
 }
 

@@ -28,7 +28,11 @@ const write = (l: Logger, level: Level, obj: object, msg: string | undefined): v
  * logged before it comes are kept and written, in order, when it does. `drop()` instead: none will come.
  */
 export class LateLogger implements Logger {
-  private readonly root: { real: Logger | undefined; dropped: boolean; queue: Array<{ bindings: Record<string, unknown>[]; level: Level; obj: object; msg: string | undefined }> };
+  private readonly root: {
+    real: Logger | undefined;
+    dropped: boolean;
+    queue: Array<{ bindings: Record<string, unknown>[]; level: Level; obj: object; msg: string | undefined }>;
+  };
   private readonly bindings: Record<string, unknown>[];
   /** This logger's real counterpart (the real one's child with these bindings), made once it is here. */
   private resolved: Logger | undefined;

@@ -25,9 +25,7 @@ export function redactUrl(url: string | URL): string {
   try {
     u = new URL(text);
   } catch {
-    return text
-      .replace(/\/\/[^/@\s]+@/, `//${REDACTED}@`)
-      .replace(SECRET_PARAM_TEXT, `$1${REDACTED}`);
+    return text.replace(/\/\/[^/@\s]+@/, `//${REDACTED}@`).replace(SECRET_PARAM_TEXT, `$1${REDACTED}`);
   }
   let changed = false;
   if (u.username !== '' || u.password !== '') {

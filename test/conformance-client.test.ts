@@ -47,7 +47,7 @@ describe('conformance client scenarios, the mcpx binary as the client', () => {
       child.on('close', (code) => resolve({ code, out }));
     });
     // The table and the summary, for the test log.
-    // eslint-disable-next-line no-console
+
     console.log(run.out.slice(run.out.indexOf('\nSCENARIO')).trim());
     expect(run.code, run.out).toBe(0);
 

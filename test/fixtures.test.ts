@@ -7,16 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fixtureCommand, FIXTURES, RAW_MODES, type FixtureName, type RawMode } from './fixtures/index.js';
-import {
-  exitOf,
-  methodsReceived,
-  pids,
-  readWireLog,
-  received,
-  runningPids,
-  startOf,
-  waitForWireLog,
-} from './fixtures/wire-log-read.js';
+import { exitOf, methodsReceived, pids, readWireLog, received, runningPids, startOf, waitForWireLog } from './fixtures/wire-log-read.js';
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -54,8 +45,7 @@ const initialize = (id: Id, protocolVersion = '2025-11-25', capabilities: Record
 });
 const initialized: Msg = { jsonrpc: '2.0', method: 'notifications/initialized' };
 const req = (id: Id, method: string, params: Record<string, unknown> = {}): Msg => ({ jsonrpc: '2.0', id, method, params });
-const modernReq = (id: Id, method: string, params: Record<string, unknown> = {}): Msg =>
-  req(id, method, { ...params, _meta: META });
+const modernReq = (id: Id, method: string, params: Record<string, unknown> = {}): Msg => req(id, method, { ...params, _meta: META });
 
 const tmp = mkdtempSync(join(tmpdir(), 'mcpx-fixtures-'));
 let logSeq = 0;
@@ -191,11 +181,7 @@ afterAll(async () => {
 });
 
 /** Runs body with a fixture process and always stops it; returns the exit info. */
-async function withFixture(
-  name: FixtureName,
-  opts: { mode?: RawMode; env?: Record<string, string> },
-  body: (p: Proc) => Promise<void>,
-) {
+async function withFixture(name: FixtureName, opts: { mode?: RawMode; env?: Record<string, string> }, body: (p: Proc) => Promise<void>) {
   const p = new Proc(name, opts);
   try {
     await body(p);
@@ -366,9 +352,27 @@ describe.concurrent('raw.mjs modes', () => {
   it('every documented mode is covered here', () => {
     expect(Object.keys(RAW_MODES).sort()).toEqual(
       [
-        'legacy', 'invalid-params', 'silent', 'exit-pre-init', 'catch-all', 'slow-modern', 'slow-dual',
-        'v32022-legacy', 'v32022-none', 'v32022-retry', 'modern-error', 'missing-cap', 'bad-legacy-version',
-        'garbage', 'huge', 'crash-after-init', 'exit-on-refused-init', 'legacy-slow-init', 'pinning-dual', 'flood-list-changed', 'flood-roots',
+        'legacy',
+        'invalid-params',
+        'silent',
+        'exit-pre-init',
+        'catch-all',
+        'slow-modern',
+        'slow-dual',
+        'v32022-legacy',
+        'v32022-none',
+        'v32022-retry',
+        'modern-error',
+        'missing-cap',
+        'bad-legacy-version',
+        'garbage',
+        'huge',
+        'crash-after-init',
+        'exit-on-refused-init',
+        'legacy-slow-init',
+        'pinning-dual',
+        'flood-list-changed',
+        'flood-roots',
       ].sort(),
     );
   });
@@ -658,9 +662,7 @@ describe.concurrent('wire-log preload', () => {
     const spawnShared = (name: FixtureName, mode?: RawMode) => {
       const cmd = fixtureCommand(name, { log, ...(mode ? { mode } : {}) });
       const child = spawn(cmd.command, cmd.args, { env: { ...process.env, ...cmd.env }, stdio: 'pipe' });
-      const exited = new Promise<{ code: number | null; signal: string | null }>((r) =>
-        child.on('exit', (code, signal) => r({ code, signal })),
-      );
+      const exited = new Promise<{ code: number | null; signal: string | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
       return { child, exited };
     };
     const a = spawnShared('dual-v2');

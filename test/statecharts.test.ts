@@ -31,7 +31,9 @@ describe('docs/statecharts', () => {
       // missing: falls through to the comparison below
     }
     const [first, ...rest] = committed.split('\n');
-    expect(first, `docs/statecharts/${file} is stale or missing — run \`npm run statecharts\` and commit it`).toBe(svgHeader(chart.file, toMermaid(chart.machine, chart.options)));
+    expect(first, `docs/statecharts/${file} is stale or missing — run \`npm run statecharts\` and commit it`).toBe(
+      svgHeader(chart.file, toMermaid(chart.machine, chart.options)),
+    );
     const svg = rest.join('\n');
     expect(svg.startsWith('<svg ')).toBe(true);
     expect(svg).toContain('xmlns="http://www.w3.org/2000/svg"');

@@ -52,7 +52,9 @@ class MemoryProcess implements Channel {
     const req = message as JsonRpcRequest;
     const reply = this.react(req);
     if (reply === 'held') {
-      this.upstream.held.push(() => this.deliver({ jsonrpc: '2.0', id: req.id, result: this.result(req, { content: [{ type: 'text', text: 'held' }] }) } as JsonRpcMessage));
+      this.upstream.held.push(() =>
+        this.deliver({ jsonrpc: '2.0', id: req.id, result: this.result(req, { content: [{ type: 'text', text: 'held' }] }) } as JsonRpcMessage),
+      );
       return;
     }
     queueMicrotask(() => this.deliver({ jsonrpc: '2.0', id: req.id, ...reply } as JsonRpcMessage));
@@ -91,7 +93,16 @@ class MemoryProcess implements Channel {
     const params = (req.params ?? {}) as Record<string, unknown>;
     switch (req.method) {
       case 'server/discover':
-        return { result: { resultType: 'complete', supportedVersions: ['2026-07-28'], capabilities: { tools: {} }, ttlMs: 0, cacheScope: 'private', _meta: { [SERVER_INFO]: { name: 'memory', version: '1.0.0' } } } };
+        return {
+          result: {
+            resultType: 'complete',
+            supportedVersions: ['2026-07-28'],
+            capabilities: { tools: {} },
+            ttlMs: 0,
+            cacheScope: 'private',
+            _meta: { [SERVER_INFO]: { name: 'memory', version: '1.0.0' } },
+          },
+        };
       case 'initialize':
         return { result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'memory', version: '1.0.0' } } };
       case 'ping':

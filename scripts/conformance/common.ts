@@ -31,7 +31,7 @@ export class UsageError extends Error {}
 /** --help: prints the runner's doc comment (the first block comment of `moduleUrl`) and exits. */
 export function printHelp(moduleUrl: string): never {
   const doc = readFileSync(fileURLToPath(moduleUrl), 'utf8');
-  console.log(/\/\*\*([\s\S]*?)\*\//.exec(doc)?.[1]?.replace(/^ \* ?/gm, '') ?? 'see the runner\'s source');
+  console.log(/\/\*\*([\s\S]*?)\*\//.exec(doc)?.[1]?.replace(/^ \* ?/gm, '') ?? "see the runner's source");
   process.exit(0);
 }
 

@@ -53,8 +53,7 @@ export function catalogKey<T extends ProcessDefinitionInput>(definition: T, lane
  * not compared, and an absent list equals an empty one: both offer nothing.
  */
 export function sameListing(a: CatalogRecord, b: CatalogRecord): boolean {
-  const listing = (r: CatalogRecord): string | undefined =>
-    stringify([r.tools, r.prompts ?? [], r.resources ?? [], r.resourceTemplates ?? []]);
+  const listing = (r: CatalogRecord): string | undefined => stringify([r.tools, r.prompts ?? [], r.resources ?? [], r.resourceTemplates ?? []]);
   return listing(a) === listing(b);
 }
 

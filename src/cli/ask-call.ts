@@ -27,7 +27,8 @@ export function answerSources(o: { answer?: string[]; answers?: string; roots?: 
     } catch (err) {
       throw new McpxError('MCPX_BAD_REQUEST', `--answers ${o.answers}: ${(err as Error).message}`);
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new McpxError('MCPX_BAD_REQUEST', `--answers ${o.answers}: expected a JSON object of field → value`);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw new McpxError('MCPX_BAD_REQUEST', `--answers ${o.answers}: expected a JSON object of field → value`);
     for (const [k, v] of Object.entries(parsed)) {
       if (k === '$sampling') sampling = v as Record<string, unknown>;
       else answers[k] = v;
@@ -56,7 +57,11 @@ async function json<T>(client: DaemonClient, method: 'GET' | 'POST', path: strin
 }
 
 export async function runAsk(
-  client: DaemonClient, body: Record<string, unknown> & { server: string }, headers: Record<string, string>, sources: AnswerSources, beforeQuestion?: () => void,
+  client: DaemonClient,
+  body: Record<string, unknown> & { server: string },
+  headers: Record<string, string>,
+  sources: AnswerSources,
+  beforeQuestion?: () => void,
 ): Promise<CallOutcomeBody> {
   const { id } = await json<z.output<typeof askStartedSchema>>(client, 'POST', '/v1/ask', body, headers);
   const path = `/v1/ask/${encodeURIComponent(id)}`;
@@ -70,7 +75,8 @@ export async function runAsk(
       const v = await json<AskViewBody>(client, 'GET', `${path}?waitMs=30000`, undefined);
       if (v.result !== undefined && v.error === undefined) return { ok: true, result: v.result };
       if (v.error !== undefined) return { ok: false, error: v.error };
-      if (v.status === 'abandoned' || v.status === 'expired') return { ok: false, error: { code: 'MCPX_REQUEST_CANCELLED', message: `the call was ${v.status}` } };
+      if (v.status === 'abandoned' || v.status === 'expired')
+        return { ok: false, error: { code: 'MCPX_REQUEST_CANCELLED', message: `the call was ${v.status}` } };
       if (v.questions.length === 0) continue;
       beforeQuestion?.();
       process.off('SIGINT', onSigint); // a question handles Ctrl-C itself (it declines)

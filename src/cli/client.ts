@@ -162,7 +162,12 @@ export class DaemonClient {
     this.socket = socket;
   }
 
-  async request<T = unknown>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+  async request<T = unknown>(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<ApiResponse<T>> {
     this.agent ??= new Agent({ keepAlive: true, maxSockets: 4 });
     const res = await send(this.socket, {
       method,
@@ -261,7 +266,11 @@ function lastError(logFile: string): string | undefined {
   } catch {
     return undefined;
   }
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l.length > 0).slice(-40);
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0)
+    .slice(-40);
   for (let i = lines.length - 1; i >= 0; i -= 1) {
     const line = lines[i]!;
     if (line.startsWith('mcpx: ')) return line.slice(6);
@@ -287,12 +296,16 @@ function openDaemonLog(logFile: string): number {
     const code = (err as NodeJS.ErrnoException).code;
     const kind = code === 'ELOOP' || code === 'EMLINK' ? 'a symbolic link' : code === 'ENXIO' ? 'a FIFO with no reader, or a socket' : undefined;
     if (kind === undefined) throw err;
-    throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon log ${logFile} is ${kind}, not a regular file; mcpx does not write through it: remove it`, { data: { log: logFile } });
+    throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon log ${logFile} is ${kind}, not a regular file; mcpx does not write through it: remove it`, {
+      data: { log: logFile },
+    });
   }
   const s = fstatSync(fd);
   if (!s.isFile()) {
     closeSync(fd);
-    throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon log ${logFile} is ${fileKind(s)}, not a regular file; mcpx does not write to it: remove it`, { data: { log: logFile } });
+    throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon log ${logFile} is ${fileKind(s)}, not a regular file; mcpx does not write to it: remove it`, {
+      data: { log: logFile },
+    });
   }
   fchmodSync(fd, 0o600);
   return fd;
@@ -303,12 +316,20 @@ export async function startDaemonInBackground(target: Target, opts: StartOptions
   const env = opts.env ?? process.env;
   const timeoutMs = opts.timeoutMs ?? (Number(env['MCPX_DAEMON_START_TIMEOUT']) || 20_000);
   // The state folder's rules and child_process load only here: a command that finds its daemon running never needs them.
-  const [{ checkSocketPath, DAEMON_JSON, DAEMON_LOG, ensureStateDir }, { spawn }] = await Promise.all([import('../server/state-dir.js'), import('node:child_process')]);
+  const [{ checkSocketPath, DAEMON_JSON, DAEMON_LOG, ensureStateDir }, { spawn }] = await Promise.all([
+    import('../server/state-dir.js'),
+    import('node:child_process'),
+  ]);
   checkSocketPath(target.socket); // the daemon would refuse it too; say so before starting one
   await ensureStateDir(target.stateDir);
   const logFile = join(target.stateDir, DAEMON_LOG);
   const fd = openDaemonLog(logFile);
-  const args = [opts.entry, 'daemon', ...(target.stateDirFlag ? ['--state-dir', target.stateDirFlag] : []), ...(target.configFlag ? ['--config', target.configFlag] : [])];
+  const args = [
+    opts.entry,
+    'daemon',
+    ...(target.stateDirFlag ? ['--state-dir', target.stateDirFlag] : []),
+    ...(target.configFlag ? ['--config', target.configFlag] : []),
+  ];
   let exited: { code: number | null; signal: string | null; at: number } | undefined;
   let child;
   try {
@@ -342,5 +363,7 @@ export async function startDaemonInBackground(target: Target, opts: StartOptions
     await new Promise((r) => setTimeout(r, 50));
   }
   child.unref();
-  throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon did not answer on ${target.socket} within ${Math.round(timeoutMs / 1000)} s (log: ${logFile})`, { data: { log: logFile } });
+  throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon did not answer on ${target.socket} within ${Math.round(timeoutMs / 1000)} s (log: ${logFile})`, {
+    data: { log: logFile },
+  });
 }

@@ -62,7 +62,7 @@ export function withTarget(cmd: Command): Command {
 }
 
 export function withJson(cmd: Command): Command {
-  return cmd.option('--json', 'print the API\'s JSON body instead of a table');
+  return cmd.option('--json', "print the API's JSON body instead of a table");
 }
 
 /** Where the daemon of these options lives (loads the config and settings modules). */
@@ -90,7 +90,13 @@ export async function wentAway(client: DaemonClient, err: unknown): Promise<neve
 }
 
 /** Sends a request; a non-2xx answer is an error carrying the API's message. */
-export async function api<T>(client: DaemonClient, method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse<T>> {
+export async function api<T>(
+  client: DaemonClient,
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+  path: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+): Promise<ApiResponse<T>> {
   let res: ApiResponse<T>;
   try {
     res = await client.request<T>(method, path, body, headers);

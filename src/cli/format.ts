@@ -5,7 +5,12 @@ export function table(headers: readonly string[], rows: ReadonlyArray<ReadonlyAr
   const cells = [headers.map(String), ...rows.map((r) => headers.map((_, i) => cell(r[i])))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => width(r[i] ?? ''))));
   return cells
-    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(widths[i]! - width(c)))).join('  ').trimEnd())
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(widths[i]! - width(c))))
+        .join('  ')
+        .trimEnd(),
+    )
     .join('\n');
 }
 

@@ -42,7 +42,15 @@ async function buildProgram(argv: readonly string[]): Promise<Command> {
     .version(packageVersion(), '-V, --version')
     .showSuggestionAfterError(true)
     .configureOutput({
-      outputError: (str, write) => write(`mcpx: ${str.replace(/^error:\s*/i, '').trim().split('\n')[0]}\n`),
+      outputError: (str, write) =>
+        write(
+          `mcpx: ${
+            str
+              .replace(/^error:\s*/i, '')
+              .trim()
+              .split('\n')[0]
+          }\n`,
+        ),
     })
     .exitOverride();
   const cli: CliContext = { entry: ENTRY, argv };
@@ -52,7 +60,11 @@ async function buildProgram(argv: readonly string[]): Promise<Command> {
 
 function oneLine(message: string): string {
   // An error message can quote an upstream: its control sequences are shown, not obeyed.
-  return terminalSafe(message).split('\n').map((l) => l.trim()).filter((l) => l.length > 0).join('; ');
+  return terminalSafe(message)
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0)
+    .join('; ');
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -39,7 +39,10 @@ export function startProgress(client: DaemonClient, server: string | undefined, 
   // What is starting already (another caller may have started it): seed from /v1/status.
   const seeded = follow.ready.then(async () => {
     try {
-      const { body } = await client.request<{ servers?: Array<{ server: string; instances: Array<{ sessionState: string | null; state: string }> }> }>('GET', '/v1/status');
+      const { body } = await client.request<{ servers?: Array<{ server: string; instances: Array<{ sessionState: string | null; state: string }> }> }>(
+        'GET',
+        '/v1/status',
+      );
       for (const s of body.servers ?? []) {
         if (server !== undefined && s.server !== server) continue;
         const i = s.instances.find((x) => x.state === 'starting') ?? s.instances[0];

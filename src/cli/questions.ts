@@ -95,7 +95,7 @@ function multiChoicesOf(f: FieldSchema): Array<{ value: unknown; label: string }
 }
 
 function typeOf(f: FieldSchema): string {
-  return Array.isArray(f.type) ? f.type.find((t) => t !== 'null') ?? 'string' : f.type ?? 'string';
+  return Array.isArray(f.type) ? (f.type.find((t) => t !== 'null') ?? 'string') : (f.type ?? 'string');
 }
 
 /** Reads one field's typed value from what the person typed; an Error says what is wrong. */
@@ -122,7 +122,8 @@ export function parseField(f: FieldSchema, text: string): unknown {
     case 'number':
     case 'integer': {
       const n = Number(t);
-      if (t === '' || !Number.isFinite(n) || (typeOf(f) === 'integer' && !Number.isInteger(n))) throw new Error(`a${typeOf(f) === 'integer' ? 'n integer' : ' number'} please`);
+      if (t === '' || !Number.isFinite(n) || (typeOf(f) === 'integer' && !Number.isInteger(n)))
+        throw new Error(`a${typeOf(f) === 'integer' ? 'n integer' : ' number'} please`);
       if (f.minimum !== undefined && n < f.minimum) throw new Error(`at least ${f.minimum}`);
       if (f.maximum !== undefined && n > f.maximum) throw new Error(`at most ${f.maximum}`);
       return n;
@@ -156,13 +157,17 @@ export async function answerQuestion(q: Question, s: AnswerSources, server: stri
   }
   if (q.method === 'sampling/createMessage') {
     if (s.sampling) return { answer: s.sampling, note: `${server} asked for an LLM completion; answered from --answers ($sampling)` };
-    return { answer: { role: 'assistant', content: { type: 'text', text: '' }, model: 'none' }, note: `${server} asked for an LLM completion, which mcpx call cannot give (pass "$sampling" in --answers)` };
+    return {
+      answer: { role: 'assistant', content: { type: 'text', text: '' }, model: 'none' },
+      note: `${server} asked for an LLM completion, which mcpx call cannot give (pass "$sampling" in --answers)`,
+    };
   }
   if (q.method !== 'elicitation/create') return { answer: {}, note: `${server} asked ${q.method}, which mcpx call does not know` };
   const message = typeof p['message'] === 'string' ? p['message'] : '';
   if (p['mode'] === 'url') {
     const url = String(p['url'] ?? '');
-    if (!s.tty) return { answer: { action: 'decline' }, note: `${server} asks you to open ${shownAddress(url)} (${message}); declined: no terminal to confirm on` };
+    if (!s.tty)
+      return { answer: { action: 'decline' }, note: `${server} asks you to open ${shownAddress(url)} (${message}); declined: no terminal to confirm on` };
     return urlOnTerminal(message, url, s, server);
   }
   const schema = (p['requestedSchema'] ?? {}) as { properties?: Record<string, FieldSchema>; required?: string[] };
@@ -170,7 +175,11 @@ export async function answerQuestion(q: Question, s: AnswerSources, server: stri
   const required = new Set(schema.required ?? []);
   if (!s.tty) {
     const given = Object.keys(s.answers).length > 0;
-    if (!given) return { answer: { action: 'decline' }, note: `${server} asks: ${message}; declined: no terminal to ask on (answer with --answer KEY=JSON or --answers FILE; fields: ${fields.map(([k]) => k).join(', ') || 'none'})` };
+    if (!given)
+      return {
+        answer: { action: 'decline' },
+        note: `${server} asks: ${message}; declined: no terminal to ask on (answer with --answer KEY=JSON or --answers FILE; fields: ${fields.map(([k]) => k).join(', ') || 'none'})`,
+      };
     const content: Record<string, unknown> = {};
     for (const [k, f] of fields) {
       if (k in s.answers) content[k] = s.answers[k];
@@ -183,7 +192,13 @@ export async function answerQuestion(q: Question, s: AnswerSources, server: stri
   return formOnTerminal(message, fields, required, s, server);
 }
 
-async function formOnTerminal(message: string, fields: Array<[string, FieldSchema]>, required: Set<string>, s: AnswerSources, server: string): Promise<Answered> {
+async function formOnTerminal(
+  message: string,
+  fields: Array<[string, FieldSchema]>,
+  required: Set<string>,
+  s: AnswerSources,
+  server: string,
+): Promise<Answered> {
   const output = s.output ?? process.stderr;
   const rl = createInterface({ input: s.input ?? process.stdin, output, terminal: true });
   const ac = new AbortController();
@@ -252,7 +267,13 @@ async function urlOnTerminal(message: string, url: string, s: AnswerSources, ser
     output.write(`\n${server} asks you to open an address (mcpx opens nothing; open it yourself if you trust it):\n`);
     output.write(`  address: ${shownAddress(url)}\n`);
     if (host !== undefined) output.write(`  host:    ${terminalSafe(host)}\n`);
-    if (message !== '') output.write(`  the server's message:\n${terminalSafe(message).split('\n').map((l) => `  | ${l}`).join('\n')}\n`);
+    if (message !== '')
+      output.write(
+        `  the server's message:\n${terminalSafe(message)
+          .split('\n')
+          .map((l) => `  | ${l}`)
+          .join('\n')}\n`,
+      );
     const text = await rl.question('Press Enter when you are done there, or type "decline": ', { signal: ac.signal });
     return { answer: { action: /^d(ecline)?$/i.test(text.trim()) ? 'decline' : 'accept' } };
   } catch (err) {

@@ -25,7 +25,11 @@ export function inspectOption(value: string | boolean): { port: number } {
   if (value === true || value === '') return { port: DEFAULT_INSPECT_PORT };
   const port = Number(value);
   if (typeof value !== 'string' || !/^\d+$/.test(value) || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new McpxError('MCPX_BAD_SETTING', `--inspect: ${JSON.stringify(value)} is not a TCP port (0–65535, 0: any free one); --inspect alone uses ${DEFAULT_INSPECT_PORT}`, { data: { flag: '--inspect', value } });
+    throw new McpxError(
+      'MCPX_BAD_SETTING',
+      `--inspect: ${JSON.stringify(value)} is not a TCP port (0–65535, 0: any free one); --inspect alone uses ${DEFAULT_INSPECT_PORT}`,
+      { data: { flag: '--inspect', value } },
+    );
   }
   return { port };
 }

@@ -172,7 +172,15 @@ async function readConfigText(file: string, via: ConfigVia): Promise<string> {
   }
   if (!s.isFIFO() || via !== 'flag' || !first) {
     closeSync(fd);
-    const kind = s.isFIFO() ? 'a FIFO (named pipe)' : s.isSocket() ? 'a socket' : s.isCharacterDevice() ? 'a character device' : s.isBlockDevice() ? 'a block device' : 'not a regular file';
+    const kind = s.isFIFO()
+      ? 'a FIFO (named pipe)'
+      : s.isSocket()
+        ? 'a socket'
+        : s.isCharacterDevice()
+          ? 'a character device'
+          : s.isBlockDevice()
+            ? 'a block device'
+            : 'not a regular file';
     throw new Error(`is ${kind}, not a regular file; mcpx reads only regular files (a pipe only when --config names it at the start)`);
   }
   const text = await readPipe(fd);
@@ -219,7 +227,15 @@ export async function loadConfig(opts: LoadConfigOptions = {}): Promise<LoadedCo
     const code = (err as NodeJS.ErrnoException).code;
     const named = via === 'flag' ? ' (named by --config)' : via === 'env' ? ' (named by MCPX_CONFIG)' : '';
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a folder, not a file' : (err as Error).message;
-    return { found: false, file, via, servers: [], settingsFile: {}, errors: [{ source: 'file', file, message: `config ${file}${named}: ${why}` }], warnings: [] };
+    return {
+      found: false,
+      file,
+      via,
+      servers: [],
+      settingsFile: {},
+      errors: [{ source: 'file', file, message: `config ${file}${named}: ${why}` }],
+      warnings: [],
+    };
   }
   return { ...parseConfigText(text, file, { env }), via };
 }
@@ -417,7 +433,13 @@ export function parseConfigText(rawText: string, file: string, opts: ParseConfig
   const deep = tooDeep(text, MAX_CONFIG_DEPTH);
   if (deep !== undefined) {
     const { line, column } = lineColumn(text, deep);
-    errors.push({ source: 'file', file, line, column, message: `config ${file}: line ${line}, column ${column}: nests deeper than ${MAX_CONFIG_DEPTH} levels (objects and arrays inside each other); a config file needs a handful` });
+    errors.push({
+      source: 'file',
+      file,
+      line,
+      column,
+      message: `config ${file}: line ${line}, column ${column}: nests deeper than ${MAX_CONFIG_DEPTH} levels (objects and arrays inside each other); a config file needs a handful`,
+    });
     return base;
   }
   const syntax: ParseError[] = [];
@@ -431,7 +453,11 @@ export function parseConfigText(rawText: string, file: string, opts: ParseConfig
     return base;
   }
   if (!isObject(doc)) {
-    errors.push({ source: 'file', file, message: `config ${file}: the top level must be a JSON object (found ${Array.isArray(doc) ? 'an array' : showValue(doc)})` });
+    errors.push({
+      source: 'file',
+      file,
+      message: `config ${file}: the top level must be a JSON object (found ${Array.isArray(doc) ? 'an array' : showValue(doc)})`,
+    });
     return base;
   }
 
@@ -445,7 +471,14 @@ export function parseConfigText(rawText: string, file: string, opts: ParseConfig
     return {};
   };
   const problemAt = (list: ConfigProblem[], path: KeyPath, message: string, server?: string): void => {
-    list.push({ source: 'file', file, key: dottedKey(path), ...(server === undefined ? {} : { server }), ...locate(path), message: `config ${file}: ${dottedKey(path)}: ${message}` });
+    list.push({
+      source: 'file',
+      file,
+      key: dottedKey(path),
+      ...(server === undefined ? {} : { server }),
+      ...locate(path),
+      message: `config ${file}: ${dottedKey(path)}: ${message}`,
+    });
   };
 
   // `__proto__` as a key: the parser made it the object's prototype, so it would vanish without a word
@@ -465,7 +498,11 @@ export function parseConfigText(rawText: string, file: string, opts: ParseConfig
   const hasMcp = Object.hasOwn(doc, 'mcpServers');
   const hasVs = Object.hasOwn(doc, 'servers');
   if (hasMcp && hasVs) {
-    problemAt(errors, ['servers'], 'the file has both "mcpServers" and "servers"; keep one (mcpServers as Claude Desktop writes it, or servers as VS Code does)');
+    problemAt(
+      errors,
+      ['servers'],
+      'the file has both "mcpServers" and "servers"; keep one (mcpServers as Claude Desktop writes it, or servers as VS Code does)',
+    );
     return base;
   }
   if (!hasMcp && !hasVs) return base;
@@ -473,7 +510,11 @@ export function parseConfigText(rawText: string, file: string, opts: ParseConfig
   base.serversKey = serversKey;
   const servers = doc[serversKey];
   if (!isObject(servers)) {
-    problemAt(errors, [serversKey], `must be an object of servers by name, e.g. {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}`);
+    problemAt(
+      errors,
+      [serversKey],
+      `must be an object of servers by name, e.g. {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}`,
+    );
     return base;
   }
 
@@ -493,13 +534,27 @@ export function parseConfigText(rawText: string, file: string, opts: ParseConfig
     if (typeof key !== 'string') continue;
     if (seen.has(key)) {
       const { line, column } = lineColumn(text, prop.offset);
-      warnings.push({ source: 'file', file, key: dottedKey([serversKey, key]), server: key, line, column, message: `config ${file}: ${dottedKey([serversKey, key])}: is defined more than once; the last definition is used` });
+      warnings.push({
+        source: 'file',
+        file,
+        key: dottedKey([serversKey, key]),
+        server: key,
+        line,
+        column,
+        message: `config ${file}: ${dottedKey([serversKey, key])}: is defined more than once; the last definition is used`,
+      });
     }
     seen.add(key);
   }
 
   for (const [name, entry] of Object.entries(servers)) {
-    const server = checkServer(name, entry, [serversKey, name], { fileDir, home, expand: ctx, problem: (path, message) => problemAt(errors, path, message, name), warn: (path, message) => problemAt(warnings, path, message, name) });
+    const server = checkServer(name, entry, [serversKey, name], {
+      fileDir,
+      home,
+      expand: ctx,
+      problem: (path, message) => problemAt(errors, path, message, name),
+      warn: (path, message) => problemAt(warnings, path, message, name),
+    });
     if (server !== undefined) base.servers.push(server);
   }
   return base;
@@ -593,13 +648,19 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
   if (hasCommand && hasUrl) {
     problem(at, 'has both "command" and "url"; give one: "command" for a stdio server, "url" for a Streamable HTTP server');
   } else if (!hasCommand && !hasUrl) {
-    problem(at, declared === undefined || declared === 'stdio'
-      ? `needs "command" (a stdio server) or "url" (a Streamable HTTP server)`
-      : `is type ${showValue(entry['type'] ?? entry['transport'])} and needs a "url"`);
+    problem(
+      at,
+      declared === undefined || declared === 'stdio'
+        ? `needs "command" (a stdio server) or "url" (a Streamable HTTP server)`
+        : `is type ${showValue(entry['type'] ?? entry['transport'])} and needs a "url"`,
+    );
   } else if (declared === 'stdio' && hasUrl) {
     problem([...at, Object.hasOwn(entry, 'type') ? 'type' : 'transport'], `"stdio" needs "command", but this server has a "url"`);
   } else if ((declared === 'http' || declared === 'sse') && hasCommand) {
-    problem([...at, Object.hasOwn(entry, 'type') ? 'type' : 'transport'], `${showValue(entry['type'] ?? entry['transport'])} needs "url", but this server has a "command"`);
+    problem(
+      [...at, Object.hasOwn(entry, 'type') ? 'type' : 'transport'],
+      `${showValue(entry['type'] ?? entry['transport'])} needs "url", but this server has a "command"`,
+    );
   }
 
   const transport: 'stdio' | 'http' = hasUrl && !hasCommand ? 'http' : 'stdio';
@@ -717,13 +778,27 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
           continue;
         }
         switch (k) {
-          case 'scope': limits.scope = r.value as Scope; break;
-          case 'max': limits.max = r.value as number; break;
-          case 'sharing': limits.sharing = r.value as Sharing; break;
-          case 'idleTimeout': limits.idleTimeoutMs = r.value as number; break;
-          case 'probeTimeout': timeouts.probeTimeoutMs = r.value as number; break;
-          case 'startTimeout': timeouts.startTimeoutMs = r.value as number; break;
-          case 'requestTimeout': timeouts.requestTimeoutMs = r.value as number; break;
+          case 'scope':
+            limits.scope = r.value as Scope;
+            break;
+          case 'max':
+            limits.max = r.value as number;
+            break;
+          case 'sharing':
+            limits.sharing = r.value as Sharing;
+            break;
+          case 'idleTimeout':
+            limits.idleTimeoutMs = r.value as number;
+            break;
+          case 'probeTimeout':
+            timeouts.probeTimeoutMs = r.value as number;
+            break;
+          case 'startTimeout':
+            timeouts.startTimeoutMs = r.value as number;
+            break;
+          case 'requestTimeout':
+            timeouts.requestTimeoutMs = r.value as number;
+            break;
           case 'inheritEnv':
             if (transport === 'stdio') inheritEnv = r.value as boolean;
             else c.warn([...at, 'mcpx', k], 'is for stdio servers and is ignored on an HTTP server');
@@ -734,7 +809,18 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
   }
 
   if (bad || definition === undefined) return undefined;
-  return { name, transport, definition, ...(preference === undefined ? {} : { preference }), limits, timeouts, ...(inheritEnv === undefined ? {} : { inheritEnv }), ...(roots === undefined ? {} : { roots }), disabled, ...(expanded.size === 0 ? {} : { expanded: [...expanded] }) };
+  return {
+    name,
+    transport,
+    definition,
+    ...(preference === undefined ? {} : { preference }),
+    limits,
+    timeouts,
+    ...(inheritEnv === undefined ? {} : { inheritEnv }),
+    ...(roots === undefined ? {} : { roots }),
+    disabled,
+    ...(expanded.size === 0 ? {} : { expanded: [...expanded] }),
+  };
 }
 
 /** `env` or `headers`: an object of strings. Values are never quoted in messages (they are often secrets). */
@@ -827,7 +913,11 @@ export function redactConfig<T>(config: T, secrets: readonly string[] = expanded
     if (Array.isArray(v)) return v.map((x) => walk(x, undefined));
     if (isObject(v)) {
       if (key === 'env' || key === 'headers') return Object.fromEntries(Object.keys(v).map((k) => [k, REDACTED]));
-      return Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'expanded').map(([k, x]) => [k, walk(x, k)]));
+      return Object.fromEntries(
+        Object.entries(v)
+          .filter(([k]) => k !== 'expanded')
+          .map(([k, x]) => [k, walk(x, k)]),
+      );
     }
     if (key === 'url' && typeof v === 'string') return blank(redactUrl(v));
     return typeof v === 'string' ? blank(v) : v;

@@ -25,7 +25,6 @@ const UNITS: readonly Unit[] = ['d', 'h', 'm', 's', 'ms'];
 
 export type DurationResult = { ok: true; ms: number } | { ok: false; message: string };
 
-
 const refuse = (input: unknown, why = 'is not a duration'): DurationResult => ({ ok: false, message: `${show(input)} ${why} (${DURATION_FORMS})` });
 
 function fromMs(input: unknown, ms: number): DurationResult {

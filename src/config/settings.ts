@@ -219,7 +219,11 @@ export interface SettingDef<P extends string = string, T = unknown> extends Sett
   restart: boolean;
 }
 
-const words = (segment: string): string[] => segment.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(' ');
+const words = (segment: string): string[] =>
+  segment
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(' ');
 
 /** `upstream.eraCache` → `MCPX_UPSTREAM_ERA_CACHE`. */
 export function envNameFor(path: string): string {
@@ -267,13 +271,14 @@ export const SETTINGS = [
     path: 'upstream.protocol',
     codec: protocolCodec,
     default: DEFAULT_PREFERENCE,
-    description: 'The first request mcpx sends an upstream, and its fallback (docs/behaviour.md §1); a server\'s own `protocol` overrides it. Aliases are accepted and stored as the canonical name.',
+    description:
+      "The first request mcpx sends an upstream, and its fallback (docs/behaviour.md §1); a server's own `protocol` overrides it. Aliases are accepted and stored as the canonical name.",
   }),
   setting({
     path: 'upstream.eraCache',
     codec: booleanCodec,
     default: true,
-    description: 'Remember each upstream\'s era in <state>/upstream-eras.json so later starts try it first.',
+    description: "Remember each upstream's era in <state>/upstream-eras.json so later starts try it first.",
   }),
   setting({
     path: 'upstream.eraCacheMaxAge',
@@ -303,7 +308,8 @@ export const SETTINGS = [
     path: 'upstream.inheritEnv',
     codec: booleanCodec,
     default: false,
-    description: 'Give stdio upstreams the daemon\'s whole environment. Off: only HOME, LOGNAME, PATH, SHELL, TERM and USER (their equivalents on Windows), plus the server\'s own `env`; a server\'s `mcpx.inheritEnv` overrides it.',
+    description:
+      "Give stdio upstreams the daemon's whole environment. Off: only HOME, LOGNAME, PATH, SHELL, TERM and USER (their equivalents on Windows), plus the server's own `env`; a server's `mcpx.inheritEnv` overrides it.",
   }),
   setting({
     path: 'pool.scope',
@@ -341,14 +347,16 @@ export const SETTINGS = [
     codec: integerCodec(1),
     default: 256,
     restart: true,
-    description: 'Legacy (2025-era) sessions /mcp keeps open at most. Past it a new one gets 503 with Retry-After, unless an idle session can be closed to make room; a session in use is never closed for another.',
+    description:
+      'Legacy (2025-era) sessions /mcp keeps open at most. Past it a new one gets 503 with Retry-After, unless an idle session can be closed to make room; a session in use is never closed for another.',
   }),
   setting({
     path: 'serve.sessionIdleTimeout',
     codec: durationCodec(1_000),
     default: 30 * 60_000,
     restart: true,
-    description: 'A legacy /mcp session with nothing in flight and unused this long is closed; past serve.maxSessions, one unused a tenth of this (at most a minute) may be closed to make room.',
+    description:
+      'A legacy /mcp session with nothing in flight and unused this long is closed; past serve.maxSessions, one unused a tenth of this (at most a minute) may be closed to make room.',
   }),
   setting({
     path: 'serve.maxAsks',
@@ -362,7 +370,8 @@ export const SETTINGS = [
     codec: integerCodec(1),
     default: 32,
     restart: true,
-    description: 'Of those, how many one caller (its session, else its connection; the stateless 2026-07-28 callers of /mcp count as one) may have running: its next reclaims its oldest ask waiting unanswered, else is refused (MCPX_TOO_MANY_ASKS).',
+    description:
+      'Of those, how many one caller (its session, else its connection; the stateless 2026-07-28 callers of /mcp count as one) may have running: its next reclaims its oldest ask waiting unanswered, else is refused (MCPX_TOO_MANY_ASKS).',
   }),
   setting({
     path: 'paths.state',
@@ -380,7 +389,7 @@ export const SETTINGS = [
     default: ({ get }) => join(String(get('paths.state')), 'daemon.sock'),
     defaultText: '<state>/daemon.sock',
     restart: true,
-    description: 'The daemon\'s Unix socket (mode 0600).',
+    description: "The daemon's Unix socket (mode 0600).",
   }),
   setting({
     path: 'daemon.port',
@@ -408,13 +417,14 @@ export const SETTINGS = [
     codec: integerCodec(1),
     default: 1024,
     restart: true,
-    description: 'Connections each loopback TCP listener (daemon.port, the page\'s) holds at once, further capped at half the process\'s descriptor limit; more are closed as soon as they are accepted. The Unix socket is not bounded.',
+    description:
+      "Connections each loopback TCP listener (daemon.port, the page's) holds at once, further capped at half the process's descriptor limit; more are closed as soon as they are accepted. The Unix socket is not bounded.",
   }),
   setting({
     path: 'log.level',
     codec: enumCodec(LOG_LEVELS),
     default: 'info' as LogLevel,
-    description: 'The daemon\'s log level.',
+    description: "The daemon's log level.",
   }),
 ] as const;
 
@@ -595,7 +605,13 @@ export function checkSettingsFile(file: Record<string, unknown>, filePath?: stri
   const baseDir = filePath === undefined ? process.cwd() : resolvePath(filePath, '..');
   for (const [path, g] of given) {
     const r = (BY_PATH.get(path) as SettingDef).codec.parse(g.value, { text: false, baseDir, home });
-    if (!r.ok) problems.push({ source: 'file', ...(filePath === undefined ? {} : { file: filePath }), key: path, message: `${fileWhere(filePath, path)}: ${r.message}` });
+    if (!r.ok)
+      problems.push({
+        source: 'file',
+        ...(filePath === undefined ? {} : { file: filePath }),
+        key: path,
+        message: `${fileWhere(filePath, path)}: ${r.message}`,
+      });
   }
   return problems;
 }
@@ -604,7 +620,11 @@ export function checkSettingsFile(file: Record<string, unknown>, filePath?: stri
  * Checks one value for one setting, as it would arrive from `source`, without changing anything.
  * @throws UnknownSettingError for an unknown path; SettingValueError (MCPX_BAD_SETTING) for a bad value.
  */
-export function parseSettingValue<P extends SettingPath>(path: P, value: unknown, opts: { text?: boolean; baseDir?: string; home?: string; where?: string } = {}): SettingValues[P] {
+export function parseSettingValue<P extends SettingPath>(
+  path: P,
+  value: unknown,
+  opts: { text?: boolean; baseDir?: string; home?: string; where?: string } = {},
+): SettingValues[P] {
   const d = findSetting(path);
   const r = d.codec.parse(value, { text: opts.text ?? typeof value === 'string', baseDir: opts.baseDir ?? process.cwd(), home: opts.home ?? homedir() });
   if (!r.ok) {
@@ -740,7 +760,10 @@ export class Settings {
   setRuntime(path: string, value: unknown): SettingEntry {
     const d = findSetting(path);
     if (value === undefined) {
-      throw new SettingValueError([{ source: 'runtime', key: d.path, message: `setting ${d.path}: a value is needed (unset it to go back to the lower sources)` }], { path: d.path });
+      throw new SettingValueError(
+        [{ source: 'runtime', key: d.path, message: `setting ${d.path}: a value is needed (unset it to go back to the lower sources)` }],
+        { path: d.path },
+      );
     }
     const parsed = parseSettingValue(d.path as SettingPath, value, { baseDir: this.cwd, home: homeFolder(this.envVars) });
     const runtime = new Map(this.runtime);
@@ -825,7 +848,12 @@ export class Settings {
 function problemFor(d: SettingDef, g: Given, message: string): ConfigProblem {
   switch (g.source) {
     case 'file':
-      return { source: 'file', ...(g.from === 'config file' ? {} : { file: g.from }), key: d.path, message: `${fileWhere(g.from === 'config file' ? undefined : g.from, d.path)}: ${message}` };
+      return {
+        source: 'file',
+        ...(g.from === 'config file' ? {} : { file: g.from }),
+        key: d.path,
+        message: `${fileWhere(g.from === 'config file' ? undefined : g.from, d.path)}: ${message}`,
+      };
     case 'env':
       return { source: 'env', key: d.path, message: `environment variable ${g.from}: ${message}` };
     case 'flag':

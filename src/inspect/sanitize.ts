@@ -7,7 +7,8 @@
  */
 
 /** Keys whose values are never sent, at any depth (case-insensitive). */
-export const SENSITIVE_KEY = /^(env|headers?|authorization|proxy-authorization|cookie|set-cookie|token|access_?token|refresh_?token|secret|client_?secret|password|passwd|api[-_]?key|credentials?|definition)$/i;
+export const SENSITIVE_KEY =
+  /^(env|headers?|authorization|proxy-authorization|cookie|set-cookie|token|access_?token|refresh_?token|secret|client_?secret|password|passwd|api[-_]?key|credentials?|definition)$/i;
 
 export interface SanitizeOptions {
   scrub?: (text: string) => string;
@@ -37,7 +38,8 @@ export function sanitize(value: unknown, opts: SanitizeOptions = {}): unknown {
     if (depth >= maxDepth) return '…';
     seen.add(v);
     try {
-      if (v instanceof Error) return { name: v.name, message: walk(v.message, depth + 1), ...('code' in v ? { code: walk((v as { code: unknown }).code, depth + 1) } : {}) };
+      if (v instanceof Error)
+        return { name: v.name, message: walk(v.message, depth + 1), ...('code' in v ? { code: walk((v as { code: unknown }).code, depth + 1) } : {}) };
       if (Array.isArray(v)) {
         const items = v.slice(0, maxArray).map((x) => walk(x, depth + 1));
         if (v.length > maxArray) items.push(`… ${v.length - maxArray} more`);

@@ -141,7 +141,8 @@ export async function startStatelyInspector(opts: StatelyInspectorOptions = {}):
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     if (!LOOPBACK_HOST.test(req.headers.host ?? '')) return refuse(socket, 403, 'Host is not loopback');
     const origin = req.headers.origin;
-    if (origin !== undefined && origin !== `http://127.0.0.1:${port}` && origin !== `http://localhost:${port}`) return refuse(socket, 403, `Origin ${origin} is not the relay's page`);
+    if (origin !== undefined && origin !== `http://127.0.0.1:${port}` && origin !== `http://localhost:${port}`)
+      return refuse(socket, 403, `Origin ${origin} is not the relay's page`);
     if (url.pathname !== '/relay' || !sameToken(url.searchParams.get('token'), token)) return refuse(socket, 401, 'no or a wrong token');
     const role = url.searchParams.get('role') === 'source' && origin === undefined ? 'source' : 'viewer';
     wss.handleUpgrade(req, socket, head, (ws) => {
@@ -163,7 +164,13 @@ export async function startStatelyInspector(opts: StatelyInspectorOptions = {}):
   });
   await new Promise<void>((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
-      reject(new McpxError('MCPX_BAD_SETTING', `--inspect: cannot listen on 127.0.0.1:${opts.port ?? DEFAULT_INSPECT_PORT} (${err.code ?? err.message}); choose another port with --inspect=PORT`, { data: { port: opts.port ?? DEFAULT_INSPECT_PORT } }));
+      reject(
+        new McpxError(
+          'MCPX_BAD_SETTING',
+          `--inspect: cannot listen on 127.0.0.1:${opts.port ?? DEFAULT_INSPECT_PORT} (${err.code ?? err.message}); choose another port with --inspect=PORT`,
+          { data: { port: opts.port ?? DEFAULT_INSPECT_PORT } },
+        ),
+      );
     };
     server.once('error', onError);
     server.listen({ host: '127.0.0.1', port: opts.port ?? DEFAULT_INSPECT_PORT }, () => {
@@ -228,7 +235,10 @@ export async function startStatelyInspector(opts: StatelyInspectorOptions = {}):
 
   const idOf = (source: InspectSource) => (source.actor === 'pool' ? `pool:${source.server}` : `session:${source.server}:${source.instance}`);
   const url = `http://127.0.0.1:${port}/#${token}`;
-  log.info({ url: `http://127.0.0.1:${port}/`, viewer: STATELY_VIEWER_URL }, 'Stately inspector relay ready: open the address in the daemon\'s log line "inspector page" (its viewer is Stately\'s web page)');
+  log.info(
+    { url: `http://127.0.0.1:${port}/`, viewer: STATELY_VIEWER_URL },
+    'Stately inspector relay ready: open the address in the daemon\'s log line "inspector page" (its viewer is Stately\'s web page)',
+  );
   log.info({ page: url }, 'inspector page');
 
   return {
@@ -239,7 +249,12 @@ export async function startStatelyInspector(opts: StatelyInspectorOptions = {}):
       const sid = idOf(source);
       const ref = ev.actorRef as unknown as { logic?: unknown; getSnapshot(): unknown };
       const actorRef = { id: sid, sessionId: sid, logic: ref.logic, _parent: undefined, getSnapshot: () => ref.getSnapshot() };
-      inspector.inspect.next?.({ ...ev, actorRef, rootId: sid, ...(ev.type === '@xstate.event' ? { sourceRef: undefined } : {}) } as unknown as InspectionEvent);
+      inspector.inspect.next?.({
+        ...ev,
+        actorRef,
+        rootId: sid,
+        ...(ev.type === '@xstate.event' ? { sourceRef: undefined } : {}),
+      } as unknown as InspectionEvent);
     },
     connection() {
       return { open: current?.readyState === WebSocket.OPEN, retryPending: retry !== undefined, stopped, attempts };

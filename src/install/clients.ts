@@ -35,11 +35,17 @@ export const CLIENTS: readonly ClientInfo[] = [
 
 /** Names a user might type for a client, mapped to the client (`claude` is ambiguous, so not here). */
 const ALIASES: Record<string, ClientName> = {
-  'claude-desktop': 'claude-desktop', claudedesktop: 'claude-desktop', desktop: 'claude-desktop',
-  'claude-code': 'claude-code', claudecode: 'claude-code',
+  'claude-desktop': 'claude-desktop',
+  claudedesktop: 'claude-desktop',
+  desktop: 'claude-desktop',
+  'claude-code': 'claude-code',
+  claudecode: 'claude-code',
   cursor: 'cursor',
-  vscode: 'vscode', code: 'vscode', 'vs-code': 'vscode',
-  'vscode-insiders': 'vscode-insiders', 'code-insiders': 'vscode-insiders',
+  vscode: 'vscode',
+  code: 'vscode',
+  'vs-code': 'vscode',
+  'vscode-insiders': 'vscode-insiders',
+  'code-insiders': 'vscode-insiders',
   windsurf: 'windsurf',
   codex: 'codex',
 };
@@ -67,17 +73,20 @@ export function clientPaths(client: ClientName, ctx: PathContext, opts: { projec
   const env = ctx.env;
   const abs = (v: string | undefined): string | undefined => (v !== undefined && v !== '' && p.isAbsolute(v) ? v : undefined);
   // Windows programs take the profile folder from USERPROFILE, not HOME.
-  const home = ctx.platform === 'win32' ? abs(env['USERPROFILE']) ?? ctx.home : ctx.home;
+  const home = ctx.platform === 'win32' ? (abs(env['USERPROFILE']) ?? ctx.home) : ctx.home;
   const appData = abs(env['APPDATA']) ?? p.join(home, 'AppData', 'Roaming');
   const localAppData = abs(env['LOCALAPPDATA']) ?? p.join(home, 'AppData', 'Local');
   const xdgConfig = abs(env['XDG_CONFIG_HOME']) ?? p.join(home, '.config');
   const macSupport = p.join(home, 'Library', 'Application Support');
-  const appFolder = (name: string): string => (ctx.platform === 'win32' ? p.join(appData, name) : ctx.platform === 'darwin' ? p.join(macSupport, name) : p.join(xdgConfig, name));
+  const appFolder = (name: string): string =>
+    ctx.platform === 'win32' ? p.join(appData, name) : ctx.platform === 'darwin' ? p.join(macSupport, name) : p.join(xdgConfig, name);
   switch (client) {
     case 'claude-desktop': {
       const main = p.join(appFolder('Claude'), 'claude_desktop_config.json');
       // The Store (MSIX) build keeps its Roaming folder inside its package folder.
-      return ctx.platform === 'win32' ? [main, p.join(localAppData, 'Packages', 'Claude_pzs8sxrjxfjjc', 'LocalCache', 'Roaming', 'Claude', 'claude_desktop_config.json')] : [main];
+      return ctx.platform === 'win32'
+        ? [main, p.join(localAppData, 'Packages', 'Claude_pzs8sxrjxfjjc', 'LocalCache', 'Roaming', 'Claude', 'claude_desktop_config.json')]
+        : [main];
     }
     case 'claude-code': {
       if (opts.project) return [p.join(ctx.cwd, '.mcp.json')];

@@ -19,15 +19,18 @@ export interface ParsedFile {
 function lineCol(text: string, offset: number): { line: number; column: number } {
   let line = 1;
   let start = 0;
-  for (let i = 0; i < offset && i < text.length; i++) if (text.charCodeAt(i) === 10) {
-    line++;
-    start = i + 1;
-  }
+  for (let i = 0; i < offset && i < text.length; i++)
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      start = i + 1;
+    }
   return { line, column: offset - start + 1 };
 }
 
 function parseError(file: string, line: number, column: number, what: string): McpxError {
-  return new McpxError('MCPX_INSTALL_PARSE', `${file}:${line}:${column}: ${what}; mcpx does not change a file it cannot read back (fix it, or move it away)`, { data: { file, line, column } });
+  return new McpxError('MCPX_INSTALL_PARSE', `${file}:${line}:${column}: ${what}; mcpx does not change a file it cannot read back (fix it, or move it away)`, {
+    data: { file, line, column },
+  });
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -110,7 +113,7 @@ function edit(text: string, path: string[], value: unknown, fmt: FormattingOptio
 
 // ---- TOML (Codex) ----
 
-const HEADER = /^[ \t]*(\[\[?)([^\[\]\n]*)\]\]?[ \t]*(#.*)?$/;
+const HEADER = /^[ \t]*(\[\[?)([^[\]\n]*)\]\]?[ \t]*(#.*)?$/;
 
 /** `mcp_servers."my server".env` → ['mcp_servers', 'my server', 'env'] (bare, basic and literal keys). */
 export function tomlKeyPath(raw: string): string[] | undefined {
@@ -159,7 +162,10 @@ function tomlValue(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v); // JSON string escapes are valid TOML basic-string escapes
   if (typeof v === 'number' || typeof v === 'boolean') return String(v);
   if (Array.isArray(v)) return `[${v.map(tomlValue).join(', ')}]`;
-  if (isObject(v)) return `{ ${Object.entries(v).map(([k, x]) => `${tomlKey(k)} = ${tomlValue(x)}`).join(', ')} }`;
+  if (isObject(v))
+    return `{ ${Object.entries(v)
+      .map(([k, x]) => `${tomlKey(k)} = ${tomlValue(x)}`)
+      .join(', ')} }`;
   throw new Error(`cannot write ${String(v)} as TOML`);
 }
 
@@ -173,7 +179,11 @@ export function tomlTable(prefix: string, name: string, entry: Record<string, un
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
   if (v instanceof Date) return JSON.stringify(v.toISOString());
-  if (isObject(v)) return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`).join(',')}}`;
+  if (isObject(v))
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`)
+      .join(',')}}`;
   return JSON.stringify(v) ?? 'undefined';
 }
 
@@ -246,7 +256,11 @@ export function editToml(text: string | undefined, prefix: string, change: Serve
     got = undefined;
   }
   if (!sameValue(got, want)) {
-    throw new McpxError('MCPX_INSTALL_LAYOUT', `${file}: its [${prefix}] tables are written in a way mcpx cannot change without touching other lines (inline tables or dotted keys); nothing was written: edit it by hand (docs/clients.md shows the entry)`, { data: { file } });
+    throw new McpxError(
+      'MCPX_INSTALL_LAYOUT',
+      `${file}: its [${prefix}] tables are written in a way mcpx cannot change without touching other lines (inline tables or dotted keys); nothing was written: edit it by hand (docs/clients.md shows the entry)`,
+      { data: { file } },
+    );
   }
   return result;
 }

@@ -3,7 +3,23 @@
  * changes it, an atomic replace (temp file in the same folder, fsync, rename) that keeps the file's mode,
  * and a read-only file left alone. Installers that skip these have wiped users' settings (docs/clients.md).
  */
-import { constants, openSync, closeSync, writeSync, fsyncSync, unlinkSync, readFileSync, statSync, realpathSync, renameSync, chmodSync, mkdirSync, copyFileSync, existsSync, accessSync } from 'node:fs';
+import {
+  constants,
+  openSync,
+  closeSync,
+  writeSync,
+  fsyncSync,
+  unlinkSync,
+  readFileSync,
+  statSync,
+  realpathSync,
+  renameSync,
+  chmodSync,
+  mkdirSync,
+  copyFileSync,
+  existsSync,
+  accessSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { McpxError } from '../errors.js';
@@ -65,7 +81,8 @@ export async function withLock<T>(file: string, fn: () => Promise<T> | T): Promi
       closeSync(fd);
       break;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new McpxError('MCPX_INSTALL_IO', `${lock}: cannot take the lock: ${(err as Error).message}`, { data: { file } });
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw new McpxError('MCPX_INSTALL_IO', `${lock}: cannot take the lock: ${(err as Error).message}`, { data: { file } });
       const holder = Number(readIfExists(lock) ?? '');
       if (!Number.isInteger(holder) || holder <= 0 || !pidAlive(holder)) {
         try {
@@ -75,7 +92,8 @@ export async function withLock<T>(file: string, fn: () => Promise<T> | T): Promi
         }
         continue;
       }
-      if (Date.now() > deadline) throw new McpxError('MCPX_INSTALL_LOCKED', `${file} is locked by process ${holder} (${lock}); try again when it ends`, { data: { file, pid: holder } });
+      if (Date.now() > deadline)
+        throw new McpxError('MCPX_INSTALL_LOCKED', `${file} is locked by process ${holder} (${lock}); try again when it ends`, { data: { file, pid: holder } });
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -92,7 +110,10 @@ export async function withLock<T>(file: string, fn: () => Promise<T> | T): Promi
 
 /** `<file>.mcpx-backup-20261202T010407Z` (a counter is added if that second is taken). */
 export function backupFile(file: string, now = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   let backup = `${file}.mcpx-backup-${stamp}`;
   for (let i = 2; existsSync(backup); i++) backup = `${file}.mcpx-backup-${stamp}-${i}`;
   copyFileSync(file, backup, constants.COPYFILE_EXCL);
@@ -106,7 +127,10 @@ export function backupFile(file: string, now = new Date()): string {
 export function atomicWrite(file: string, text: string, expected: string | undefined): void {
   const target = realTarget(file);
   const now = readIfExists(target);
-  if (now !== expected) throw new McpxError('MCPX_INSTALL_RACE', `${file} changed while mcpx was editing it (is the client writing it?); nothing was written, try again`, { data: { file } });
+  if (now !== expected)
+    throw new McpxError('MCPX_INSTALL_RACE', `${file} changed while mcpx was editing it (is the client writing it?); nothing was written, try again`, {
+      data: { file },
+    });
   mkdirSync(dirname(target), { recursive: true });
   const mode = existsSync(target) ? statSync(target).mode & 0o7777 : 0o600;
   const tmp = join(dirname(target), `.${basename(target)}.mcpx-${process.pid}.tmp`);
@@ -148,7 +172,8 @@ export function lineDiff(before: string, after: string, label: string): string {
   const lines: string[] = [];
   if (n * m <= 4_000_000) {
     const dp: number[][] = Array.from({ length: n + 1 }, () => new Array<number>(m + 1).fill(0));
-    for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) dp[i]![j] = am[i] === bm[j] ? dp[i + 1]![j + 1]! + 1 : Math.max(dp[i + 1]![j]!, dp[i]![j + 1]!);
+    for (let i = n - 1; i >= 0; i--)
+      for (let j = m - 1; j >= 0; j--) dp[i]![j] = am[i] === bm[j] ? dp[i + 1]![j + 1]! + 1 : Math.max(dp[i + 1]![j]!, dp[i]![j + 1]!);
     let i = 0;
     let j = 0;
     while (i < n || j < m) {

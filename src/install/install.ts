@@ -82,12 +82,16 @@ export function toMcpxServer(client: ClientInfo, name: string, raw: Record<strin
     for (const k of ['command', 'args', 'env', 'cwd', 'url'] as const) if (raw[k] !== undefined) out[k] = raw[k];
     const headers: Record<string, string> = {};
     if (typeof raw['http_headers'] === 'object' && raw['http_headers'] !== null) Object.assign(headers, raw['http_headers']);
-    if (typeof raw['env_http_headers'] === 'object' && raw['env_http_headers'] !== null) for (const [h, v] of Object.entries(raw['env_http_headers'] as Record<string, string>)) headers[h] = `\${${v}}`;
+    if (typeof raw['env_http_headers'] === 'object' && raw['env_http_headers'] !== null)
+      for (const [h, v] of Object.entries(raw['env_http_headers'] as Record<string, string>)) headers[h] = `\${${v}}`;
     if (typeof raw['bearer_token_env_var'] === 'string') headers['Authorization'] = `Bearer \${${raw['bearer_token_env_var']}}`;
     if (Object.keys(headers).length > 0) out['headers'] = headers;
     if (raw['enabled'] === false) out['disabled'] = true;
-    const dropped = Object.keys(raw).filter((k) => !['command', 'args', 'env', 'cwd', 'url', 'http_headers', 'env_http_headers', 'bearer_token_env_var', 'enabled'].includes(k));
-    if (dropped.length > 0) notes.push({ server: name, note: `Codex-only keys not carried into mcpx's config: ${dropped.join(', ')} (they stay in the backup)` });
+    const dropped = Object.keys(raw).filter(
+      (k) => !['command', 'args', 'env', 'cwd', 'url', 'http_headers', 'env_http_headers', 'bearer_token_env_var', 'enabled'].includes(k),
+    );
+    if (dropped.length > 0)
+      notes.push({ server: name, note: `Codex-only keys not carried into mcpx's config: ${dropped.join(', ')} (they stay in the backup)` });
     return out;
   }
   const out: Record<string, unknown> = { ...raw };
@@ -118,7 +122,10 @@ function editClient(client: ClientInfo, text: string | undefined, remove: string
 
 export function planInstall(o: PlanOptions): InstallPlan {
   // One file as both would have mcpx run itself, and the two edits overwrite each other.
-  if (realTarget(o.file) === realTarget(o.configFile)) throw new McpxError('MCPX_INSTALL_COLLISION', `${o.configFile} is ${o.client.title}'s own file: give mcpx a config file of its own (--config FILE)`, { data: { file: o.file } });
+  if (realTarget(o.file) === realTarget(o.configFile))
+    throw new McpxError('MCPX_INSTALL_COLLISION', `${o.configFile} is ${o.client.title}'s own file: give mcpx a config file of its own (--config FILE)`, {
+      data: { file: o.file },
+    });
   const before = readIfExists(o.file);
   const parsed = parseClientFile(before, o.client.format, o.client.key, o.file);
   const entry = clientEntry(o.client, o.spec);
@@ -135,7 +142,10 @@ export function planInstall(o: PlanOptions): InstallPlan {
     for (const [name, raw] of Object.entries(parsed.servers)) {
       if (name === ENTRY_NAME) continue;
       if (hasInput(raw)) {
-        imported.kept.push({ server: name, note: 'uses ${input:…} (a value VS Code prompts for), which mcpx cannot ask: left in the client; put the value in an environment variable to move it' });
+        imported.kept.push({
+          server: name,
+          note: 'uses ${input:…} (a value VS Code prompts for), which mcpx cannot ask: left in the client; put the value in an environment variable to move it',
+        });
         continue;
       }
       if (o.skips.has(name)) {
@@ -160,21 +170,37 @@ export function planInstall(o: PlanOptions): InstallPlan {
       if (disabled) imported.notes.push({ server: name, note: `disabled in ${o.client.title}: imported with "disabled": true` });
     }
     if (collisions.length > 0) {
-      throw new McpxError('MCPX_INSTALL_COLLISION', `${o.configFile} already has a different server named ${collisions.join(', ')}; choose with --rename NAME=NEW or --skip NAME (nothing was written)`, { data: { collisions } });
+      throw new McpxError(
+        'MCPX_INSTALL_COLLISION',
+        `${o.configFile} already has a different server named ${collisions.join(', ')}; choose with --rename NAME=NEW or --skip NAME (nothing was written)`,
+        { data: { collisions } },
+      );
     }
     const unknownRename = [...o.renames.keys()].filter((n) => parsed.servers[n] === undefined);
-    if (unknownRename.length > 0) throw new McpxError('MCPX_INSTALL_COLLISION', `--rename names servers ${o.client.title} does not have: ${unknownRename.join(', ')}`);
+    if (unknownRename.length > 0)
+      throw new McpxError('MCPX_INSTALL_COLLISION', `--rename names servers ${o.client.title} does not have: ${unknownRename.join(', ')}`);
   }
   const after = editClient(o.client, before, remove, { [ENTRY_NAME]: entry }, o.file);
   let configAfter: string | undefined;
   if (Object.keys(add).length > 0) configAfter = editJson(configBefore, configKey, { remove: [], set: add });
   else if (configBefore === undefined) configAfter = '{\n  "mcpServers": {}\n}\n'; // `mcpx serve --config FILE` needs the file
-  return { client: o.client, file: o.file, before, after, configFile: o.configFile, configBefore, configAfter, ...(imported ? { imported } : {}), unchanged: before === after && configAfter === undefined };
+  return {
+    client: o.client,
+    file: o.file,
+    before,
+    after,
+    configFile: o.configFile,
+    configBefore,
+    configAfter,
+    ...(imported ? { imported } : {}),
+    unchanged: before === after && configAfter === undefined,
+  };
 }
 
 export function planDiff(plan: InstallPlan): string {
   const parts: string[] = [];
-  if (plan.configAfter !== undefined && plan.configAfter !== plan.configBefore) parts.push(lineDiff(plan.configBefore ?? '', plan.configAfter, plan.configFile));
+  if (plan.configAfter !== undefined && plan.configAfter !== plan.configBefore)
+    parts.push(lineDiff(plan.configBefore ?? '', plan.configAfter, plan.configFile));
   if (plan.after !== plan.before) parts.push(lineDiff(plan.before ?? '', plan.after, plan.file));
   return parts.join('\n');
 }
@@ -300,10 +326,11 @@ export async function uninstall(client: ClientInfo, file: string, stateDir: stri
     const set: Record<string, Record<string, unknown>> = {};
     if (rec?.backup !== undefined && existsSync(rec.backup)) {
       const old = parseClientFile(readFileSync(rec.backup, 'utf8'), client.format, client.key, rec.backup).servers;
-      for (const [name, raw] of Object.entries(old)) if (name !== ENTRY_NAME && parsed.servers[name] === undefined) {
-        set[name] = raw;
-        restored.push(name);
-      }
+      for (const [name, raw] of Object.entries(old))
+        if (name !== ENTRY_NAME && parsed.servers[name] === undefined) {
+          set[name] = raw;
+          restored.push(name);
+        }
     }
     after = editClient(client, before, [ENTRY_NAME], set, key);
     how = 'removed-entry';
@@ -349,8 +376,16 @@ export function clientStatus(client: ClientInfo, ctx: PathContext, project = fal
     const { servers } = parseClientFile(text, client.format, client.key, file);
     const entry = servers[ENTRY_NAME];
     const args = Array.isArray(entry?.['args']) ? (entry['args'] as unknown[]) : [];
-    const works = entry === undefined ? undefined : typeof entry['command'] === 'string' && existsSync(entry['command']) && typeof args[0] === 'string' && existsSync(args[0]);
-    return { ...base, installed: entry !== undefined, ...(works === undefined ? {} : { entryWorks: works }), servers: Object.keys(servers).filter((n) => n !== ENTRY_NAME) };
+    const works =
+      entry === undefined
+        ? undefined
+        : typeof entry['command'] === 'string' && existsSync(entry['command']) && typeof args[0] === 'string' && existsSync(args[0]);
+    return {
+      ...base,
+      installed: entry !== undefined,
+      ...(works === undefined ? {} : { entryWorks: works }),
+      servers: Object.keys(servers).filter((n) => n !== ENTRY_NAME),
+    };
   } catch (err) {
     return { ...base, error: (err as Error).message, installed: false, servers: [] };
   }

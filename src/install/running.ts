@@ -22,7 +22,8 @@ export const PROCESS_NAMES: Record<ClientName, Record<Platform, string[]>> = {
 
 /** What a running client needs after its file changed. */
 export const RELOAD_STEPS: Record<ClientName, string> = {
-  'claude-desktop': 'quit Claude Desktop completely (its menu → Quit, not only the window) and start it again: it reads the file at start and may write its own copy back over an edit made while it runs',
+  'claude-desktop':
+    'quit Claude Desktop completely (its menu → Quit, not only the window) and start it again: it reads the file at start and may write its own copy back over an edit made while it runs',
   'claude-code': 'start a new Claude Code session (`/mcp` shows the servers): a running session keeps the servers it started with',
   cursor: 'in Cursor Settings → MCP, turn the mcpx server off and on (or reload the window)',
   vscode: 'run "MCP: List Servers" → mcpx → Restart, or "Developer: Reload Window": VS Code keeps the old command until then',

@@ -30,7 +30,7 @@ export const CHARTS: Chart[] = [
     file: 'pool.md',
     title: 'Server pool',
     description:
-      'How one configured server\'s pool supervises its session instances (docs/behaviour.md §6): leases per scope key, ' +
+      "How one configured server's pool supervises its session instances (docs/behaviour.md §6): leases per scope key, " +
       'the own lane and the follow legacy lane (each with its start-failure cooldown), the legacy route (unused / available / refused), ' +
       'idle stop, eviction and stop. Self-loops are the instance and lease events the running pool handles in place. ' +
       'Drawn from src/pool/pool.machine.ts.',

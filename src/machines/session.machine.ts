@@ -15,7 +15,16 @@ import type { ErrorCode, RpcErrorObject } from '../errors.js';
 import { discoverParams, initializeParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import type { EraRecord } from '../upstream/era-cache.js';
 import { isForced, type SessionPreference } from './preference.js';
-import { discoverVerdict, initializeVerdict, isFatal, type Answer, type DiscoverVerdict, type HttpFailure, type InitializeVerdict, type ServerIdentity } from './verdict.js';
+import {
+  discoverVerdict,
+  initializeVerdict,
+  isFatal,
+  type Answer,
+  type DiscoverVerdict,
+  type HttpFailure,
+  type InitializeVerdict,
+  type ServerIdentity,
+} from './verdict.js';
 import { MODERN_VERSIONS, NEWEST_LEGACY, type Era } from './versions.js';
 
 export type TransportKind = 'stdio' | 'http';
@@ -119,10 +128,7 @@ function answerOf(event: SessionEvent): Answer | null {
 }
 
 /** What an event means to the probe: an answer to the pending discover or initialize, with its verdict; or neither. */
-export type Classified =
-  | { to: 'discover'; verdict: DiscoverVerdict }
-  | { to: 'initialize'; verdict: InitializeVerdict }
-  | { to: null };
+export type Classified = { to: 'discover'; verdict: DiscoverVerdict } | { to: 'initialize'; verdict: InitializeVerdict } | { to: null };
 
 const NEITHER: Classified = { to: null };
 const classifications = new WeakMap<SessionEvent, Classified>();
@@ -139,10 +145,13 @@ export function classify(context: SessionContext, event: SessionEvent): Classifi
   const answer = answerOf(event);
   const id = answer ? (event as { id: string }).id : null;
   const classified: Classified =
-    !answer || id === null ? NEITHER
-    : id === context.discoverId ? { to: 'discover', verdict: discoverVerdict(answer, context.modernVersions, context.versionRetried) }
-    : id === context.initializeId ? { to: 'initialize', verdict: initializeVerdict(answer) }
-    : NEITHER;
+    !answer || id === null
+      ? NEITHER
+      : id === context.discoverId
+        ? { to: 'discover', verdict: discoverVerdict(answer, context.modernVersions, context.versionRetried) }
+        : id === context.initializeId
+          ? { to: 'initialize', verdict: initializeVerdict(answer) }
+          : NEITHER;
   classifications.set(event, classified);
   return classified;
 }
@@ -216,11 +225,12 @@ const failWith = (code: ErrorCode, why: string) => ({ type: 'fail', params: { co
  * a -32022 with a usable version asks again once (in `retryIn`), and a verdict that ends the probe fails it.
  * What a legacy verdict leads to differs by state and follows these rows.
  */
-const discoverRows = <M extends string, R extends string>(modernTarget: M, retryIn: R) => [
-  { guard: discover(['modern']), target: modernTarget, actions: ['settleModern', 'note'] },
-  { guard: discover(['retry']), target: retryIn, reenter: true, actions: 'sendDiscover' },
-  { guard: discover('fatal'), target: '#session.failed', actions: 'failOnVerdict' },
-] as const;
+const discoverRows = <M extends string, R extends string>(modernTarget: M, retryIn: R) =>
+  [
+    { guard: discover(['modern']), target: modernTarget, actions: ['settleModern', 'note'] },
+    { guard: discover(['retry']), target: retryIn, reenter: true, actions: 'sendDiscover' },
+    { guard: discover('fatal'), target: '#session.failed', actions: 'failOnVerdict' },
+  ] as const;
 
 export const sessionMachine = setup({
   types: {
@@ -269,7 +279,11 @@ export const sessionMachine = setup({
   actions: {
     spawn: enqueueActions(({ context, enqueue }) => {
       enqueue.assign({ spawns: context.spawns + 1, discoverId: null, initializeId: null });
-      enqueue.emit({ type: 'spawn', attempt: context.spawns + 1, transport: context.transport === 'stdio' ? 'stdio' : context.httpTransport ?? 'streamable-http' });
+      enqueue.emit({
+        type: 'spawn',
+        attempt: context.spawns + 1,
+        transport: context.transport === 'stdio' ? 'stdio' : (context.httpTransport ?? 'streamable-http'),
+      });
     }),
     kill: enqueueActions(({ enqueue }) => enqueue.emit({ type: 'kill' })),
     respawnFor: assign((_, params: { next: 'initialize' | 'discover' | 'modern' | null }) => ({ afterRespawn: params.next })),
@@ -285,7 +299,11 @@ export const sessionMachine = setup({
       const version = retry ? verdict.version : context.modernVersions[0]!;
       const id = `mcpx-discover-${context.nextId}`;
       enqueue.assign({
-        nextId: context.nextId + 1, discoverId: id, discoverTried: true, discoverVersion: version, versionRetried: retry,
+        nextId: context.nextId + 1,
+        discoverId: id,
+        discoverTried: true,
+        discoverVersion: version,
+        versionRetried: retry,
         evidence: verdict ? [...context.evidence, verdict.why] : context.evidence,
       });
       enqueue.emit({ type: 'request', id, method: 'server/discover', params: discoverParams(version, context.clientCapabilities) });
@@ -342,7 +360,15 @@ export const sessionMachine = setup({
       const v = discoverVerdictOf(context, event);
       if (v?.kind !== 'modern') return {};
       const { serverInfo, capabilities, instructions } = v;
-      return { era: 'modern' as const, negotiated: v.version, eraSource: eraSourceFor(context, 'modern'), supportsModern: true, serverInfo, capabilities, instructions };
+      return {
+        era: 'modern' as const,
+        negotiated: v.version,
+        eraSource: eraSourceFor(context, 'modern'),
+        supportsModern: true,
+        serverInfo,
+        capabilities,
+        instructions,
+      };
     }),
     settleLegacy: assign(({ context, event }) => {
       const v = initializeVerdictOf(context, event);
@@ -364,16 +390,20 @@ export const sessionMachine = setup({
       let record: Omit<EraRecord, 'at'> | null = null;
       if (context.era === 'modern') {
         // A cached refusal stands unless this session heard initialize answered on a process of its own.
-        const refused = context.initializeRefused
-          || (cached?.era === 'modern' && cached.initialize === 'refused' && (!context.initializeTried || context.initializePinned));
+        const refused =
+          context.initializeRefused || (cached?.era === 'modern' && cached.initialize === 'refused' && (!context.initializeTried || context.initializePinned));
         record = { era: 'modern', version: context.negotiated, source: 'probe', ...(refused ? { initialize: 'refused' as const } : {}) };
       } else if ((context.discoverTried || context.httpTransport === 'sse') && !context.supportsModern) {
         record = { era: 'legacy', version: context.negotiated, source: 'probe', ...(context.httpTransport === 'sse' ? { transport: 'sse' as const } : {}) };
       }
       if (!record) return;
       if (cached && cached.era !== record.era) enqueue.emit({ type: 'era.stale', cached, found: record.era });
-      const same = cached && cached.era === record.era && cached.version === record.version && cached.transport === record.transport
-        && cached.initialize === record.initialize;
+      const same =
+        cached &&
+        cached.era === record.era &&
+        cached.version === record.version &&
+        cached.transport === record.transport &&
+        cached.initialize === record.initialize;
       if (!same) enqueue.emit({ type: 'cache.write', record });
     }),
     /** A discover answered after a legacy session won the race: the server speaks modern too; tell the cache. */
@@ -401,7 +431,7 @@ export const sessionMachine = setup({
     transport: input.transport,
     preference: input.preference,
     // force-* never reads the era cache (nor writes it: recordEra, learnLateModern).
-    cached: isForced(input.preference) ? null : input.cached ?? null,
+    cached: isForced(input.preference) ? null : (input.cached ?? null),
     probeTimeoutMs: input.probeTimeoutMs ?? 2_000,
     startTimeoutMs: input.startTimeoutMs ?? 120_000,
     modernVersions: input.modernVersions ?? MODERN_VERSIONS,
@@ -416,10 +446,13 @@ export const sessionMachine = setup({
     spawns: 0,
     renewals: 0,
     httpTransport:
-      input.transport === 'stdio' ? null
-      : input.declaredSse ? 'sse'
-      : !isForced(input.preference) && input.cached?.transport === 'sse' ? 'sse'
-      : 'streamable-http',
+      input.transport === 'stdio'
+        ? null
+        : input.declaredSse
+          ? 'sse'
+          : !isForced(input.preference) && input.cached?.transport === 'sse'
+            ? 'sse'
+            : 'streamable-http',
     afterRespawn: null,
     era: null,
     negotiated: null,
@@ -440,7 +473,10 @@ export const sessionMachine = setup({
     connecting: {
       initial: 'spawning',
       after: {
-        startTimeout: { target: 'failed', actions: { type: 'fail', params: { code: 'MCPX_START_TIMEOUT', why: 'did not finish connecting within upstream.startTimeout' } } },
+        startTimeout: {
+          target: 'failed',
+          actions: { type: 'fail', params: { code: 'MCPX_START_TIMEOUT', why: 'did not finish connecting within upstream.startTimeout' } },
+        },
       },
       on: {
         stop: { target: 'stopped', actions: { type: 'closedBy', params: { reason: 'stopped' } } },
@@ -451,7 +487,14 @@ export const sessionMachine = setup({
           on: {
             'transport.ready': 'routing',
             'transport.closed': [
-              { guard: 'sseFromCache', target: 'respawning', actions: [{ type: 'useTransport', params: { transport: 'streamable-http' } }, { type: 'respawnFor', params: { next: null } }] },
+              {
+                guard: 'sseFromCache',
+                target: 'respawning',
+                actions: [
+                  { type: 'useTransport', params: { transport: 'streamable-http' } },
+                  { type: 'respawnFor', params: { next: null } },
+                ],
+              },
               { target: '#session.failed', actions: 'failToStart' },
             ],
           },
@@ -478,12 +521,30 @@ export const sessionMachine = setup({
           on: {
             'rpc.*': [
               ...discoverRows('#session.ready', 'discovering'),
-              { guard: and([discover(['legacy']), 'forceDiscover']), target: '#session.failed', actions: failWith('MCPX_ERA_MISMATCH', 'upstream.protocol is force-discover (no fallback to initialize), and the server does not speak 2026-07-28') },
+              {
+                guard: and([discover(['legacy']), 'forceDiscover']),
+                target: '#session.failed',
+                actions: failWith(
+                  'MCPX_ERA_MISMATCH',
+                  'upstream.protocol is force-discover (no fallback to initialize), and the server does not speak 2026-07-28',
+                ),
+              },
               { guard: and([discover(['legacy']), 'mayInitializeAfterDiscover']), target: 'initializing', actions: ['sendInitialize', 'note'] },
-              { guard: discover(['legacy']), target: '#session.failed', actions: failWith('MCPX_PROBE_REFUSED', 'the server refused both initialize and server/discover') },
+              {
+                guard: discover(['legacy']),
+                target: '#session.failed',
+                actions: failWith('MCPX_PROBE_REFUSED', 'the server refused both initialize and server/discover'),
+              },
             ],
             'transport.closed': [
-              { guard: 'forceDiscover', target: '#session.failed', actions: failWith('MCPX_ERA_MISMATCH', 'upstream.protocol is force-discover (no fallback to initialize), and the server exited on server/discover') },
+              {
+                guard: 'forceDiscover',
+                target: '#session.failed',
+                actions: failWith(
+                  'MCPX_ERA_MISMATCH',
+                  'upstream.protocol is force-discover (no fallback to initialize), and the server exited on server/discover',
+                ),
+              },
               { guard: 'mayInitializeAfterDiscover', target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'initialize' } }] },
               { target: '#session.failed', actions: failWith('MCPX_TRANSPORT_CLOSED', 'the server exited during the probe') },
             ],
@@ -529,7 +590,11 @@ export const sessionMachine = setup({
           on: {
             'rpc.*': [
               ...discoverRows('#session.ready', 'discoverOnly'),
-              { guard: discover('any'), target: '#session.failed', actions: failWith('MCPX_PROBE_REFUSED', 'the server refused both initialize and server/discover') },
+              {
+                guard: discover('any'),
+                target: '#session.failed',
+                actions: failWith('MCPX_PROBE_REFUSED', 'the server refused both initialize and server/discover'),
+              },
             ],
             'transport.closed': { target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'discover' } }] },
           },
@@ -541,11 +606,22 @@ export const sessionMachine = setup({
             'rpc.*': [
               { guard: initialize(['legacy']), target: '#session.ready', actions: ['settleLegacy', 'note', 'sendInitialized'] },
               { guard: initialize('fatal'), target: '#session.failed', actions: 'failOnVerdict' },
-              { guard: and([initialize(['http-refused']), 'onStreamableHttp']), target: 'respawning', actions: ['note', { type: 'useTransport', params: { transport: 'sse' } }, { type: 'respawnFor', params: { next: 'initialize' } }] },
+              {
+                guard: and([initialize(['http-refused']), 'onStreamableHttp']),
+                target: 'respawning',
+                actions: ['note', { type: 'useTransport', params: { transport: 'sse' } }, { type: 'respawnFor', params: { next: 'initialize' } }],
+              },
               { guard: initialize(['refused', 'http-refused']), target: 'refusedInitialize', actions: 'note' },
             ],
             'transport.closed': [
-              { guard: 'forceInitialize', target: '#session.failed', actions: failWith('MCPX_ERA_MISMATCH', 'upstream.protocol is force-initialize (no fallback to server/discover), and the server exited on initialize') },
+              {
+                guard: 'forceInitialize',
+                target: '#session.failed',
+                actions: failWith(
+                  'MCPX_ERA_MISMATCH',
+                  'upstream.protocol is force-initialize (no fallback to server/discover), and the server exited on initialize',
+                ),
+              },
               { guard: 'mayDiscoverAfterInitialize', target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'discover' } }] },
               { target: '#session.failed', actions: failWith('MCPX_TRANSPORT_CLOSED', 'the server exited during initialize') },
             ],
@@ -555,11 +631,38 @@ export const sessionMachine = setup({
         /** initialize was refused: discover next, unless the preference or history forbids it. */
         refusedInitialize: {
           always: [
-            { guard: 'forceInitialize', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_ERA_MISMATCH', why: 'upstream.protocol is force-initialize (no fallback to server/discover), and the server refused initialize' } } },
-            { guard: 'sseFromCache', target: 'respawning', actions: [{ type: 'useTransport', params: { transport: 'streamable-http' } }, { type: 'respawnFor', params: { next: null } }] },
-            { guard: 'onSse', target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_PROBE_REFUSED', why: 'the HTTP+SSE server refused initialize (that transport has no server/discover)' } } },
+            {
+              guard: 'forceInitialize',
+              target: '#session.failed',
+              actions: {
+                type: 'fail',
+                params: {
+                  code: 'MCPX_ERA_MISMATCH',
+                  why: 'upstream.protocol is force-initialize (no fallback to server/discover), and the server refused initialize',
+                },
+              },
+            },
+            {
+              guard: 'sseFromCache',
+              target: 'respawning',
+              actions: [
+                { type: 'useTransport', params: { transport: 'streamable-http' } },
+                { type: 'respawnFor', params: { next: null } },
+              ],
+            },
+            {
+              guard: 'onSse',
+              target: '#session.failed',
+              actions: {
+                type: 'fail',
+                params: { code: 'MCPX_PROBE_REFUSED', why: 'the HTTP+SSE server refused initialize (that transport has no server/discover)' },
+              },
+            },
             { guard: 'mayDiscoverAfterInitialize', target: 'discovering', actions: 'sendDiscover' },
-            { target: '#session.failed', actions: { type: 'fail', params: { code: 'MCPX_PROBE_REFUSED', why: 'the server refused both server/discover and initialize' } } },
+            {
+              target: '#session.failed',
+              actions: { type: 'fail', params: { code: 'MCPX_PROBE_REFUSED', why: 'the server refused both server/discover and initialize' } },
+            },
           ],
         },
 
@@ -595,12 +698,19 @@ export const sessionMachine = setup({
     renewing: {
       entry: 'sendRenewal',
       after: {
-        startTimeout: { target: 'closed', actions: { type: 'closedBy', params: { reason: 'the expired legacy session was not opened again within upstream.startTimeout' } } },
+        startTimeout: {
+          target: 'closed',
+          actions: { type: 'closedBy', params: { reason: 'the expired legacy session was not opened again within upstream.startTimeout' } },
+        },
       },
       on: {
         'rpc.*': [
           { guard: initialize(['legacy']), target: 'ready', actions: ['settleLegacy', 'note', 'sendInitialized'] },
-          { guard: initialize('any'), target: 'closed', actions: ['note', { type: 'closedBy', params: { reason: 'the server would not open the expired legacy session again' } }] },
+          {
+            guard: initialize('any'),
+            target: 'closed',
+            actions: ['note', { type: 'closedBy', params: { reason: 'the server would not open the expired legacy session again' } }],
+          },
         ],
         'transport.closed': { target: 'closed', actions: { type: 'closedBy', params: { reason: 'upstream closed' } } },
         stop: { target: 'stopped', actions: { type: 'closedBy', params: { reason: 'stopped' } } },

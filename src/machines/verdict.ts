@@ -63,9 +63,15 @@ export type InitializeVerdict =
   | ({ kind: 'unauthorized'; why: string } & Fails)
   | ({ kind: 'unavailable'; why: string } & Fails);
 
-const UNAUTHORIZED = { code: 'MCPX_UPSTREAM_UNAUTHORIZED', headline: 'the server refused mcpx as unauthorized (not evidence of an era; nothing cached)' } as const;
+const UNAUTHORIZED = {
+  code: 'MCPX_UPSTREAM_UNAUTHORIZED',
+  headline: 'the server refused mcpx as unauthorized (not evidence of an era; nothing cached)',
+} as const;
 const UNAVAILABLE = { code: 'MCPX_UPSTREAM_UNAVAILABLE', headline: 'the server is unavailable (nothing concluded, nothing cached)' } as const;
-const MODERN_ERROR = { code: 'MCPX_MODERN_PROTOCOL_ERROR', headline: 'the modern server refused server/discover; mcpx never falls back to initialize after a modern error' } as const;
+const MODERN_ERROR = {
+  code: 'MCPX_MODERN_PROTOCOL_ERROR',
+  headline: 'the modern server refused server/discover; mcpx never falls back to initialize after a modern error',
+} as const;
 const NO_COMMON = { code: 'MCPX_NO_COMMON_VERSION', headline: 'no protocol revision in common' } as const;
 const UNSPOKEN_LEGACY = { code: 'MCPX_UNSUPPORTED_LEGACY_VERSION', headline: 'initialize answered with a revision mcpx does not speak' } as const;
 
@@ -104,9 +110,11 @@ function identityFromDiscover(result: Record<string, unknown>): ServerIdentity {
 
 /** What an HTTP failure means for either probe request; null when it is era evidence (a plain 4xx). */
 function httpFailureVerdict(method: string, f: HttpFailure): ({ kind: 'unauthorized' | 'unavailable'; why: string } & Fails) | null {
-  if (f.kind === 'unauthorized') return { kind: 'unauthorized', why: `${method} was refused as unauthorized (HTTP ${f.status ?? '401'}); check the server's headers`, fails: UNAUTHORIZED };
+  if (f.kind === 'unauthorized')
+    return { kind: 'unauthorized', why: `${method} was refused as unauthorized (HTTP ${f.status ?? '401'}); check the server's headers`, fails: UNAUTHORIZED };
   if (f.kind === 'connection') return { kind: 'unavailable', why: `${method} got no response: ${f.message}`, fails: UNAVAILABLE };
-  if (f.status !== undefined && f.status >= 500) return { kind: 'unavailable', why: `${method} got HTTP ${f.status} (a server error says nothing about its era)`, fails: UNAVAILABLE };
+  if (f.status !== undefined && f.status >= 500)
+    return { kind: 'unavailable', why: `${method} got HTTP ${f.status} (a server error says nothing about its era)`, fails: UNAVAILABLE };
   return null;
 }
 
@@ -140,13 +148,23 @@ export function versionRefusal(method: string, error: RpcErrorObject, offered: r
   const listed = supported.join(', ') || 'no listed revision';
   const requested = typeof data.requested === 'string' ? ` at ${data.requested}` : '';
   const next = newestMutual(offered, supported);
-  if (next && !retried) return { kind: 'retry', version: next, supported, why: `${method}${requested} got -32022; retrying once with ${next} (server supports ${listed})` };
+  if (next && !retried)
+    return { kind: 'retry', version: next, supported, why: `${method}${requested} got -32022; retrying once with ${next} (server supports ${listed})` };
   if (next) {
-    return { kind: 'final', supported, why: `${method}${requested} got -32022 again after its one retry (server supports ${listed}); a second -32022 for the same request is final` };
+    return {
+      kind: 'final',
+      supported,
+      why: `${method}${requested} got -32022 again after its one retry (server supports ${listed}); a second -32022 for the same request is final`,
+    };
   }
   const legacy = legacyOf(supported);
-  if (legacy.length > 0) return { kind: 'legacy-only', legacyVersions: legacy, supported, why: `${method} got -32022 naming only legacy revisions (${listed})` };
-  return { kind: 'final', supported, why: `${method}${requested} got -32022: the server supports ${listed}; mcpx speaks ${[...offered, ...LEGACY_VERSIONS].join(', ')}` };
+  if (legacy.length > 0)
+    return { kind: 'legacy-only', legacyVersions: legacy, supported, why: `${method} got -32022 naming only legacy revisions (${listed})` };
+  return {
+    kind: 'final',
+    supported,
+    why: `${method}${requested} got -32022: the server supports ${listed}; mcpx speaks ${[...offered, ...LEGACY_VERSIONS].join(', ')}`,
+  };
 }
 
 /**
@@ -158,7 +176,13 @@ export function discoverVerdict(answer: Answer, offered: readonly string[], retr
   if ('failure' in answer) {
     const f = answer.failure;
     // Any other 4xx without a recognised modern JSON-RPC error falls back to initialize (docs/behaviour.md §4).
-    return httpFailureVerdict('server/discover', f) ?? { kind: 'legacy', legacyVersions: [], why: `server/discover got HTTP ${f.status ?? '4xx'} without a modern JSON-RPC error` };
+    return (
+      httpFailureVerdict('server/discover', f) ?? {
+        kind: 'legacy',
+        legacyVersions: [],
+        why: `server/discover got HTTP ${f.status ?? '4xx'} without a modern JSON-RPC error`,
+      }
+    );
   }
   if ('error' in answer) {
     const e = answer.error;
@@ -181,12 +205,18 @@ export function discoverVerdict(answer: Answer, offered: readonly string[], retr
   }
   const supported = strings(result.supportedVersions);
   const version = newestMutual(offered, supported);
-  if (version) return { kind: 'modern', version, supported, why: `server/discover answered; supported ${supported.join(', ')}`, ...identityFromDiscover(result) };
+  if (version)
+    return { kind: 'modern', version, supported, why: `server/discover answered; supported ${supported.join(', ')}`, ...identityFromDiscover(result) };
   const legacy = legacyOf(supported);
   if (legacy.length > 0) {
     return { kind: 'legacy', legacyVersions: legacy, why: `server/discover listed only legacy revisions (${supported.join(', ')})` };
   }
-  return { kind: 'no-common', supported, why: `server supports ${supported.join(', ') || 'nothing'}; mcpx speaks ${[...offered, ...LEGACY_VERSIONS].join(', ')}`, fails: NO_COMMON };
+  return {
+    kind: 'no-common',
+    supported,
+    why: `server supports ${supported.join(', ') || 'nothing'}; mcpx speaks ${[...offered, ...LEGACY_VERSIONS].join(', ')}`,
+    fails: NO_COMMON,
+  };
 }
 
 /** What an answer to `initialize` means. */
@@ -197,7 +227,11 @@ export function initializeVerdict(answer: Answer): InitializeVerdict {
     if (fatal) return fatal;
     // A bare 400/404/405 to initialize: not a Streamable HTTP endpoint (an old HTTP+SSE server, docs/behaviour.md §4).
     if (f.status !== undefined && [400, 404, 405].includes(f.status)) {
-      return { kind: 'http-refused', status: f.status ?? 400, why: `initialize got a bare HTTP ${f.status ?? 400} (no JSON-RPC body): not a Streamable HTTP endpoint` };
+      return {
+        kind: 'http-refused',
+        status: f.status ?? 400,
+        why: `initialize got a bare HTTP ${f.status ?? 400} (no JSON-RPC body): not a Streamable HTTP endpoint`,
+      };
     }
     return { kind: 'refused', code: 0, why: `initialize got HTTP ${f.status ?? '4xx'}` };
   }
@@ -211,7 +245,12 @@ export function initializeVerdict(answer: Answer): InitializeVerdict {
   }
   const version = result.protocolVersion;
   if (!isLegacyVersion(version)) {
-    return { kind: 'bad-version', version, why: `initialize answered protocolVersion ${JSON.stringify(version)}, which mcpx does not speak (it speaks ${LEGACY_VERSIONS.join(', ')})`, fails: UNSPOKEN_LEGACY };
+    return {
+      kind: 'bad-version',
+      version,
+      why: `initialize answered protocolVersion ${JSON.stringify(version)}, which mcpx does not speak (it speaks ${LEGACY_VERSIONS.join(', ')})`,
+      fails: UNSPOKEN_LEGACY,
+    };
   }
   const out: InitializeVerdict = { kind: 'legacy', version, why: `initialize answered ${version}` };
   if (isObject(result.serverInfo)) out.serverInfo = result.serverInfo as ServerIdentity['serverInfo'];

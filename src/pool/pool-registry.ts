@@ -43,19 +43,21 @@ export function poolFingerprint(config: PoolServerConfig): string {
   } catch {
     process = stringify(config.definition) ?? '';
   }
-  return stringify({
-    process,
-    // Not in the era-cache key (the program is the same), but a running process was started with or without it.
-    inheritEnv: (config.definition as { inheritEnv?: boolean }).inheritEnv === true,
-    preference: config.preference,
-    limits: config.limits,
-    probeTimeoutMs: config.probeTimeoutMs,
-    startTimeoutMs: config.startTimeoutMs ?? null,
-    requestTimeoutMs: config.requestTimeoutMs ?? null,
-    backoff: config.backoff ?? null,
-    // A running pool's sessions were built with or without the era cache.
-    eraCache: config.eraCache ?? null,
-  }) ?? '';
+  return (
+    stringify({
+      process,
+      // Not in the era-cache key (the program is the same), but a running process was started with or without it.
+      inheritEnv: (config.definition as { inheritEnv?: boolean }).inheritEnv === true,
+      preference: config.preference,
+      limits: config.limits,
+      probeTimeoutMs: config.probeTimeoutMs,
+      startTimeoutMs: config.startTimeoutMs ?? null,
+      requestTimeoutMs: config.requestTimeoutMs ?? null,
+      backoff: config.backoff ?? null,
+      // A running pool's sessions were built with or without the era cache.
+      eraCache: config.eraCache ?? null,
+    }) ?? ''
+  );
 }
 
 export class PoolRegistry extends EventEmitter {
@@ -76,9 +78,13 @@ export class PoolRegistry extends EventEmitter {
     const entry = this.entries.get(name);
     if (!entry) {
       const known = [...this.entries.keys()];
-      throw new McpxError('MCPX_UNKNOWN_SERVER', `no server named ${JSON.stringify(name)} is configured${known.length ? ` (configured: ${known.join(', ')})` : ''}`, {
-        data: { server: name, configured: known },
-      });
+      throw new McpxError(
+        'MCPX_UNKNOWN_SERVER',
+        `no server named ${JSON.stringify(name)} is configured${known.length ? ` (configured: ${known.join(', ')})` : ''}`,
+        {
+          data: { server: name, configured: known },
+        },
+      );
     }
     return entry.pool;
   }
@@ -100,7 +106,10 @@ export class PoolRegistry extends EventEmitter {
   }
 
   override on(event: 'event', listener: (e: PoolEvent) => void): this;
+  // EventEmitter's own signature: its listeners take any arguments.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   override on(event: string | symbol, listener: (...args: any[]) => void): this;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   override on(event: string | symbol, listener: (...args: any[]) => void): this {
     return super.on(event, listener);
   }

@@ -213,9 +213,7 @@ export type PoolEmitted =
 
 // ---- pure reducers ----
 
-type Effect =
-  | { kind: 'emit'; event: PoolEmitted }
-  | { kind: 'raise'; event: Extract<PoolMachineEvent, { type: 'lane.failed' | 'lane.ready' }> };
+type Effect = { kind: 'emit'; event: PoolEmitted } | { kind: 'raise'; event: Extract<PoolMachineEvent, { type: 'lane.failed' | 'lane.ready' }> };
 
 interface Step {
   context: PoolContext;
@@ -258,7 +256,7 @@ export function initialContext(input: PoolInput): PoolContext {
     nextInstance: 1,
     tick: 0,
     // force-* never reads the era cache.
-    ownEra: isForced(input.preference) ? null : input.cachedEra ?? null,
+    ownEra: isForced(input.preference) ? null : (input.cachedEra ?? null),
     lanes: { own: health(), legacy: health() },
     legacyLane: follow ? 'unused' : 'off',
     legacyRefusal: null,
@@ -526,7 +524,9 @@ export function waiting(c: Pick<PoolContext, 'waiters' | 'parked'>): Waiter[] {
 
 /** Facts every waiter's routing reads, besides its key's instances. */
 function routingChanged(a: PoolContext, b: PoolContext): boolean {
-  return a.ownEra !== b.ownEra || a.legacyLane !== b.legacyLane || a.lanes.own.cooling !== b.lanes.own.cooling || a.lanes.legacy.cooling !== b.lanes.legacy.cooling;
+  return (
+    a.ownEra !== b.ownEra || a.legacyLane !== b.legacyLane || a.lanes.own.cooling !== b.lanes.own.cooling || a.lanes.legacy.cooling !== b.lanes.legacy.cooling
+  );
 }
 
 /**
@@ -537,8 +537,16 @@ function routingChanged(a: PoolContext, b: PoolContext): boolean {
 export function isSettled(ctx: PoolContext): boolean {
   const d = new Draft(ctx);
   dispatch(d, true);
-  const before = waiting(ctx).map((w) => w.requestId).join(' ');
-  return d.effects.length === 0 && d.c.instances === ctx.instances && waiting(d.c).map((w) => w.requestId).join(' ') === before;
+  const before = waiting(ctx)
+    .map((w) => w.requestId)
+    .join(' ');
+  return (
+    d.effects.length === 0 &&
+    d.c.instances === ctx.instances &&
+    waiting(d.c)
+      .map((w) => w.requestId)
+      .join(' ') === before
+  );
 }
 
 export function acquire(ctx: PoolContext, e: { requestId: string; want: Lane; key: string }): Step {
@@ -700,7 +708,8 @@ export const poolMachine = setup({
   guards: {
     isFollow: ({ context }) => context.config.follow,
     isHolder: ({ context, event }) => event.type === 'release' && context.instances.heldBy(event.requestId) !== undefined,
-    isWaiting: ({ context, event }) => event.type === 'cancel' && (context.parked.has(event.requestId) || context.waiters.some((w) => w.requestId === event.requestId)),
+    isWaiting: ({ context, event }) =>
+      event.type === 'cancel' && (context.parked.has(event.requestId) || context.waiters.some((w) => w.requestId === event.requestId)),
     isStarting: ({ context, event }) => statusOf(context, event) === 'starting',
     isLive: ({ context, event }) => {
       const st = statusOf(context, event);

@@ -27,16 +27,7 @@ import type { EraCache, EraRecord } from '../upstream/era-cache.js';
 import { eraCacheKey } from '../upstream/process-key.js';
 import { stateName } from '../machines/state-name.js';
 import { FORWARDED_METHODS, isForwardedMethod } from '../upstream/forwarded-methods.js';
-import type {
-  UpstreamSession,
-  CallOptions,
-  ChangedList,
-  ListKind,
-  SessionInfo,
-  SessionSnapshot,
-  Tool,
-  UpstreamSessionOptions,
-} from '../upstream/session.js';
+import type { UpstreamSession, CallOptions, ChangedList, ListKind, SessionInfo, SessionSnapshot, Tool, UpstreamSessionOptions } from '../upstream/session.js';
 import { poolMachine, type PoolEmitted, type PoolFailure, type PoolMachineEvent } from './pool.machine.js';
 import type { CallContext, InspectSource, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport, ServerPoolApi, UpstreamInfo } from './types.js';
 
@@ -128,7 +119,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   private nextCall = 0;
   private stopPromise: Promise<void> | undefined;
   /** The own lane's most recent ready instance, as it was when ready (§7). */
-  private ownReport: Pick<SessionInfo, 'era' | 'negotiated' | 'eraSource'> & { id: string } | null = null;
+  private ownReport: (Pick<SessionInfo, 'era' | 'negotiated' | 'eraSource'> & { id: string }) | null = null;
   /** Each lane's most recent ready instance's self-description, kept after it stops (for catalogues). */
   private readonly laneInfo = new Map<Lane, UpstreamInfo>();
   /**
@@ -166,7 +157,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
     }
     this.cacheKey = key;
     // The pool machine ignores the record under force-* (as the session machine does).
-    const cached = key ? deps.cache?.usable(key) ?? null : null;
+    const cached = key ? (deps.cache?.usable(key) ?? null) : null;
     this.actor = createActor(poolMachine, {
       id: `pool:${config.name}`,
       input: {
@@ -221,24 +212,27 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
 
   instances(): InstanceStatus[] {
     const now = Date.now();
-    return this.actor.getSnapshot().context.instances.list().map((slot) => {
-      const live = this.sessions.get(slot.id);
-      const info = live?.session.info();
-      return {
-        id: slot.id,
-        lane: slot.lane,
-        scopeKey: slot.key,
-        pid: info?.pid ?? live?.pid,
-        state: slot.status,
-        holders: slot.holders.length,
-        era: info?.era ?? slot.era,
-        negotiated: info?.negotiated ?? null,
-        eraSource: info?.eraSource ?? null,
-        startedAt: new Date(live?.startedAt ?? now).toISOString(),
-        uptimeMs: live ? now - live.startedAt : 0,
-        ...(info ? { sessionState: info.state } : {}),
-      };
-    });
+    return this.actor
+      .getSnapshot()
+      .context.instances.list()
+      .map((slot) => {
+        const live = this.sessions.get(slot.id);
+        const info = live?.session.info();
+        return {
+          id: slot.id,
+          lane: slot.lane,
+          scopeKey: slot.key,
+          pid: info?.pid ?? live?.pid,
+          state: slot.status,
+          holders: slot.holders.length,
+          era: info?.era ?? slot.era,
+          negotiated: info?.negotiated ?? null,
+          eraSource: info?.eraSource ?? null,
+          startedAt: new Date(live?.startedAt ?? now).toISOString(),
+          uptimeMs: live ? now - live.startedAt : 0,
+          ...(info ? { sessionState: info.state } : {}),
+        };
+      });
   }
 
   protocolReport(): ProtocolReport {
@@ -272,7 +266,10 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   }
 
   override on(event: 'event', listener: (e: PoolEvent) => void): this;
+  // EventEmitter's own signature: its listeners take any arguments.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   override on(event: string | symbol, listener: (...args: any[]) => void): this;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   override on(event: string | symbol, listener: (...args: any[]) => void): this {
     return super.on(event, listener);
   }
@@ -376,7 +373,10 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       signal?.addEventListener('abort', onAbort, { once: true });
       if (deadline !== undefined) {
         // Bounded: setTimeout fires at once for a delay past 2^31−1 ms.
-        timer = setTimeout(() => leave(this.timeoutError(ctx.timeoutMs!, `waiting for a free instance (key ${JSON.stringify(key)})`)), Math.min(MAX_DURATION_MS, Math.max(0, deadline - Date.now())));
+        timer = setTimeout(
+          () => leave(this.timeoutError(ctx.timeoutMs!, `waiting for a free instance (key ${JSON.stringify(key)})`)),
+          Math.min(MAX_DURATION_MS, Math.max(0, deadline - Date.now())),
+        );
       }
     });
   }
@@ -384,19 +384,29 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   /** A session-gone error on a call in flight, worded for what really happened to the instance. */
   private explain(err: unknown, live: Live): unknown {
     if (err instanceof McpxError && (err.code === 'MCPX_MESSAGE_TOO_LARGE' || err.code === 'MCPX_BAD_UPSTREAM') && !err.message.startsWith(`${this.name}:`)) {
-      return new McpxError(err.code, `${this.name}: ${err.message}; the next call starts a fresh instance`, { cause: err, data: { server: this.name, instance: live.id, ...err.data } });
+      return new McpxError(err.code, `${this.name}: ${err.message}; the next call starts a fresh instance`, {
+        cause: err,
+        data: { server: this.name, instance: live.id, ...err.data },
+      });
     }
     if (!(err instanceof McpxError) || !SESSION_GONE.has(err.code)) return err;
     const pid = live.session.info().pid ?? live.pid;
     const which = `the upstream process${pid === undefined ? '' : ` (pid ${pid})`}`;
     if (live.crashed !== null) {
-      return new McpxError('MCPX_TRANSPORT_CLOSED', `${this.name}: ${which} exited while this call was in flight (${live.crashed}); the next call starts a fresh instance`, {
-        cause: err,
-        data: { server: this.name, instance: live.id, lane: live.lane, ...(pid === undefined ? {} : { pid }), ...err.data },
-      });
+      return new McpxError(
+        'MCPX_TRANSPORT_CLOSED',
+        `${this.name}: ${which} exited while this call was in flight (${live.crashed}); the next call starts a fresh instance`,
+        {
+          cause: err,
+          data: { server: this.name, instance: live.id, lane: live.lane, ...(pid === undefined ? {} : { pid }), ...err.data },
+        },
+      );
     }
     if (live.stopRequested && this.stopPromise) {
-      return new McpxError('MCPX_POOL_STOPPED', `${this.name}: the pool was stopped while this call was in flight`, { cause: err, data: { server: this.name, instance: live.id } });
+      return new McpxError('MCPX_POOL_STOPPED', `${this.name}: the pool was stopped while this call was in flight`, {
+        cause: err,
+        data: { server: this.name, instance: live.id },
+      });
     }
     return err;
   }
@@ -480,7 +490,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       name: c.name,
       definition: c.definition,
       preference: e.preference,
-      cache: e.useCache ? this.deps.cache ?? null : null,
+      cache: e.useCache ? (this.deps.cache ?? null) : null,
       probeTimeoutMs: c.probeTimeoutMs,
       ...(c.startTimeoutMs === undefined ? {} : { startTimeoutMs: c.startTimeoutMs }),
       ...(c.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: c.requestTimeoutMs }),
@@ -506,7 +516,18 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       queueMicrotask(() => this.send({ type: 'instance.failed', id: e.id, error: failureOf(err, this.name) }));
       return;
     }
-    const l: Live = { id: e.id, lane: e.lane, key: e.key, session, startedAt: Date.now(), pid: undefined, ready: false, stopRequested: false, crashed: null, lastState: null };
+    const l: Live = {
+      id: e.id,
+      lane: e.lane,
+      key: e.key,
+      session,
+      startedAt: Date.now(),
+      pid: undefined,
+      ready: false,
+      stopRequested: false,
+      crashed: null,
+      lastState: null,
+    };
     live = l;
     this.sessions.set(e.id, l);
     session.on('era.stale', (s: { cached: EraRecord; found: Era }) => {
@@ -532,27 +553,39 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       this.send({ type: 'instance.failed', id: l.id, error: failure });
       this.dispose(l);
     };
-    session.start().then(
-      (info) => {
-        if (l.stopRequested) return;
-        // The session chart reaches ready only with an era; no default is guessed here.
-        if (info.era === null) return failed(new McpxError('MCPX_INTERNAL', `${this.name}: the session became ready without an era`));
-        const era = info.era;
-        l.ready = true;
-        l.pid = info.pid;
-        const readyMs = Date.now() - l.startedAt;
-        if (l.lane === 'own') this.ownReport = { id: l.id, era: info.era, negotiated: info.negotiated, eraSource: info.eraSource };
-        this.laneInfo.set(l.lane, {
-          lane: l.lane, instance: l.id, era: info.era, negotiated: info.negotiated,
-          serverInfo: info.serverInfo, capabilities: info.capabilities, instructions: info.instructions,
-        });
-        this.log.info({ instance: l.id, lane: l.lane, pid: info.pid, era: info.era, readyMs }, 'instance ready');
-        this.publish({ type: 'server.start', server: this.name, instance: l.id, pid: info.pid, lane: l.lane, era: info.era, negotiated: info.negotiated, eraSource: info.eraSource, readyMs });
-        this.send({ type: 'instance.ready', id: l.id, era, at: this.now() });
-        if (l.crashed !== null) this.onCrash(l); // it died between becoming ready and now
-      },
-      failed,
-    );
+    session.start().then((info) => {
+      if (l.stopRequested) return;
+      // The session chart reaches ready only with an era; no default is guessed here.
+      if (info.era === null) return failed(new McpxError('MCPX_INTERNAL', `${this.name}: the session became ready without an era`));
+      const era = info.era;
+      l.ready = true;
+      l.pid = info.pid;
+      const readyMs = Date.now() - l.startedAt;
+      if (l.lane === 'own') this.ownReport = { id: l.id, era: info.era, negotiated: info.negotiated, eraSource: info.eraSource };
+      this.laneInfo.set(l.lane, {
+        lane: l.lane,
+        instance: l.id,
+        era: info.era,
+        negotiated: info.negotiated,
+        serverInfo: info.serverInfo,
+        capabilities: info.capabilities,
+        instructions: info.instructions,
+      });
+      this.log.info({ instance: l.id, lane: l.lane, pid: info.pid, era: info.era, readyMs }, 'instance ready');
+      this.publish({
+        type: 'server.start',
+        server: this.name,
+        instance: l.id,
+        pid: info.pid,
+        lane: l.lane,
+        era: info.era,
+        negotiated: info.negotiated,
+        eraSource: info.eraSource,
+        readyMs,
+      });
+      this.send({ type: 'instance.ready', id: l.id, era, at: this.now() });
+      if (l.crashed !== null) this.onCrash(l); // it died between becoming ready and now
+    }, failed);
   }
 
   private onCrash(l: Live): void {
@@ -622,7 +655,9 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
 
   private cancelledError(reason: unknown): McpxError {
     const why = reason instanceof Error ? reason.message : reason === undefined ? 'aborted' : String(reason);
-    return new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: the call was cancelled while waiting for an instance (${why})`, { data: { server: this.name } });
+    return new McpxError('MCPX_REQUEST_CANCELLED', `${this.name}: the call was cancelled while waiting for an instance (${why})`, {
+      data: { server: this.name },
+    });
   }
 
   private timeoutError(ms: number, what: string): McpxError {

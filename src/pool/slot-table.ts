@@ -26,7 +26,10 @@ const seqOf = (id: string) => Number(id.slice(1));
  * that is in a table.
  */
 export class SlotTable {
-  static readonly EMPTY = new SlotTable(HashTrie.empty(), HashTrie.empty(), HashTrie.empty(), { own: { all: 0, stopping: 0 }, legacy: { all: 0, stopping: 0 } });
+  static readonly EMPTY = new SlotTable(HashTrie.empty(), HashTrie.empty(), HashTrie.empty(), {
+    own: { all: 0, stopping: 0 },
+    legacy: { all: 0, stopping: 0 },
+  });
 
   private constructor(
     private readonly slots: HashTrie<Slot>,
@@ -90,7 +93,12 @@ export class SlotTable {
     if (!old) return this;
     let byHolder = this.byHolder;
     for (const h of old.holders) byHolder = byHolder.delete(h);
-    return new SlotTable(this.slots.delete(id), this.byKey.delete(laneKey(old.lane, old.key)), byHolder, adjust(this.counts, old.lane, -1, old.status === 'stopping' ? -1 : 0));
+    return new SlotTable(
+      this.slots.delete(id),
+      this.byKey.delete(laneKey(old.lane, old.key)),
+      byHolder,
+      adjust(this.counts, old.lane, -1, old.status === 'stopping' ? -1 : 0),
+    );
   }
 
   /** Printable plain data (inspection, logs, test failure output): the slots by id, in start order. */

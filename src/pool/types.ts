@@ -123,13 +123,21 @@ export interface UpstreamInfo {
 }
 
 /** Which actor an xstate inspection event came from: a pool's, or one of its session instances'. */
-export type InspectSource =
-  | { actor: 'pool'; server: string }
-  | { actor: 'session'; server: string; instance: string; lane: Lane };
+export type InspectSource = { actor: 'pool'; server: string } | { actor: 'session'; server: string; instance: string; lane: Lane };
 
 /** Events a pool emits (for the daemon's event stream and logs). */
 export type PoolEvent =
-  | { type: 'server.start'; server: string; instance: string; pid: number | undefined; lane: Lane; era: Era | null; negotiated: string | null; eraSource: EraSource | null; readyMs: number }
+  | {
+      type: 'server.start';
+      server: string;
+      instance: string;
+      pid: number | undefined;
+      lane: Lane;
+      era: Era | null;
+      negotiated: string | null;
+      eraSource: EraSource | null;
+      readyMs: number;
+    }
   | { type: 'server.stop'; server: string; instance: string; lane: Lane; reason: string }
   | { type: 'server.era.stale'; server: string; cached: EraRecord; found: Era }
   | { type: 'session.state'; server: string; instance: string; lane: Lane; state: string; event: string }

@@ -24,7 +24,9 @@ export const ANSWER_SCHEMAS: Record<QuestionMethod, { schema: z.ZodType; shape: 
     shape: 'a CreateMessageResult {role, content, model, stopReason?}',
   },
   'roots/list': {
-    schema: z.looseObject({ roots: z.array(z.looseObject({ uri: z.string({ error: 'uri must be a string' }), name: z.string().optional() }), { error: 'roots must be an array' }) }),
+    schema: z.looseObject({
+      roots: z.array(z.looseObject({ uri: z.string({ error: 'uri must be a string' }), name: z.string().optional() }), { error: 'roots must be an array' }),
+    }),
     shape: 'a ListRootsResult {roots: [{uri, name?}]}',
   },
 };

@@ -259,9 +259,12 @@ function rpcRefusal(reason: RefusalReason, message: string): RpcErrorObject {
 /** The error a refused modern round ends its call with. */
 function roundRefusal(reason: RefusalReason, message: string, data: Record<string, unknown>): McpxError {
   const code: ErrorCode =
-    reason === 'timeout' ? 'MCPX_REQUEST_TIMEOUT'
-      : reason === 'abandoned' ? 'MCPX_REQUEST_CANCELLED'
-        : reason === 'expired' ? 'MCPX_ASK_EXPIRED'
+    reason === 'timeout'
+      ? 'MCPX_REQUEST_TIMEOUT'
+      : reason === 'abandoned'
+        ? 'MCPX_REQUEST_CANCELLED'
+        : reason === 'expired'
+          ? 'MCPX_ASK_EXPIRED'
           : 'MCPX_QUESTION_REFUSED';
   return new McpxError(code, message, { data: { reason, ...data } });
 }
@@ -299,18 +302,26 @@ export class AskStore {
         // A caller asking again while its oldest ask waits on it, unpolled, has walked away from that one.
         const left = mine.find((a) => a.status === 'input_required' && a.waiters.size === 0);
         if (!left) {
-          throw new McpxError('MCPX_TOO_MANY_ASKS', `this caller has ${mine.length} asks running already (at most ${this.limits.maxPerCaller} per caller): answer, abandon or wait for one first`, {
-            data: { running: mine.length, max: this.limits.maxPerCaller, scope: 'caller' },
-          });
+          throw new McpxError(
+            'MCPX_TOO_MANY_ASKS',
+            `this caller has ${mine.length} asks running already (at most ${this.limits.maxPerCaller} per caller): answer, abandon or wait for one first`,
+            {
+              data: { running: mine.length, max: this.limits.maxPerCaller, scope: 'caller' },
+            },
+          );
         }
         this.end(left, 'abandoned', `reclaimed: its caller started more than ${this.limits.maxPerCaller} asks without answering this one`);
       }
     }
     const running = this.countRunning();
     if (running >= this.limits.maxRunning) {
-      throw new McpxError('MCPX_TOO_MANY_ASKS', `${running} asks are running already (at most ${this.limits.maxRunning}): answer, abandon or wait for one first`, {
-        data: { running, max: this.limits.maxRunning, scope: 'total' },
-      });
+      throw new McpxError(
+        'MCPX_TOO_MANY_ASKS',
+        `${running} asks are running already (at most ${this.limits.maxRunning}): answer, abandon or wait for one first`,
+        {
+          data: { running, max: this.limits.maxRunning, scope: 'total' },
+        },
+      );
     }
     const now = Date.now();
     const ask: Ask = {
@@ -411,11 +422,16 @@ export class AskStore {
       const q = ask.questions.get(qid);
       if (!q) {
         const open = this.open(ask).map((x) => x.id);
-        throw new McpxError('MCPX_UNKNOWN_QUESTION', `${field}: ${ask.id} has no question ${JSON.stringify(qid)} (open: ${open.length > 0 ? open.join(', ') : 'none'})`, {
-          data: { path, ask: ask.id, question: qid, open },
-        });
+        throw new McpxError(
+          'MCPX_UNKNOWN_QUESTION',
+          `${field}: ${ask.id} has no question ${JSON.stringify(qid)} (open: ${open.length > 0 ? open.join(', ') : 'none'})`,
+          {
+            data: { path, ask: ask.id, question: qid, open },
+          },
+        );
       }
-      if (q.state === 'answered') throw new McpxError('MCPX_ALREADY_ANSWERED', `${field}: question ${qid} was answered already`, { data: { path, ask: ask.id, question: qid } });
+      if (q.state === 'answered')
+        throw new McpxError('MCPX_ALREADY_ANSWERED', `${field}: question ${qid} was answered already`, { data: { path, ask: ask.id, question: qid } });
       if (q.state === 'refused') {
         const why = ask.refused.find((r) => r.questionId === qid);
         throw new McpxError('MCPX_QUESTION_CLOSED', `${field}: question ${qid} is closed${why ? ` (${why.reason}: ${why.message})` : ''}`, {
@@ -427,7 +443,9 @@ export class AskStore {
       if (!parsed.success) {
         const issue = parsed.error.issues[0]!;
         const full = [...path, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
-        throw new McpxError('MCPX_BAD_REQUEST', `body field ${full.join('.')}: ${issue.message} (the answer to ${q.method} is ${shape})`, { data: { path: full } });
+        throw new McpxError('MCPX_BAD_REQUEST', `body field ${full.join('.')}: ${issue.message} (the answer to ${q.method} is ${shape})`, {
+          data: { path: full },
+        });
       }
       checked.push([q, answer as Record<string, unknown>]);
     }
@@ -488,7 +506,11 @@ export class AskStore {
 
   /** A modern input_required round of this ask's call: every entry answered, or the call ends. */
   private inputRequired(ask: Ask, requests: Record<string, { method: string; params?: unknown }>, context: unknown): Promise<Record<string, unknown>> {
-    const entries = Object.entries(requests).map(([key, r]) => ({ key, method: isObject(r) && typeof r.method === 'string' ? r.method : String(r?.method), params: questionParams(isObject(r) ? r.params : undefined) }));
+    const entries = Object.entries(requests).map(([key, r]) => ({
+      key,
+      method: isObject(r) && typeof r.method === 'string' ? r.method : String(r?.method),
+      params: questionParams(isObject(r) ? r.params : undefined),
+    }));
     for (const e of entries) {
       const refusal = this.refusal(ask, e.method, e.params, entries.length, context);
       if (refusal) {
@@ -524,14 +546,26 @@ export class AskStore {
   }
 
   /** Why a question may not be put to this ask's caller, if it may not. */
-  private refusal(ask: Ask, method: string, params: Record<string, unknown>, n: number, context: unknown): { reason: RefusalReason; message: string } | undefined {
+  private refusal(
+    ask: Ask,
+    method: string,
+    params: Record<string, unknown>,
+    n: number,
+    context: unknown,
+  ): { reason: RefusalReason; message: string } | undefined {
     // The session hands each question the provoking call's context: one naming another call is never this ask's.
     const callId = isObject(context) ? context['callId'] : undefined;
-    if (callId !== undefined && callId !== ask.id) return { reason: 'misrouted', message: `${method} came with the context of another call (${String(callId)})` };
-    if (FINAL.has(ask.status)) return { reason: ask.status === 'expired' ? 'expired' : ask.status === 'abandoned' ? 'abandoned' : 'finished', message: `${method} arrived after the ask ended (${ask.status})` };
+    if (callId !== undefined && callId !== ask.id)
+      return { reason: 'misrouted', message: `${method} came with the context of another call (${String(callId)})` };
+    if (FINAL.has(ask.status))
+      return {
+        reason: ask.status === 'expired' ? 'expired' : ask.status === 'abandoned' ? 'abandoned' : 'finished',
+        message: `${method} arrived after the ask ended (${ask.status})`,
+      };
     if (!isQuestionMethod(method)) return { reason: 'unsupported', message: `mcpx relays only ${QUESTION_METHODS.join(', ')} to a caller, not ${method}` };
     const missing = missingCapability(method, params, ask.capabilities);
-    if (missing !== undefined) return { reason: 'capability', message: `the caller did not declare the ${missing} capability, so ${method} cannot be put to it` };
+    if (missing !== undefined)
+      return { reason: 'capability', message: `the caller did not declare the ${missing} capability, so ${method} cannot be put to it` };
     const max = this.limits.maxQuestionsPerAsk;
     if (ask.questions.size + n > max) return { reason: 'limit', message: `this call asked more than ${max} questions (the limit per ask)` };
     return undefined;
@@ -544,7 +578,14 @@ export class AskStore {
   }
 
   /** Opens a question: the caller sees it on its next poll; it closes when answered, refused or timed out. */
-  private put(ask: Ask, method: QuestionMethod, params: Record<string, unknown>, via: QuestionView['via'], key: string | undefined, hand: Pick<Question, 'deliver' | 'refuse'>): Question {
+  private put(
+    ask: Ask,
+    method: QuestionMethod,
+    params: Record<string, unknown>,
+    via: QuestionView['via'],
+    key: string | undefined,
+    hand: Pick<Question, 'deliver' | 'refuse'>,
+  ): Question {
     const q: Question = { id: `q${++this.nextQuestion}`, method, params, via, key, askedAt: Date.now(), state: 'open', timer: undefined, ...hand };
     ask.questions.set(q.id, q);
     // A front's caller cannot answer after its requestState expires: no need to wait longer than that.
@@ -574,7 +615,17 @@ export class AskStore {
       ask.status = outcome.ok ? 'completed' : 'failed';
       this.ended(ask, 'finished', 'the call ended first');
     }
-    this.log.info({ ask: ask.id, server: ask.start.server, tool: ask.start.tool, status: ask.status, ...(outcome.ok ? {} : { code: outcome.error.code }), ms: Date.now() - ask.createdAt }, 'ask finished');
+    this.log.info(
+      {
+        ask: ask.id,
+        server: ask.start.server,
+        tool: ask.start.tool,
+        status: ask.status,
+        ...(outcome.ok ? {} : { code: outcome.error.code }),
+        ms: Date.now() - ask.createdAt,
+      },
+      'ask finished',
+    );
   }
 
   /** Abandoned or expired: the call is cancelled upstream (its signal aborts) and every open question refused. */
@@ -627,14 +678,24 @@ export class AskStore {
 
   private find(id: string): Ask {
     const ask = this.asks.get(id);
-    if (!ask) throw new McpxError('MCPX_NOT_FOUND', `no ask ${JSON.stringify(id)} (unknown, or finished more than ${this.limits.finishedTtlMs} ms ago)`, { data: { ask: id } });
+    if (!ask)
+      throw new McpxError('MCPX_NOT_FOUND', `no ask ${JSON.stringify(id)} (unknown, or finished more than ${this.limits.finishedTtlMs} ms ago)`, {
+        data: { ask: id },
+      });
     return ask;
   }
 
   private view(ask: Ask): AskView {
     const o = ask.outcome;
     // A tool that reported an error (isError) still has a result, which a relaying front passes on as it is.
-    const result = o === undefined ? undefined : o.ok ? o.result : o.error.code === 'MCPX_TOOL_ERROR' && isObject(o.error.data?.['result']) ? (o.error.data['result'] as Record<string, unknown>) : undefined;
+    const result =
+      o === undefined
+        ? undefined
+        : o.ok
+          ? o.result
+          : o.error.code === 'MCPX_TOOL_ERROR' && isObject(o.error.data?.['result'])
+            ? (o.error.data['result'] as Record<string, unknown>)
+            : undefined;
     return {
       id: ask.id,
       server: ask.start.server,
@@ -642,7 +703,14 @@ export class AskStore {
       status: ask.status,
       capabilities: ask.capabilities,
       refuses: refusedKinds(ask.capabilities),
-      questions: this.open(ask).map((q) => ({ id: q.id, method: q.method, params: q.params, via: q.via, ...(q.key === undefined ? {} : { key: q.key }), askedAt: new Date(q.askedAt).toISOString() })),
+      questions: this.open(ask).map((q) => ({
+        id: q.id,
+        method: q.method,
+        params: q.params,
+        via: q.via,
+        ...(q.key === undefined ? {} : { key: q.key }),
+        askedAt: new Date(q.askedAt).toISOString(),
+      })),
       asked: ask.questions.size,
       refused: [...ask.refused],
       createdAt: new Date(ask.createdAt).toISOString(),

@@ -79,12 +79,7 @@ export interface CatalogChange {
 }
 
 /** The MCP client requests a front relays to one server. */
-export const RELAYED_METHODS = [
-  'tools/call',
-  'prompts/get',
-  'resources/read',
-  'completion/complete',
-] as const;
+export const RELAYED_METHODS = ['tools/call', 'prompts/get', 'resources/read', 'completion/complete'] as const;
 export type RelayedMethod = (typeof RELAYED_METHODS)[number];
 
 /** A question an upstream asked during an ask (an elicitation, a sampling request, roots). */
@@ -111,7 +106,12 @@ export interface AskBackend {
     server: string,
     tool: string,
     args: Record<string, unknown>,
-    ctx: RelayContext & { capabilities: Record<string, unknown>; method?: 'tools/call' | 'prompts/get' | 'resources/read'; params?: Record<string, unknown>; questionTimeoutMs?: number },
+    ctx: RelayContext & {
+      capabilities: Record<string, unknown>;
+      method?: 'tools/call' | 'prompts/get' | 'resources/read';
+      params?: Record<string, unknown>;
+      questionTimeoutMs?: number;
+    },
   ): Promise<{ id: string }>;
   /** Waits up to `waitMs` for questions or the end. */
   askPoll(id: string, waitMs: number, ctx: RelayContext): Promise<AskView>;

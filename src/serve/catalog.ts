@@ -104,7 +104,8 @@ export class Catalog {
     const rows = await Promise.all(
       servers.map(async (s) => {
         const row = await this.row(s.name, s.definition, ctx, wanted(s.name), opts.fresh === true);
-        if (report && starting.includes(s)) report({ progress: ++done, total: starting.length, message: `${s.name}: ${row.error ? row.error.message : 'listed'}` });
+        if (report && starting.includes(s))
+          report({ progress: ++done, total: starting.length, message: `${s.name}: ${row.error ? row.error.message : 'listed'}` });
         return row;
       }),
     );
@@ -137,7 +138,8 @@ export class Catalog {
         return { server, lane, source, at: record.at, ...pick(record) };
       });
     } catch (err) {
-      const e: { code: string; message: string; data?: Record<string, unknown> } = err instanceof McpxError ? err.toJSON() : { code: 'MCPX_INTERNAL', message: err instanceof Error ? err.message : String(err) };
+      const e: { code: string; message: string; data?: Record<string, unknown> } =
+        err instanceof McpxError ? err.toJSON() : { code: 'MCPX_INTERNAL', message: err instanceof Error ? err.message : String(err) };
       return { server, lane, source: 'none', ...empty, error: { code: e.code, message: e.message, ...(e.data ? { data: e.data } : {}) } };
     }
   }
@@ -160,7 +162,13 @@ export class Catalog {
     const listCtx: CallContext = { ...ctx };
     delete listCtx.signal; // a listing others may wait on is not the caller's to cancel
     const [tools, prompts, resources, resourceTemplates] = await Promise.all(LISTS.map((kind) => pool.listAll(kind, listCtx)));
-    const record: CatalogRecord = { at: new Date().toISOString(), tools: tools!, prompts: prompts!, resources: resources!, resourceTemplates: resourceTemplates! };
+    const record: CatalogRecord = {
+      at: new Date().toISOString(),
+      tools: tools!,
+      prompts: prompts!,
+      resources: resources!,
+      resourceTemplates: resourceTemplates!,
+    };
     const before = this.known(key);
     this.memory.set(key, record);
     this.confirmed.add(key);
@@ -169,7 +177,7 @@ export class Catalog {
     }
     if (before && !sameListing(before, record)) {
       const lists = changedLists(before, record);
-      this.log.info({ server, lists }, 'the server\'s listing changed');
+      this.log.info({ server, lists }, "the server's listing changed");
       this.emit({ server, lists });
     }
     return record;

@@ -4,7 +4,16 @@
  */
 import type { CallContext } from '../pool/types.js';
 import type { Controller } from '../server/controller.js';
-import { RelayError, type AskBackend, type AskView, type CatalogChange, type CatalogView, type FrontBackend, type RelayContext, type RelayedMethod } from './backend.js';
+import {
+  RelayError,
+  type AskBackend,
+  type AskView,
+  type CatalogChange,
+  type CatalogView,
+  type FrontBackend,
+  type RelayContext,
+  type RelayedMethod,
+} from './backend.js';
 
 function callContext(ctx: RelayContext): CallContext {
   return {

@@ -28,7 +28,17 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import { silentLogger, type Logger } from '../log.js';
-import { RelayError, type AskBackend, type AskView, type CatalogItem, type CatalogView, type FrontBackend, type Progress, type RelayContext, type ServerCatalog } from './backend.js';
+import {
+  RelayError,
+  type AskBackend,
+  type AskView,
+  type CatalogItem,
+  type CatalogView,
+  type FrontBackend,
+  type Progress,
+  type RelayContext,
+  type ServerCatalog,
+} from './backend.js';
 import { NameTable, sanitize, SEPARATOR } from './names.js';
 
 export interface FrontConfig {
@@ -87,11 +97,18 @@ export class FrontView {
   /** Every server was listed (no failure, nothing left unlisted): the view may be reused until the catalogue changes. */
   readonly complete: boolean;
 
-  constructor(view: CatalogView, readonly mode: { passthrough?: string; servers?: readonly string[] }) {
+  constructor(
+    view: CatalogView,
+    readonly mode: { passthrough?: string; servers?: readonly string[] },
+  ) {
     // Names are given over every configured server, so a `--servers` filter never renames anything.
     const all = view.servers;
     const pairs = (pick: (s: ServerCatalog) => CatalogItem[]) =>
-      all.flatMap((s) => pick(s).filter((i) => typeof i['name'] === 'string').map((i) => ({ server: s.server, name: i['name'] as string, item: i })));
+      all.flatMap((s) =>
+        pick(s)
+          .filter((i) => typeof i['name'] === 'string')
+          .map((i) => ({ server: s.server, name: i['name'] as string, item: i })),
+      );
     this.complete = all.every((s) => s.error === undefined && s.source !== 'none');
     const toolPairs = pairs((s) => s.tools);
     const promptPairs = pairs((s) => s.prompts);
@@ -300,7 +317,7 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
   /** The caller's revision: the request's own `_meta` (2026-07-28), else the one negotiated at initialize. */
   const relayContext = (ctx: ServerContext): RelayContext => {
     const claimed = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[PROTOCOL_VERSION_META_KEY];
-    const callerProtocol = typeof claimed === 'string' ? claimed : server.getNegotiatedProtocolVersion() ?? (era === 'legacy' ? '2025-03-26' : undefined);
+    const callerProtocol = typeof claimed === 'string' ? claimed : (server.getNegotiatedProtocolVersion() ?? (era === 'legacy' ? '2025-03-26' : undefined));
     return {
       ...(callerProtocol ? { callerProtocol } : {}),
       session: ctx.sessionId ?? session,
@@ -335,7 +352,15 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
     const sending = new Set<Promise<void>>();
     const onProgress = (p: Progress) => {
       const sent = ctx.mcpReq
-        .notify({ method: 'notifications/progress', params: { progressToken: token, progress: p.progress, ...(p.total === undefined ? {} : { total: p.total }), ...(p.message === undefined ? {} : { message: p.message }) } })
+        .notify({
+          method: 'notifications/progress',
+          params: {
+            progressToken: token,
+            progress: p.progress,
+            ...(p.total === undefined ? {} : { total: p.total }),
+            ...(p.message === undefined ? {} : { message: p.message }),
+          },
+        })
         .catch((err: unknown) => log.debug({ err }, 'could not relay progress'))
         .finally(() => sending.delete(sent));
       sending.add(sent);
@@ -367,7 +392,15 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
     const can = askable(ctx);
     if (can) {
       try {
-        const out = await ask(can.asks, ctx, rctx, name, tool.server, { tool: tool.original, args: (req.params.arguments ?? {}) as Record<string, unknown> }, can.caps);
+        const out = await ask(
+          can.asks,
+          ctx,
+          rctx,
+          name,
+          tool.server,
+          { tool: tool.original, args: (req.params.arguments ?? {}) as Record<string, unknown> },
+          can.caps,
+        );
         if ('input' in out) return out.input as never;
         if (out.done.result !== undefined) return fromUpstream(out.done.result) as never;
         const e = out.done.error!;
@@ -378,7 +411,9 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
       }
     }
     try {
-      const result = await relayed(ctx, rctx, (r) => cfg.backend.request(tool.server, 'tools/call', { name: tool.original, arguments: req.params.arguments ?? {} }, r));
+      const result = await relayed(ctx, rctx, (r) =>
+        cfg.backend.request(tool.server, 'tools/call', { name: tool.original, arguments: req.params.arguments ?? {} }, r),
+      );
       return fromUpstream(result) as never;
     } catch (err) {
       // A 2026-07-28 caller is told of a capability it must declare (-32021, requiredCapabilities);
@@ -399,11 +434,20 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
    * the handler with the answers. Each round's answers are posted to the ask, and the request goes on.
    * Resolves with the final view (a result or an error), or the inputRequired result to return.
    */
-  const ask = async (asks: AskBackend, ctx: ServerContext, rctx: RelayContext, name: string, upstream: string, start: AskStart, caps: Record<string, unknown>): Promise<{ done: AskView } | { input: Record<string, unknown> }> => {
+  const ask = async (
+    asks: AskBackend,
+    ctx: ServerContext,
+    rctx: RelayContext,
+    name: string,
+    upstream: string,
+    start: AskStart,
+    caps: Record<string, unknown>,
+  ): Promise<{ done: AskView } | { input: Record<string, unknown> }> => {
     let id: string;
     const state = ctx.mcpReq.inputResponses === undefined ? undefined : ctx.mcpReq.requestState<AskState>();
     if (state !== undefined) {
-      if (typeof state !== 'object' || state === null || state.name !== name || !Array.isArray(state.questions)) throw new ProtocolError(INVALID_PARAMS, 'Invalid or expired requestState');
+      if (typeof state !== 'object' || state === null || state.name !== name || !Array.isArray(state.questions))
+        throw new ProtocolError(INVALID_PARAMS, 'Invalid or expired requestState');
       id = state.ask;
       const given = ctx.mcpReq.inputResponses ?? {};
       const answers = Object.fromEntries(state.questions.filter(([key]) => key in given).map(([key, qid]) => [qid, given[key]]));
@@ -422,13 +466,15 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
       // inputResponses with no requestState answer nothing mcpx asked: ignored, as unknown params are.
       // A 2026-07-28 caller cannot answer once its state expired; a legacy one is bounded by the shim's round timeout.
       const questionTimeoutMs = era === 'modern' ? (cfg.questionTtlSeconds ?? 600) * 1000 : undefined;
-      id = (await asks.ask(upstream, start.tool, start.args, {
-        ...rctx,
-        capabilities: caps,
-        ...(start.method ? { method: start.method } : {}),
-        ...(start.params ? { params: start.params } : {}),
-        ...(questionTimeoutMs === undefined ? {} : { questionTimeoutMs }),
-      })).id;
+      id = (
+        await asks.ask(upstream, start.tool, start.args, {
+          ...rctx,
+          capabilities: caps,
+          ...(start.method ? { method: start.method } : {}),
+          ...(start.params ? { params: start.params } : {}),
+          ...(questionTimeoutMs === undefined ? {} : { questionTimeoutMs }),
+        })
+      ).id;
     }
     const abandon = () => void asks.askAbandon(id).catch(() => undefined);
     let keep = false;
@@ -438,12 +484,15 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
         for (;;) {
           const v: AskView = await asks.askPoll(id, ASK_POLL_MS, r);
           if (v.result !== undefined || v.error !== undefined) return { done: v };
-          if (v.status === 'abandoned' || v.status === 'expired') return { done: { ...v, error: { code: 'MCPX_REQUEST_CANCELLED', message: `the request was ${v.status} while it waited for answers` } } };
+          if (v.status === 'abandoned' || v.status === 'expired')
+            return { done: { ...v, error: { code: 'MCPX_REQUEST_CANCELLED', message: `the request was ${v.status} while it waited for answers` } } };
           if (v.questions.length > 0) {
             // The upstream's own keys where it gave them (and they are unique), else mcpx's question ids.
             const keys = v.questions.map((q) => q.key ?? q.id);
             const pairs: Array<[string, string]> = v.questions.map((q, i) => [new Set(keys).size === keys.length ? keys[i]! : q.id, q.id]);
-            const inputRequests = Object.fromEntries(v.questions.map((q, i) => [pairs[i]![0], { method: q.method, ...(q.params === undefined ? {} : { params: q.params }) }]));
+            const inputRequests = Object.fromEntries(
+              v.questions.map((q, i) => [pairs[i]![0], { method: q.method, ...(q.params === undefined ? {} : { params: q.params }) }]),
+            );
             const requestState = await codec.mint({ ask: id, questions: pairs, name }, ctx);
             // A legacy caller's request stays open while the SDK's shim puts the questions to it: if the
             // caller goes away meanwhile, the ask is abandoned. A 2026-07-28 caller's request ends here.
@@ -484,13 +533,20 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
     if (!target) throw new ProtocolError(INVALID_PARAMS, `Unknown prompt: ${req.params.name}`);
     const params = { name: target.original, ...(req.params.arguments ? { arguments: req.params.arguments } : {}) };
     const can = askable(ctx);
-    if (can) return requestOutcome(target.server, await ask(can.asks, ctx, rctx, req.params.name, target.server, { tool: target.original, args: {}, method: 'prompts/get', params }, can.caps)) as never;
+    if (can)
+      return requestOutcome(
+        target.server,
+        await ask(can.asks, ctx, rctx, req.params.name, target.server, { tool: target.original, args: {}, method: 'prompts/get', params }, can.caps),
+      ) as never;
     return fromUpstream(await relayed(ctx, rctx, (r) => relay(cfg.backend, target.server, 'prompts/get', params, r))) as never;
   });
 
   server.setRequestHandler('resources/list', async (_req, ctx) => ({ resources: (await listing(ctx)).resources.map((r) => r.item) }) as never);
 
-  server.setRequestHandler('resources/templates/list', async (_req, ctx) => ({ resourceTemplates: (await listing(ctx)).templates.map((t) => t.item) }) as never);
+  server.setRequestHandler(
+    'resources/templates/list',
+    async (_req, ctx) => ({ resourceTemplates: (await listing(ctx)).templates.map((t) => t.item) }) as never,
+  );
 
   server.setRequestHandler('resources/read', async (req, ctx) => {
     const rctx = relayContext(ctx);
@@ -498,7 +554,11 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
     const target = (await view(rctx)).serverForUri(uri);
     if (!target) throw new ResourceNotFoundError(uri);
     const can = askable(ctx);
-    if (can) return requestOutcome(target, await ask(can.asks, ctx, rctx, uri, target, { tool: uri, args: {}, method: 'resources/read', params: { uri } }, can.caps)) as never;
+    if (can)
+      return requestOutcome(
+        target,
+        await ask(can.asks, ctx, rctx, uri, target, { tool: uri, args: {}, method: 'resources/read', params: { uri } }, can.caps),
+      ) as never;
     return fromUpstream(await relayed(ctx, rctx, (r) => relay(cfg.backend, target, 'resources/read', { uri }, r))) as never;
   });
 
@@ -538,7 +598,13 @@ function answerableCapabilities(server: Server, ctx: ServerContext): Record<stri
 }
 
 /** A relayed request whose failure is a JSON-RPC error (prompts, resources, completions). */
-async function relay(backend: FrontBackend, server: string, method: Parameters<FrontBackend['request']>[1], params: Record<string, unknown>, ctx: RelayContext): Promise<Record<string, unknown>> {
+async function relay(
+  backend: FrontBackend,
+  server: string,
+  method: Parameters<FrontBackend['request']>[1],
+  params: Record<string, unknown>,
+  ctx: RelayContext,
+): Promise<Record<string, unknown>> {
   try {
     return await backend.request(server, method, params, ctx);
   } catch (err) {

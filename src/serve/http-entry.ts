@@ -215,7 +215,11 @@ export class McpHttpEntry {
       return this.tracked(s, request, parsedBody);
     }
     if (request.method !== 'POST' || !isInitializeRequest(parsedBody)) {
-      return jsonRpcError(400, -32000, 'Bad Request: No valid session ID provided (a 2025-era caller starts with initialize; a 2026-07-28 caller sends MCP-Protocol-Version and _meta)');
+      return jsonRpcError(
+        400,
+        -32000,
+        'Bad Request: No valid session ID provided (a 2025-era caller starts with initialize; a 2026-07-28 caller sends MCP-Protocol-Version and _meta)',
+      );
     }
     // The bound is checked and the place taken before anything is awaited: concurrent initializes count.
     if (this.sessions.size + this.opening >= this.maxSessions() && !this.makeRoom()) {

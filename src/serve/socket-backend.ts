@@ -23,7 +23,16 @@ import { silentLogger, type Logger } from '../log.js';
 import { DaemonClient, isNotRunning, readText, send, startDaemonInBackground, type Target } from '../cli/client.js';
 import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from '../server/headers.js';
 import { SseDecoder } from '../transports/sse.js';
-import { RelayError, type AskBackend, type AskView, type CatalogChange, type CatalogView, type FrontBackend, type RelayContext, type RelayedMethod } from './backend.js';
+import {
+  RelayError,
+  type AskBackend,
+  type AskView,
+  type CatalogChange,
+  type CatalogView,
+  type FrontBackend,
+  type RelayContext,
+  type RelayedMethod,
+} from './backend.js';
 
 export interface SocketBackendOptions {
   target: Target;
@@ -94,7 +103,10 @@ export class SocketBackend implements FrontBackend {
   }
 
   /** One request to the daemon on `agent`; resolves when the answer's head is in. */
-  private send(agent: Agent, opts: { path: string; method: 'GET' | 'POST'; headers: Record<string, string>; body?: string; signal?: AbortSignal }): Promise<IncomingMessage> {
+  private send(
+    agent: Agent,
+    opts: { path: string; method: 'GET' | 'POST'; headers: Record<string, string>; body?: string; signal?: AbortSignal },
+  ): Promise<IncomingMessage> {
     return send(this.opts.target.socket, {
       ...opts,
       agent,
@@ -130,7 +142,8 @@ export class SocketBackend implements FrontBackend {
         if (isStream(res)) body = (await readStream(res, ctx)) as typeof body;
         else body = (await readJson(res)) as typeof body;
         if (!body) throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} before answering`);
-        if (res.statusCode !== 200 || body.ok === false) throw new RelayError(body.error?.code ?? 'MCPX_INTERNAL', body.error?.message ?? `the daemon answered ${res.statusCode}`);
+        if (res.statusCode !== 200 || body.ok === false)
+          throw new RelayError(body.error?.code ?? 'MCPX_INTERNAL', body.error?.message ?? `the daemon answered ${res.statusCode}`);
         return body;
       } catch (err) {
         // A listing is safe to repeat: once, on a fresh daemon.
@@ -153,7 +166,13 @@ export class SocketBackend implements FrontBackend {
         method: 'POST',
         // Streamed only when the caller wants progress: an upstream told of no progress token behaves as for a direct caller.
         headers: { accept: ctx.onProgress ? 'text/event-stream' : 'application/json', 'content-type': 'application/json', ...this.headers(ctx) },
-        body: JSON.stringify({ server, method, params, ...(ctx.session ? { session: ctx.session } : {}), ...(ctx.timeoutMs === undefined ? {} : { timeoutMs: ctx.timeoutMs }) }),
+        body: JSON.stringify({
+          server,
+          method,
+          params,
+          ...(ctx.session ? { session: ctx.session } : {}),
+          ...(ctx.timeoutMs === undefined ? {} : { timeoutMs: ctx.timeoutMs }),
+        }),
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       });
       if (isStream(res)) outcome = await readStream(res, ctx);
@@ -165,7 +184,10 @@ export class SocketBackend implements FrontBackend {
     } catch (err) {
       if (isNotRunning(err) || isSocketError(err)) {
         this.reset(http);
-        throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} during this request; it was not retried, since a tool may have side effects (the next request starts a new daemon)`);
+        throw new RelayError(
+          'MCPX_DAEMON_UNAVAILABLE',
+          `${GONE} during this request; it was not retried, since a tool may have side effects (the next request starts a new daemon)`,
+        );
       }
       throw this.relayError(err);
     }
@@ -214,20 +236,32 @@ export class SocketBackend implements FrontBackend {
       const res = await this.send(http, {
         path,
         method,
-        headers: { accept: ctx.onProgress ? 'text/event-stream' : 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...this.headers(ctx) },
+        headers: {
+          accept: ctx.onProgress ? 'text/event-stream' : 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...this.headers(ctx),
+        },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       });
       const streamed = isStream(res);
-      const parsed = (streamed ? await readStream(res, ctx) : await readJson(res)) as T & { ok?: false; error?: { code: string; message: string; data?: Record<string, unknown> } };
+      const parsed = (streamed ? await readStream(res, ctx) : await readJson(res)) as T & {
+        ok?: false;
+        error?: { code: string; message: string; data?: Record<string, unknown> };
+      };
       if (parsed === undefined) throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} before answering`);
-      if (streamed && parsed.ok === false) throw new RelayError(parsed.error?.code ?? 'MCPX_INTERNAL', parsed.error?.message ?? 'the daemon gave no answer', parsed.error?.data);
-      if ((res.statusCode ?? 500) >= 400) throw new RelayError(parsed.error?.code ?? 'MCPX_INTERNAL', parsed.error?.message ?? `the daemon answered ${res.statusCode}`, parsed.error?.data);
+      if (streamed && parsed.ok === false)
+        throw new RelayError(parsed.error?.code ?? 'MCPX_INTERNAL', parsed.error?.message ?? 'the daemon gave no answer', parsed.error?.data);
+      if ((res.statusCode ?? 500) >= 400)
+        throw new RelayError(parsed.error?.code ?? 'MCPX_INTERNAL', parsed.error?.message ?? `the daemon answered ${res.statusCode}`, parsed.error?.data);
       return parsed;
     } catch (err) {
       if (isNotRunning(err) || isSocketError(err)) {
         this.reset(http);
-        throw new RelayError('MCPX_DAEMON_UNAVAILABLE', `${GONE} during this call; it was not retried, since a tool may have side effects (the next request starts a new daemon)`);
+        throw new RelayError(
+          'MCPX_DAEMON_UNAVAILABLE',
+          `${GONE} during this call; it was not retried, since a tool may have side effects (the next request starts a new daemon)`,
+        );
       }
       throw this.relayError(err);
     }

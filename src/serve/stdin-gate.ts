@@ -86,7 +86,8 @@ export class StdinGate {
       const nl = buf.indexOf(0x0a);
       const part = nl === -1 ? buf : buf.subarray(0, nl);
       if (this.dropping) {
-        if (this.dropping.prefix.length < PREFIX_BYTES) this.dropping.prefix = Buffer.concat([this.dropping.prefix, part.subarray(0, PREFIX_BYTES - this.dropping.prefix.length)]);
+        if (this.dropping.prefix.length < PREFIX_BYTES)
+          this.dropping.prefix = Buffer.concat([this.dropping.prefix, part.subarray(0, PREFIX_BYTES - this.dropping.prefix.length)]);
         this.dropping.bytes += part.length;
       } else if (this.pendingBytes + part.length > this.max) {
         const head = Buffer.concat([...this.pending, part.subarray(0, PREFIX_BYTES)]);
@@ -140,14 +141,19 @@ export class StdinGate {
     const isRequest = typeof m.method === 'string' && m.id !== undefined;
     if (typeof m.method === 'string' && this.phase !== 'settled') {
       if (this.phase === 'fresh') {
-        if (claimsEnvelope(m.params)) this.phase = 'settled'; // 2026-07-28: no handshake; the SDK checks the rest
+        if (claimsEnvelope(m.params))
+          this.phase = 'settled'; // 2026-07-28: no handshake; the SDK checks the rest
         else if (m.method === 'initialize' && isRequest) this.phase = 'legacy';
         else if (!isRequest) {
           // A legacy notification before initialize has nothing to act on, and would pin the SDK's era.
           this.opts.logger?.debug({ method: m.method }, 'dropped a notification sent before initialize');
           return;
         } else if (m.method !== 'ping') {
-          this.error(m.id, -32000, 'Bad Request: Server not initialized (a 2025-era caller sends initialize first; a 2026-07-28 caller sends _meta with the protocol version)');
+          this.error(
+            m.id,
+            -32000,
+            'Bad Request: Server not initialized (a 2025-era caller sends initialize first; a 2026-07-28 caller sends _meta with the protocol version)',
+          );
           return;
         }
       } else if (m.method === 'initialize' && isRequest && !claimsEnvelope(m.params)) {

@@ -34,7 +34,10 @@ async function checkServers(socket: string, wanted: string[]): Promise<void> {
     const known = new Set(res.body.servers.filter((s) => !s.disabled).map((s) => s.server));
     const missing = wanted.filter((n) => !known.has(n));
     if (missing.length > 0) {
-      throw new McpxError('MCPX_UNKNOWN_SERVER', `no server ${missing.map((n) => JSON.stringify(n)).join(', ')} is configured (configured: ${[...known].join(', ') || 'none'})`);
+      throw new McpxError(
+        'MCPX_UNKNOWN_SERVER',
+        `no server ${missing.map((n) => JSON.stringify(n)).join(', ')} is configured (configured: ${[...known].join(', ') || 'none'})`,
+      );
     }
   } finally {
     await client.close();
@@ -49,7 +52,12 @@ export async function runServe(opts: ServeOptions): Promise<void> {
   const level = process.env['MCPX_LOG_LEVEL'] ?? 'warn';
   const logger = new LateLogger();
   // Logging off: pino is never loaded. On: lines logged before it is here are kept and written then.
-  const logging = level === 'silent' ? (logger.drop(), Promise.resolve()) : import('pino').then(({ default: pino }) => logger.set(pino({ level, base: { serve: process.pid } }, pino.destination({ dest: 2, sync: true })) as unknown as Logger));
+  const logging =
+    level === 'silent'
+      ? (logger.drop(), Promise.resolve())
+      : import('pino').then(({ default: pino }) =>
+          logger.set(pino({ level, base: { serve: process.pid } }, pino.destination({ dest: 2, sync: true })) as unknown as Logger),
+        );
   // Awaited below; a failed load is reported there, not as an unhandled rejection meanwhile.
   for (const p of [sdk, front, logging]) p.catch(() => undefined);
   const backend = new SocketBackend({ target: opts.target, entry: opts.entry, logger });
@@ -92,7 +100,9 @@ export async function runServe(opts: ServeOptions): Promise<void> {
     const deep = deepParamsRefusal(message);
     if (!deep) return deliver?.(message);
     if (deep.id === null) return undefined; // a notification: nothing to answer
-    void transport.send({ jsonrpc: '2.0', id: deep.id, error: { code: RPC.invalidParams, message: deep.message } }).catch((err: unknown) => logger.debug({ err }, 'stdio entry'));
+    void transport
+      .send({ jsonrpc: '2.0', id: deep.id, error: { code: RPC.invalidParams, message: deep.message } })
+      .catch((err: unknown) => logger.debug({ err }, 'stdio entry'));
     return undefined;
   };
   // The gate reads stdin to its end whatever the SDK does, so this always comes.

@@ -58,8 +58,8 @@ export class TurnBatchedOutput {
     return this;
   }
 
-  listeners(event: string): Function[] {
-    return this.out.listeners(event);
+  listeners(event: string): ((...args: unknown[]) => unknown)[] {
+    return this.out.listeners(event) as ((...args: unknown[]) => unknown)[];
   }
 
   /** For the transport's constructor, which names a Writable. */

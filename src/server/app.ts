@@ -161,7 +161,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         log?.warn({ host: host ?? null, origin: origin ?? null, url: req.url }, 'refused a request whose Host or Origin is not loopback');
         // A refused caller does not keep its connection (a descriptor) open for another try.
         reply.header('connection', 'close');
-        send(reply, 403, { code: 'MCPX_FORBIDDEN', message: `mcpx answers only loopback requests: ${!isLoopbackHostHeader(host) ? `Host ${JSON.stringify(host ?? '')}` : `Origin ${JSON.stringify(origin)}`} is not loopback` });
+        send(reply, 403, {
+          code: 'MCPX_FORBIDDEN',
+          message: `mcpx answers only loopback requests: ${!isLoopbackHostHeader(host) ? `Host ${JSON.stringify(host ?? '')}` : `Origin ${JSON.stringify(origin)}`} is not loopback`,
+        });
         return;
       }
       if (controller.settings.get('daemon.auth') !== 'none') {
@@ -173,7 +176,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           reply.header('www-authenticate', 'Bearer realm="mcpx"');
           // Without the token, no kept-alive connection: they would pile up at the descriptor limit.
           reply.header('connection', 'close');
-          send(reply, 401, { code: 'MCPX_UNAUTHORIZED', message: 'this request needs "Authorization: Bearer <token>", the token in <state>/daemon.json (or set daemon.auth to none)' });
+          send(reply, 401, {
+            code: 'MCPX_UNAUTHORIZED',
+            message: 'this request needs "Authorization: Bearer <token>", the token in <state>/daemon.json (or set daemon.auth to none)',
+          });
           return;
         }
       }
@@ -186,7 +192,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   app.addHook('onResponse', (req, reply, done) => {
-    if (log?.isLevelEnabled('debug')) log.debug({ method: req.method, url: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    if (log?.isLevelEnabled('debug'))
+      log.debug({ method: req.method, url: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
     done();
   });
 
@@ -204,7 +211,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.checkResponses) (await import('./response-contract.js')).checkResponses(app, deps.checkResponses); // tests only
 
   await app.register(v1Routes, {
-    controller, version, pid, startedAt,
+    controller,
+    version,
+    pid,
+    startedAt,
     ...(deps.info ? { info: deps.info } : {}),
     ...(deps.shutdown ? { shutdown: deps.shutdown } : {}),
   });

@@ -43,4 +43,3 @@ export function describeConfig(config: DaemonConfig, settings: Pick<Settings, 'g
     warnings: config.warnings.map((w) => w.message),
   };
 }
-

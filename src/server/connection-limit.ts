@@ -14,7 +14,9 @@ import type { Logger } from '../log.js';
 /** The soft limit on open descriptors (Linux: /proc/self/limits), or undefined where it cannot be read. */
 export function descriptorLimit(): number | undefined {
   try {
-    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
     const soft = line?.slice('Max open files'.length).trim().split(/\s+/)[0];
     return soft === undefined || !/^\d+$/.test(soft) ? undefined : Number(soft);
   } catch {
@@ -41,7 +43,7 @@ export function boundConnections(server: Server, configured: number, log?: Logge
     const now = Date.now();
     if (now - lastLog < 10_000) return;
     lastLog = now;
-    log?.warn({ listener, maxConnections: max, dropped }, 'closed connections past the listener\'s bound (daemon.maxConnections)');
+    log?.warn({ listener, maxConnections: max, dropped }, "closed connections past the listener's bound (daemon.maxConnections)");
   });
   return max;
 }

@@ -33,7 +33,17 @@ import { exposeNames } from '../serve/names.js';
 import { EventHub, type DaemonEvent } from './events.js';
 import type { RecordLog } from './record-log.js';
 import { Reconciler, type ReconcileOptions, type ReconcileResult } from './reconciler.js';
-import type { callResultSchema, configViewSchema, instanceSchema, protocolSchema, reloadSchema, serverViewSchema, settingChangeSchema, statusSchema, toolsSchema } from './schemas.js';
+import type {
+  callResultSchema,
+  configViewSchema,
+  instanceSchema,
+  protocolSchema,
+  reloadSchema,
+  serverViewSchema,
+  settingChangeSchema,
+  statusSchema,
+  toolsSchema,
+} from './schemas.js';
 import { describeConfig, serverView } from './config-view.js';
 import { Scrubber } from './secrets.js';
 
@@ -68,7 +78,7 @@ export function createPoolRegistry(opts: CreateRegistryOptions): PoolRegistry {
         const { AskingSession } = await import('../serve/ask-session.js');
         return (o) => new AskingSession(o);
       };
-      return new ServerPool(config, { loadSessionFactory, ...deps, cache: on ? opts.cache ?? null : null });
+      return new ServerPool(config, { loadSessionFactory, ...deps, cache: on ? (opts.cache ?? null) : null });
     },
   });
 }
@@ -119,7 +129,10 @@ function errorOf(err: unknown): { code: string; message: string; data?: Record<s
 function textOfResult(result: Record<string, unknown>): string {
   const content = result['content'];
   if (Array.isArray(content)) {
-    const texts = content.filter((c): c is { type: string; text: string } => typeof c === 'object' && c !== null && (c as { type?: unknown }).type === 'text' && typeof (c as { text?: unknown }).text === 'string');
+    const texts = content.filter(
+      (c): c is { type: string; text: string } =>
+        typeof c === 'object' && c !== null && (c as { type?: unknown }).type === 'text' && typeof (c as { text?: unknown }).text === 'string',
+    );
     if (texts.length > 0) return texts.map((t) => t.text).join('\n');
   }
   return 'the tool reported an error';
@@ -162,7 +175,10 @@ interface CallRecord {
  * Known secret values are still scrubbed from every line the daemon's logger writes (its streamWrite hook).
  */
 function recordLogger(logger: Logger): Logger {
-  return (logger as Logger & { child(bindings: Record<string, unknown>, options: { redact: string[] }): Logger }).child({ component: 'daemon' }, { redact: [] });
+  return (logger as Logger & { child(bindings: Record<string, unknown>, options: { redact: string[] }): Logger }).child(
+    { component: 'daemon' },
+    { redact: [] },
+  );
 }
 
 export class Controller {
@@ -216,9 +232,11 @@ export class Controller {
     this.asks = new AskStore({
       // tools/call keeps /v1/call's outcome (an isError result is MCPX_TOOL_ERROR with the result); prompts/get
       // and resources/read, which may ask too, are relayed as they are.
-      run: (a, ctx) => (a.method === undefined || a.method === 'tools/call' ? this.call(a.server, a.tool, a.args, ctx) : this.request(a.server, a.method, a.params ?? {}, ctx)),
+      run: (a, ctx) =>
+        a.method === undefined || a.method === 'tools/call' ? this.call(a.server, a.tool, a.args, ctx) : this.request(a.server, a.method, a.params ?? {}, ctx),
       // A question waits as long as an upstream request may: the server's own request timeout.
-      questionTimeoutMs: (server) => (this.registry.has(server) ? this.registry.get(server).config.requestTimeoutMs : undefined) ?? (this.settings.get('upstream.requestTimeout') as number),
+      questionTimeoutMs: (server) =>
+        (this.registry.has(server) ? this.registry.get(server).config.requestTimeoutMs : undefined) ?? (this.settings.get('upstream.requestTimeout') as number),
       limits: { maxRunning: this.settings.get('serve.maxAsks') as number, maxPerCaller: this.settings.get('serve.maxAsksPerCaller') as number },
       logger: this.log,
     });
@@ -304,7 +322,9 @@ export class Controller {
     if (!this.registry.has(server)) {
       const s = this.cfg.servers.find((x) => x.name === server);
       if (s?.disabled) {
-        throw new McpxError('MCPX_UNKNOWN_SERVER', `server ${JSON.stringify(server)} is disabled in ${this.cfg.file ?? 'the config'}`, { data: { server, disabled: true } });
+        throw new McpxError('MCPX_UNKNOWN_SERVER', `server ${JSON.stringify(server)} is disabled in ${this.cfg.file ?? 'the config'}`, {
+          data: { server, disabled: true },
+        });
       }
     }
     return this.registry.get(server);
@@ -322,14 +342,17 @@ export class Controller {
   async tools(server: string | undefined, ctx: CallContext = {}, opts: { fresh?: boolean } = {}): Promise<ToolsView> {
     if (server !== undefined) this.pool(server);
     const view = await this.catalog.view(ctx, { ...(server === undefined ? {} : { only: [server] }), ...(opts.fresh ? { fresh: true } : {}) });
-    const named = exposeNames(view.servers.flatMap((s) => s.tools.filter((t) => typeof t['name'] === 'string').map((t) => ({ server: s.server, name: t['name'] as string }))));
+    const named = exposeNames(
+      view.servers.flatMap((s) => s.tools.filter((t) => typeof t['name'] === 'string').map((t) => ({ server: s.server, name: t['name'] as string }))),
+    );
     const exposed = new Map(named.map((n) => [`${n.server}\0${n.original}`, n.name]));
     const out: ToolsView = { ok: true, tools: [], lanes: {}, errors: [] };
     for (const row of view.servers) {
       if (server !== undefined && row.server !== server) continue;
       out.lanes[row.server] = row.lane;
       if (row.error) {
-        if (server !== undefined && row.error.code === 'MCPX_BAD_REQUEST') throw new McpxError('MCPX_BAD_REQUEST', row.error.message, row.error.data ? { data: row.error.data } : undefined);
+        if (server !== undefined && row.error.code === 'MCPX_BAD_REQUEST')
+          throw new McpxError('MCPX_BAD_REQUEST', row.error.message, row.error.data ? { data: row.error.data } : undefined);
         out.ok = false;
         out.errors.push({ server: row.server, ...row.error });
         continue;
@@ -357,9 +380,10 @@ export class Controller {
         lane = pool.laneFor(ctx);
         return pool.callTool(tool, args, { ...ctx, callId });
       });
-      outcome = result['isError'] === true
-        ? { ok: false, error: { code: 'MCPX_TOOL_ERROR', message: `${server}/${tool}: ${textOfResult(result)}`, data: { server, tool, result } } }
-        : { ok: true, result };
+      outcome =
+        result['isError'] === true
+          ? { ok: false, error: { code: 'MCPX_TOOL_ERROR', message: `${server}/${tool}: ${textOfResult(result)}`, data: { server, tool, result } } }
+          : { ok: true, result };
     } catch (err) {
       if (err instanceof McpxError && (err.code === 'MCPX_UNKNOWN_SERVER' || err.code === 'MCPX_BAD_REQUEST')) {
         this.finished(server, tool, started, { ok: false, error: err.toJSON() }, lane, ctx);
@@ -475,20 +499,30 @@ export class Controller {
 
   private async reloadNow(reason: string): Promise<ReloadOutcome> {
     if (!this.loader) {
-      return { ok: false, file: this.cfg.file ?? null, error: { code: 'MCPX_NOT_IMPLEMENTED', message: 'this daemon was started without a config source to reload' } };
+      return {
+        ok: false,
+        file: this.cfg.file ?? null,
+        error: { code: 'MCPX_NOT_IMPLEMENTED', message: 'this daemon was started without a config source to reload' },
+      };
     }
     let next: DaemonConfig;
     try {
       next = await this.loader();
     } catch (err) {
-      return this.reloadFailed(this.cfg.file ?? null, new ConfigError([{ source: 'file', message: err instanceof Error ? err.message : String(err) }], this.cfg.file), reason);
+      return this.reloadFailed(
+        this.cfg.file ?? null,
+        new ConfigError([{ source: 'file', message: err instanceof Error ? err.message : String(err) }], this.cfg.file),
+        reason,
+      );
     }
     if (next.errors.length > 0) return this.reloadFailed(next.file ?? null, new ConfigError(next.errors, next.file), reason);
     const before = Object.fromEntries(RESTART_PATHS.map((p) => [p, stringify(this.settings.get(p))]));
     try {
       this.settings.resolve({ ...this.sources, file: next.settingsFile, ...(next.file === undefined ? {} : { filePath: next.file }) });
     } catch (err) {
-      const problems: ConfigProblem[] = (err as { problems?: ConfigProblem[] }).problems ?? [{ source: 'file', message: err instanceof Error ? err.message : String(err) }];
+      const problems: ConfigProblem[] = (err as { problems?: ConfigProblem[] }).problems ?? [
+        { source: 'file', message: err instanceof Error ? err.message : String(err) },
+      ];
       return this.reloadFailed(next.file ?? null, new ConfigError(problems, next.file), reason);
     }
     this.cfg = next;
@@ -508,10 +542,23 @@ export class Controller {
       warnings: next.warnings.map((w) => w.message),
       restartNeeded,
     };
-    this.log.info({ reason, file: next.file, added: r.added, removed: r.removed, replaced: r.replaced, kept: r.kept.length, failed: failed.length }, 'config reloaded');
+    this.log.info(
+      { reason, file: next.file, added: r.added, removed: r.removed, replaced: r.replaced, kept: r.kept.length, failed: failed.length },
+      'config reloaded',
+    );
     for (const w of next.warnings) this.log.warn({ file: next.file }, w.message);
     if (restartNeeded.length > 0) this.log.warn({ settings: restartNeeded }, 'these settings changed and take effect when the daemon restarts');
-    this.hub.publish({ type: 'config.reloaded', file: next.file ?? null, demo: next.demo === true, added: r.added, removed: r.removed, replaced: r.replaced, kept: r.kept, failed, restartNeeded });
+    this.hub.publish({
+      type: 'config.reloaded',
+      file: next.file ?? null,
+      demo: next.demo === true,
+      added: r.added,
+      removed: r.removed,
+      replaced: r.replaced,
+      kept: r.kept,
+      failed,
+      restartNeeded,
+    });
     if (r.added.length > 0 || r.removed.length > 0 || r.replaced.length > 0) this.catalog.serversChanged();
     return outcome;
   }

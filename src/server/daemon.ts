@@ -86,7 +86,9 @@ async function makeLoggers(level: string, scrubber: Scrubber, opts: DaemonOption
   const pretty = usePretty && !opts.logStream ? (await import('pino-pretty')).default : undefined;
   const base = { daemon: process.pid };
   // A line that cannot be written (a full disk) is dropped and counted, never thrown into the caller's code.
-  const stream: Writable | pino.DestinationStream = opts.logStream ?? (pretty ? pretty({ colorize: true, sync: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'hostname,daemon' }) : safeLogStream(1, base));
+  const stream: Writable | pino.DestinationStream =
+    opts.logStream ??
+    (pretty ? pretty({ colorize: true, sync: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'hostname,daemon' }) : safeLogStream(1, base));
   // Belt and braces: known secret values never reach a log line, whatever field they hide in.
   const hooks = { streamWrite: (s: string) => scrubber.scrub(s) };
   const logger = pino(
@@ -94,7 +96,10 @@ async function makeLoggers(level: string, scrubber: Scrubber, opts: DaemonOption
       level,
       base,
       hooks,
-      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'token', '*.token', 'definition.env', 'definition.headers', 'env', 'headers'], censor: '<redacted>' },
+      redact: {
+        paths: ['req.headers.authorization', 'headers.authorization', 'token', '*.token', 'definition.env', 'definition.headers', 'env', 'headers'],
+        censor: '<redacted>',
+      },
     },
     stream as pino.DestinationStream,
   );
@@ -110,7 +115,12 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
   const env = opts.env ?? process.env;
   const cwd = opts.cwd ?? process.cwd();
   const version = packageVersion();
-  const configOpts = { ...(opts.configFlag === undefined ? {} : { configFlag: opts.configFlag }), env, cwd, ...(opts.demoFile ? { demoFile: opts.demoFile } : {}) };
+  const configOpts = {
+    ...(opts.configFlag === undefined ? {} : { configFlag: opts.configFlag }),
+    env,
+    cwd,
+    ...(opts.demoFile ? { demoFile: opts.demoFile } : {}),
+  };
 
   const config = await loadDaemonConfig(configOpts);
   if (config.errors.length > 0) throw new ConfigError(config.errors, config.file);
@@ -188,10 +198,16 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
       ui.inspectorUrl = started.url;
       cleanups.push(() => started.stop());
     }
-    const registry = createPoolRegistry({ settings, cache, logger, inspectPool: inspector !== undefined, inspect: (ev, source) => {
-      probes.inspect(ev, source);
-      inspector?.inspect(ev, source);
-    } });
+    const registry = createPoolRegistry({
+      settings,
+      cache,
+      logger,
+      inspectPool: inspector !== undefined,
+      inspect: (ev, source) => {
+        probes.inspect(ev, source);
+        inspector?.inspect(ev, source);
+      },
+    });
     controller = new Controller({
       settings,
       registry,
@@ -214,11 +230,22 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
 
     // the socket: whatever is there is stale (we hold the lock), unless something answers on it
     if (await socketAnswers(socket)) {
-      throw new McpxError('MCPX_SOCKET_CONFLICT', `something already answers on ${socket} (daemon.socket); is another daemon using it with a different state folder?`, { data: { socket } });
+      throw new McpxError(
+        'MCPX_SOCKET_CONFLICT',
+        `something already answers on ${socket} (daemon.socket); is another daemon using it with a different state folder?`,
+        { data: { socket } },
+      );
     }
     // Whatever is left at the socket path is stale (we hold the lock and nothing answers); only a socket is removed.
-    if (await stat(socket).then((s) => !s.isSocket(), () => false)) {
-      throw new McpxError('MCPX_SOCKET_CONFLICT', `daemon.socket ${socket} exists and is not a socket; move it away or choose another path`, { data: { socket } });
+    if (
+      await stat(socket).then(
+        (s) => !s.isSocket(),
+        () => false,
+      )
+    ) {
+      throw new McpxError('MCPX_SOCKET_CONFLICT', `daemon.socket ${socket} exists and is not a socket; move it away or choose another path`, {
+        data: { socket },
+      });
     }
     await rm(socket, { force: true });
     const info = (): DaemonInfo => ({
@@ -232,14 +259,15 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     let mcpEntry: Promise<McpHttpEntry> | undefined;
     const mcp = (): Promise<McpHttpEntry> =>
       (mcpEntry ??= Promise.all([import('../serve/http-entry.js'), import('../serve/controller-backend.js')]).then(
-        ([{ McpHttpEntry }, { ControllerBackend }]) => new McpHttpEntry({
-          backend: new ControllerBackend(controller),
-          version,
-          logger,
-          questionTtlSeconds: Math.ceil(settings.get('serve.questionTtl') / 1000),
-          maxSessions: settings.get('serve.maxSessions'),
-          sessionIdleMs: settings.get('serve.sessionIdleTimeout'),
-        }),
+        ([{ McpHttpEntry }, { ControllerBackend }]) =>
+          new McpHttpEntry({
+            backend: new ControllerBackend(controller),
+            version,
+            logger,
+            questionTtlSeconds: Math.ceil(settings.get('serve.questionTtl') / 1000),
+            maxSessions: settings.get('serve.maxSessions'),
+            sessionIdleMs: settings.get('serve.sessionIdleTimeout'),
+          }),
       ));
     cleanups.push(async () => (mcpEntry ? (await mcpEntry).close() : undefined));
     const common = { controller, logger, version, startedAt, info, shutdown, isStopping: () => stopping, mcp, ui };
@@ -294,7 +322,8 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
   }
   // daemon.auth applies at once; daemon.json says whether a token is needed
   settings.onChange((c) => {
-    if (c.path === 'daemon.auth' && !stopping) void writeDaemonFile(stateDir, daemonFile()).catch((err: unknown) => log.error({ err }, 'could not rewrite daemon.json'));
+    if (c.path === 'daemon.auth' && !stopping)
+      void writeDaemonFile(stateDir, daemonFile()).catch((err: unknown) => log.error({ err }, 'could not rewrite daemon.json'));
   });
 
   // ---- watching the config file ----
@@ -408,7 +437,8 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
   // already shows them. A user's own servers start on first use (some are heavy: a browser, an index).
   if (config.demo === true) {
     for (const s of config.servers) {
-      if (!s.disabled) void controller.tools(s.name, {}, { fresh: true }).catch((err: unknown) => log.warn({ server: s.name, err }, 'could not start a demo server'));
+      if (!s.disabled)
+        void controller.tools(s.name, {}, { fresh: true }).catch((err: unknown) => log.warn({ server: s.name, err }, 'could not start a demo server'));
     }
   }
   return handle;

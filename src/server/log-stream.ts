@@ -7,7 +7,14 @@
  */
 import { writeSync } from 'node:fs';
 
-const ERRNO_TEXT: Record<string, string> = { ENOSPC: 'no space left on device', EIO: 'input/output error', EFBIG: 'file too large', EDQUOT: 'disk quota exceeded', EPIPE: 'broken pipe', EBADF: 'bad file descriptor' };
+const ERRNO_TEXT: Record<string, string> = {
+  ENOSPC: 'no space left on device',
+  EIO: 'input/output error',
+  EFBIG: 'file too large',
+  EDQUOT: 'disk quota exceeded',
+  EPIPE: 'broken pipe',
+  EBADF: 'bad file descriptor',
+};
 
 /** A short blocking pause (EAGAIN on a non-blocking pipe): what pino's sync destination does too. */
 const pause = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -48,7 +55,14 @@ export function safeLogStream(fd: number, base: Record<string, unknown>): SafeLo
     write(chunk: string): boolean {
       try {
         if (dropped > 0) {
-          const note = JSON.stringify({ level: 40, time: Date.now(), ...base, component: 'daemon', dropped, msg: `dropped ${dropped} log line(s): the log could not be written (${reason})` });
+          const note = JSON.stringify({
+            level: 40,
+            time: Date.now(),
+            ...base,
+            component: 'daemon',
+            dropped,
+            msg: `dropped ${dropped} log line(s): the log could not be written (${reason})`,
+          });
           writeAll(fd, Buffer.from(`${cut ? '\n' : ''}${note}\n`));
           cut = false;
           dropped = 0;

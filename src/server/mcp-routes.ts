@@ -28,7 +28,8 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
     if (typeof given === 'function') return given();
     if (given) return Promise.resolve(given);
     own ??= Promise.all([import('../serve/http-entry.js'), import('../serve/controller-backend.js')]).then(
-      ([{ McpHttpEntry }, { ControllerBackend }]) => new McpHttpEntry({ backend: new ControllerBackend(controller), version, ...(opts.logger ? { logger: opts.logger } : {}) }),
+      ([{ McpHttpEntry }, { ControllerBackend }]) =>
+        new McpHttpEntry({ backend: new ControllerBackend(controller), version, ...(opts.logger ? { logger: opts.logger } : {}) }),
     );
     return own;
   };
@@ -42,12 +43,20 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
     // body (JSON.stringify recurses, and overflowed into a 500).
     for (const m of Array.isArray(req.body) ? req.body : [req.body]) {
       const deep = deepParamsRefusal(m);
-      if (deep) return reply.code(400).type('application/json').send({ jsonrpc: '2.0', id: deep.id, error: { code: RPC.invalidParams, message: deep.message } });
+      if (deep)
+        return reply
+          .code(400)
+          .type('application/json')
+          .send({ jsonrpc: '2.0', id: deep.id, error: { code: RPC.invalidParams, message: deep.message } });
     }
     const [mcp, toNodeHandler] = await Promise.all([mcpEntry(), (nodeHandler ??= import('@modelcontextprotocol/node').then((m) => m.toNodeHandler))]);
     reply.hijack();
     const body = req.body;
-    await toNodeHandler({ fetch: (request) => mcp.fetch(request, body, mode) }, { onerror: (err) => log?.error({ err }, '/mcp failed') })(req.raw as never, reply.raw as never, body);
+    await toNodeHandler({ fetch: (request) => mcp.fetch(request, body, mode) }, { onerror: (err) => log?.error({ err }, '/mcp failed') })(
+      req.raw as never,
+      reply.raw as never,
+      body,
+    );
     return undefined;
   };
   const mcpMethods: Array<'GET' | 'POST' | 'DELETE'> = ['GET', 'POST', 'DELETE'];
@@ -56,9 +65,19 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
     url: '/mcp',
     handler: async (req, reply) => {
       const servers = (req.query as { servers?: unknown }).servers;
-      const list = typeof servers === 'string' ? servers.split(',').map((x) => x.trim()).filter((x) => x.length > 0) : undefined;
+      const list =
+        typeof servers === 'string'
+          ? servers
+              .split(',')
+              .map((x) => x.trim())
+              .filter((x) => x.length > 0)
+          : undefined;
       return serveMcp(req, reply, list ? { servers: list } : {});
     },
   });
-  app.route({ method: mcpMethods, url: '/mcp/:server', handler: async (req, reply) => serveMcp(req, reply, { passthrough: (req.params as { server: string }).server }) });
+  app.route({
+    method: mcpMethods,
+    url: '/mcp/:server',
+    handler: async (req, reply) => serveMcp(req, reply, { passthrough: (req.params as { server: string }).server }),
+  });
 };

@@ -46,7 +46,14 @@ export function buildOpenApi(version: string): Json {
     op['responses'] = Object.fromEntries(
       Object.entries(def.responses).map(([status, r]) => [
         status,
-        { description: r.description, ...(r.schema ? { content: { [r.contentType ?? 'application/json']: { schema: schemaOf(r.schema, 'output') } } } : r.contentType ? { content: { [r.contentType]: {} } } : {}) },
+        {
+          description: r.description,
+          ...(r.schema
+            ? { content: { [r.contentType ?? 'application/json']: { schema: schemaOf(r.schema, 'output') } } }
+            : r.contentType
+              ? { content: { [r.contentType]: {} } }
+              : {}),
+        },
       ]),
     );
     const p = openapiPath(def.url);
@@ -54,7 +61,11 @@ export function buildOpenApi(version: string): Json {
     paths[p][def.method.toLowerCase()] = op;
   }
   paths['/mcp'] = {
-    post: { operationId: 'mcp', summary: 'The `mcpx serve` MCP server over Streamable HTTP (arrives with `mcpx serve`).', responses: { 501: { description: 'Not yet (MCPX_NOT_IMPLEMENTED).' } } },
+    post: {
+      operationId: 'mcp',
+      summary: 'The `mcpx serve` MCP server over Streamable HTTP (arrives with `mcpx serve`).',
+      responses: { 501: { description: 'Not yet (MCPX_NOT_IMPLEMENTED).' } },
+    },
   };
   return {
     openapi: '3.1.0',

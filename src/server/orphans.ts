@@ -190,15 +190,19 @@ export async function sweepOrphans(stateDir: string, opts: { logger?: Logger; gr
   for (const t of left) signal(t, 'SIGKILL');
   // A group whose leader went on SIGTERM may keep members that ignored it: found again (by tag), and killed.
   const after = await targetsOf(ledger);
-  for (const t of after) if (signal(t, 'SIGKILL') && !report.signalled.includes(t.kind === 'group' ? t.leader : t.pid)) report.signalled.push(t.kind === 'group' ? t.leader : t.pid);
+  for (const t of after)
+    if (signal(t, 'SIGKILL') && !report.signalled.includes(t.kind === 'group' ? t.leader : t.pid)) report.signalled.push(t.kind === 'group' ? t.leader : t.pid);
   let survivors = [...left, ...after];
-  for (const end = Date.now() + 1_000; survivors.length > 0 && Date.now() < end; ) {
+  for (const end = Date.now() + 1_000; survivors.length > 0 && Date.now() < end;) {
     await sleep(25);
     survivors = survivors.filter(stillTarget);
   }
   report.survivors = survivors.map((t) => (t.kind === 'group' ? t.leader : t.pid));
   if (report.signalled.length > 0) {
-    log.warn({ daemon: d.pid, processes: report.signalled, survivors: report.survivors }, `stopped ${report.signalled.length} upstream process(es) left running by a daemon that did not stop cleanly`);
+    log.warn(
+      { daemon: d.pid, processes: report.signalled, survivors: report.survivors },
+      `stopped ${report.signalled.length} upstream process(es) left running by a daemon that did not stop cleanly`,
+    );
   }
   await rm(file, { force: true }).catch(() => undefined);
   return report;

@@ -135,7 +135,9 @@ export const reconcileMachine = setup({
     isDeferred: ({ context, event }) => event.type === 'server.quiet' && !context.stopped && context.deferred.includes(event.server),
   },
   actions: {
-    enqueue: assign({ queue: ({ context, event }) => (event.type === 'reconcile' ? [...context.queue, { id: event.id, deferBusy: event.deferBusy }] : context.queue) }),
+    enqueue: assign({
+      queue: ({ context, event }) => (event.type === 'reconcile' ? [...context.queue, { id: event.id, deferBusy: event.deferBusy }] : context.queue),
+    }),
     /** Once stopped, a run does nothing: every waiting one ends empty. */
     endEmpty: enqueueActions(({ context, event, enqueue }) => {
       const ids = [...context.queue.map((r) => r.id), ...(event.type === 'reconcile' ? [event.id] : [])];
@@ -211,11 +213,7 @@ export const reconcileMachine = setup({
           },
         },
         next: {
-          always: [
-            { guard: 'isStopped', target: 'idle', actions: 'endEmpty' },
-            { guard: 'hasQueued', target: 'planning' },
-            { target: 'idle' },
-          ],
+          always: [{ guard: 'isStopped', target: 'idle', actions: 'endEmpty' }, { guard: 'hasQueued', target: 'planning' }, { target: 'idle' }],
         },
       },
     },

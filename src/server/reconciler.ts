@@ -10,7 +10,14 @@ import type { Logger } from '../log.js';
 import type { PoolRegistry } from '../pool/pool-registry.js';
 import type { ServerPool } from '../pool/server-pool.js';
 import type { PoolServerConfig } from '../pool/types.js';
-import { reconcileMachine, type ReconcileEmitted, type ReconcileEvent, type ReconcileFacts, type ReconcileOptions, type ReconcileResult } from './reconcile.machine.js';
+import {
+  reconcileMachine,
+  type ReconcileEmitted,
+  type ReconcileEvent,
+  type ReconcileFacts,
+  type ReconcileOptions,
+  type ReconcileResult,
+} from './reconcile.machine.js';
 
 export { planReconcile, type ReconcileFacts, type ReconcileOptions, type ReconcilePlan, type ReconcileResult } from './reconcile.machine.js';
 
@@ -132,7 +139,7 @@ export class Reconciler {
         return;
       }
       case 'done': {
-        if (e.result.deferred.length > 0) logger.info({ servers: e.result.deferred }, 'settings change waits for these servers\' live instances to stop');
+        if (e.result.deferred.length > 0) logger.info({ servers: e.result.deferred }, "settings change waits for these servers' live instances to stop");
         const p = this.pending.get(e.id);
         this.pending.delete(e.id);
         p?.resolve(e.result);

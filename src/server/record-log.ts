@@ -23,7 +23,13 @@ export const RECORD_FLUSH_MS = 100;
  * Under load that is one write for hundreds of calls instead of one per call; the synchronous write per
  * line was about 7 % of the daemon's CPU per call. Lines stay whole and in order; each carries its time.
  */
-export function makeRecordLog(level: string, base: Record<string, unknown>, hooks: { streamWrite: (s: string) => string }, stream: { write(chunk: string): unknown }, flushMs = RECORD_FLUSH_MS): RecordLog {
+export function makeRecordLog(
+  level: string,
+  base: Record<string, unknown>,
+  hooks: { streamWrite: (s: string) => string },
+  stream: { write(chunk: string): unknown },
+  flushMs = RECORD_FLUSH_MS,
+): RecordLog {
   let pending = '';
   let timer: NodeJS.Timeout | undefined;
   const flush = (): void => {

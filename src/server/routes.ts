@@ -36,4 +36,18 @@ export type RouteName = keyof typeof ROUTE_PATHS;
  * loads the schemas. The others (health, status, …) never do. test/server/routes-table.test.ts holds
  * this to ROUTES.
  */
-export const VALIDATED_ROUTES: ReadonlySet<RouteName> = new Set<RouteName>(['tools', 'call', 'catalog', 'request', 'settingGet', 'settingPut', 'settingDelete', 'events', 'statechart', 'ask', 'askGet', 'askAnswers', 'askAbandon']);
+export const VALIDATED_ROUTES: ReadonlySet<RouteName> = new Set<RouteName>([
+  'tools',
+  'call',
+  'catalog',
+  'request',
+  'settingGet',
+  'settingPut',
+  'settingDelete',
+  'events',
+  'statechart',
+  'ask',
+  'askGet',
+  'askAnswers',
+  'askAbandon',
+]);

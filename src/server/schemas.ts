@@ -21,19 +21,37 @@ export const revisionSchema = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { error: '
 export { CALLER_PROTOCOL_HEADER, SESSION_HEADER };
 
 export const callHeadersSchema = z.object({
-  [CALLER_PROTOCOL_HEADER]: revisionSchema.optional().meta({ description: 'The caller\'s MCP revision; a revision before 2026-07-28 is served over the legacy lane under `follow`. Absent: modern.' }),
-  [SESSION_HEADER]: z.string().min(1).optional().meta({ description: 'The caller\'s session id (the scope key under `scope: session`); the body\'s `session` wins.' }),
+  [CALLER_PROTOCOL_HEADER]: revisionSchema
+    .optional()
+    .meta({ description: "The caller's MCP revision; a revision before 2026-07-28 is served over the legacy lane under `follow`. Absent: modern." }),
+  [SESSION_HEADER]: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ description: "The caller's session id (the scope key under `scope: session`); the body's `session` wins." }),
 });
 
-const nonEmpty = (what: string) => z.string({ error: `${what} must be a string` }).trim().min(1, { error: `${what} must not be empty` });
+const nonEmpty = (what: string) =>
+  z
+    .string({ error: `${what} must be a string` })
+    .trim()
+    .min(1, { error: `${what} must not be empty` });
 
 export const callBodySchema = z
   .object({
     server: nonEmpty('server').meta({ description: 'A configured server name.' }),
     tool: nonEmpty('tool').meta({ description: 'The tool name, as the server lists it.' }),
-    args: boundedDepth(z.record(z.string(), z.unknown(), { error: 'args must be an object of tool arguments' }), 'args').default({}).meta({ description: `The tool arguments (default {}); at most ${MAX_JSON_DEPTH} levels deep.` }),
-    session: nonEmpty('session').optional().meta({ description: 'The caller\'s session id (CallContext.session).' }),
-    timeoutMs: z.number().int().positive().max(MAX_DURATION_MS).optional().meta({ description: 'Give up after this many milliseconds (waiting for an instance included); at most 2^31−1, what a timer can wait.' }),
+    args: boundedDepth(z.record(z.string(), z.unknown(), { error: 'args must be an object of tool arguments' }), 'args')
+      .default({})
+      .meta({ description: `The tool arguments (default {}); at most ${MAX_JSON_DEPTH} levels deep.` }),
+    session: nonEmpty('session').optional().meta({ description: "The caller's session id (CallContext.session)." }),
+    timeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .max(MAX_DURATION_MS)
+      .optional()
+      .meta({ description: 'Give up after this many milliseconds (waiting for an instance included); at most 2^31−1, what a timer can wait.' }),
   })
   .strict();
 
@@ -41,30 +59,48 @@ export const requestBodySchema = z
   .object({
     server: nonEmpty('server').meta({ description: 'A configured server name.' }),
     method: z.enum(RELAYED_METHODS).meta({ description: 'The MCP request to relay.' }),
-    params: boundedDepth(z.record(z.string(), z.unknown(), { error: 'params must be an object' }), 'params').default({}).meta({ description: `The request params, as the server names things (no \`_meta\` envelope: mcpx adds what the server's era needs); at most ${MAX_JSON_DEPTH} levels deep.` }),
-    session: nonEmpty('session').optional().meta({ description: 'The caller\'s session id (CallContext.session).' }),
-    timeoutMs: z.number().int().positive().max(2_147_483_647).optional().meta({ description: 'Give up after this many milliseconds (waiting for an instance included).' }),
+    params: boundedDepth(z.record(z.string(), z.unknown(), { error: 'params must be an object' }), 'params')
+      .default({})
+      .meta({
+        description: `The request params, as the server names things (no \`_meta\` envelope: mcpx adds what the server's era needs); at most ${MAX_JSON_DEPTH} levels deep.`,
+      }),
+    session: nonEmpty('session').optional().meta({ description: "The caller's session id (CallContext.session)." }),
+    timeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .max(2_147_483_647)
+      .optional()
+      .meta({ description: 'Give up after this many milliseconds (waiting for an instance included).' }),
   })
   .strict();
 
 /** The MCP client capabilities a caller of /v1/ask can answer (extra keys pass: they are declared upstream as given). */
-export const askCapabilitiesSchema = z
-  .looseObject({
+export const askCapabilitiesSchema = z.looseObject(
+  {
     elicitation: z
       .looseObject({ form: z.looseObject({}).optional(), url: z.looseObject({}).optional() }, { error: 'capabilities.elicitation must be an object' })
       .optional()
       .meta({ description: 'Elicitation: `form` and/or `url` mode; `{}` means form mode.' }),
     sampling: z.looseObject({}, { error: 'capabilities.sampling must be an object' }).optional(),
     roots: z.looseObject({}, { error: 'capabilities.roots must be an object' }).optional(),
-  }, { error: 'capabilities must be an object of MCP client capabilities' });
+  },
+  { error: 'capabilities must be an object of MCP client capabilities' },
+);
 
 export const askBodySchema = callBodySchema
   .extend({
-    method: z.enum(['tools/call', 'prompts/get', 'resources/read']).optional().meta({ description: 'The request (default tools/call). For prompts/get and resources/read, `params` is the request\'s params and `tool` names the prompt or resource.' }),
+    method: z.enum(['tools/call', 'prompts/get', 'resources/read']).optional().meta({
+      description:
+        "The request (default tools/call). For prompts/get and resources/read, `params` is the request's params and `tool` names the prompt or resource.",
+    }),
     params: z.record(z.string(), z.unknown(), { error: 'params must be an object' }).optional(),
-    questionTimeoutMs: z.number().int().positive().max(2_147_483_647).optional().meta({ description: 'How long a question may wait for its answer, when shorter than the server\'s request timeout (a front passes its requestState lifetime).' }),
+    questionTimeoutMs: z.number().int().positive().max(2_147_483_647).optional().meta({
+      description: "How long a question may wait for its answer, when shorter than the server's request timeout (a front passes its requestState lifetime).",
+    }),
     capabilities: askCapabilitiesSchema.optional().meta({
-      description: 'The MCP client capabilities the caller can answer. A modern upstream gets them in each request\'s `_meta`; a question needing one not declared here is refused at once. Default {elicitation: {form: {}, url: {}}}: forms and URLs are put to the caller, sampling and roots refused (the answer\'s `refuses` says so).',
+      description:
+        "The MCP client capabilities the caller can answer. A modern upstream gets them in each request's `_meta`; a question needing one not declared here is refused at once. Default {elicitation: {form: {}, url: {}}}: forms and URLs are put to the caller, sampling and roots refused (the answer's `refuses` says so).",
     }),
   })
   .strict();
@@ -80,15 +116,22 @@ export const askQuerySchema = z
       .transform(Number)
       .pipe(z.number().max(ASK_MAX_WAIT_MS, { error: `waitMs must be at most ${ASK_MAX_WAIT_MS}` }))
       .optional()
-      .meta({ description: `Wait up to this many milliseconds (at most ${ASK_MAX_WAIT_MS}; default 0) for the ask to change, unless it has open questions or finished.` }),
+      .meta({
+        description: `Wait up to this many milliseconds (at most ${ASK_MAX_WAIT_MS}; default 0) for the ask to change, unless it has open questions or finished.`,
+      }),
   })
   .strict();
 
 export const askAnswersBodySchema = z
   .object({
     answers: z
-      .record(z.string().min(1), z.record(z.string(), z.unknown(), { error: 'each answer must be an object: the result MCP defines for its question' }), { error: 'answers must be an object of question id → result' })
-      .meta({ description: 'Question id → the result MCP defines for it: ElicitResult {action, content?}, CreateMessageResult {role, content, model}, ListRootsResult {roots}.' }),
+      .record(z.string().min(1), z.record(z.string(), z.unknown(), { error: 'each answer must be an object: the result MCP defines for its question' }), {
+        error: 'answers must be an object of question id → result',
+      })
+      .meta({
+        description:
+          'Question id → the result MCP defines for it: ElicitResult {action, content?}, CreateMessageResult {role, content, model}, ListRootsResult {roots}.',
+      }),
   })
   .strict();
 
@@ -98,7 +141,10 @@ export const toolsQuerySchema = z
   .object({
     server: nonEmpty('server').optional().meta({ description: 'One server; omitted: every configured server (each started as needed).' }),
     session: nonEmpty('session').optional(),
-    fresh: z.enum(['true', 'false', '1', '0']).optional().meta({ description: 'List live now, instead of from the tool catalogue (which is what answers by default, when it has the server).' }),
+    fresh: z
+      .enum(['true', 'false', '1', '0'])
+      .optional()
+      .meta({ description: 'List live now, instead of from the tool catalogue (which is what answers by default, when it has the server).' }),
   })
   .strict();
 
@@ -106,7 +152,11 @@ export const serverParamsSchema = z.object({ server: z.string().min(1) });
 export const settingParamsSchema = z.object({ path: z.string().min(1).meta({ description: 'A setting path such as upstream.protocol.' }) });
 
 export const settingPutSchema = z
-  .object({ value: z.unknown().meta({ description: 'The new value: JSON typed, or text as on the command line ("8", "90s", "yes"). upstream.protocol takes every alias.' }) })
+  .object({
+    value: z
+      .unknown()
+      .meta({ description: 'The new value: JSON typed, or text as on the command line ("8", "90s", "yes"). upstream.protocol takes every alias.' }),
+  })
   .strict()
   .superRefine((body, ctx) => {
     if (!Object.hasOwn(body, 'value') || body.value === undefined) ctx.addIssue({ code: 'custom', path: ['value'], message: 'value is required' });
@@ -117,7 +167,11 @@ export const statechartQuerySchema = z.object({ format: z.enum(['json', 'html'])
 export const eventsQuerySchema = z
   .object({
     server: z.string().min(1).optional().meta({ description: 'Only events about this server.' }),
-    type: z.string().min(1).optional().meta({ description: `Comma-separated event types (${EVENT_TYPES.join(', ')}); a prefix such as "server." matches a family.` }),
+    type: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({ description: `Comma-separated event types (${EVENT_TYPES.join(', ')}); a prefix such as "server." matches a family.` }),
   })
   .strict();
 
@@ -127,7 +181,10 @@ export const eventsQuerySchema = z
 export const errorSchema = z.object({
   code: z.string().meta({ description: 'A stable MCPX_* code.' }),
   message: z.string(),
-  path: z.array(z.union([z.string(), z.number()])).optional().meta({ description: 'The offending field, for a 400.' }),
+  path: z
+    .array(z.union([z.string(), z.number()]))
+    .optional()
+    .meta({ description: 'The offending field, for a 400.' }),
   in: z.enum(['body', 'query', 'params', 'headers']).optional(),
   allowed: z.array(z.string()).optional().meta({ description: 'The accepted values, when the field is an enum.' }),
   data: z.record(z.string(), z.unknown()).optional(),
@@ -173,7 +230,9 @@ export const statusSchema = z.object({
       server: z.string(),
       transport: z.enum(['stdio', 'http']),
       preference: preferenceOut,
-      lanes: z.array(z.object({ lane: laneSchema, max: z.number().int(), instances: z.number().int(), state: z.string().optional(), reason: z.string().optional() })),
+      lanes: z.array(
+        z.object({ lane: laneSchema, max: z.number().int(), instances: z.number().int(), state: z.string().optional(), reason: z.string().optional() }),
+      ),
       instances: z.array(instanceSchema),
     }),
   ),
@@ -201,13 +260,15 @@ export const serversSchema = z.object({ servers: z.array(serverViewSchema) });
 export const toolsSchema = z.object({
   ok: z.boolean(),
   tools: z.array(
-    z.object({
-      server: z.string(),
-      name: z.string(),
-      exposed: z.string().meta({ description: 'The name MCP clients see through mcpx serve and /mcp (aggregate mode).' }),
-      description: z.string().optional(),
-      inputSchema: z.unknown().optional(),
-    }).passthrough(),
+    z
+      .object({
+        server: z.string(),
+        name: z.string(),
+        exposed: z.string().meta({ description: 'The name MCP clients see through mcpx serve and /mcp (aggregate mode).' }),
+        description: z.string().optional(),
+        inputSchema: z.unknown().optional(),
+      })
+      .passthrough(),
   ),
   lanes: z.record(z.string(), laneSchema),
   errors: z.array(z.object({ server: z.string(), code: z.string(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() })),
@@ -220,7 +281,9 @@ export const catalogSchema = z.object({
     z.object({
       server: z.string(),
       lane: laneSchema,
-      source: z.enum(['live', 'catalog', 'none']).meta({ description: 'live: listed in this daemon\'s lifetime; catalog: from the persisted catalogue (may be stale); none: see error.' }),
+      source: z
+        .enum(['live', 'catalog', 'none'])
+        .meta({ description: "live: listed in this daemon's lifetime; catalog: from the persisted catalogue (may be stale); none: see error." }),
       at: z.string().optional(),
       tools: catalogItems,
       prompts: catalogItems,
@@ -232,7 +295,10 @@ export const catalogSchema = z.object({
 });
 
 export const requestResultSchema = z.union([
-  z.object({ ok: z.literal(true), result: z.record(z.string(), z.unknown()).meta({ description: 'The upstream result, as the upstream sent it (an isError tool result included).' }) }),
+  z.object({
+    ok: z.literal(true),
+    result: z.record(z.string(), z.unknown()).meta({ description: 'The upstream result, as the upstream sent it (an isError tool result included).' }),
+  }),
   z.object({ ok: z.literal(false), error: errorSchema }),
 ]);
 
@@ -244,8 +310,10 @@ export const callResultSchema = z.union([
 const askErrorSchema = z.object({ code: z.string(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() });
 
 const askDeclaredShape = {
-  capabilities: z.record(z.string(), z.unknown()).meta({ description: 'The capabilities the ask declared: the caller\'s, else form and URL elicitation.' }),
-  refuses: z.array(z.enum(['elicitation.form', 'elicitation.url', 'sampling', 'roots'])).meta({ description: 'The kinds of question this ask refuses at once (not declared).' }),
+  capabilities: z.record(z.string(), z.unknown()).meta({ description: "The capabilities the ask declared: the caller's, else form and URL elicitation." }),
+  refuses: z
+    .array(z.enum(['elicitation.form', 'elicitation.url', 'sampling', 'roots']))
+    .meta({ description: 'The kinds of question this ask refuses at once (not declared).' }),
 };
 
 export const askStartedSchema = z.object({ id: z.string(), status: z.string(), ...askDeclaredShape });
@@ -265,13 +333,15 @@ export const askViewSchema = z.object({
         method: z.enum(['elicitation/create', 'sampling/createMessage', 'roots/list']),
         params: z.record(z.string(), z.unknown()),
         via: z.enum(['server-request', 'input-required']).meta({ description: 'A legacy server-to-client request, or a modern input_required round.' }),
-        key: z.string().optional().meta({ description: 'A modern question\'s key in the upstream\'s inputRequests (unique within its round).' }),
+        key: z.string().optional().meta({ description: "A modern question's key in the upstream's inputRequests (unique within its round)." }),
         askedAt: z.string(),
       }),
     )
     .meta({ description: 'The questions waiting for an answer.' }),
   asked: z.number().int(),
-  refused: z.array(z.object({ questionId: z.string().optional(), method: z.string(), reason: z.string(), message: z.string() })).meta({ description: 'Questions mcpx refused on the caller\'s behalf, and why.' }),
+  refused: z
+    .array(z.object({ questionId: z.string().optional(), method: z.string(), reason: z.string(), message: z.string() }))
+    .meta({ description: "Questions mcpx refused on the caller's behalf, and why." }),
   createdAt: z.string(),
   finishedAt: z.string().optional(),
   result: z.record(z.string(), z.unknown()).optional().meta({ description: 'The tool result (also on failed, when the tool reported isError).' }),
@@ -381,7 +451,11 @@ const unknownAsk = { description: 'No such ask, or it finished too long ago (MCP
 export const ROUTES = {
   health: { ...ROUTE_PATHS.health, summary: 'Liveness: version and pid.', responses: { 200: { description: 'Alive.', schema: healthSchema } } },
   status: { ...ROUTE_PATHS.status, summary: 'Servers, their lanes, live instances.', responses: { 200: { description: 'Status.', schema: statusSchema } } },
-  servers: { ...ROUTE_PATHS.servers, summary: 'Configured servers, with transport and effective preference; secrets redacted.', responses: { 200: { description: 'Servers.', schema: serversSchema } } },
+  servers: {
+    ...ROUTE_PATHS.servers,
+    summary: 'Configured servers, with transport and effective preference; secrets redacted.',
+    responses: { 200: { description: 'Servers.', schema: serversSchema } },
+  },
   tools: {
     ...ROUTE_PATHS.tools,
     summary: 'Tools of one server or all, starting them as needed, for the lane of X-Mcpx-Caller-Protocol.',
@@ -398,38 +472,58 @@ export const ROUTES = {
   },
   catalog: {
     ...ROUTE_PATHS.catalog,
-    summary: 'What every configured server offers (tools, prompts, resources, templates) for the lane of X-Mcpx-Caller-Protocol, from the persisted catalogue; servers with none yet are started and listed.',
+    summary:
+      'What every configured server offers (tools, prompts, resources, templates) for the lane of X-Mcpx-Caller-Protocol, from the persisted catalogue; servers with none yet are started and listed.',
     headers: callHeadersSchema,
     responses: { 200: { description: 'The catalogue, in config order.', schema: catalogSchema }, 400: bad },
   },
   request: {
     ...ROUTE_PATHS.request,
-    summary: 'Relay one MCP request (tools/call, prompts/get, resources/read, completion/complete) to a server in its era. With `Accept: text/event-stream`, progress arrives as `event: progress` frames and the answer as `event: result`.',
+    summary:
+      'Relay one MCP request (tools/call, prompts/get, resources/read, completion/complete) to a server in its era. With `Accept: text/event-stream`, progress arrives as `event: progress` frames and the answer as `event: result`.',
     body: requestBodySchema,
     headers: callHeadersSchema,
     responses: { 200: { description: 'The upstream result, or ok:false with the error.', schema: requestResultSchema }, 400: bad, 404: unknownServer },
   },
-  settingsList: { ...ROUTE_PATHS.settingsList, summary: 'Every setting: value, default, source.', responses: { 200: { description: 'Settings.', schema: settingsListSchema } } },
+  settingsList: {
+    ...ROUTE_PATHS.settingsList,
+    summary: 'Every setting: value, default, source.',
+    responses: { 200: { description: 'Settings.', schema: settingsListSchema } },
+  },
   settingGet: {
     ...ROUTE_PATHS.settingGet,
     summary: 'One setting.',
     params: settingParamsSchema,
-    responses: { 200: { description: 'The setting.', schema: settingEntrySchema }, 404: { description: 'No such setting (MCPX_UNKNOWN_SETTING).', schema: errorBodySchema } },
+    responses: {
+      200: { description: 'The setting.', schema: settingEntrySchema },
+      404: { description: 'No such setting (MCPX_UNKNOWN_SETTING).', schema: errorBodySchema },
+    },
   },
   settingPut: {
     ...ROUTE_PATHS.settingPut,
     summary: 'Set a runtime value (normalised; refused with the allowed values). Applies to sessions started from now on.',
     params: settingParamsSchema,
     body: settingPutSchema,
-    responses: { 200: { description: 'The setting as it now is, and when it applies.', schema: settingChangeSchema }, 400: bad, 404: { description: 'No such setting.', schema: errorBodySchema } },
+    responses: {
+      200: { description: 'The setting as it now is, and when it applies.', schema: settingChangeSchema },
+      400: bad,
+      404: { description: 'No such setting.', schema: errorBodySchema },
+    },
   },
   settingDelete: {
     ...ROUTE_PATHS.settingDelete,
     summary: 'Drop the runtime value: back to flag, environment, file or default.',
     params: settingParamsSchema,
-    responses: { 200: { description: 'The setting as it now is.', schema: settingChangeSchema }, 404: { description: 'No such setting.', schema: errorBodySchema } },
+    responses: {
+      200: { description: 'The setting as it now is.', schema: settingChangeSchema },
+      404: { description: 'No such setting.', schema: errorBodySchema },
+    },
   },
-  protocol: { ...ROUTE_PATHS.protocol, summary: 'Per server: preference, era, negotiated version, eraSource, cached record, legacy lane (docs/behaviour.md §7).', responses: { 200: { description: 'Protocol report.', schema: protocolSchema } } },
+  protocol: {
+    ...ROUTE_PATHS.protocol,
+    summary: 'Per server: preference, era, negotiated version, eraSource, cached record, legacy lane (docs/behaviour.md §7).',
+    responses: { 200: { description: 'Protocol report.', schema: protocolSchema } },
+  },
   events: {
     ...ROUTE_PATHS.events,
     summary: 'Server-sent events: every pool event, call.finished, config.reloaded, config.error, setting.changed.',
@@ -438,14 +532,26 @@ export const ROUTES = {
   },
   statechart: {
     ...ROUTE_PATHS.statechart,
-    summary: 'The session chart with each live instance\'s current state (?format=html: a page).',
+    summary: "The session chart with each live instance's current state (?format=html: a page).",
     params: serverParamsSchema,
     query: statechartQuerySchema,
     responses: { 200: { description: 'The chart.', schema: statechartSchema }, 400: bad, 404: unknownServer },
   },
-  config: { ...ROUTE_PATHS.config, summary: 'The config in force, secrets redacted.', responses: { 200: { description: 'Config.', schema: configViewSchema } } },
-  reload: { ...ROUTE_PATHS.reload, summary: 'Re-read the config; a broken one is reported and the last good one stays.', responses: { 200: { description: 'What changed, or ok:false with the problems.', schema: reloadSchema } } },
-  shutdown: { ...ROUTE_PATHS.shutdown, summary: 'Stop the daemon (every upstream process with it).', responses: { 202: { description: 'Stopping.', schema: shutdownSchema } } },
+  config: {
+    ...ROUTE_PATHS.config,
+    summary: 'The config in force, secrets redacted.',
+    responses: { 200: { description: 'Config.', schema: configViewSchema } },
+  },
+  reload: {
+    ...ROUTE_PATHS.reload,
+    summary: 'Re-read the config; a broken one is reported and the last good one stays.',
+    responses: { 200: { description: 'What changed, or ok:false with the problems.', schema: reloadSchema } },
+  },
+  shutdown: {
+    ...ROUTE_PATHS.shutdown,
+    summary: 'Stop the daemon (every upstream process with it).',
+    responses: { 202: { description: 'Stopping.', schema: shutdownSchema } },
+  },
   openapi: { ...ROUTE_PATHS.openapi, summary: 'This document.', responses: { 200: { description: 'OpenAPI 3.1.' } } },
   ask: {
     ...ROUTE_PATHS.ask,
@@ -475,7 +581,10 @@ export const ROUTES = {
       200: { description: 'The ask after the answers.', schema: askViewSchema },
       400: { description: 'A bad answer or an unknown question (MCPX_BAD_REQUEST, MCPX_UNKNOWN_QUESTION); `error.path` names it.', schema: errorBodySchema },
       404: unknownAsk,
-      409: { description: 'Answered already (MCPX_ALREADY_ANSWERED), or closed: refused, timed out, the ask over (MCPX_QUESTION_CLOSED).', schema: errorBodySchema },
+      409: {
+        description: 'Answered already (MCPX_ALREADY_ANSWERED), or closed: refused, timed out, the ask over (MCPX_QUESTION_CLOSED).',
+        schema: errorBodySchema,
+      },
     },
   },
   askAbandon: {

@@ -63,7 +63,13 @@ export const nodeStateFs: StateFs = { open: fsp.open, readFile: (f) => readRegul
 
 /** Errnos that mean "this folder cannot be written by this user", whatever else is going on. */
 const NOT_WRITABLE = new Set(['EACCES', 'EPERM', 'EROFS']);
-const ERRNO_TEXT: Record<string, string> = { EACCES: 'permission denied', EPERM: 'operation not permitted', EROFS: 'read-only file system', ENOSPC: 'no space left on device', EBUSY: 'resource busy' };
+const ERRNO_TEXT: Record<string, string> = {
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EROFS: 'read-only file system',
+  ENOSPC: 'no space left on device',
+  EBUSY: 'resource busy',
+};
 /** `EACCES (permission denied)`, or the error's message when it has no errno. */
 export function errnoText(err: unknown): string {
   const code = errCode(err);
@@ -77,8 +83,13 @@ export class StateFolderError extends McpxError {
   readonly path: string;
   constructor(what: string, path: string, stateDir: string, cause: unknown) {
     const code = errCode(cause);
-    const hint = code !== undefined && NOT_WRITABLE.has(code) ? `: the state folder ${stateDir} is not writable by this user; make it writable or use another (--state-dir, MCPX_STATE_DIR)` : '';
-    super('MCPX_BAD_SETTING', `could not ${what} ${path}: ${errnoText(cause)}${hint}`, { data: { stateDir, path, errno: code ?? null, setting: 'paths.state' } });
+    const hint =
+      code !== undefined && NOT_WRITABLE.has(code)
+        ? `: the state folder ${stateDir} is not writable by this user; make it writable or use another (--state-dir, MCPX_STATE_DIR)`
+        : '';
+    super('MCPX_BAD_SETTING', `could not ${what} ${path}: ${errnoText(cause)}${hint}`, {
+      data: { stateDir, path, errno: code ?? null, setting: 'paths.state' },
+    });
     this.errno = code;
     this.path = path;
   }
@@ -119,7 +130,11 @@ export async function ensureStateDir(dir: string): Promise<void> {
   const uid = process.getuid?.();
   if (uid === undefined) return; // Windows: no owners or modes to compare
   if (s.uid !== uid) {
-    throw new McpxError('MCPX_BAD_SETTING', `the state folder ${dir} belongs to another user (uid ${s.uid}); use a folder of your own (--state-dir or MCPX_STATE_DIR)`, { data });
+    throw new McpxError(
+      'MCPX_BAD_SETTING',
+      `the state folder ${dir} belongs to another user (uid ${s.uid}); use a folder of your own (--state-dir or MCPX_STATE_DIR)`,
+      { data },
+    );
   }
   const writable = s.mode & 0o022;
   if (writable === 0 || created !== undefined) return;
@@ -183,7 +198,12 @@ function looksLikeDaemon(pid: number): boolean | undefined {
 function parseLock(text: string): LockContent | undefined {
   try {
     const v = JSON.parse(text) as Partial<LockContent>;
-    if (typeof v.pid === 'number') return { pid: v.pid, ...(typeof v.socket === 'string' ? { socket: v.socket } : {}), ...(typeof v.startedAt === 'string' ? { startedAt: v.startedAt } : {}) };
+    if (typeof v.pid === 'number')
+      return {
+        pid: v.pid,
+        ...(typeof v.socket === 'string' ? { socket: v.socket } : {}),
+        ...(typeof v.startedAt === 'string' ? { startedAt: v.startedAt } : {}),
+      };
   } catch {
     const pid = Number.parseInt(text.trim(), 10);
     if (Number.isInteger(pid)) return { pid };
@@ -259,7 +279,9 @@ export async function acquireLock(stateDir: string, socket: string, fs: StateFs 
     const found = await fsp.lstat(file).catch(() => undefined);
     if (found && !found.isFile()) {
       const target = found.isSymbolicLink() ? ` (to ${JSON.stringify(await fsp.readlink(file).catch(() => '?'))})` : '';
-      throw new McpxError('MCPX_BAD_SETTING', `the daemon lock ${file} is ${fileKind(found)}${target}, not a lock file mcpx made; remove it`, { data: { stateDir, path: file } });
+      throw new McpxError('MCPX_BAD_SETTING', `the daemon lock ${file} is ${fileKind(found)}${target}, not a lock file mcpx made; remove it`, {
+        data: { stateDir, path: file },
+      });
     }
     let text: string;
     let mtimeMs: number;
@@ -290,7 +312,14 @@ export async function acquireLock(stateDir: string, socket: string, fs: StateFs 
     if (await moveAsideIfUnchanged(fs, file, text, stateDir)) {
       cleaned.push(file);
       const leftSocket = holder?.socket;
-      if (leftSocket && (await stat(leftSocket).then((s) => s.isSocket(), () => false)) && !(await socketAnswers(leftSocket, 200))) {
+      if (
+        leftSocket &&
+        (await stat(leftSocket).then(
+          (s) => s.isSocket(),
+          () => false,
+        )) &&
+        !(await socketAnswers(leftSocket, 200))
+      ) {
         await rm(leftSocket, { force: true }).catch(() => undefined);
         cleaned.push(leftSocket);
       }
@@ -367,7 +396,12 @@ export interface FileLeft {
  * lock, and only while nothing answers on it). Never throws: returns what it removed and what it could
  * not, with the errno. Files that are gone, or belong to another daemon, are in neither list.
  */
-export async function removeDaemonFiles(stateDir: string, socket: string, pid: number, fs: StateFs = nodeStateFs): Promise<{ removed: string[]; left: FileLeft[] }> {
+export async function removeDaemonFiles(
+  stateDir: string,
+  socket: string,
+  pid: number,
+  fs: StateFs = nodeStateFs,
+): Promise<{ removed: string[]; left: FileLeft[] }> {
   const removed: string[] = [];
   const left: FileLeft[] = [];
   const pidIn = async (file: string, parse: (text: string) => number | undefined): Promise<number | undefined | null> => {

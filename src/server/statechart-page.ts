@@ -25,9 +25,15 @@ function esc(text: string): string {
 }
 
 export function statechartPage(view: StatechartView, opts: { mermaidUrl: string | null }): string {
-  const rows = view.instances.length === 0
-    ? '<tr><td colspan="5">no live instances (the server starts on its first call)</td></tr>'
-    : view.instances.map((i) => `<tr><td>${esc(i.id)}</td><td>${esc(i.lane)}</td><td>${esc(i.state)}</td><td>${esc(i.poolState)}</td><td>${esc(i.activeStateIds.join(', '))}</td></tr>`).join('\n');
+  const rows =
+    view.instances.length === 0
+      ? '<tr><td colspan="5">no live instances (the server starts on its first call)</td></tr>'
+      : view.instances
+          .map(
+            (i) =>
+              `<tr><td>${esc(i.id)}</td><td>${esc(i.lane)}</td><td>${esc(i.state)}</td><td>${esc(i.poolState)}</td><td>${esc(i.activeStateIds.join(', '))}</td></tr>`,
+          )
+          .join('\n');
   const draw = opts.mermaidUrl
     ? `<div class="mermaid" id="chart">${esc(view.mermaid)}</div>
 <script src="${esc(opts.mermaidUrl)}"></script>

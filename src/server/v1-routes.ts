@@ -169,9 +169,12 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
   route('servers', async () => ({ servers: controller.servers() }));
 
   route('tools', async ({ query, headers }, _req, reply) =>
-    controller.tools(query.server, contextOf(reply, headers, query.session), { fresh: query.fresh === 'true' || query.fresh === '1' }));
+    controller.tools(query.server, contextOf(reply, headers, query.session), { fresh: query.fresh === 'true' || query.fresh === '1' }),
+  );
 
-  route('call', async ({ body, headers }, _req, reply) => controller.call(body.server, body.tool, body.args, contextOf(reply, headers, body.session, body.timeoutMs)));
+  route('call', async ({ body, headers }, _req, reply) =>
+    controller.call(body.server, body.tool, body.args, contextOf(reply, headers, body.session, body.timeoutMs)),
+  );
 
   route('catalog', async ({ headers }, req, reply) => {
     const ctx = contextOf(reply, headers, undefined);
@@ -240,7 +243,10 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
   });
 
   route('events', async ({ query }, req, reply) => {
-    const types = query.type?.split(',').map((t) => t.trim()).filter((t) => t.length > 0);
+    const types = query.type
+      ?.split(',')
+      .map((t) => t.trim())
+      .filter((t) => t.length > 0);
     const wanted = (e: DaemonEvent): boolean => {
       if (query.server !== undefined && (!('server' in e) || e.server !== query.server)) return false;
       if (types && !types.some((t) => (t.endsWith('.') ? e.type.startsWith(t) : e.type === t))) return false;
@@ -248,7 +254,12 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     };
     reply.hijack();
     const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
     res.write(': mcpx events\n\n');
     const unsubscribe = controller.hub.subscribe((e, seq) => {
       if (!wanted(e)) return;
@@ -314,7 +325,9 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     // Streamed: the call's progress while this poll waits, then the view.
     controller.asks.get(params.id); // an unknown ask is still a plain 404
     const stream = openStream(reply);
-    const view = await controller.asks.wait(params.id, query.waitMs ?? 0, gone.signal, (p) => stream.frame('progress', p)).catch((err: unknown) => ({ ok: false, error: toApiError(err).error }));
+    const view = await controller.asks
+      .wait(params.id, query.waitMs ?? 0, gone.signal, (p) => stream.frame('progress', p))
+      .catch((err: unknown) => ({ ok: false, error: toApiError(err).error }));
     stream.end('result', view);
     return undefined;
   });

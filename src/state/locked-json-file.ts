@@ -299,8 +299,16 @@ export class LockedJsonFile<R> {
       }
       if (await this.removeStaleLock()) continue;
       if (Date.now() >= deadline) {
-        const empty = await fs.stat(this.lockPath).then((st) => st.size === 0, () => false);
-        throw new CacheIoError(this.path, empty ? `${this.lockPath} is an empty lock file that stayed for more than ${this.lockTimeoutMs} ms` : `another process held ${this.lockPath} for more than ${this.lockTimeoutMs} ms`);
+        const empty = await fs.stat(this.lockPath).then(
+          (st) => st.size === 0,
+          () => false,
+        );
+        throw new CacheIoError(
+          this.path,
+          empty
+            ? `${this.lockPath} is an empty lock file that stayed for more than ${this.lockTimeoutMs} ms`
+            : `another process held ${this.lockPath} for more than ${this.lockTimeoutMs} ms`,
+        );
       }
       await sleep(backoff + Math.random() * backoff);
       backoff = Math.min(backoff * 2, 40);

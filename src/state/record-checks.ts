@@ -26,7 +26,13 @@ const oneOf = <T extends string>(v: unknown, values: readonly T[]): v is T => ty
  * Copies the optional `key` when present: undefined passes (kept as undefined, as zod keeps it), anything
  * else must satisfy `ok`. False when present and refused.
  */
-function optional(from: Record<string, unknown>, to: Record<string, unknown>, key: string, ok: (v: unknown) => boolean, map: (v: unknown) => unknown = (v) => v): boolean {
+function optional(
+  from: Record<string, unknown>,
+  to: Record<string, unknown>,
+  key: string,
+  ok: (v: unknown) => boolean,
+  map: (v: unknown) => unknown = (v) => v,
+): boolean {
   if (!(key in from)) return true;
   const v = from[key];
   if (v === undefined) {
@@ -54,7 +60,10 @@ export function eraRecordOf(v: unknown): EraRecord | undefined {
 // ---- the tool catalogue (src/catalog/catalog-store.ts) ----
 
 /** An array of plain objects each with a string `field` (the items themselves kept as they are). */
-const itemsWith = (field: string) => (v: unknown): boolean => Array.isArray(v) && v.every((i) => isPlainObject(i) && typeof i[field] === 'string');
+const itemsWith =
+  (field: string) =>
+  (v: unknown): boolean =>
+    Array.isArray(v) && v.every((i) => isPlainObject(i) && typeof i[field] === 'string');
 const copyArray = (v: unknown): unknown => [...(v as unknown[])];
 
 /** A catalogue record as kept, or undefined when `v` is not one. Items, capabilities and serverInfo pass untouched. */

@@ -43,7 +43,10 @@ export async function readLimited(body: AsyncIterable<Buffer | Uint8Array>, limi
 }
 
 /** Read at most `limit` bytes of a body for an error report; the rest is discarded. */
-export async function readPrefix(body: AsyncIterable<Buffer | Uint8Array> & { destroy(): unknown }, limit: number): Promise<{ text: string; complete: boolean }> {
+export async function readPrefix(
+  body: AsyncIterable<Buffer | Uint8Array> & { destroy(): unknown },
+  limit: number,
+): Promise<{ text: string; complete: boolean }> {
   const parts: Buffer[] = [];
   let total = 0;
   try {

@@ -123,7 +123,10 @@ export abstract class HttpChannelBase extends ChannelBase {
   }
 
   /** One request on this channel's dispatcher (a private Agent, made on the first request, unless one was given). */
-  protected async request(url: string | URL, options: Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method' | 'dispatcher'> & { method: Dispatcher.HttpMethod }): Promise<Dispatcher.ResponseData> {
+  protected async request(
+    url: string | URL,
+    options: Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method' | 'dispatcher'> & { method: Dispatcher.HttpMethod },
+  ): Promise<Dispatcher.ResponseData> {
     const { Agent, request } = await loadUndici();
     if (!this.dispatcher) {
       this.dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });

@@ -40,7 +40,13 @@ export interface HttpFailureInit {
 export function truncateBytes(text: string, maxBytes = ERROR_BODY_LIMIT_BYTES): { text: string; truncated: boolean } {
   const buf = Buffer.from(text, 'utf8');
   if (buf.length <= maxBytes) return { text, truncated: false };
-  return { text: buf.subarray(0, maxBytes).toString('utf8').replace(/\uFFFD+$/, ''), truncated: true };
+  return {
+    text: buf
+      .subarray(0, maxBytes)
+      .toString('utf8')
+      .replace(/\uFFFD+$/, ''),
+    truncated: true,
+  };
 }
 
 function oneLine(text: string, max = 200): string {
@@ -102,11 +108,9 @@ export class UnauthorizedError extends McpxError {
 
   constructor(init: HttpFailureInit & { wwwAuthenticate?: string }) {
     const what = init.method ?? (init.httpMethod && init.httpMethod !== 'POST' ? init.httpMethod : 'the request');
-    super(
-      'MCPX_UPSTREAM_UNAUTHORIZED',
-      `unauthorized (HTTP ${init.status}): ${init.url} refused ${what}; check the credentials configured for this server`,
-      { data: { ...failureData(init), ...(init.wwwAuthenticate !== undefined ? { wwwAuthenticate: init.wwwAuthenticate } : {}) } },
-    );
+    super('MCPX_UPSTREAM_UNAUTHORIZED', `unauthorized (HTTP ${init.status}): ${init.url} refused ${what}; check the credentials configured for this server`, {
+      data: { ...failureData(init), ...(init.wwwAuthenticate !== undefined ? { wwwAuthenticate: init.wwwAuthenticate } : {}) },
+    });
     this.status = init.status;
     this.url = init.url;
     this.method = init.method;

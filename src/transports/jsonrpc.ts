@@ -7,13 +7,7 @@
  * as "no params". Batches (arrays) are not part of MCP since 2025-06-18 and are rejected.
  */
 import * as z from 'zod';
-import type {
-  JsonRpcFailure,
-  JsonRpcMessage,
-  JsonRpcNotification,
-  JsonRpcRequest,
-  JsonRpcSuccess,
-} from './types.js';
+import type { JsonRpcFailure, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcSuccess } from './types.js';
 
 /** The logging surface the transports use; a pino Logger fits it. */
 export interface TransportLogger {
@@ -34,10 +28,9 @@ const JsonRpcVersion = z.literal('2.0');
 export const JsonRpcIdSchema = z.union([z.string(), z.number()]);
 
 /** An object (not an array, not null). Checked without copying, so big params stay untouched. */
-const ParamsSchema = z.custom<Record<string, unknown>>(
-  (v) => typeof v === 'object' && v !== null && !Array.isArray(v),
-  { message: 'params must be an object' },
-);
+const ParamsSchema = z.custom<Record<string, unknown>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), {
+  message: 'params must be an object',
+});
 
 export const RpcErrorObjectSchema = z.looseObject({
   code: z.number(),

@@ -52,9 +52,22 @@ const PRIMITIVE_TYPES: ReadonlySet<string> = new Set(['string', 'integer', 'bool
  * are never walked: an `"x-mcp-header"` key inside a default value is data, not an annotation.
  */
 const SUBSCHEMA_KEYWORDS = [
-  'items', 'prefixItems', 'additionalItems', 'unevaluatedItems', 'contains',
-  'additionalProperties', 'unevaluatedProperties', 'propertyNames',
-  'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'contentSchema',
+  'items',
+  'prefixItems',
+  'additionalItems',
+  'unevaluatedItems',
+  'contains',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'propertyNames',
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  'contentSchema',
 ] as const;
 /** Keywords whose value maps names to subschemas. */
 const SUBSCHEMA_MAP_KEYWORDS = ['patternProperties', 'dependentSchemas', 'dependencies', '$defs', 'definitions'] as const;
@@ -184,10 +197,7 @@ function primitiveTypeProblem(type: unknown): string | undefined {
  */
 export function encodeParamValue(value: string): string {
   const unsafe =
-    /[^\x20-\x7e]/.test(value) ||
-    value.startsWith(' ') ||
-    value.endsWith(' ') ||
-    (value.startsWith(BASE64_PREFIX) && value.endsWith(BASE64_SUFFIX));
+    /[^\x20-\x7e]/.test(value) || value.startsWith(' ') || value.endsWith(' ') || (value.startsWith(BASE64_PREFIX) && value.endsWith(BASE64_SUFFIX));
   return unsafe ? `${BASE64_PREFIX}${Buffer.from(value, 'utf8').toString('base64')}${BASE64_SUFFIX}` : value;
 }
 
@@ -220,7 +230,9 @@ export function paramHeaders(spec: { params: readonly ParamHeader[] }, args: unk
     else {
       const what =
         typeof value === 'number'
-          ? Number.isInteger(value) ? `the integer ${value} is outside the safe range ±(2^53−1)` : `${value} is not an integer`
+          ? Number.isInteger(value)
+            ? `the integer ${value} is outside the safe range ±(2^53−1)`
+            : `${value} is not an integer`
           : `a ${Array.isArray(value) ? 'array' : typeof value} has no header form (only strings, integers and booleans do)`;
       const arg = property.join('.');
       throw new McpxError('MCPX_BAD_REQUEST', `${tool === undefined ? '' : `${tool}: `}argument ${JSON.stringify(arg)} cannot be sent as ${header}: ${what}`, {
@@ -247,7 +259,11 @@ function headerText(value: unknown): string | undefined {
  * `=?base64?…?=`; a raw value outside visible ASCII, a header for an absent argument, a missing header for
  * a present one, or a different value are each refused.
  */
-export function paramHeaderProblem(spec: { params: readonly ParamHeader[] }, args: unknown, get: (header: string) => string | null | undefined): string | undefined {
+export function paramHeaderProblem(
+  spec: { params: readonly ParamHeader[] },
+  args: unknown,
+  get: (header: string) => string | null | undefined,
+): string | undefined {
   for (const { property, header } of spec.params) {
     const arg = property.join('.');
     const value = valueAt(args, property);

@@ -2,7 +2,15 @@
  * Request/response correlation over any Channel: ids, timeouts, cancellation, and answering the
  * requests the server sends us. The peer has no close of its own; it follows its channel.
  */
-import { McpxError, MessageTooLargeError, RequestTimeoutError, TransportClosedError, UpstreamBacklogError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
+import {
+  McpxError,
+  MessageTooLargeError,
+  RequestTimeoutError,
+  TransportClosedError,
+  UpstreamBacklogError,
+  UpstreamRpcError,
+  type RpcErrorObject,
+} from '../errors.js';
 import { isNotification, isRequest, isResponse, silentLogger, type TransportLogger } from './jsonrpc.js';
 import { RPC } from '../protocol/constants.js';
 import type {
@@ -92,12 +100,15 @@ export class RpcPeer {
 
       if (opts.timeoutMs !== undefined) {
         const ms = opts.timeoutMs;
-        timer = setTimeout(() => {
-          if (!this.pending.has(id)) return;
-          cleanup();
-          reject(new RequestTimeoutError(method, ms));
-          this.sendCancelled(method, id, `timed out after ${ms} ms`, opts.context);
-        }, Math.min(ms, MAX_TIMER_MS)); // a longer delay would fire at once
+        timer = setTimeout(
+          () => {
+            if (!this.pending.has(id)) return;
+            cleanup();
+            reject(new RequestTimeoutError(method, ms));
+            this.sendCancelled(method, id, `timed out after ${ms} ms`, opts.context);
+          },
+          Math.min(ms, MAX_TIMER_MS),
+        ); // a longer delay would fire at once
       }
       if (signal) {
         onAbort = () => {

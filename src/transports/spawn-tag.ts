@@ -14,6 +14,5 @@ export const SPAWN_TAG = randomBytes(16).toString('hex');
 
 /** What the `mcpx:upstream-process` diagnostics channel carries. */
 export type UpstreamProcessEvent =
-  | { type: 'spawn'; pid: number; pgid: number; start: number | null; tag: string; command: string }
-  | { type: 'gone'; pid: number };
+  { type: 'spawn'; pid: number; pgid: number; start: number | null; tag: string; command: string } | { type: 'gone'; pid: number };
 export const UPSTREAM_PROCESS_CHANNEL = 'mcpx:upstream-process';

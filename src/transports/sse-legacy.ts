@@ -29,10 +29,8 @@ export interface LegacySseChannelOptions extends HttpChannelOptions {
   timeoutMs?: number;
 }
 
-
 export class LegacySseChannel extends HttpChannelBase implements Channel {
   private readonly timeoutMs: number;
-
 
   private endpoint: URL | undefined;
   private startPromise: Promise<void> | undefined;
@@ -77,9 +75,12 @@ export class LegacySseChannel extends HttpChannelBase implements Channel {
     try {
       await this.openStream();
     } catch (err) {
-      const error = this.isClosed && !this.closeFired
-        ? new TransportClosedError(`the HTTP+SSE channel to ${this.displayUrl} was closed while starting`, { url: this.displayUrl })
-        : err instanceof Error ? err : new Error(String(err));
+      const error =
+        this.isClosed && !this.closeFired
+          ? new TransportClosedError(`the HTTP+SSE channel to ${this.displayUrl} was closed while starting`, { url: this.displayUrl })
+          : err instanceof Error
+            ? err
+            : new Error(String(err));
       this.streamController.abort(error);
       this.stream?.destroy();
       if (!this.isClosed) {
@@ -99,9 +100,11 @@ export class LegacySseChannel extends HttpChannelBase implements Channel {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         timedOut = true;
-        reject(new McpxError('MCPX_CONNECT_TIMEOUT', `${this.displayUrl} sent no endpoint event within ${this.timeoutMs} ms`, {
-          data: { url: this.displayUrl, timeoutMs: this.timeoutMs },
-        }));
+        reject(
+          new McpxError('MCPX_CONNECT_TIMEOUT', `${this.displayUrl} sent no endpoint event within ${this.timeoutMs} ms`, {
+            data: { url: this.displayUrl, timeoutMs: this.timeoutMs },
+          }),
+        );
       }, this.timeoutMs);
     });
     try {
@@ -123,7 +126,11 @@ export class LegacySseChannel extends HttpChannelBase implements Channel {
         bodyTimeout: 0,
       });
     } catch (err) {
-      throw new HttpConnectionError(`could not open the HTTP+SSE stream at ${this.displayUrl}: ${this.redactor.text(describeCause(err))}`, { url: this.displayUrl }, err);
+      throw new HttpConnectionError(
+        `could not open the HTTP+SSE stream at ${this.displayUrl}: ${this.redactor.text(describeCause(err))}`,
+        { url: this.displayUrl },
+        err,
+      );
     }
     this.stream = res.body;
     if (timedOut() || this.isClosed) {
@@ -140,9 +147,13 @@ export class LegacySseChannel extends HttpChannelBase implements Channel {
     const type = mediaType(res.headers);
     if (type !== 'text/event-stream') {
       res.body.destroy();
-      throw new McpxError('MCPX_BAD_UPSTREAM', `${this.displayUrl} is not an HTTP+SSE endpoint: GET answered HTTP ${status} with content-type ${JSON.stringify(type || '(none)')}`, {
-        data: { url: this.displayUrl, status, contentType: type },
-      });
+      throw new McpxError(
+        'MCPX_BAD_UPSTREAM',
+        `${this.displayUrl} is not an HTTP+SSE endpoint: GET answered HTTP ${status} with content-type ${JSON.stringify(type || '(none)')}`,
+        {
+          data: { url: this.displayUrl, status, contentType: type },
+        },
+      );
     }
 
     await new Promise<void>((resolve, reject) => {
@@ -189,11 +200,13 @@ export class LegacySseChannel extends HttpChannelBase implements Channel {
       });
       const lost = (err?: Error): void => {
         if (!settled) {
-          settle(new HttpConnectionError(
-            `the HTTP+SSE stream at ${this.displayUrl} ended before its endpoint event${err ? `: ${this.redactor.text(describeCause(err))}` : ''}`,
-            { url: this.displayUrl },
-            err,
-          ));
+          settle(
+            new HttpConnectionError(
+              `the HTTP+SSE stream at ${this.displayUrl} ended before its endpoint event${err ? `: ${this.redactor.text(describeCause(err))}` : ''}`,
+              { url: this.displayUrl },
+              err,
+            ),
+          );
           return;
         }
         if (this.isClosed) return;

@@ -186,4 +186,3 @@ export class SseDecoder {
     this.onOverflow?.({ limit: this.maxEventBytes, bytes });
   }
 }
-

@@ -41,9 +41,23 @@ export interface StdioChannelOptions {
 }
 
 /** What a child inherits by default: the official SDK's list (getDefaultEnvironment), per platform. */
-export const INHERITED_ENV_VARS: readonly string[] = process.platform === 'win32'
-  ? ['APPDATA', 'HOMEDRIVE', 'HOMEPATH', 'LOCALAPPDATA', 'PATH', 'PROCESSOR_ARCHITECTURE', 'SYSTEMDRIVE', 'SYSTEMROOT', 'TEMP', 'USERNAME', 'USERPROFILE', 'PROGRAMFILES']
-  : ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER'];
+export const INHERITED_ENV_VARS: readonly string[] =
+  process.platform === 'win32'
+    ? [
+        'APPDATA',
+        'HOMEDRIVE',
+        'HOMEPATH',
+        'LOCALAPPDATA',
+        'PATH',
+        'PROCESSOR_ARCHITECTURE',
+        'SYSTEMDRIVE',
+        'SYSTEMROOT',
+        'TEMP',
+        'USERNAME',
+        'USERPROFILE',
+        'PROGRAMFILES',
+      ]
+    : ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER'];
 
 /** The inherited part of a child's environment: all of `source`, or the allowlist (shell functions left out, as the SDK does). */
 export function inheritedEnvironment(source: NodeJS.ProcessEnv, all = false): Record<string, string> {
@@ -68,7 +82,6 @@ const KILL_WAIT_MS = 5000;
 const POLL_MS = 20;
 /** Messages sent in one turn of the event loop go to stdin in one write, up to this many characters. */
 const WRITE_BATCH_CHARS = 64 * 1024;
-
 
 export class StdioChannel extends ChannelBase implements Channel {
   private readonly command: string;
@@ -108,7 +121,6 @@ export class StdioChannel extends ChannelBase implements Channel {
   private markExitSeen!: () => void;
   private readonly stdoutSeen: Promise<void>;
   private markStdoutSeen!: () => void;
-
 
   private readonly stderrLines: string[] = [];
   private readonly stderrDecoder = new StringDecoder('utf8');
@@ -152,9 +164,11 @@ export class StdioChannel extends ChannelBase implements Channel {
   send(message: JsonRpcMessage, _context?: unknown): void {
     const stdin = this.child?.stdin;
     if (this.isClosed || this.exited || !this.spawned || !stdin || stdin.destroyed || !stdin.writable) {
-      const state = !this.spawned ? 'the stdio channel is not started'
-        : this.isClosed || this.exited ? 'the stdio channel is closed'
-        : 'the process closed its stdin';
+      const state = !this.spawned
+        ? 'the stdio channel is not started'
+        : this.isClosed || this.exited
+          ? 'the stdio channel is closed'
+          : 'the process closed its stdin';
       throw new TransportClosedError(`cannot send to ${JSON.stringify(this.command)}: ${state}`, { command: this.command });
     }
     this.pendingOut += encode(message);
@@ -288,7 +302,10 @@ export class StdioChannel extends ChannelBase implements Channel {
     if (this.closeFired) return;
     const parsed = parseMessage(line);
     if (!parsed.ok) {
-      this.log.warn({ pid: this.pid, reason: parsed.reason, line: truncate(redactSecrets(line, this.secrets), 200) }, 'ignoring a stdout line that is not a JSON-RPC message');
+      this.log.warn(
+        { pid: this.pid, reason: parsed.reason, line: truncate(redactSecrets(line, this.secrets), 200) },
+        'ignoring a stdout line that is not a JSON-RPC message',
+      );
       return;
     }
     this.deliverMessage(parsed.message, undefined);

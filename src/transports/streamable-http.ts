@@ -24,13 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
 import { McpxError, MessageTooLargeError, TransportClosedError, type RpcErrorObject } from '../errors.js';
 import { META } from '../protocol/constants.js';
-import {
-  HTTPStatusError,
-  HttpConnectionError,
-  isAuthStatus,
-  statusError,
-  type HttpFailureInit,
-} from './http-errors.js';
+import { HTTPStatusError, HttpConnectionError, isAuthStatus, statusError, type HttpFailureInit } from './http-errors.js';
 import { HttpChannelBase, PROTOCOL_HEADERS, type HttpChannelOptions } from './http-channel-base.js';
 import { classifyMessage, isNotification, isRequest, isResponse, truncate } from './jsonrpc.js';
 import { encodeParamValue } from './mcp-param-headers.js';
@@ -84,7 +78,6 @@ async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 
 export type StreamableHttpChannelOptions = HttpChannelOptions;
 
-
 /** One POST (and, after a session renewal, its retry). */
 interface Flight {
   message: JsonRpcMessage;
@@ -118,7 +111,6 @@ const MCP_NAME_SOURCE: Readonly<Record<string, string>> = {
   'tasks/cancel': 'taskId',
 };
 
-
 /**
  * An `Mcp-Name` value per the 2026-07-28 value-encoding rule ("The same encoding rule applies to the
  * `Mcp-Name` header value"): safe visible ASCII passes through; anything else (non-ASCII, control
@@ -142,7 +134,6 @@ export function modernVersionOf(message: JsonRpcMessage): string | undefined {
 // ------------------------------------------------------------------------------------ the channel
 
 export class StreamableHttpChannel extends HttpChannelBase implements Channel {
-
   private readonly inflight = new Set<Flight>();
   private readonly requestsById = new Map<JsonRpcId, Flight>();
   private legacy: LegacySession | undefined;
@@ -327,16 +318,24 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
       if (status >= 200 && status < 300) {
         const end = await this.readSuccess(flight, res, what);
         // SEP-1699: a legacy response stream that ends early after giving event ids is resumed with GET.
-        if (end?.lastEventId !== undefined && flight.id !== undefined && !flight.settled && !flight.cancelled && !this.isClosed
-          && modernVersionOf(flight.message) === undefined && this.legacy !== undefined) {
+        if (
+          end?.lastEventId !== undefined &&
+          flight.id !== undefined &&
+          !flight.settled &&
+          !flight.cancelled &&
+          !this.isClosed &&
+          modernVersionOf(flight.message) === undefined &&
+          this.legacy !== undefined
+        ) {
           drop(res);
           await this.resume(flight, end, what);
         }
         if (flight.id !== undefined && !flight.settled && !flight.cancelled && !this.isClosed) {
-          throw new HttpConnectionError(
-            `${this.displayUrl} ended the response to ${what} (HTTP ${status}) without answering it`,
-            { url: this.displayUrl, method: what, status },
-          );
+          throw new HttpConnectionError(`${this.displayUrl} ended the response to ${what} (HTTP ${status}) without answering it`, {
+            url: this.displayUrl,
+            method: what,
+            status,
+          });
         }
         return;
       }
@@ -690,13 +689,25 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     this.log.info({ url: this.displayUrl, version: old.version }, 'the legacy session is gone (HTTP 404)');
     const handler = this.expiredHandler;
     this.renewal = (async () => {
-      if (!handler) throw new McpxError('MCPX_SESSION_CLOSED', `the legacy session at ${this.displayUrl} is gone (HTTP 404), and nothing here opens it again`, { data: { url: this.displayUrl } });
+      if (!handler)
+        throw new McpxError('MCPX_SESSION_CLOSED', `the legacy session at ${this.displayUrl} is gone (HTTP 404), and nothing here opens it again`, {
+          data: { url: this.displayUrl },
+        });
       await handler();
-      if (this.legacy === old) throw new McpxError('MCPX_SESSION_CLOSED', `the legacy session at ${this.displayUrl} is gone (HTTP 404) and no new one was opened`, { data: { url: this.displayUrl } });
+      if (this.legacy === old)
+        throw new McpxError('MCPX_SESSION_CLOSED', `the legacy session at ${this.displayUrl} is gone (HTTP 404) and no new one was opened`, {
+          data: { url: this.displayUrl },
+        });
       this.log.info({ url: this.displayUrl, version: this.legacy?.version }, 'legacy session opened again');
     })()
       .catch((err: unknown) => {
-        const error = err instanceof McpxError ? err : new McpxError('MCPX_SESSION_CLOSED', `the legacy session at ${this.displayUrl} is gone (HTTP 404): ${describeCause(err)}`, { cause: err, data: { url: this.displayUrl } });
+        const error =
+          err instanceof McpxError
+            ? err
+            : new McpxError('MCPX_SESSION_CLOSED', `the legacy session at ${this.displayUrl} is gone (HTTP 404): ${describeCause(err)}`, {
+                cause: err,
+                data: { url: this.displayUrl },
+              });
         // The connection is no longer usable: report it closed, so its owner stops using it.
         this.closePromise ??= this.shutdown({ reason: 'connection-lost', error });
         throw error;
@@ -720,11 +731,14 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
       flight.settled = true;
       if (report) {
         // The reason the channel is closing (an expired session that could not be renewed) says more than "closed".
-        const error = info.error instanceof McpxError ? info.error : new TransportClosedError(`the HTTP channel to ${this.displayUrl} was closed while waiting for ${flight.method ?? 'an answer'}`, {
-          url: this.displayUrl,
-          method: flight.method,
-          reason: info.reason,
-        });
+        const error =
+          info.error instanceof McpxError
+            ? info.error
+            : new TransportClosedError(`the HTTP channel to ${this.displayUrl} was closed while waiting for ${flight.method ?? 'an answer'}`, {
+                url: this.displayUrl,
+                method: flight.method,
+                reason: info.reason,
+              });
         this.reportRequestError(flight.id!, error);
       }
       flight.controller.abort(new Error('channel closed'));

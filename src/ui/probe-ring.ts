@@ -118,7 +118,8 @@ export class ProbeRing {
   /** Every server's kept probes, oldest first, and its last `server.era.stale`. */
   view(): Record<string, { probes: ProbeRecord[]; stale: StaleNote | null }> {
     const out: Record<string, { probes: ProbeRecord[]; stale: StaleNote | null }> = {};
-    for (const [server, entry] of this.servers) out[server] = { probes: entry.probes.map((p) => structuredClone(p.record)), stale: entry.stale ? { ...entry.stale } : null };
+    for (const [server, entry] of this.servers)
+      out[server] = { probes: entry.probes.map((p) => structuredClone(p.record)), stale: entry.stale ? { ...entry.stale } : null };
     return out;
   }
 
@@ -176,7 +177,15 @@ export class ProbeRing {
       if (event.type !== 'start' && state !== 'idle') return; // joined late: nothing to tell from the middle
       const now = this.now();
       t = {
-        record: { server: source.server, instance: source.instance, lane: source.lane, startedAt: new Date(now).toISOString(), state, steps: [], verdict: null },
+        record: {
+          server: source.server,
+          instance: source.instance,
+          lane: source.lane,
+          startedAt: new Date(now).toISOString(),
+          state,
+          steps: [],
+          verdict: null,
+        },
         started: now,
         prev: null,
         prevState: null,
@@ -203,7 +212,16 @@ export class ProbeRing {
   private steps(t: Tracked, state: string, c: SessionContext, event: SessionEvent): void {
     const p = t.prev;
     const add = (kind: ProbeStepKind, text: string) => this.add(t, kind, text, state);
-    const e = event as { type: string; id?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown }; failure?: { kind?: unknown; status?: unknown; message?: unknown }; reason?: unknown; detail?: unknown; pid?: unknown };
+    const e = event as {
+      type: string;
+      id?: unknown;
+      result?: unknown;
+      error?: { code?: unknown; message?: unknown };
+      failure?: { kind?: unknown; status?: unknown; message?: unknown };
+      reason?: unknown;
+      detail?: unknown;
+      pid?: unknown;
+    };
 
     if (e.type === 'start') {
       const cached = c.cached ? `, cached ${c.cached.era} ${c.cached.version}` : ', nothing cached';
@@ -223,7 +241,14 @@ export class ProbeRing {
       let what: string;
       if (e.type === 'rpc.result') {
         const r = e.result as { protocolVersion?: unknown; supportedVersions?: unknown } | null;
-        const v = r && typeof r === 'object' ? (typeof r.protocolVersion === 'string' ? ` (protocolVersion ${r.protocolVersion})` : Array.isArray(r.supportedVersions) ? ` (supportedVersions ${r.supportedVersions.filter((x) => typeof x === 'string').join(', ')})` : '') : '';
+        const v =
+          r && typeof r === 'object'
+            ? typeof r.protocolVersion === 'string'
+              ? ` (protocolVersion ${r.protocolVersion})`
+              : Array.isArray(r.supportedVersions)
+                ? ` (supportedVersions ${r.supportedVersions.filter((x) => typeof x === 'string').join(', ')})`
+                : ''
+            : '';
         what = `result${v}`;
       } else if (e.type === 'rpc.error') {
         what = `error ${String(e.error?.code)}: ${String(e.error?.message ?? '')}`;
@@ -235,12 +260,24 @@ export class ProbeRing {
       add('answer', `answer to ${to}${late}: ${what}${why ? ` → ${why}` : ''}`);
     }
     if (e.type === 'transport.closed') add('closed', `process closed: ${String(e.reason)}${e.detail ? ` (${String(e.detail)})` : ''}`);
-    if (p && c.spawns > p.spawns) add('spawn', c.spawns === 1 ? `process started (${c.transport === 'stdio' ? 'stdio' : c.httpTransport ?? 'http'})` : `process started again (attempt ${c.spawns}${c.httpTransport ? `, ${c.httpTransport}` : ''})`);
+    if (p && c.spawns > p.spawns)
+      add(
+        'spawn',
+        c.spawns === 1
+          ? `process started (${c.transport === 'stdio' ? 'stdio' : (c.httpTransport ?? 'http')})`
+          : `process started again (attempt ${c.spawns}${c.httpTransport ? `, ${c.httpTransport}` : ''})`,
+      );
     if (p && c.discoverId && c.discoverId !== p.discoverId) {
-      add('discover.sent', `server/discover sent (${c.discoverId}, version ${c.discoverVersion ?? '?'}${c.versionRetried ? ', the one retry after -32022' : ''})`);
+      add(
+        'discover.sent',
+        `server/discover sent (${c.discoverId}, version ${c.discoverVersion ?? '?'}${c.versionRetried ? ', the one retry after -32022' : ''})`,
+      );
     }
     if (p && c.initializeId && c.initializeId !== p.initializeId) {
-      add('initialize.sent', state.endsWith('racing') ? `initialize sent alongside the pending server/discover (${c.initializeId})` : `initialize sent (${c.initializeId})`);
+      add(
+        'initialize.sent',
+        state.endsWith('racing') ? `initialize sent alongside the pending server/discover (${c.initializeId})` : `initialize sent (${c.initializeId})`,
+      );
     }
     if (state.endsWith('respawning') || (p && c.afterRespawn !== p.afterRespawn && c.afterRespawn !== null)) {
       if (t.prevState !== state) add('respawn', `replacing the process${c.afterRespawn ? ` (next: ${c.afterRespawn})` : ''}`);
@@ -249,17 +286,30 @@ export class ProbeRing {
       this.verdict(t, { ok: true, era: c.era, negotiated: c.negotiated, eraSource: c.eraSource, ms: this.now() - t.started });
       add('verdict', `verdict: ${c.era ?? '?'} ${c.negotiated ?? ''} (eraSource ${c.eraSource ?? '?'})`);
       if (c.cached && c.era && c.cached.era !== c.era) {
-        const note: StaleNote = { at: new Date(this.now()).toISOString(), instance: t.record.instance, cached: { era: c.cached.era, version: c.cached.version, at: c.cached.at }, found: c.era };
+        const note: StaleNote = {
+          at: new Date(this.now()).toISOString(),
+          instance: t.record.instance,
+          cached: { era: c.cached.era, version: c.cached.version, at: c.cached.at },
+          found: c.era,
+        };
         this.servers.get(t.record.server)!.stale = note;
         add('stale', `server.era.stale: the cached record said ${c.cached.era} ${c.cached.version}, the server answered ${c.era}`);
       }
     }
     if (state === 'failed' && t.prevState !== 'failed') {
       const err = c.error;
-      this.verdict(t, { ok: false, era: null, negotiated: null, eraSource: null, ...(err ? { code: err.code, message: this.clip(err.message) } : {}), ms: this.now() - t.started });
+      this.verdict(t, {
+        ok: false,
+        era: null,
+        negotiated: null,
+        eraSource: null,
+        ...(err ? { code: err.code, message: this.clip(err.message) } : {}),
+        ms: this.now() - t.started,
+      });
       add('verdict', `verdict: failed${err ? ` ${err.code}: ${err.message}` : ''}`);
     }
-    if ((state === 'closed' || state === 'stopped') && t.prevState !== state) add('stopped', state === 'closed' ? `session closed (${c.closeReason ?? 'closed'})` : 'session stopped');
+    if ((state === 'closed' || state === 'stopped') && t.prevState !== state)
+      add('stopped', state === 'closed' ? `session closed (${c.closeReason ?? 'closed'})` : 'session stopped');
   }
 
   private verdict(t: Tracked, v: ProbeVerdict): void {

@@ -53,7 +53,10 @@ function pageHeaders(reply: FastifyReply): FastifyReply {
 }
 
 const refused = (reply: FastifyReply, message: string) =>
-  reply.code(401).type('application/json; charset=utf-8').send({ ok: false, error: { code: 'MCPX_UNAUTHORIZED', message } });
+  reply
+    .code(401)
+    .type('application/json; charset=utf-8')
+    .send({ ok: false, error: { code: 'MCPX_UNAUTHORIZED', message } });
 
 export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: FastifyInstance, opts: UiRoutesOptions) => {
   const { controller, hub, listener } = opts;
@@ -85,22 +88,42 @@ export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: Fastify
     // A page of the daemon's own moves the browser on instead, a same-origin navigation.
     const site = req.headers['sec-fetch-site'];
     if (site !== undefined && site !== 'none' && site !== 'same-origin') {
-      return pageHeaders(reply).code(200).type('text/html; charset=utf-8')
-        .send('<!doctype html>\n<meta charset="utf-8">\n<meta http-equiv="refresh" content="0;url=/ui/">\n<title>mcpx ui</title>\n<p>Logged in. <a href="/ui/">Open the page</a></p>\n');
+      return pageHeaders(reply)
+        .code(200)
+        .type('text/html; charset=utf-8')
+        .send(
+          '<!doctype html>\n<meta charset="utf-8">\n<meta http-equiv="refresh" content="0;url=/ui/">\n<title>mcpx ui</title>\n<p>Logged in. <a href="/ui/">Open the page</a></p>\n',
+        );
     }
     return reply.code(303).header('location', '/ui/').header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').send();
   });
 
   app.get('/ui', async (_req, reply) => reply.code(301).header('location', '/ui/').send());
 
-  app.get('/ui/', async (_req, reply) => pageHeaders(reply).type('text/html; charset=utf-8').send((await page()).UI_PAGE));
+  app.get('/ui/', async (_req, reply) =>
+    pageHeaders(reply)
+      .type('text/html; charset=utf-8')
+      .send((await page()).UI_PAGE),
+  );
 
-  app.get('/ui/assets/app.js', async (_req, reply) => pageHeaders(reply).type('text/javascript; charset=utf-8').send((await page()).UI_SCRIPT));
+  app.get('/ui/assets/app.js', async (_req, reply) =>
+    pageHeaders(reply)
+      .type('text/javascript; charset=utf-8')
+      .send((await page()).UI_SCRIPT),
+  );
 
   app.get(UI_MERMAID_URL, async (_req, reply) => {
     const file = localMermaid();
-    if (!file) return reply.code(404).send({ ok: false, error: { code: 'MCPX_NOT_FOUND', message: 'the build\'s copy of mermaid (dist/assets/mermaid.min.js) is missing: run npm run build' } });
-    return reply.header('cache-control', 'private, max-age=3600').header('x-content-type-options', 'nosniff').type('text/javascript; charset=utf-8').send(createReadStream(file));
+    if (!file)
+      return reply.code(404).send({
+        ok: false,
+        error: { code: 'MCPX_NOT_FOUND', message: "the build's copy of mermaid (dist/assets/mermaid.min.js) is missing: run npm run build" },
+      });
+    return reply
+      .header('cache-control', 'private, max-age=3600')
+      .header('x-content-type-options', 'nosniff')
+      .type('text/javascript; charset=utf-8')
+      .send(createReadStream(file));
   });
 
   app.get('/ui/api/state', async (_req, reply) => {

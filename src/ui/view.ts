@@ -52,17 +52,23 @@ export function chartTexts(): UiState['charts'] {
   const session = CHARTS.find((c) => c.file === 'session.md')!;
   const pool = CHARTS.find((c) => c.file === 'pool.md')!;
   const reconcile = CHARTS.find((c) => c.file === 'reconcile.md')!;
-  charts = { session: toMermaid(session.machine, session.options), pool: toMermaid(pool.machine, pool.options), reconcile: toMermaid(reconcile.machine, reconcile.options) };
+  charts = {
+    session: toMermaid(session.machine, session.options),
+    pool: toMermaid(pool.machine, pool.options),
+    reconcile: toMermaid(reconcile.machine, reconcile.options),
+  };
   return charts;
 }
 
 function poolStateText(value: unknown): string {
   if (typeof value === 'string') return value;
   if (value && typeof value === 'object') {
-    return Object.entries(value as Record<string, unknown>).map(([k, v]) => {
-      const sub = poolStateText(v);
-      return sub ? `${k}.${sub.includes(',') ? `(${sub})` : sub}` : k;
-    }).join(', ');
+    return Object.entries(value as Record<string, unknown>)
+      .map(([k, v]) => {
+        const sub = poolStateText(v);
+        return sub ? `${k}.${sub.includes(',') ? `(${sub})` : sub}` : k;
+      })
+      .join(', ');
   }
   return '';
 }

@@ -76,7 +76,9 @@ const keys = new WeakMap<object, string>();
 export function eraCacheKey<T extends ProcessDefinitionInput>(def: T): string {
   let key = keys.get(def);
   if (key === undefined) {
-    key = createHash('sha256').update(stringify(processDefinition(def)), 'utf8').digest('hex');
+    key = createHash('sha256')
+      .update(stringify(processDefinition(def)), 'utf8')
+      .digest('hex');
     keys.set(def, key);
   }
   return key;

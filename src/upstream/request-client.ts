@@ -157,7 +157,10 @@ export class RequestClient {
 
   /** request(), with extra HTTP headers on every round's POST (callTool's `Mcp-Param-*`). */
   private async requestWithHeaders(
-    method: string, params: Record<string, unknown> | undefined, opts: CallOptions, headers: Record<string, string> | undefined,
+    method: string,
+    params: Record<string, unknown> | undefined,
+    opts: CallOptions,
+    headers: Record<string, string> | undefined,
   ): Promise<Record<string, unknown>> {
     const conn = await this.link.ready();
     const maxRounds = opts.maxInputRounds ?? 8;
@@ -253,8 +256,13 @@ export class RequestClient {
   }
 
   private async requestRounds(
-    conn: ReadyConnection, method: string, params: Record<string, unknown> | undefined,
-    opts: CallOptions, call: InFlightCall, maxRounds: number, headers?: Record<string, string>,
+    conn: ReadyConnection,
+    method: string,
+    params: Record<string, unknown> | undefined,
+    opts: CallOptions,
+    call: InFlightCall,
+    maxRounds: number,
+    headers?: Record<string, string>,
   ): Promise<Record<string, unknown>> {
     const { peer, era, negotiated } = conn;
     let current = params;
@@ -267,12 +275,22 @@ export class RequestClient {
         // A -32022 gets the one retry the version rule allows (retryVersion); a second one is thrown.
         for (let version = negotiated, retried = false; ; retried = true) {
           try {
-            raw = await peer.request(method, requestParams(era, version, current, opts.capabilities ?? this.link.clientCapabilities, token === undefined ? undefined : { progressToken: token }), {
-              timeoutMs: opts.timeoutMs ?? this.link.requestTimeoutMs ?? 300_000,
-              ...(opts.signal ? { signal: opts.signal } : {}),
-              context: call,
-              ...(headers !== undefined && Object.keys(headers).length > 0 ? { headers } : {}),
-            });
+            raw = await peer.request(
+              method,
+              requestParams(
+                era,
+                version,
+                current,
+                opts.capabilities ?? this.link.clientCapabilities,
+                token === undefined ? undefined : { progressToken: token },
+              ),
+              {
+                timeoutMs: opts.timeoutMs ?? this.link.requestTimeoutMs ?? 300_000,
+                ...(opts.signal ? { signal: opts.signal } : {}),
+                context: call,
+                ...(headers !== undefined && Object.keys(headers).length > 0 ? { headers } : {}),
+              },
+            );
             break;
           } catch (err) {
             version = this.retryVersion(err, conn, method, retried);
@@ -289,9 +307,13 @@ export class RequestClient {
         throw new McpxError('MCPX_BAD_RESULT', `${this.name}: ${method} returned unknown resultType ${JSON.stringify(resultType)}`);
       }
       if (!opts.onInputRequired) {
-        throw new McpxError('MCPX_UPSTREAM_ERROR', `${this.name}: ${method} needs input from the caller (input_required), and this caller cannot answer questions`, {
-          data: { resultType, inputRequests: raw.inputRequests },
-        });
+        throw new McpxError(
+          'MCPX_UPSTREAM_ERROR',
+          `${this.name}: ${method} needs input from the caller (input_required), and this caller cannot answer questions`,
+          {
+            data: { resultType, inputRequests: raw.inputRequests },
+          },
+        );
       }
       if (round >= maxRounds) throw new McpxError('MCPX_UPSTREAM_ERROR', `${this.name}: ${method} still required input after ${maxRounds} rounds`);
       const inputRequests = isObject(raw.inputRequests) ? (raw.inputRequests as Record<string, { method: string; params?: unknown }>) : {};
@@ -402,7 +424,8 @@ export class RequestClient {
 
   /** callTool with whole params (a relayed call may carry `_meta` or other fields besides name and arguments). */
   private async callToolWith(
-    params: Record<string, unknown> & { name: string; arguments: Record<string, unknown> }, opts: CallOptions,
+    params: Record<string, unknown> & { name: string; arguments: Record<string, unknown> },
+    opts: CallOptions,
   ): Promise<Record<string, unknown>> {
     const { name, arguments: args } = params;
     if (!mirrorsParams(await this.link.ready())) return this.request('tools/call', params, opts);

@@ -48,8 +48,13 @@ export interface SessionInfo {
 // The request side of a session (its types are part of this module's API).
 export {
   LISTINGS,
-  type CallOptions, type InputRequiredHandler, type ListKind, type ProgressListener, type ProgressUpdate,
-  type ServerRequestHandler, type Tool,
+  type CallOptions,
+  type InputRequiredHandler,
+  type ListKind,
+  type ProgressListener,
+  type ProgressUpdate,
+  type ServerRequestHandler,
+  type Tool,
 } from './request-client.js';
 
 export interface UpstreamSessionOptions {
@@ -294,9 +299,7 @@ export class UpstreamSession extends EventEmitter {
 
   private onSpawn(attempt: number, transport: WireTransport): void {
     this.transport = transport;
-    const channel = this.opts.channelFactory
-      ? this.opts.channelFactory(attempt, transport)
-      : createChannel(this.definition, transport, this.opts, this.log);
+    const channel = this.opts.channelFactory ? this.opts.channelFactory(attempt, transport) : createChannel(this.definition, transport, this.opts, this.log);
     const peer = new RpcPeer(channel, { logger: this.log });
     this.channel = channel;
     this.peer = peer;
@@ -338,7 +341,10 @@ export class UpstreamSession extends EventEmitter {
         sub.unsubscribe();
         this.renewal = undefined;
         if (snapshot.matches('ready')) resolve();
-        else reject(new McpxError('MCPX_SESSION_CLOSED', `${this.name}: ${snapshot.context.closeReason ?? `the legacy session expired (${stateName(snapshot)})`}`));
+        else
+          reject(
+            new McpxError('MCPX_SESSION_CLOSED', `${this.name}: ${snapshot.context.closeReason ?? `the legacy session expired (${stateName(snapshot)})`}`),
+          );
       };
       const sub = this.actor.subscribe(check);
       this.log.info({ renewals: this.actor.getSnapshot().context.renewals }, 'the server expired the legacy session (HTTP 404); opening it again');

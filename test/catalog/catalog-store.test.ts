@@ -6,13 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import ts from 'typescript';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  CATALOG_FILE,
-  CatalogStore,
-  catalogKey,
-  sameListing,
-  type CatalogRecord,
-} from '../../src/catalog/catalog-store.js';
+import { CATALOG_FILE, CatalogStore, catalogKey, sameListing, type CatalogRecord } from '../../src/catalog/catalog-store.js';
 import { CacheIoError, McpxError } from '../../src/errors.js';
 import { eraCacheKey } from '../../src/upstream/process-key.js';
 
@@ -65,7 +59,15 @@ const SCHEMA_2020 = JSON.parse(`{
   "someUnknownKeyword": { "nested": { "deeper": [] } }
 }`) as Record<string, unknown>;
 
-const TOOL = { name: 'search', title: 'Search', description: 'Finds things', inputSchema: SCHEMA_2020, outputSchema: { type: 'object', properties: { hits: { type: 'integer', minimum: 0 } } }, annotations: { readOnlyHint: true }, _meta: { 'x/y': 1 } };
+const TOOL = {
+  name: 'search',
+  title: 'Search',
+  description: 'Finds things',
+  inputSchema: SCHEMA_2020,
+  outputSchema: { type: 'object', properties: { hits: { type: 'integer', minimum: 0 } } },
+  annotations: { readOnlyHint: true },
+  _meta: { 'x/y': 1 },
+};
 const FULL: CatalogRecord = {
   at: '2026-11-29T21:00:00.000Z',
   era: 'modern',
@@ -108,7 +110,12 @@ describe('CatalogStore', () => {
     const again = await CatalogStore.open(dir);
     expect(exact(again.get('a:own'))).toBe(exact(FULL));
     expect(again.get('b:legacy')).toEqual(SMALL);
-    expect(again.entries().map(([k]) => k).sort()).toEqual(['a:own', 'b:legacy']);
+    expect(
+      again
+        .entries()
+        .map(([k]) => k)
+        .sort(),
+    ).toEqual(['a:own', 'b:legacy']);
 
     await again.delete('a:own');
     expect(again.get('a:own')).toBeUndefined();
@@ -175,10 +182,7 @@ describe('CatalogStore', () => {
     const dir = await tempDir();
     const a = await CatalogStore.open(dir);
     const b = await CatalogStore.open(dir);
-    await Promise.all([
-      ...Array.from({ length: 10 }, (_, i) => a.set(`a${i}`, SMALL)),
-      ...Array.from({ length: 10 }, (_, i) => b.set(`b${i}`, FULL)),
-    ]);
+    await Promise.all([...Array.from({ length: 10 }, (_, i) => a.set(`a${i}`, SMALL)), ...Array.from({ length: 10 }, (_, i) => b.set(`b${i}`, FULL))]);
     await a.set('a0', FULL);
     expect(Object.keys((await readJson(a.file)).servers)).toHaveLength(20);
     expect(a.get('b3')).toEqual(FULL); // a saw b's records when it wrote
@@ -330,7 +334,8 @@ describe('CatalogStore', () => {
 describe('sameListing', () => {
   it('ignores at, era, capabilities, serverInfo, instructions and key order inside items', () => {
     const reordered = JSON.parse(JSON.stringify(FULL), (_k, v: unknown) =>
-      v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).reverse()) : v) as CatalogRecord;
+      v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).reverse()) : v,
+    ) as CatalogRecord;
     expect(JSON.stringify(reordered)).not.toBe(JSON.stringify(FULL));
     expect(sameListing(FULL, { ...reordered, at: '2027-01-01T00:00:00Z', era: 'legacy', capabilities: {}, serverInfo: {}, instructions: '' })).toBe(true);
   });
@@ -345,12 +350,42 @@ describe('sameListing', () => {
       f(r);
       return r;
     };
-    expect(sameListing(FULL, tweak((r) => ((r.tools[0]!.inputSchema as { $defs: { point: { minItems: number } } }).$defs.point.minItems = 3)))).toBe(false);
-    expect(sameListing(FULL, tweak((r) => r.tools.reverse()))).toBe(false);
-    expect(sameListing(FULL, tweak((r) => r.prompts!.pop()))).toBe(false);
-    expect(sameListing(FULL, tweak((r) => (r.resources![0]!.uri = 'file:///b.txt')))).toBe(false);
-    expect(sameListing(FULL, tweak((r) => (r.resourceTemplates = [])))).toBe(false);
-    expect(sameListing(FULL, tweak((r) => (r.tools[1]!.description = 'new')))).toBe(false);
+    expect(
+      sameListing(
+        FULL,
+        tweak((r) => ((r.tools[0]!.inputSchema as { $defs: { point: { minItems: number } } }).$defs.point.minItems = 3)),
+      ),
+    ).toBe(false);
+    expect(
+      sameListing(
+        FULL,
+        tweak((r) => r.tools.reverse()),
+      ),
+    ).toBe(false);
+    expect(
+      sameListing(
+        FULL,
+        tweak((r) => r.prompts!.pop()),
+      ),
+    ).toBe(false);
+    expect(
+      sameListing(
+        FULL,
+        tweak((r) => (r.resources![0]!.uri = 'file:///b.txt')),
+      ),
+    ).toBe(false);
+    expect(
+      sameListing(
+        FULL,
+        tweak((r) => (r.resourceTemplates = [])),
+      ),
+    ).toBe(false);
+    expect(
+      sameListing(
+        FULL,
+        tweak((r) => (r.tools[1]!.description = 'new')),
+      ),
+    ).toBe(false);
   });
 });
 

@@ -36,12 +36,23 @@ describe('asks shared fairly', () => {
     const body = { jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name, arguments: {}, ...extra, _meta: META } };
     const r = await request(d.url, {
       method: 'POST',
-      headers: { authorization: `Bearer ${d.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name },
+      headers: {
+        authorization: `Bearer ${d.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/call',
+        'mcp-name': name,
+      },
       body: JSON.stringify(body),
     });
     const text = await r.body.text();
     if (String(r.headers['content-type']).startsWith('text/event-stream')) {
-      return text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5))).find((m) => m.id === body.id);
+      return text
+        .split('\n')
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => JSON.parse(l.slice(5)))
+        .find((m) => m.id === body.id);
     }
     return JSON.parse(text);
   }
@@ -87,7 +98,10 @@ describe('asks shared fairly', () => {
     expect(asksMs).toBeLessThan(6_000);
     // The walk-away's question stayed its own: nobody answered or closed it on its behalf.
     const key = Object.keys(walkAway.result.inputRequests)[0]!;
-    const back = await mcpCall('old__ask_name', { inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } }, requestState: walkAway.result.requestState });
+    const back = await mcpCall('old__ask_name', {
+      inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } },
+      requestState: walkAway.result.requestState,
+    });
     expect(textOf(back.result), JSON.stringify(back)).toBe('hello Ada era=legacy');
   }, 60_000);
 

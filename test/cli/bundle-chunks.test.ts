@@ -36,7 +36,10 @@ const WAIT_MS = 60_000;
  */
 const EXEMPT: Array<{ source: string; reason: string }> = [
   { source: 'src/server/response-contract.ts', reason: 'tests only: loaded when buildApp gets deps.checkResponses, which the daemon never passes' },
-  { source: 'src/upstream/session.ts', reason: "ServerPool's default session loader (a facade); the daemon's pools always get loadSessionFactory (AskingSession)" },
+  {
+    source: 'src/upstream/session.ts',
+    reason: "ServerPool's default session loader (a facade); the daemon's pools always get loadSessionFactory (AskingSession)",
+  },
 ];
 
 // ---- the metafile: every output chunk, keyed by its last two path segments ----
@@ -48,13 +51,19 @@ interface MetaOutput {
 }
 
 /** The binary's own metafile when it has one beside it (an installed copy), else the build's. */
-const META_FILE = existsSync(join(dirname(MCPX), 'bundle-meta.json')) ? join(dirname(MCPX), 'bundle-meta.json') : join(ROOT, 'dist', 'src', 'cli', 'bundle-meta.json');
+const META_FILE = existsSync(join(dirname(MCPX), 'bundle-meta.json'))
+  ? join(dirname(MCPX), 'bundle-meta.json')
+  : join(ROOT, 'dist', 'src', 'cli', 'bundle-meta.json');
 const META = JSON.parse(readFileSync(META_FILE, 'utf8')) as { outputs: Record<string, MetaOutput> };
 
 /** `chunks/x-HASH.js`, `cli/main.js`: by file name (and its folder), so an installed copy of the same build matches. */
 const chunkKey = (file: string): string => file.split(/[\\/]/).slice(-2).join('/');
 
-const CHUNKS = new Map(Object.entries(META.outputs).filter(([out]) => out.endsWith('.js')).map(([out, o]) => [chunkKey(out), o]));
+const CHUNKS = new Map(
+  Object.entries(META.outputs)
+    .filter(([out]) => out.endsWith('.js'))
+    .map(([out, o]) => [chunkKey(out), o]),
+);
 
 // ---- recording: each process of a path writes the files it loads to its own file ----
 
@@ -71,7 +80,9 @@ function recording(path: string, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 /** The chunks (keys of CHUNKS) one recorded process loaded. */
 function chunksLoaded(file: string): Set<string> {
   if (!existsSync(file)) return new Set();
-  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0 && !l.startsWith('node:'));
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.length > 0 && !l.startsWith('node:'));
   return new Set(lines.map((l) => chunkKey(l.startsWith('file:') ? fileURLToPath(l) : l)).filter((k) => CHUNKS.has(k)));
 }
 
@@ -91,16 +102,24 @@ beforeAll(async () => {
   const [web, old] = await Promise.all([startHttpFixture('v2-modern'), startHttpFixture('v1-sse-legacy')]);
   fixtures.push(web, old);
   const config = join(dir.path, 'mcpx.json');
-  writeFileSync(config, JSON.stringify({
-    mcpServers: {
-      dual: stdio('dual.mjs'),
-      asking: stdio('asking.mjs'),
-      // Slow to answer its probe, so a call is still pending when the progress line is due.
-      slow: fixtureEntry(dir.path, 'slow', { fixture: 'raw', mode: 'slow-modern', env: { SLOW_MS: '1500' }, mcpx: { probeTimeout: '30s', startTimeout: '60s' } }),
-      web: { url: web.url, mcpx: { probeTimeout: '30s', startTimeout: '60s' } },
-      old: { type: 'sse', url: old.url, mcpx: { probeTimeout: '30s', startTimeout: '60s' } },
-    },
-  }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      mcpServers: {
+        dual: stdio('dual.mjs'),
+        asking: stdio('asking.mjs'),
+        // Slow to answer its probe, so a call is still pending when the progress line is due.
+        slow: fixtureEntry(dir.path, 'slow', {
+          fixture: 'raw',
+          mode: 'slow-modern',
+          env: { SLOW_MS: '1500' },
+          mcpx: { probeTimeout: '30s', startTimeout: '60s' },
+        }),
+        web: { url: web.url, mcpx: { probeTimeout: '30s', startTimeout: '60s' } },
+        old: { type: 'sse', url: old.url, mcpx: { probeTimeout: '30s', startTimeout: '60s' } },
+      },
+    }),
+  );
   dualOnly = join(dir.path, 'dual-only.json');
   writeFileSync(dualOnly, JSON.stringify({ mcpServers: { dual: stdio('dual.mjs') } }));
   const state = join(dir.path, 'main');
@@ -131,7 +150,10 @@ let uiAnswer: Promise<{ url: string; page: string; inspector: string }> | undefi
 const uiLogin = () => (uiAnswer ??= run('mcpx ui', ['ui', '--json']).then((r) => JSON.parse(r.stdout) as { url: string; page: string; inspector: string }));
 
 /** A GET over loopback TCP (the daemon's listener, the inspector's relay). */
-async function tcpGet(url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+async function tcpGet(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
   const res = await request(url, { headers });
   return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
 }
@@ -169,7 +191,7 @@ describe.concurrent('each path through the binary to a lazily loaded chunk works
     expect(viaSse.stdout).toBe('sse era=legacy\n');
   });
 
-  it('mcpx call answering an upstream\'s question (--answer)', async ({ expect }) => {
+  it("mcpx call answering an upstream's question (--answer)", async ({ expect }) => {
     const r = await run('mcpx call answering a question', ['call', 'asking', 'greet', '--answer', 'name="Ada"']);
     expect(r.stdout).toMatch(/^Hello Ada! green it is\. \(asked over the \w+ era\)\n$/);
   });
@@ -222,7 +244,11 @@ describe.concurrent('each path through the binary to a lazily loaded chunk works
     expect(redeemed.status).toBe(303);
     const cookie = String(redeemed.headers['set-cookie']).split(';')[0]!;
     const origin = new URL(login.page).origin;
-    const [page, script, state] = await Promise.all([tcpGet(login.page, { cookie }), tcpGet(`${origin}/ui/assets/app.js`, { cookie }), tcpGet(`${origin}/ui/api/state`, { cookie })]);
+    const [page, script, state] = await Promise.all([
+      tcpGet(login.page, { cookie }),
+      tcpGet(`${origin}/ui/assets/app.js`, { cookie }),
+      tcpGet(`${origin}/ui/api/state`, { cookie }),
+    ]);
     expect(page.status).toBe(200);
     expect(page.text).toContain('<title>mcpx · live statecharts</title>');
     expect(script.status).toBe(200);
@@ -264,7 +290,9 @@ describe.concurrent('each path through the binary to a lazily loaded chunk works
     const installed = await run('mcpx install', ['install', '--client', 'cursor', '--config', dualOnly], env);
     expect(installed.stdout).toContain('mcpx');
     expect(JSON.stringify(readFileSync(file, 'utf8'))).toContain('serve');
-    const doctor = JSON.parse((await mcpx(['doctor', '--json'], { env: recording('mcpx doctor', env), timeoutMs: WAIT_MS })).stdout) as { clients: Array<{ client: string; installed: boolean }> };
+    const doctor = JSON.parse((await mcpx(['doctor', '--json'], { env: recording('mcpx doctor', env), timeoutMs: WAIT_MS })).stdout) as {
+      clients: Array<{ client: string; installed: boolean }>;
+    };
     expect(doctor.clients.find((c) => c.client === 'cursor')).toMatchObject({ installed: true });
     const undo = await run('mcpx uninstall --dry-run', ['uninstall', '--client', 'cursor', '--dry-run'], env);
     expect(undo.stdout).toContain('-');
@@ -288,7 +316,10 @@ describe.concurrent('each path through the binary to a lazily loaded chunk works
     const socket = join(state, 'daemon.sock');
     const env = recording('mcpx daemon on a terminal (pretty logs)', cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: dualOnly }));
     // In a real pseudo-terminal (util-linux `script`), as test/cli/call-questions.test.ts does.
-    const child = spawn('script', ['-qfec', `'${process.execPath}' '${MCPX}' daemon`, '/dev/null'], { env: { ...env, TERM: 'dumb' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('script', ['-qfec', `'${process.execPath}' '${MCPX}' daemon`, '/dev/null'], {
+      env: { ...env, TERM: 'dumb' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     terminals.add(child);
     let screen = '';
     child.stdout.on('data', (c: Buffer) => (screen += c.toString()));
@@ -318,8 +349,12 @@ describe('completeness', () => {
     // Its source modules, a package's files as the package: what a reader needs to find the import.
     const show = (i: string) => packageOf(i) ?? i;
     const sources = (o: MetaOutput) => [...new Set(Object.keys(o.inputs).map(show))].join(', ') || '(a facade: it re-exports another chunk)';
-    const missing = [...CHUNKS].filter(([c, o]) => !loaded.has(c) && !exemptOf(o)).map(([c, o]) => `${c}${o.entryPoint ? ` (entry ${show(o.entryPoint)})` : ''}: ${sources(o)}`);
-    expect(missing, `chunks no path through the binary loads; add a run that reaches each (or an exemption with its reason):\n${missing.join('\n')}`).toEqual([]);
+    const missing = [...CHUNKS]
+      .filter(([c, o]) => !loaded.has(c) && !exemptOf(o))
+      .map(([c, o]) => `${c}${o.entryPoint ? ` (entry ${show(o.entryPoint)})` : ''}: ${sources(o)}`);
+    expect(missing, `chunks no path through the binary loads; add a run that reaches each (or an exemption with its reason):\n${missing.join('\n')}`).toEqual(
+      [],
+    );
     for (const e of EXEMPT) {
       const chunk = [...CHUNKS].find(([, o]) => o.entryPoint === e.source);
       expect(chunk, `exemption ${e.source} matches no chunk of the bundle: remove it`).toBeDefined();
@@ -365,10 +400,18 @@ function importsMissingDefault(text: string, pkg: string): string[] {
 }
 
 /** The packages whose chunk is a dynamically imported entry exporting only `default` (CommonJS). */
-const DEFAULT_ONLY = [...new Set([...CHUNKS.values()].filter((o) => o.entryPoint !== undefined && o.entryPoint.includes('node_modules/') && JSON.stringify(o.exports) === '["default"]').map((o) => packageOf(o.entryPoint!)!))].sort();
+const DEFAULT_ONLY = [
+  ...new Set(
+    [...CHUNKS.values()]
+      .filter((o) => o.entryPoint !== undefined && o.entryPoint.includes('node_modules/') && JSON.stringify(o.exports) === '["default"]')
+      .map((o) => packageOf(o.entryPoint!)!),
+  ),
+].sort();
 
 function sourceFiles(d: string): string[] {
-  return readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sourceFiles(join(d, e.name)) : e.name.endsWith('.ts') ? [join(d, e.name)] : []));
+  return readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(join(d, e.name)) : e.name.endsWith('.ts') ? [join(d, e.name)] : [],
+  );
 }
 
 describe('a CommonJS package reached by import() is read through its default export', () => {
@@ -381,7 +424,9 @@ describe('a CommonJS package reached by import() is read through its default exp
     expect(importsMissingDefault("import('undici').then((m) => m.Agent)", 'undici')).toHaveLength(1);
     expect(importsMissingDefault("import('undici').then(({ Agent }) => Agent)", 'undici')).toHaveLength(1);
     // The ways that work in the bundle and in tsc's output alike.
-    expect(importsMissingDefault("type Undici = typeof import('undici').default;\nconst load = () => import('undici').then((m) => m.default);", 'undici')).toEqual([]);
+    expect(
+      importsMissingDefault("type Undici = typeof import('undici').default;\nconst load = () => import('undici').then((m) => m.default);", 'undici'),
+    ).toEqual([]);
     expect(importsMissingDefault("const pretty = (await import('pino-pretty')).default;", 'pino-pretty')).toEqual([]);
     expect(importsMissingDefault("import('pino').then(({ default: pino }) => pino({}))", 'pino')).toEqual([]);
     expect(importsMissingDefault("const { default: pretty } = await import('pino-pretty');", 'pino-pretty')).toEqual([]);
@@ -398,7 +443,10 @@ describe('a CommonJS package reached by import() is read through its default exp
     for (const pkg of DEFAULT_ONLY) {
       const importers = files.filter((f) => new RegExp(`import\\(\\s*['"]${pkg.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}['"]`).test(f.text));
       // The chunk exists because src imports it dynamically: finding none means this check's pattern went blind.
-      expect(importers.map((f) => f.rel), `no import('${pkg}') found in src, yet the bundle has it as a lazily loaded chunk`).not.toEqual([]);
+      expect(
+        importers.map((f) => f.rel),
+        `no import('${pkg}') found in src, yet the bundle has it as a lazily loaded chunk`,
+      ).not.toEqual([]);
       for (const f of importers) for (const hit of importsMissingDefault(f.text, pkg)) bad.push(`${f.rel} ${hit}`);
     }
     expect(bad, `these read named exports of a CommonJS package's chunk, which has only default (undefined in the binary):\n${bad.join('\n')}`).toEqual([]);

@@ -12,7 +12,9 @@ import { packageRoot } from '../../src/package-info.js';
 /** The chunk of the built bundle that holds a source file. */
 function chunkOf(source: string): string {
   const root = packageRoot();
-  const meta = JSON.parse(readFileSync(join(root, 'dist', 'src', 'cli', 'bundle-meta.json'), 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> };
+  const meta = JSON.parse(readFileSync(join(root, 'dist', 'src', 'cli', 'bundle-meta.json'), 'utf8')) as {
+    outputs: Record<string, { inputs: Record<string, unknown> }>;
+  };
   const found = Object.entries(meta.outputs).find(([out, o]) => out.endsWith('.js') && source in o.inputs);
   if (!found) throw new Error(`no chunk of the bundle holds ${source}`);
   return join(root, found[0]);

@@ -13,7 +13,11 @@ import { tempDir } from '../support/real.js';
 import { cleanEnv, ForegroundDaemon, killAll, MCPX, mcpx, until } from './helpers.js';
 
 /** Runs `mcpx …` in a pseudo-terminal; `reply` answers what it prints. */
-function inTerminal(args: string[], env: NodeJS.ProcessEnv, reply: (screen: string, write: (s: string) => void) => void): Promise<{ code: number | null; screen: string }> {
+function inTerminal(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  reply: (screen: string, write: (s: string) => void) => void,
+): Promise<{ code: number | null; screen: string }> {
   return new Promise((resolve, reject) => {
     const cmd = [process.execPath, MCPX, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
     const child = spawn('script', ['-qfec', cmd, '/dev/null'], { env: { ...env, TERM: 'dumb' }, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -55,7 +59,10 @@ describe('mcpx call answers questions', () => {
     await dir?.remove();
   });
 
-  for (const [server, era] of [['old', 'legacy'], ['new', 'modern']] as const) {
+  for (const [server, era] of [
+    ['old', 'legacy'],
+    ['new', 'modern'],
+  ] as const) {
     it(`on a terminal: a ${era} upstream's form is asked field by field; Ctrl-C declines`, async () => {
       let answered = false;
       const r = await inTerminal(['call', server, 'ask_name'], env, (screen, write) => {
@@ -83,7 +90,9 @@ describe('mcpx call answers questions', () => {
     it(`without a terminal: ${era} upstream — --answer, --answers, --roots, or a clear decline`, async () => {
       const declined = await mcpx(['call', server, 'ask_name'], { env });
       expect(declined.stdout).toBe(`ask_name decline era=${era}\n`);
-      expect(declined.stderr).toMatch(/mcpx: \w+ asks: What is your name\?; declined: no terminal to ask on \(answer with --answer KEY=JSON or --answers FILE; fields: name\)/);
+      expect(declined.stderr).toMatch(
+        /mcpx: \w+ asks: What is your name\?; declined: no terminal to ask on \(answer with --answer KEY=JSON or --answers FILE; fields: name\)/,
+      );
 
       const given = await mcpx(['call', server, 'ask_name', '--answer', 'name="Bob"'], { env });
       expect(given.stdout).toBe(`hello Bob era=${era}\n`);

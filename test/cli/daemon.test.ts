@@ -23,7 +23,8 @@ import { api, cleanEnv, ForegroundDaemon as Foreground, killAll, mcpx as runMcpx
 const E2E_TIMEOUT = 180_000;
 const CONDITION_MS = 60_000;
 /** `mcpx …` with room: a command that auto-starts a daemon on a loaded machine is slow, not stuck. */
-const mcpx: typeof runMcpx = (args, opts) => runMcpx(args, { timeoutMs: 90_000, ...opts, env: { MCPX_DAEMON_START_TIMEOUT: String(CONDITION_MS), ...opts.env } });
+const mcpx: typeof runMcpx = (args, opts) =>
+  runMcpx(args, { timeoutMs: 90_000, ...opts, env: { MCPX_DAEMON_START_TIMEOUT: String(CONDITION_MS), ...opts.env } });
 /** `mcpx … --json`, parsed; fails with the output when the command fails. */
 async function mcpxJson<T = any>(args: string[], opts: { env: NodeJS.ProcessEnv; cwd?: string }): Promise<T> {
   const r = await mcpx([...args, '--json'], opts);
@@ -31,7 +32,8 @@ async function mcpxJson<T = any>(args: string[], opts: { env: NodeJS.ProcessEnv;
   return JSON.parse(r.stdout) as T;
 }
 const ForegroundDaemon = {
-  start: (socket: string, args: string[], opts: { env: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number }) => Foreground.start(socket, args, { timeoutMs: CONDITION_MS, ...opts }),
+  start: (socket: string, args: string[], opts: { env: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number }) =>
+    Foreground.start(socket, args, { timeoutMs: CONDITION_MS, ...opts }),
 };
 
 const SECRET_ENV = 's3cr3t-value';
@@ -219,24 +221,45 @@ describe.concurrent('config', { timeout: E2E_TIMEOUT }, () => {
     const cwd = '/'; // the demo's servers are given relative to its own folder (dist/demo), which must not matter
     try {
       const calls = await Promise.all(['legacy-only', 'dual', 'modern-only'].map((s) => mcpx(['call', s, 'add', '{"a":2,"b":3}'], { env, cwd })));
-      expect(calls.map((c) => c.stdout)).toEqual(['2 + 3 = 5 (from legacy-only, era=legacy)\n', '2 + 3 = 5 (from dual, era=modern)\n', '2 + 3 = 5 (from modern-only, era=modern)\n']);
+      expect(calls.map((c) => c.stdout)).toEqual([
+        '2 + 3 = 5 (from legacy-only, era=legacy)\n',
+        '2 + 3 = 5 (from dual, era=modern)\n',
+        '2 + 3 = 5 (from modern-only, era=modern)\n',
+      ]);
       trackPid(readJson(join(state, 'daemon.json')).pid);
       const status = await mcpxJson(['status'], { env, cwd });
       expect(status.config).toMatchObject({ demo: true, file: expect.stringMatching(/dist\/demo\/demo\.json$/) });
       const eras = (await mcpxJson(['protocol'], { env, cwd })).servers.map((s: any) => [s.server, s.era]);
-      expect(eras).toEqual([['legacy-only', 'legacy'], ['dual', 'modern'], ['modern-only', 'modern']]);
+      expect(eras).toEqual([
+        ['legacy-only', 'legacy'],
+        ['dual', 'modern'],
+        ['modern-only', 'modern'],
+      ]);
       // mcpx serve answers an MCP client on stdout with protocol messages only, and stops when stdin ends.
-      const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+      const init = {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      };
       const serve = await mcpx(['serve'], { env, cwd, input: `${JSON.stringify(init)}\n` });
       expect(serve.code).toBe(0);
-      const lines = serve.stdout.trim().split('\n').map((l) => JSON.parse(l));
-      expect(lines).toEqual([expect.objectContaining({ id: 1, result: expect.objectContaining({ protocolVersion: '2025-11-25', serverInfo: expect.objectContaining({ name: 'mcpx' }) }) })]);
+      const lines = serve.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(lines).toEqual([
+        expect.objectContaining({
+          id: 1,
+          result: expect.objectContaining({ protocolVersion: '2025-11-25', serverInfo: expect.objectContaining({ name: 'mcpx' }) }),
+        }),
+      ]);
     } finally {
       expect((await mcpx(['stop'], { env, cwd })).code).toBe(0);
     }
   });
 
-  it('the demo\'s servers start with the daemon, so a newcomer\'s first `mcpx protocol` shows three eras', async () => {
+  it("the demo's servers start with the daemon, so a newcomer's first `mcpx protocol` shows three eras", async () => {
     const h = await home('demo-warm');
     const state = join(h, 'state');
     const env = cleanEnv(h, { MCPX_STATE_DIR: state });
@@ -244,11 +267,19 @@ describe.concurrent('config', { timeout: E2E_TIMEOUT }, () => {
       expect((await mcpx(['status'], { env, cwd: h })).code).toBe(0); // auto-starts the daemon; no call is made
       trackPid(readJson(join(state, 'daemon.json')).pid);
       let eras: unknown[] = [];
-      await until(async () => {
-        eras = (await mcpxJson(['protocol'], { env, cwd: h })).servers.map((s: any) => [s.server, s.era, s.eraSource]);
-        return eras.every((e: any) => e[1] !== null);
-      }, CONDITION_MS, 'the demo servers probed');
-      expect(eras).toEqual([['legacy-only', 'legacy', 'probe'], ['dual', 'modern', 'probe'], ['modern-only', 'modern', 'probe']]);
+      await until(
+        async () => {
+          eras = (await mcpxJson(['protocol'], { env, cwd: h })).servers.map((s: any) => [s.server, s.era, s.eraSource]);
+          return eras.every((e: any) => e[1] !== null);
+        },
+        CONDITION_MS,
+        'the demo servers probed',
+      );
+      expect(eras).toEqual([
+        ['legacy-only', 'legacy', 'probe'],
+        ['dual', 'modern', 'probe'],
+        ['modern-only', 'modern', 'probe'],
+      ]);
     } finally {
       expect((await mcpx(['stop'], { env, cwd: h })).code).toBe(0);
     }
@@ -261,7 +292,9 @@ describe.concurrent('config', { timeout: E2E_TIMEOUT }, () => {
     const key = 'mcpServers.broken.mcpx.maxx';
     const cfg = await mcpx(['config', '--config', file], { env });
     expect(cfg.code).toBe(1);
-    expect(cfg.stderr).toMatch(new RegExp(`^mcpx: config ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: ${key.replace(/\./g, '\\.')}: .*did you mean max.*\n$`));
+    expect(cfg.stderr).toMatch(
+      new RegExp(`^mcpx: config ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: ${key.replace(/\./g, '\\.')}: .*did you mean max.*\n$`),
+    );
     const daemon = await mcpx(['daemon', '--config', file], { env });
     expect(daemon.code).toBe(1);
     expect(daemon.stderr).toContain(`config ${file}: ${key}`);
@@ -342,7 +375,7 @@ describe.concurrent('config', { timeout: E2E_TIMEOUT }, () => {
     }
   });
 
-  it('a crashed daemon\'s socket and lock are cleaned up by the next start', async () => {
+  it("a crashed daemon's socket and lock are cleaned up by the next start", async () => {
     const h = await home('crash');
     const state = join(h, 'state');
     const socket = join(state, 'daemon.sock');

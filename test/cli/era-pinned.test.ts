@@ -38,13 +38,17 @@ describe('a dual server that pins its process to the era it answered first', () 
     expect(first.stderr).toBe('');
     expect(first.stdout).toBe('a era=modern\n');
     const file = join(state, 'upstream-eras.json');
-    await until(() => {
-      try {
-        return Object.keys(readJson(file).servers).length === 1;
-      } catch {
-        return false;
-      }
-    }, 10_000, 'the era record');
+    await until(
+      () => {
+        try {
+          return Object.keys(readJson(file).servers).length === 1;
+        } catch {
+          return false;
+        }
+      },
+      10_000,
+      'the era record',
+    );
     const records = Object.values(readJson(file).servers) as Array<Record<string, unknown>>;
     expect(records[0]).toMatchObject({ era: 'modern', version: '2026-07-28' });
     expect(records[0]).not.toHaveProperty('initialize');

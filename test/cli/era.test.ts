@@ -34,12 +34,14 @@ const name = (kind: Kind, p: Preference) => `${kind}-${p}`;
 async function limit<T>(n: number, jobs: Array<() => Promise<T>>): Promise<T[]> {
   const out: T[] = new Array(jobs.length);
   let next = 0;
-  await Promise.all(Array.from({ length: n }, async () => {
-    while (next < jobs.length) {
-      const i = next++;
-      out[i] = await jobs[i]!();
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (next < jobs.length) {
+        const i = next++;
+        out[i] = await jobs[i]!();
+      }
+    }),
+  );
   return out;
 }
 
@@ -87,11 +89,14 @@ describe('the §2 era table through mcpx call and mcpx protocol', () => {
     }
     await limit(4, jobs);
     // follow: the caller's revision picks the lane (mcpx serve will send this header; the CLI takes a flag)
-    await limit(3, (Object.keys(FIXTURE) as Kind[]).map((kind) => async () => {
-      const r = await mcpx(['call', name(kind, 'follow'), 'echo', '{"text":"old"}', '--caller-protocol', '2025-11-25'], { env });
-      expect(r.stderr).toBe('');
-      expect(r.stdout).toBe(`old era=${FOLLOW_LEGACY_CALLER[kind]}\n`);
-    }));
+    await limit(
+      3,
+      (Object.keys(FIXTURE) as Kind[]).map((kind) => async () => {
+        const r = await mcpx(['call', name(kind, 'follow'), 'echo', '{"text":"old"}', '--caller-protocol', '2025-11-25'], { env });
+        expect(r.stderr).toBe('');
+        expect(r.stdout).toBe(`old era=${FOLLOW_LEGACY_CALLER[kind]}\n`);
+      }),
+    );
 
     const report = await mcpxJson<{ servers: any[] }>(['protocol'], { env });
     const rows = Object.fromEntries(report.servers.map((s) => [s.server, s]));
@@ -117,7 +122,9 @@ describe('the §2 era table through mcpx call and mcpx protocol', () => {
   });
 
   it('SIGTERM stops every upstream process, flushes the era cache, removes the socket; a restart takes eras from the cache', async () => {
-    const started = Object.fromEntries((await mcpxJson<{ servers: any[] }>(['status'], { env })).servers.map((s) => [s.server, s.instances.map((i: any) => i.pid)]));
+    const started = Object.fromEntries(
+      (await mcpxJson<{ servers: any[] }>(['status'], { env })).servers.map((s) => [s.server, s.instances.map((i: any) => i.pid)]),
+    );
     const fixturePidList = CANONICAL_PREFERENCES.flatMap((p) => (Object.keys(FIXTURE) as Kind[]).flatMap((k) => fixturePids(dir.path, name(k, p))));
     expect(fixturePidList.length).toBeGreaterThanOrEqual(13);
     expect(started['dual-follow']).toHaveLength(2);

@@ -22,7 +22,8 @@ if (!existsSync(MCPX)) throw new Error(`${MCPX} is missing: run npm run build fi
 /** A clean environment: no MCPX_* from outside, home and XDG folders in `home`. */
 export function cleanEnv(home: string, extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('MCPX_') && !k.startsWith('XDG_') && !k.startsWith('VITEST') && k !== 'NODE_OPTIONS') env[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (!k.startsWith('MCPX_') && !k.startsWith('XDG_') && !k.startsWith('VITEST') && k !== 'NODE_OPTIONS') env[k] = v;
   Object.assign(env, { HOME: home, XDG_CONFIG_HOME: join(home, '.config'), XDG_STATE_HOME: join(home, '.state') });
   for (const [k, v] of Object.entries(extra)) {
     if (v === undefined) delete env[k];
@@ -66,10 +67,21 @@ export async function mcpxJson<T = any>(args: string[], opts: { env: NodeJS.Proc
 }
 
 /** Talks to a daemon over its Unix socket. */
-export async function api(socket: string, method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; text: string }> {
+export async function api(
+  socket: string,
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any; text: string }> {
   const client = new Client('http://localhost', { socketPath: socket });
   try {
-    const res = await client.request({ path, method, headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers }, ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }) });
+    const res = await client.request({
+      path,
+      method,
+      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+    });
     const text = await res.body.text();
     let parsed: unknown = text;
     try {

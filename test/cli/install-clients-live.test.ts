@@ -42,7 +42,12 @@ describe('process names per platform (pure)', () => {
       for (const p of ['linux', 'darwin', 'win32'] as const) expect(PROCESS_NAMES[c.name][p].length, `${c.name} ${p}`).toBeGreaterThan(0);
       expect(RELOAD_STEPS[c.name].length).toBeGreaterThan(10);
     }
-    const ps = [{ pid: 1, name: 'Cursor.exe' }, { pid: 2, name: 'Code.exe' }, { pid: 3, name: 'cursor-helper' }, { pid: 4, name: 'Claude' }];
+    const ps = [
+      { pid: 1, name: 'Cursor.exe' },
+      { pid: 2, name: 'Code.exe' },
+      { pid: 3, name: 'cursor-helper' },
+      { pid: 4, name: 'Claude' },
+    ];
     expect(matchClient('cursor', 'win32', ps).map((p) => p.pid)).toEqual([1]);
     expect(matchClient('vscode', 'win32', ps).map((p) => p.pid)).toEqual([2]);
     expect(matchClient('cursor', 'linux', ps)).toEqual([]); // a helper of another name is not the client
@@ -60,7 +65,11 @@ describe('mcpx install around a live client', () => {
     copyFileSync('/bin/sleep', fake);
     const child = spawn(fake, ['120'], { stdio: 'ignore' });
     children.push(child);
-    await until(() => existsSync(`/proc/${child.pid}/comm`) && readFileSync(`/proc/${child.pid}/comm`, 'utf8').trim() === 'cursor', 10_000, 'the fake cursor process');
+    await until(
+      () => existsSync(`/proc/${child.pid}/comm`) && readFileSync(`/proc/${child.pid}/comm`, 'utf8').trim() === 'cursor',
+      10_000,
+      'the fake cursor process',
+    );
     const r = await mcpx(['install', '--client', 'cursor', '--config', h.config], { env: h.env });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain(`Cursor is running (pid ${child.pid}`);
@@ -96,7 +105,10 @@ describe('mcpx install around a live client', () => {
 
   it('two installs at once leave one mcpx entry and every other byte as it was', async () => {
     const h = await home();
-    const [a, b] = await Promise.all([mcpx(['install', '--client', 'cursor', '--config', h.config], { env: h.env }), mcpx(['install', '--client', 'cursor', '--config', h.config], { env: h.env })]);
+    const [a, b] = await Promise.all([
+      mcpx(['install', '--client', 'cursor', '--config', h.config], { env: h.env }),
+      mcpx(['install', '--client', 'cursor', '--config', h.config], { env: h.env }),
+    ]);
     expect([a.code, b.code], a.stderr + b.stderr).toEqual([0, 0]);
     const text = readFileSync(h.file, 'utf8');
     expect(text.match(/"mcpx"/g)).toHaveLength(1);

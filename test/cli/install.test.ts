@@ -158,7 +158,13 @@ describe('mcpx install --import, per client, then the entry started as written',
 
         // Start the entry exactly as written in the client's file.
         const written = parseFile(after, isToml)[isToml ? 'mcp_servers' : c.client === 'vscode' ? 'servers' : 'mcpServers'].mcpx;
-        const transport = new StdioClientTransport({ command: written.command, args: written.args, env: { ...(env as Record<string, string>), ...(written.env ?? {}) }, cwd, stderr: 'pipe' });
+        const transport = new StdioClientTransport({
+          command: written.command,
+          args: written.args,
+          env: { ...(env as Record<string, string>), ...(written.env ?? {}) },
+          cwd,
+          stderr: 'pipe',
+        });
         const client = new Client({ name: `${c.client}-as-written`, version: '1.0.0' }, { capabilities: {} });
         await client.connect(transport);
         try {
@@ -237,7 +243,9 @@ describe('safety and the other paths', () => {
       const dry = await mcpx(['install', '--client', 'cursor', '--import', '--config', own, '--rename', 'dual=dual2', '--dry-run'], { env: h.env });
       expect(dry.code).toBe(0);
       // Servers written on one line stay as written; the imported one goes in compact beside them.
-      expect(dry.stdout).toContain('\n-  "mcpServers": { "dual": { "command": "something-else" } }\n+  "mcpServers": { "dual": { "command": "something-else" },"dual2": {"command":');
+      expect(dry.stdout).toContain(
+        '\n-  "mcpServers": { "dual": { "command": "something-else" } }\n+  "mcpServers": { "dual": { "command": "something-else" },"dual2": {"command":',
+      );
       expect(readFileSync(h.file, 'utf8')).toBe(text);
       const ok = await mcpx(['install', '--client', 'cursor', '--import', '--config', own, '--rename', 'dual=dual2', '--skip', 'other'], { env: h.env });
       expect(ok.code).toBe(0);

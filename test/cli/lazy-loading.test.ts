@@ -25,7 +25,9 @@ function recording(env: NodeJS.ProcessEnv, file: string): NodeJS.ProcessEnv {
 /** The bundle's chunks (absolute paths) and the source files (absolute paths) each holds, from the build's metafile. */
 const CHUNKS: Map<string, string[]> = (() => {
   const root = packageRoot();
-  const meta = JSON.parse(readFileSync(join(root, 'dist', 'src', 'cli', 'bundle-meta.json'), 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> };
+  const meta = JSON.parse(readFileSync(join(root, 'dist', 'src', 'cli', 'bundle-meta.json'), 'utf8')) as {
+    outputs: Record<string, { inputs: Record<string, unknown> }>;
+  };
   return new Map(Object.entries(meta.outputs).map(([out, o]) => [join(root, out), Object.keys(o.inputs).map((i) => join(root, i))]));
 })();
 
@@ -34,7 +36,9 @@ const CHUNKS: Map<string, string[]> = (() => {
  * so a chunk it loaded stands for the source files bundled into it.
  */
 function loaded(file: string): string[] {
-  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0 && !l.startsWith('node:'));
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.length > 0 && !l.startsWith('node:'));
   const files = lines.map((l) => (l.startsWith('file:') ? fileURLToPath(l) : l));
   return [...new Set(files.flatMap((f) => CHUNKS.get(f) ?? [f]))];
 }
@@ -63,7 +67,18 @@ function dualConfig(root: string): { state: string; env: NodeJS.ProcessEnv } {
 }
 
 /** What neither the CLI's light commands nor `mcpx call` need: the daemon's and the SDK's dependencies. */
-const DAEMON_PACKAGES = ['zod', 'fastify', 'pino', 'pino-pretty', 'xstate', 'undici', '@modelcontextprotocol/sdk', '@modelcontextprotocol/server', '@modelcontextprotocol/node', 'ajv'];
+const DAEMON_PACKAGES = [
+  'zod',
+  'fastify',
+  'pino',
+  'pino-pretty',
+  'xstate',
+  'undici',
+  '@modelcontextprotocol/sdk',
+  '@modelcontextprotocol/server',
+  '@modelcontextprotocol/node',
+  'ajv',
+];
 
 describe('what each process loads', () => {
   it('mcpx --version: commander and the command table, no command and no dependency of one', async () => {
@@ -94,7 +109,7 @@ describe('what each process loads', () => {
     }
   });
 
-  it('mcpx call against a running daemon loads none of the daemon\'s dependencies (zod, fastify, undici, …); the daemon loads no undici (stdio upstreams only), no MCP SDK (no /mcp request), no ajv and no ui page', async () => {
+  it("mcpx call against a running daemon loads none of the daemon's dependencies (zod, fastify, undici, …); the daemon loads no undici (stdio upstreams only), no MCP SDK (no /mcp request), no ajv and no ui page", async () => {
     const dir = await tempDir('mcpx-loads-');
     try {
       const { state, env } = dualConfig(dir.path);
@@ -114,7 +129,22 @@ describe('what each process loads', () => {
       const files = loaded(daemonFile);
       expect(among(files, ['fastify', 'zod'])).toEqual(['fastify', 'zod']); // the recorder saw the daemon's own loads
       expect(among(files, [], ['server/schemas.js'])).toEqual(['server/schemas.js']); // the call was validated
-      expect(among(files, ['undici', '@modelcontextprotocol/sdk', '@modelcontextprotocol/server', '@modelcontextprotocol/node', '@fastify/ajv-compiler', 'ajv', 'pino-pretty', '@statelyai/inspect'], ['ui/page.js', 'server/openapi.js', 'server/response-contract.js', 'serve/http-entry.js'])).toEqual([]);
+      expect(
+        among(
+          files,
+          [
+            'undici',
+            '@modelcontextprotocol/sdk',
+            '@modelcontextprotocol/server',
+            '@modelcontextprotocol/node',
+            '@fastify/ajv-compiler',
+            'ajv',
+            'pino-pretty',
+            '@statelyai/inspect',
+          ],
+          ['ui/page.js', 'server/openapi.js', 'server/response-contract.js', 'serve/http-entry.js'],
+        ),
+      ).toEqual([]);
     } finally {
       await dir.remove();
     }
@@ -135,13 +165,29 @@ describe('what each process loads', () => {
       } finally {
         expect((await daemon.stop()).code).toBe(0);
       }
-      expect(among(beforeValidation, ['fastify'], ['server/routes.js', 'state/record-checks.js', 'upstream/era-cache.js', 'catalog/catalog-store.js'])).toEqual(['catalog/catalog-store.js', 'fastify', 'server/routes.js', 'state/record-checks.js', 'upstream/era-cache.js']);
+      expect(among(beforeValidation, ['fastify'], ['server/routes.js', 'state/record-checks.js', 'upstream/era-cache.js', 'catalog/catalog-store.js'])).toEqual(
+        ['catalog/catalog-store.js', 'fastify', 'server/routes.js', 'state/record-checks.js', 'upstream/era-cache.js'],
+      );
       expect(among(beforeValidation, [], ['server/schemas.js', 'server/openapi.js'])).toEqual([]);
       // `mcpx daemon` with nothing after it parses no command line: no commander, no command module (the table only).
       expect(among(beforeValidation, ['commander'])).toEqual([]);
       expect(commandsBut(beforeValidation, 'index')).toEqual([]);
       // Pools exist (status listed them) but none was called: no session chart, transport or wire schema, no zod.
-      expect(among(beforeValidation, ['zod'], ['upstream/session.js', 'machines/session.machine.js', 'transports/jsonrpc.js', 'transports/stdio.js', 'serve/ask-session.js', 'serve/answer-schemas.js', 'server/statechart-view.js'])).toEqual([]);
+      expect(
+        among(
+          beforeValidation,
+          ['zod'],
+          [
+            'upstream/session.js',
+            'machines/session.machine.js',
+            'transports/jsonrpc.js',
+            'transports/stdio.js',
+            'serve/ask-session.js',
+            'serve/answer-schemas.js',
+            'server/statechart-view.js',
+          ],
+        ),
+      ).toEqual([]);
       expect(among(loaded(before), [], ['server/schemas.js'])).toEqual(['server/schemas.js']);
       // fastify's requires of what only HTTP/2, TLS, inject() and plugin version checks use stay unloaded (scripts/bundle.ts).
       expect(among(loaded(before), ['semver', 'light-my-request'])).toEqual([]);

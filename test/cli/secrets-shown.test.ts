@@ -83,7 +83,9 @@ describe('secrets are shown nowhere (issue 12)', () => {
       expect(r.code, r.stderr).toBe(0);
       expect(leaked(r.stdout + r.stderr), `mcpx ${args.join(' ')}: ${r.stdout}`).toEqual([]);
     }
-    const view = JSON.parse((await mcpx(['servers', '--json'], { env })).stdout) as { servers: Array<{ server: string; args?: string[]; env?: Record<string, string>; url?: string }> };
+    const view = JSON.parse((await mcpx(['servers', '--json'], { env })).stdout) as {
+      servers: Array<{ server: string; args?: string[]; env?: Record<string, string>; url?: string }>;
+    };
     const echo = view.servers.find((s) => s.server === 'echo')!;
     expect(echo.env).toEqual({ DATABASE_URL: '<redacted>', GH: '<redacted>' });
     expect(echo.args?.at(-1)).toBe('--token=<redacted>');
@@ -113,11 +115,15 @@ describe('secrets are shown nowhere (issue 12)', () => {
     expect(leaked(ask.stdout + ask.stderr)).toEqual([]);
     const started = await api(socket, 'POST', '/v1/ask', { server: 'echo', tool: 'ask_env', args: {}, capabilities: { elicitation: { form: {} } } });
     let seen = '';
-    await until(async () => {
-      const v = await api(socket, 'GET', `/v1/ask/${encodeURIComponent(started.body.id)}?waitMs=1000`);
-      seen = v.text;
-      return (v.body.questions ?? []).length > 0;
-    }, 15_000, 'the question');
+    await until(
+      async () => {
+        const v = await api(socket, 'GET', `/v1/ask/${encodeURIComponent(started.body.id)}?waitMs=1000`);
+        seen = v.text;
+        return (v.body.questions ?? []).length > 0;
+      },
+      15_000,
+      'the question',
+    );
     expect(seen).toContain('Is <redacted> yours?');
     expect(leaked(seen)).toEqual([]);
     await api(socket, 'POST', `/v1/ask/${encodeURIComponent(started.body.id)}/abandon`, {});
@@ -136,14 +142,24 @@ describe('secrets are shown nowhere (issue 12)', () => {
       expect(r.stdout).toContain('Reads <redacted>');
       expect(leaked(r.stdout + r.stderr), `mcpx ${args.join(' ')}`).toEqual([]);
     }
-    await until(() => { try { return readFileSync(join(state, 'tool-catalog.json'), 'utf8').includes('Reads'); } catch { return false; } }, 10_000, 'the catalogue');
+    await until(
+      () => {
+        try {
+          return readFileSync(join(state, 'tool-catalog.json'), 'utf8').includes('Reads');
+        } catch {
+          return false;
+        }
+      },
+      10_000,
+      'the catalogue',
+    );
     expect(leaked(readFileSync(join(state, 'tool-catalog.json'), 'utf8'))).toEqual([]);
     const stream = await events;
     expect(stream).toContain('event:');
     expect(leaked(stream)).toEqual([]);
   }, 60_000);
 
-  it('the page\'s state and the daemon log: no secret', async () => {
+  it("the page's state and the daemon log: no secret", async () => {
     const ui = await mcpx(['ui', '--json'], { env });
     expect(ui.code, ui.stderr).toBe(0);
     const login = JSON.parse(ui.stdout) as { url: string; page: string };

@@ -12,7 +12,10 @@ import { tempDir } from '../support/real.js';
 import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, mcpxJson } from './helpers.js';
 
 /** Every alias, plus canonical names in odd case and with surrounding spaces. */
-const VALUES: Array<[string, string]> = [...Object.entries(PREFERENCE_ALIASES), ...CANONICAL_PREFERENCES.map((c): [string, string] => [`  ${c.toUpperCase()} `, c])];
+const VALUES: Array<[string, string]> = [
+  ...Object.entries(PREFERENCE_ALIASES),
+  ...CANONICAL_PREFERENCES.map((c): [string, string] => [`  ${c.toUpperCase()} `, c]),
+];
 const ALIASES = Object.entries(PREFERENCE_ALIASES);
 
 let dir: { path: string; remove: () => Promise<void> };
@@ -100,19 +103,25 @@ describe.concurrent('upstream.protocol aliases, by source', () => {
       { how: 'flag', value, canonical, opts: { args: ['--upstream-protocol', value] } },
     ]);
     let next = 0;
-    await Promise.all(Array.from({ length: 3 }, async () => {
-      while (next < jobs.length) {
-        const job = jobs[next++]!;
-        const d = await daemonWith(job.opts);
-        try {
-          const { setting, row } = await reported(d.socket);
-          expect(setting, `${job.how} ${job.value}`).toMatchObject({ value: job.canonical, source: job.how, from: job.how === 'env' ? 'MCPX_UPSTREAM_PROTOCOL' : '--upstream-protocol' });
-          expect(row.preference, `${job.how} ${job.value}`).toBe(job.canonical);
-        } finally {
-          await d.daemon.stop();
+    await Promise.all(
+      Array.from({ length: 3 }, async () => {
+        while (next < jobs.length) {
+          const job = jobs[next++]!;
+          const d = await daemonWith(job.opts);
+          try {
+            const { setting, row } = await reported(d.socket);
+            expect(setting, `${job.how} ${job.value}`).toMatchObject({
+              value: job.canonical,
+              source: job.how,
+              from: job.how === 'env' ? 'MCPX_UPSTREAM_PROTOCOL' : '--upstream-protocol',
+            });
+            expect(row.preference, `${job.how} ${job.value}`).toBe(job.canonical);
+          } finally {
+            await d.daemon.stop();
+          }
         }
-      }
-    }));
+      }),
+    );
   }, 300_000); // about 30 daemons, three at a time: room for a busy machine (95–102 s beside a second suite)
 
   it('bad values in the environment, a flag or the file stop the daemon with a message listing the canonical values', async () => {

@@ -18,7 +18,11 @@ import { cleanEnv, ForegroundDaemon, killAll, MCPX, mcpx } from './helpers.js';
 const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 
 /** Runs `mcpx …` in a pseudo-terminal; `reply` answers what it prints. */
-function inTerminal(args: string[], env: NodeJS.ProcessEnv, reply: (screen: string, write: (s: string) => void) => void): Promise<{ code: number | null; screen: string }> {
+function inTerminal(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  reply: (screen: string, write: (s: string) => void) => void,
+): Promise<{ code: number | null; screen: string }> {
   return new Promise((resolve, reject) => {
     const cmd = [process.execPath, MCPX, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
     const child = spawn('script', ['-qfec', cmd, '/dev/null'], { env: { ...env, TERM: 'dumb' }, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -40,7 +44,7 @@ function inTerminal(args: string[], env: NodeJS.ProcessEnv, reply: (screen: stri
   });
 }
 
-describe('an upstream\'s text on a terminal (issue 14)', () => {
+describe("an upstream's text on a terminal (issue 14)", () => {
   let dir: { path: string; remove: () => Promise<void> };
   let env: NodeJS.ProcessEnv;
 
@@ -83,7 +87,7 @@ describe('an upstream\'s text on a terminal (issue 14)', () => {
     expect(r.stdout).toContain('url decline');
   });
 
-  it('a URL elicitation on a terminal: the real address and host on mcpx\'s lines, the message quoted', async () => {
+  it("a URL elicitation on a terminal: the real address and host on mcpx's lines, the message quoted", async () => {
     let answered = false;
     const t = await inTerminal(['call', 'up', 'ask_url_spoof'], env, (screen, write) => {
       if (!answered && screen.includes('Press Enter')) {

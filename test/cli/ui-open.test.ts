@@ -23,7 +23,11 @@ describe.skipIf(process.platform !== 'linux')('mcpx ui --open (issue 13)', () =>
     mkdirSync(bin);
     argvFile = join(dir.path, 'opener-argv.json');
     // The fake opener: what it was given, as its command line shows it to anyone.
-    writeFileSync(join(bin, 'xdg-open'), `#!/bin/sh\nexec "${process.execPath}" -e 'require("fs").writeFileSync(process.env.ARGV_FILE, JSON.stringify(require("fs").readFileSync("/proc/self/cmdline", "utf8").split("\\0").filter(Boolean)))' -- "$@"\n`, { mode: 0o755 });
+    writeFileSync(
+      join(bin, 'xdg-open'),
+      `#!/bin/sh\nexec "${process.execPath}" -e 'require("fs").writeFileSync(process.env.ARGV_FILE, JSON.stringify(require("fs").readFileSync("/proc/self/cmdline", "utf8").split("\\0").filter(Boolean)))' -- "$@"\n`,
+      { mode: 0o755 },
+    );
     env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, PATH: `${bin}:${process.env['PATH']}`, ARGV_FILE: argvFile });
     await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env });
   }, 60_000);
@@ -32,7 +36,7 @@ describe.skipIf(process.platform !== 'linux')('mcpx ui --open (issue 13)', () =>
     await dir?.remove();
   });
 
-  it('the opener\'s argv holds no code, and the file it names logs the browser in', async () => {
+  it("the opener's argv holds no code, and the file it names logs the browser in", async () => {
     const r = await mcpx(['ui', '--open'], { env });
     expect(r.code, r.stderr).toBe(0);
     const printed = r.stdout.split('\n')[0]!;

@@ -45,7 +45,11 @@ describe('questions no call provoked: roots/list at start-up', () => {
   it(`${FRESH} fresh starts: every mcpx call exits 0 with its result, and the server holds the configured roots, whoever calls`, async () => {
     // Each server's first call is a fresh start, the call in flight when the server asks its roots.
     const first = await Promise.all(
-      Array.from({ length: FRESH }, (_, i) => mcpx(['call', `fs${i + 1}`, i % 2 === 0 ? 'echo' : 'show_roots', ...(i % 2 === 0 ? ['{"text":"hi"}'] : []), '--roots', join(dir.path, `caller-${i}`)], { env })),
+      Array.from({ length: FRESH }, (_, i) =>
+        mcpx(['call', `fs${i + 1}`, i % 2 === 0 ? 'echo' : 'show_roots', ...(i % 2 === 0 ? ['{"text":"hi"}'] : []), '--roots', join(dir.path, `caller-${i}`)], {
+          env,
+        }),
+      ),
     );
     for (const [i, r] of first.entries()) {
       expect({ i, code: r.code, stderr: r.stderr }).toEqual({ i, code: 0, stderr: '' });

@@ -110,7 +110,13 @@ describe('discovery', () => {
   async function ancestorsHaveProjectFile(): Promise<boolean> {
     for (let d = dirname(root); ; d = dirname(d)) {
       for (const n of ['.mcpx.json', '.mcp.json']) {
-        if (await stat(join(d, n)).then((s) => s.isFile(), () => false)) return true;
+        if (
+          await stat(join(d, n)).then(
+            (s) => s.isFile(),
+            () => false,
+          )
+        )
+          return true;
       }
       if (dirname(d) === d) return false;
     }
@@ -176,7 +182,9 @@ describe('files other tools write work unchanged', () => {
   });
 
   it('Claude Desktop claude_desktop_config.json', async () => {
-    const file = await put(join(root, 'Claude/claude_desktop_config.json'), `{
+    const file = await put(
+      join(root, 'Claude/claude_desktop_config.json'),
+      `{
   "mcpServers": {
     "filesystem": {
       "command": "npx",
@@ -191,12 +199,17 @@ describe('files other tools write work unchanged', () => {
   },
   "globalShortcut": "Ctrl+Space"
 }
-`);
+`,
+    );
     const c = await loadConfig({ configFlag: file, env });
     expect(c.errors).toEqual([]);
     expect(c.serversKey).toBe('mcpServers');
     expect(c.settingsFile).toEqual({});
-    expect(c.servers.map((s) => [s.name, s.transport, s.disabled])).toEqual([['filesystem', 'stdio', false], ['github', 'stdio', false], ['sqlite', 'stdio', false]]);
+    expect(c.servers.map((s) => [s.name, s.transport, s.disabled])).toEqual([
+      ['filesystem', 'stdio', false],
+      ['github', 'stdio', false],
+      ['sqlite', 'stdio', false],
+    ]);
     expect(c.servers[1]?.definition).toEqual({
       command: 'docker',
       args: ['run', '-i', '--rm', '-e', 'GITHUB_PERSONAL_ACCESS_TOKEN', 'ghcr.io/github/github-mcp-server'],
@@ -252,7 +265,11 @@ describe('files other tools write work unchanged', () => {
     const c = parse(text, '/ws/.vscode/mcp.json', { HOME: '/users/u', PERPLEXITY_API_KEY: 'pplx-abc' });
     expect(c.errors).toEqual([]);
     expect(c.serversKey).toBe('servers');
-    expect(c.servers.map((s) => [s.name, s.transport])).toEqual([['Perplexity', 'stdio'], ['fetch', 'stdio'], ['github', 'http']]);
+    expect(c.servers.map((s) => [s.name, s.transport])).toEqual([
+      ['Perplexity', 'stdio'],
+      ['fetch', 'stdio'],
+      ['github', 'http'],
+    ]);
     expect(c.servers[0]?.definition).toMatchObject({ env: { PERPLEXITY_API_KEY: 'pplx-abc' }, cwd: '/ws/.vscode' });
     expect(c.servers[1]?.definition).toMatchObject({ args: ['mcp-server-fetch', '--root', '/ws/data'] });
     expect(c.settingsFile).toEqual({});
@@ -279,13 +296,20 @@ describe('variables', () => {
     });
     expect(expandVariables('${env:NOPE}', ctx)).toEqual({ ok: true, value: '', missingEnv: ['NOPE'], fromEnv: [] });
     expect(expandVariables('$A ${not a var} ${config:x}', ctx)).toEqual({ ok: true, value: '$A ${not a var} ${config:x}', missingEnv: [], fromEnv: [] });
-    expect(expandVariables('${NOPE}', ctx)).toEqual({ ok: false, message: '${NOPE} is not set in the environment (write ${NOPE:-default} to give a fallback)' });
+    expect(expandVariables('${NOPE}', ctx)).toEqual({
+      ok: false,
+      message: '${NOPE} is not set in the environment (write ${NOPE:-default} to give a fallback)',
+    });
   });
 
   it('an unset ${VAR} is an error naming file, server and key; an unset ${env:VAR} a warning', () => {
     const c = parse(JSON.stringify({ mcpServers: { s: { command: 'x', args: ['--token', '${TOKEN}'], env: { B: '${env:MAYBE}' } } } }));
-    expect(messages(c)).toEqual(['config /cfg/.mcpx.json: mcpServers.s.args[1]: ${TOKEN} is not set in the environment (write ${TOKEN:-default} to give a fallback)']);
-    expect(c.warnings.map((w) => w.message)).toEqual(['config /cfg/.mcpx.json: mcpServers.s.env.B: ${env:MAYBE} is not set in the environment; it expands to an empty string']);
+    expect(messages(c)).toEqual([
+      'config /cfg/.mcpx.json: mcpServers.s.args[1]: ${TOKEN} is not set in the environment (write ${TOKEN:-default} to give a fallback)',
+    ]);
+    expect(c.warnings.map((w) => w.message)).toEqual([
+      'config /cfg/.mcpx.json: mcpServers.s.env.B: ${env:MAYBE} is not set in the environment; it expands to an empty string',
+    ]);
   });
 });
 
@@ -319,7 +343,9 @@ describe('JSON with comments', () => {
 
   it('an unterminated string and a stray character are located too', () => {
     expect(messages(parse('{"mcpServers": {"a": {"command": "x}}}\n'))[0]).toMatch(/^config \/cfg\/\.mcpx\.json: line 1, column 3\d: unterminated string$/);
-    expect(messages(parse('{\n\n  "pool": { "max": 2 } }\n}'))[0]).toBe('config /cfg/.mcpx.json: line 4, column 1: end of file expected (something follows the top-level value)');
+    expect(messages(parse('{\n\n  "pool": { "max": 2 } }\n}'))[0]).toBe(
+      'config /cfg/.mcpx.json: line 4, column 1: end of file expected (something follows the top-level value)',
+    );
   });
 
   it('an empty file and a top level that is not an object are errors', () => {
@@ -334,20 +360,27 @@ describe('errors name the file, the server and the key', () => {
 
   it('a bad duration in the mcpx block (the brief example)', () => {
     const c = one({ url: 'http://127.0.0.1:8080/mcp', mcpx: { idleTimeout: '5 minutes' } });
-    expect(messages(c)).toEqual([`config ${F}: mcpServers.remote.mcpx.idleTimeout: "5 minutes" is not a duration (use e.g. 500ms, 2s, 5m, 1h, 1m30s, or a number of milliseconds)`]);
+    expect(messages(c)).toEqual([
+      `config ${F}: mcpServers.remote.mcpx.idleTimeout: "5 minutes" is not a duration (use e.g. 500ms, 2s, 5m, 1h, 1m30s, or a number of milliseconds)`,
+    ]);
     expect(c.errors[0]).toMatchObject({ source: 'file', file: F, server: 'remote', key: 'mcpServers.remote.mcpx.idleTimeout', line: 6, column: 9 });
     expect(c.servers).toEqual([]);
   });
 
-  it('mcpx.roots: a list of folder paths, resolved against the file\'s folder; a bad value names file, server and key', () => {
+  it("mcpx.roots: a list of folder paths, resolved against the file's folder; a bad value names file, server and key", () => {
     const good = one({ command: 'x', mcpx: { roots: ['./data', '~/src', '/abs'] } });
     expect(messages(good)).toEqual([]);
     const [data, src, abs] = good.servers[0]!.roots!;
     expect([data, abs]).toEqual(['/users/u/data', '/abs']);
     expect(src).toMatch(/\/src$/);
-    expect(messages(one({ command: 'x', mcpx: { roots: '/tmp' } }))).toEqual([`config ${F}: mcpServers.remote.mcpx.roots: "/tmp" is not a list of folder paths (e.g. ["~/src", "./data"])`]);
+    expect(messages(one({ command: 'x', mcpx: { roots: '/tmp' } }))).toEqual([
+      `config ${F}: mcpServers.remote.mcpx.roots: "/tmp" is not a list of folder paths (e.g. ["~/src", "./data"])`,
+    ]);
     const bad = one({ command: 'x', mcpx: { roots: ['/ok', 3, ''] } });
-    expect(messages(bad)).toEqual([`config ${F}: mcpServers.remote.mcpx.roots[1]: 3 is not a folder path`, `config ${F}: mcpServers.remote.mcpx.roots[2]: "" is not a folder path`]);
+    expect(messages(bad)).toEqual([
+      `config ${F}: mcpServers.remote.mcpx.roots[1]: 3 is not a folder path`,
+      `config ${F}: mcpServers.remote.mcpx.roots[2]: "" is not a folder path`,
+    ]);
     expect(bad.errors[0]).toMatchObject({ file: F, server: 'remote', key: 'mcpServers.remote.mcpx.roots[1]' });
     expect(bad.servers).toEqual([]);
   });
@@ -377,7 +410,9 @@ describe('errors name the file, the server and the key', () => {
     expect(messages(one({ command: 'x', protocol: 'sideways' }))).toEqual([
       `config ${F}: mcpServers.remote.protocol: "sideways" is not a protocol preference; use one of: prefer-discover, prefer-initialize, force-discover, force-initialize, follow`,
     ]);
-    expect(messages(one({ command: 'x', protocol: 3 }))[0]).toBe(`config ${F}: mcpServers.remote.protocol: 3 is not a protocol preference; use one of: prefer-discover, prefer-initialize, force-discover, force-initialize, follow`);
+    expect(messages(one({ command: 'x', protocol: 3 }))[0]).toBe(
+      `config ${F}: mcpServers.remote.protocol: 3 is not a protocol preference; use one of: prefer-discover, prefer-initialize, force-discover, force-initialize, follow`,
+    );
   });
 
   it('command and url together, or neither', () => {
@@ -389,10 +424,18 @@ describe('errors name the file, the server and the key', () => {
   });
 
   it('type/transport must agree with command/url and with each other', () => {
-    expect(messages(one({ type: 'stdio', url: 'http://127.0.0.1/mcp' }))).toEqual([`config ${F}: mcpServers.remote.type: "stdio" needs "command", but this server has a "url"`]);
-    expect(messages(one({ type: 'streamable-http', command: 'x' }))).toEqual([`config ${F}: mcpServers.remote.type: "streamable-http" needs "url", but this server has a "command"`]);
-    expect(messages(one({ type: 'websocket', command: 'x' }))).toEqual([`config ${F}: mcpServers.remote.type: "websocket" is not a transport mcpx knows (use stdio, http, streamable-http or sse)`]);
-    expect(messages(one({ type: 'http', transport: 'stdio', url: 'http://127.0.0.1/mcp' }))).toEqual([`config ${F}: mcpServers.remote.transport: "stdio" disagrees with "type" "http"`]);
+    expect(messages(one({ type: 'stdio', url: 'http://127.0.0.1/mcp' }))).toEqual([
+      `config ${F}: mcpServers.remote.type: "stdio" needs "command", but this server has a "url"`,
+    ]);
+    expect(messages(one({ type: 'streamable-http', command: 'x' }))).toEqual([
+      `config ${F}: mcpServers.remote.type: "streamable-http" needs "url", but this server has a "command"`,
+    ]);
+    expect(messages(one({ type: 'websocket', command: 'x' }))).toEqual([
+      `config ${F}: mcpServers.remote.type: "websocket" is not a transport mcpx knows (use stdio, http, streamable-http or sse)`,
+    ]);
+    expect(messages(one({ type: 'http', transport: 'stdio', url: 'http://127.0.0.1/mcp' }))).toEqual([
+      `config ${F}: mcpServers.remote.transport: "stdio" disagrees with "type" "http"`,
+    ]);
     expect(one({ transport: 'Streamable-HTTP', url: 'http://127.0.0.1/mcp' }).errors).toEqual([]);
   });
 
@@ -421,16 +464,23 @@ describe('errors name the file, the server and the key', () => {
   });
 
   it('all the errors of a file are collected, and good servers are still returned', () => {
-    const c = parse(JSON.stringify({
-      mcpServers: {
-        good: { command: 'ok' },
-        a: { command: 'x', url: 'http://127.0.0.1/' },
-        b: { command: 'x', protocol: 'nope', mcpx: { typo: 1 } },
-        'odd.name': {},
-      },
-      pool: { max: 0 },
-      upstream: { protocl: 'follow' },
-    }, null, 2), F);
+    const c = parse(
+      JSON.stringify(
+        {
+          mcpServers: {
+            good: { command: 'ok' },
+            a: { command: 'x', url: 'http://127.0.0.1/' },
+            b: { command: 'x', protocol: 'nope', mcpx: { typo: 1 } },
+            'odd.name': {},
+          },
+          pool: { max: 0 },
+          upstream: { protocl: 'follow' },
+        },
+        null,
+        2,
+      ),
+      F,
+    );
     expect(c.servers.map((s) => s.name)).toEqual(['good']);
     expect(c.errors.map((e) => [e.server, e.key])).toEqual([
       [undefined, 'upstream.protocl'],
@@ -456,14 +506,18 @@ describe('errors name the file, the server and the key', () => {
       'config /cfg/.mcpx.json: servers: the file has both "mcpServers" and "servers"; keep one (mcpServers as Claude Desktop writes it, or servers as VS Code does)',
     ]);
     expect(messages(parse('{"mcpServers": []}'))[0]).toMatch(/^config \/cfg\/\.mcpx\.json: mcpServers: must be an object of servers by name/);
-    expect(messages(parse('{"mcpServers": {"x": "npx foo"}}'))).toEqual(['config /cfg/.mcpx.json: mcpServers.x: must be an object with "command" (stdio) or "url" (Streamable HTTP)']);
+    expect(messages(parse('{"mcpServers": {"x": "npx foo"}}'))).toEqual([
+      'config /cfg/.mcpx.json: mcpServers.x: must be an object with "command" (stdio) or "url" (Streamable HTTP)',
+    ]);
   });
 
   it('unknown keys outside the mcpx block are ignored; one that looks like a typo gets a warning', () => {
     const c = one({ command: 'x', protocl: 'follow', alwaysAllow: ['t'], someToolSetting: 1 });
     expect(c.errors).toEqual([]);
     expect(c.servers[0]?.preference).toBeUndefined();
-    expect(c.warnings.map((w) => w.message)).toEqual([`config ${F}: mcpServers.remote.protocl: is not a key mcpx reads and is ignored; did you mean "protocol"?`]);
+    expect(c.warnings.map((w) => w.message)).toEqual([
+      `config ${F}: mcpServers.remote.protocl: is not a key mcpx reads and is ignored; did you mean "protocol"?`,
+    ]);
     expect(Object.keys(c.servers[0] ?? {}).sort()).toEqual(['definition', 'disabled', 'limits', 'name', 'timeouts', 'transport']);
   });
 
@@ -472,7 +526,15 @@ describe('errors name the file, the server and the key', () => {
     expect(c.errors).toEqual([]);
     expect(c.servers.map((s) => (s.definition as { command: string }).command)).toEqual(['second']);
     expect(c.warnings).toEqual([
-      { source: 'file', file: '/cfg/.mcpx.json', key: 'mcpServers.a', server: 'a', line: 3, column: 3, message: 'config /cfg/.mcpx.json: mcpServers.a: is defined more than once; the last definition is used' },
+      {
+        source: 'file',
+        file: '/cfg/.mcpx.json',
+        key: 'mcpServers.a',
+        server: 'a',
+        line: 3,
+        column: 3,
+        message: 'config /cfg/.mcpx.json: mcpServers.a: is defined more than once; the last definition is used',
+      },
     ]);
   });
 
@@ -529,16 +591,22 @@ describe('cwd', () => {
 });
 
 describe('resolvePoolConfigs', () => {
-  it('merges each server\'s mcpx block over pool.* and upstream.*, and skips disabled servers', () => {
-    const c = parse(JSON.stringify({
-      mcpServers: {
-        plain: { command: 'a' },
-        tuned: { url: 'http://127.0.0.1:9/mcp', protocol: 'legacy', mcpx: { scope: 'call', max: 8, sharing: 'exclusive', idleTimeout: '30s', probeTimeout: '5s', startTimeout: '10m', requestTimeout: 1000 } },
-        off: { command: 'b', disabled: true },
-      },
-      pool: { scope: 'session', max: 3, idleTimeout: '2m' },
-      upstream: { protocol: 'follow', probeTimeout: '1s' },
-    }));
+  it("merges each server's mcpx block over pool.* and upstream.*, and skips disabled servers", () => {
+    const c = parse(
+      JSON.stringify({
+        mcpServers: {
+          plain: { command: 'a' },
+          tuned: {
+            url: 'http://127.0.0.1:9/mcp',
+            protocol: 'legacy',
+            mcpx: { scope: 'call', max: 8, sharing: 'exclusive', idleTimeout: '30s', probeTimeout: '5s', startTimeout: '10m', requestTimeout: 1000 },
+          },
+          off: { command: 'b', disabled: true },
+        },
+        pool: { scope: 'session', max: 3, idleTimeout: '2m' },
+        upstream: { protocol: 'follow', probeTimeout: '1s' },
+      }),
+    );
     expect(c.errors).toEqual([]);
     expect(c.servers.find((s) => s.name === 'off')?.disabled).toBe(true);
     const settings = new Settings({ env: { HOME: '/h' }, file: c.settingsFile, flags: { '--pool-sharing': 'shared' } });
@@ -601,8 +669,16 @@ describe('redaction', () => {
       expect(before).toContain(s.replace('Bearer ', ''));
       expect(text).not.toContain(s.replace('Bearer ', ''));
     }
-    expect(r.servers[0]?.definition).toEqual({ command: 'docker', args: ['run', '-e', 'GITHUB_TOKEN'], env: { GITHUB_TOKEN: '<redacted>', DEBUG: '<redacted>' }, cwd: root });
-    expect(r.servers[1]?.definition).toEqual({ url: 'https://<redacted>@mcp.example.com/mcp?api_key=<redacted>&region=eu', headers: { Authorization: '<redacted>' } });
+    expect(r.servers[0]?.definition).toEqual({
+      command: 'docker',
+      args: ['run', '-e', 'GITHUB_TOKEN'],
+      env: { GITHUB_TOKEN: '<redacted>', DEBUG: '<redacted>' },
+      cwd: root,
+    });
+    expect(r.servers[1]?.definition).toEqual({
+      url: 'https://<redacted>@mcp.example.com/mcp?api_key=<redacted>&region=eu',
+      headers: { Authorization: '<redacted>' },
+    });
     expect(r.servers[2]?.definition).toMatchObject({ env: { FROM_VAR: '<redacted>' } });
     // a deep copy: the original still works
     expect(JSON.stringify(c)).toBe(before);

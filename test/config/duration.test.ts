@@ -34,7 +34,35 @@ describe('parseDuration', () => {
     });
   }
 
-  const BAD: unknown[] = ['', '   ', '5 minutes', '2 0s', 'two seconds', '2x', 's', 'ms', '1m1m', '30s1m', '1ms1s', '-2s', '-5', -1, -0.5, 'Infinity', Infinity, NaN, '1e3', '0x10', '2s,', '1.5.5s', null, undefined, true, {}, ['2s']];
+  const BAD: unknown[] = [
+    '',
+    '   ',
+    '5 minutes',
+    '2 0s',
+    'two seconds',
+    '2x',
+    's',
+    'ms',
+    '1m1m',
+    '30s1m',
+    '1ms1s',
+    '-2s',
+    '-5',
+    -1,
+    -0.5,
+    'Infinity',
+    Infinity,
+    NaN,
+    '1e3',
+    '0x10',
+    '2s,',
+    '1.5.5s',
+    null,
+    undefined,
+    true,
+    {},
+    ['2s'],
+  ];
   for (const input of BAD) {
     it(`refuses ${String(JSON.stringify(input))}, naming the value and the accepted forms`, () => {
       const r = tryParseDuration(input);

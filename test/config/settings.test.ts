@@ -263,10 +263,7 @@ describe('precedence: default < file < env < flag < runtime', () => {
 });
 
 describe('upstream.protocol: every alias from every source reports the canonical name', () => {
-  const names: [string, Preference][] = [
-    ...CANONICAL_PREFERENCES.map((c): [string, Preference] => [c, c]),
-    ...Object.entries(PREFERENCE_ALIASES),
-  ];
+  const names: [string, Preference][] = [...CANONICAL_PREFERENCES.map((c): [string, Preference] => [c, c]), ...Object.entries(PREFERENCE_ALIASES)];
 
   it('the alias table is the spec one (12 older names)', () => {
     expect(Object.keys(PREFERENCE_ALIASES)).toHaveLength(12);
@@ -306,7 +303,9 @@ describe('bad values name their source', () => {
   it('config file, with its path and the key', () => {
     const err = caught(() => make({ file: { upstream: { probeTimeout: '5 minutes' } }, filePath: '/x/.mcpx.json' }));
     expect(err.code).toBe('MCPX_BAD_SETTING');
-    expect(err.message).toBe('config /x/.mcpx.json: upstream.probeTimeout: "5 minutes" is not a duration (use e.g. 500ms, 2s, 5m, 1h, 1m30s, or a number of milliseconds)');
+    expect(err.message).toBe(
+      'config /x/.mcpx.json: upstream.probeTimeout: "5 minutes" is not a duration (use e.g. 500ms, 2s, 5m, 1h, 1m30s, or a number of milliseconds)',
+    );
   });
 
   it('config file: unknown keys in a block and blocks that are not objects', () => {
@@ -375,7 +374,13 @@ describe('bad values name their source', () => {
 describe('unknown paths', () => {
   it('get, setRuntime, unsetRuntime, entry, flags and runtime keys throw MCPX_UNKNOWN_SETTING with a suggestion', () => {
     const s = make();
-    for (const fn of [() => s.get('pool.maxx'), () => s.setRuntime('pool.maxx', 1), () => s.unsetRuntime('pool.maxx'), () => s.entry('pool.maxx'), () => s.resolve({ runtime: { 'pool.maxx': 1 } })]) {
+    for (const fn of [
+      () => s.get('pool.maxx'),
+      () => s.setRuntime('pool.maxx', 1),
+      () => s.unsetRuntime('pool.maxx'),
+      () => s.entry('pool.maxx'),
+      () => s.resolve({ runtime: { 'pool.maxx': 1 } }),
+    ]) {
       const err = caught(fn);
       expect(err).toBeInstanceOf(UnknownSettingError);
       expect(err.code).toBe('MCPX_UNKNOWN_SETTING');
@@ -393,7 +398,16 @@ describe('unknown paths', () => {
 
 describe('value kinds', () => {
   it('booleans from text: true/false, 1/0, yes/no, on/off in any case', () => {
-    for (const [text, value] of [['true', true], ['1', true], ['YES', true], ['On', true], ['false', false], ['0', false], ['no', false], [' OFF ', false]] as const) {
+    for (const [text, value] of [
+      ['true', true],
+      ['1', true],
+      ['YES', true],
+      ['On', true],
+      ['false', false],
+      ['0', false],
+      ['no', false],
+      [' OFF ', false],
+    ] as const) {
       expect(make({ env: { ...BASE_ENV, MCPX_UPSTREAM_ERA_CACHE: text } }).get('upstream.eraCache')).toBe(value);
       expect(make({ flags: { '--upstream-era-cache': text } }).get('upstream.eraCache')).toBe(value);
     }
@@ -404,7 +418,9 @@ describe('value kinds', () => {
   it('integers: whole numbers ≥ 1 only', () => {
     for (const bad of ['0', '-1', '1.5', '1e3', '0x10', 'four', '']) {
       if (bad === '') continue; // empty env counts as unset
-      expect(() => make({ env: { ...BASE_ENV, MCPX_POOL_MAX: bad } })).toThrow(`environment variable MCPX_POOL_MAX: ${JSON.stringify(bad)} is not a whole number ≥ 1`);
+      expect(() => make({ env: { ...BASE_ENV, MCPX_POOL_MAX: bad } })).toThrow(
+        `environment variable MCPX_POOL_MAX: ${JSON.stringify(bad)} is not a whole number ≥ 1`,
+      );
     }
     expect(make({ env: { ...BASE_ENV, MCPX_POOL_MAX: ' 12 ' } }).get('pool.max')).toBe(12);
     expect(() => make().setRuntime('pool.max', 2.5)).toThrow('setting pool.max: 2.5 is not a whole number ≥ 1');
@@ -425,26 +441,39 @@ describe('value kinds', () => {
     expect(make({ file: { daemon: { port: null } } }).entry('daemon.port')).toMatchObject({ value: null, source: 'file' });
     expect(make({ file: { daemon: { port: 0 } } }).get('daemon.port')).toBeNull();
     for (const bad of ['65536', '-1', '80.5', 'http']) {
-      expect(() => make({ env: { ...BASE_ENV, MCPX_DAEMON_PORT: bad } })).toThrow(`environment variable MCPX_DAEMON_PORT: ${JSON.stringify(bad)} is not a port (use 1-65535, or off/0/null to turn TCP off)`);
+      expect(() => make({ env: { ...BASE_ENV, MCPX_DAEMON_PORT: bad } })).toThrow(
+        `environment variable MCPX_DAEMON_PORT: ${JSON.stringify(bad)} is not a port (use 1-65535, or off/0/null to turn TCP off)`,
+      );
     }
   });
 
   it('daemon.host: loopback only, normalised', () => {
-    const good: [string, string][] = [['127.0.0.1', '127.0.0.1'], ['127.8.9.10', '127.8.9.10'], ['::1', '::1'], ['[::1]', '::1'], ['0:0:0:0:0:0:0:1', '::1'], ['LocalHost', 'localhost']];
+    const good: [string, string][] = [
+      ['127.0.0.1', '127.0.0.1'],
+      ['127.8.9.10', '127.8.9.10'],
+      ['::1', '::1'],
+      ['[::1]', '::1'],
+      ['0:0:0:0:0:0:0:1', '::1'],
+      ['LocalHost', 'localhost'],
+    ];
     for (const [input, out] of good) {
       expect(loopbackHost(input)).toBe(out);
       expect(make({ flags: { '--daemon-host': input } }).get('daemon.host')).toBe(out);
     }
     for (const bad of ['0.0.0.0', '::', '192.168.1.5', '128.0.0.1', '10.0.0.1', 'example.com', 'localhost.evil.com', '127.1', '::2', '']) {
       expect(loopbackHost(bad)).toBeUndefined();
-      expect(() => make().setRuntime('daemon.host', bad)).toThrow(`setting daemon.host: ${JSON.stringify(bad)} is not a loopback address; mcpx listens on loopback only (127.0.0.0/8, ::1 or localhost)`);
+      expect(() => make().setRuntime('daemon.host', bad)).toThrow(
+        `setting daemon.host: ${JSON.stringify(bad)} is not a loopback address; mcpx listens on loopback only (127.0.0.0/8, ::1 or localhost)`,
+      );
     }
   });
 
   it('enums are case-insensitive and stored in lower case', () => {
     expect(make({ env: { ...BASE_ENV, MCPX_POOL_SCOPE: ' CALL ' } }).get('pool.scope')).toBe('call');
     expect(make({ env: { ...BASE_ENV, MCPX_DAEMON_AUTH: 'None' } }).get('daemon.auth')).toBe('none');
-    expect(() => make({ env: { ...BASE_ENV, MCPX_LOG_LEVEL: 'verbose' } })).toThrow('environment variable MCPX_LOG_LEVEL: "verbose" is not one of: fatal, error, warn, info, debug, trace, silent');
+    expect(() => make({ env: { ...BASE_ENV, MCPX_LOG_LEVEL: 'verbose' } })).toThrow(
+      'environment variable MCPX_LOG_LEVEL: "verbose" is not one of: fatal, error, warn, info, debug, trace, silent',
+    );
   });
 });
 
@@ -457,7 +486,10 @@ describe('paths', () => {
 
   it('MCPX_STATE_DIR sets paths.state; MCPX_PATHS_STATE wins when both are set', () => {
     expect(make({ env: { HOME, MCPX_STATE_DIR: '/s1' } }).entry('paths.state')).toMatchObject({ value: '/s1', source: 'env', from: 'MCPX_STATE_DIR' });
-    expect(make({ env: { HOME, MCPX_STATE_DIR: '/s1', MCPX_PATHS_STATE: '/s2' } }).entry('paths.state')).toMatchObject({ value: '/s2', from: 'MCPX_PATHS_STATE' });
+    expect(make({ env: { HOME, MCPX_STATE_DIR: '/s1', MCPX_PATHS_STATE: '/s2' } }).entry('paths.state')).toMatchObject({
+      value: '/s2',
+      from: 'MCPX_PATHS_STATE',
+    });
     expect(make({ flags: { '--state-dir': '/s3' } }).entry('paths.state')).toMatchObject({ value: '/s3', source: 'flag', from: '--state-dir' });
   });
 

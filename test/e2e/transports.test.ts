@@ -94,7 +94,14 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // Each MCP client ends what it started (`mcpx serve`); then the daemon and the fixtures.
-  await Promise.all(clients.map((c) => c.then((x) => x.close(), () => undefined)));
+  await Promise.all(
+    clients.map((c) =>
+      c.then(
+        (x) => x.close(),
+        () => undefined,
+      ),
+    ),
+  );
   await m?.stop();
 });
 
@@ -137,7 +144,8 @@ describe('what the daemon and the upstreams say afterwards', () => {
     }
     // Streamable HTTP, modern: discovered, never initialized; every call says MCP-Protocol-Version 2026-07-28.
     for (const name of ['http-modern', 'http-dual']) {
-      for (const req of calls(name)) expect(req, name).toMatchObject({ httpMethod: 'POST', path: '/mcp', headers: { 'mcp-protocol-version': REVISION.modern } });
+      for (const req of calls(name))
+        expect(req, name).toMatchObject({ httpMethod: 'POST', path: '/mcp', headers: { 'mcp-protocol-version': REVISION.modern } });
       expect(httpRequests(m.http[name]!.log, 'server/discover').length, name).toBeGreaterThan(0);
       expect(httpRequests(m.http[name]!.log, 'initialize'), name).toEqual([]);
     }
@@ -150,7 +158,10 @@ describe('what the daemon and the upstreams say afterwards', () => {
     // HTTP+SSE: calls are POSTs to the endpoint the stream named; the stream is a GET of /sse.
     for (const name of ['sse', 'sse-declared']) {
       for (const req of calls(name)) expect(req, name).toMatchObject({ httpMethod: 'POST', path: expect.stringMatching(/^\/messages\?sessionId=/) });
-      expect(httpRequests(m.http[name]!.log).some((r) => r.httpMethod === 'GET' && r.path === '/sse'), name).toBe(true);
+      expect(
+        httpRequests(m.http[name]!.log).some((r) => r.httpMethod === 'GET' && r.path === '/sse'),
+        name,
+      ).toBe(true);
     }
     // Found by the probe: a Streamable HTTP POST to /sse came first; declared: no such attempt.
     expect(httpRequests(m.http['sse']!.log).filter((r) => r.httpMethod === 'POST' && r.path === '/sse').length).toBeGreaterThan(0);
@@ -165,7 +176,10 @@ describe('what the daemon and the upstreams say afterwards', () => {
       // A modern request names its revision in _meta; a legacy session was initialized at 2025-11-25.
       if (u.era === 'modern') for (const e of calls) expect(e.version, u.name).toBe(REVISION.modern);
       else {
-        expect(recv.filter((e) => e.method === 'initialize').map((e) => e.version), u.name).toContain(REVISION.legacy);
+        expect(
+          recv.filter((e) => e.method === 'initialize').map((e) => e.version),
+          u.name,
+        ).toContain(REVISION.legacy);
         // A 2026-07-28 caller's revision is not passed on to a legacy server.
         for (const e of calls) expect(e.version, u.name).toBeUndefined();
       }

@@ -11,7 +11,11 @@ import { lineDiff } from '../../src/install/files.js';
  * strings (a temp folder could not stand for a macOS or Windows home on this Linux machine). Every expected
  * path is built from them with that platform's own path rules.
  */
-const HOMES: Record<Platform, string> = { linux: posix.join(posix.sep, 'home', 'ada'), darwin: posix.join(posix.sep, 'Users', 'ada'), win32: win32.join('C:\\', 'Users', 'ada') };
+const HOMES: Record<Platform, string> = {
+  linux: posix.join(posix.sep, 'home', 'ada'),
+  darwin: posix.join(posix.sep, 'Users', 'ada'),
+  win32: win32.join('C:\\', 'Users', 'ada'),
+};
 const J: Record<Platform, (...parts: string[]) => string> = { linux: posix.join, darwin: posix.join, win32: win32.join };
 const under = (platform: Platform, ...parts: string[]): string => J[platform](HOMES[platform], ...parts);
 const ENVS: Record<Platform, Record<string, string>> = {
@@ -29,7 +33,10 @@ const EXPECTED: Record<ClientName, Record<Platform, string[]>> = {
   'claude-desktop': {
     ...each((p) => [app(p, 'Claude', 'claude_desktop_config.json')]),
     // The Microsoft Store build keeps its own copy under LocalCache.
-    win32: [app('win32', 'Claude', 'claude_desktop_config.json'), under('win32', 'AppData', 'Local', 'Packages', 'Claude_pzs8sxrjxfjjc', 'LocalCache', 'Roaming', 'Claude', 'claude_desktop_config.json')],
+    win32: [
+      app('win32', 'Claude', 'claude_desktop_config.json'),
+      under('win32', 'AppData', 'Local', 'Packages', 'Claude_pzs8sxrjxfjjc', 'LocalCache', 'Roaming', 'Claude', 'claude_desktop_config.json'),
+    ],
   },
   'claude-code': each((p) => [under(p, '.claude.json')]),
   cursor: each((p) => [under(p, '.cursor', 'mcp.json')]),
@@ -50,7 +57,9 @@ describe('client paths', () => {
       });
     }
     it(`claude-code --project on ${platform}: .mcp.json in the folder`, () => {
-      expect(clientPaths('claude-code', { platform, home: HOMES[platform], env: ENVS[platform], cwd: CWD[platform] }, { project: true })).toEqual([J[platform](CWD[platform], '.mcp.json')]);
+      expect(clientPaths('claude-code', { platform, home: HOMES[platform], env: ENVS[platform], cwd: CWD[platform] }, { project: true })).toEqual([
+        J[platform](CWD[platform], '.mcp.json'),
+      ]);
     });
   }
 
@@ -67,7 +76,9 @@ describe('client paths', () => {
     // macOS ignores XDG_CONFIG_HOME; Windows without APPDATA falls back to the profile's Roaming folder
     expect(clientPaths('vscode', { ...ctx, platform: 'darwin', home: HOMES.darwin })).toEqual([app('darwin', 'Code', 'User', 'mcp.json')]);
     const other = win32.join('D:\\', 'h');
-    expect(clientPaths('vscode', { platform: 'win32', home: other, cwd: 'D:\\', env: {} })).toEqual([win32.join(other, 'AppData', 'Roaming', 'Code', 'User', 'mcp.json')]);
+    expect(clientPaths('vscode', { platform: 'win32', home: other, cwd: 'D:\\', env: {} })).toEqual([
+      win32.join(other, 'AppData', 'Roaming', 'Code', 'User', 'mcp.json'),
+    ]);
   });
 
   it('knows the names people type, not ambiguous ones', () => {
@@ -81,7 +92,9 @@ describe('client paths', () => {
 
 describe('editors', () => {
   it('JSON: a syntax error names line and column', () => {
-    expect(() => parseClientFile('{\n  "mcpServers": {\n    "a": { "command": "x" }\n    "b": {}\n  }\n}', 'json', 'mcpServers', '/f.json')).toThrow(/\/f\.json:4:5: /);
+    expect(() => parseClientFile('{\n  "mcpServers": {\n    "a": { "command": "x" }\n    "b": {}\n  }\n}', 'json', 'mcpServers', '/f.json')).toThrow(
+      /\/f\.json:4:5: /,
+    );
   });
 
   it('JSON: tabs, CRLF and comments are kept', () => {
@@ -122,7 +135,7 @@ describe('editors', () => {
 });
 
 describe('safe writes', () => {
-  it('atomicWrite keeps the mode, refuses a file that changed under it; withLock waits, takes over a dead holder\'s lock', async () => {
+  it("atomicWrite keeps the mode, refuses a file that changed under it; withLock waits, takes over a dead holder's lock", async () => {
     const { mkdtempSync, writeFileSync, readFileSync, statSync, rmSync, existsSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');

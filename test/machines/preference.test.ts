@@ -31,7 +31,25 @@ const variants = (s: string): string[] => [
   `\t${s.toUpperCase()}\n`,
 ];
 
-const REJECTED: unknown[] = ['', '   ', 'auto', 'prefer', 'discover', 'prefer_discover', 'prefer-discover-x', 'force', 'constructor', '__proto__', 42, null, undefined, true, {}, ['follow'], 10n];
+const REJECTED: unknown[] = [
+  '',
+  '   ',
+  'auto',
+  'prefer',
+  'discover',
+  'prefer_discover',
+  'prefer-discover-x',
+  'force',
+  'constructor',
+  '__proto__',
+  42,
+  null,
+  undefined,
+  true,
+  {},
+  ['follow'],
+  10n,
+];
 
 function expectListsCanonical(message: string): void {
   for (const c of CANONICAL_PREFERENCES) expect(message).toContain(c);
@@ -61,7 +79,7 @@ describe('protocol preference', () => {
   }
 
   for (const bad of REJECTED) {
-    it(`refuses ${typeof bad === 'bigint' ? `${bad}n` : JSON.stringify(bad) ?? String(bad)}`, () => {
+    it(`refuses ${typeof bad === 'bigint' ? `${bad}n` : (JSON.stringify(bad) ?? String(bad))}`, () => {
       let caught: unknown;
       try {
         parsePreference(bad);
@@ -90,7 +108,7 @@ describe('protocol preference', () => {
     expect(() => parsePreference(42)).toThrow(/^42 is not a protocol preference; use one of: /);
   });
 
-  it('the settings codec and a server\'s protocol key read aliases the same way', () => {
+  it("the settings codec and a server's protocol key read aliases the same way", () => {
     expect(protocolCodec.parse(' Legacy ', { text: false, baseDir: '/', home: '/' })).toEqual({ ok: true, value: 'prefer-initialize' });
     const r = protocolCodec.parse('auto', { text: false, baseDir: '/', home: '/' });
     expect(r.ok).toBe(false);

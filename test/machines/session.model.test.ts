@@ -16,7 +16,17 @@ import { sessionMachine, type SessionEvent, type SessionInput } from '../../src/
 import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
 import { UpstreamSession, type SessionSnapshot } from '../../src/upstream/session.js';
 import { MODERN_VERSIONS } from '../../src/machines/versions.js';
-import { expected, HTTP_PROFILES, MACHINE_PREFERENCES, PROFILES, type CacheState, type Expectation, type MachinePreference, type Outcome, type Profile } from '../support/profiles.js';
+import {
+  expected,
+  HTTP_PROFILES,
+  MACHINE_PREFERENCES,
+  PROFILES,
+  type CacheState,
+  type Expectation,
+  type MachinePreference,
+  type Outcome,
+  type Profile,
+} from '../support/profiles.js';
 import { SimulatedUpstream, type WireRecord } from '../support/simulated-channel.js';
 import { allTransitions, transitionRecorder } from '../support/chart-coverage.js';
 
@@ -36,7 +46,7 @@ function modelEvents(p: Profile) {
     if (s.status !== 'active') return [];
     if (s.matches('idle')) return [{ type: 'start' }];
     if (s.matches({ connecting: 'spawning' })) {
-      const wire = s.context.transport === 'stdio' ? 'stdio' : s.context.httpTransport ?? 'streamable-http';
+      const wire = s.context.transport === 'stdio' ? 'stdio' : (s.context.httpTransport ?? 'streamable-http');
       const fails = p.spawnFails === true || (Array.isArray(p.spawnFails) && p.spawnFails.includes(wire));
       return [fails ? { type: 'transport.closed', reason: 'spawn-failed', detail: 'spawn ENOENT' } : { type: 'transport.ready' }];
     }
@@ -45,10 +55,15 @@ function modelEvents(p: Profile) {
       // The fresh initialize after the server expired the legacy session is answered per `p.expires`.
       const r = p.expires!;
       const id = c.initializeId!;
-      if (r.kind === 'silent') return __unsafe_getAllOwnEventDescriptors(s).filter((t) => t.includes('startTimeout')).map((type) => ({ type }) as unknown as SessionEvent);
+      if (r.kind === 'silent')
+        return __unsafe_getAllOwnEventDescriptors(s)
+          .filter((t) => t.includes('startTimeout'))
+          .map((type) => ({ type }) as unknown as SessionEvent);
       if (r.kind === 'exit') return [{ type: 'transport.closed', reason: 'connection-lost', detail: 'connection lost' }];
       if (r.kind === 'fail') return [{ type: 'rpc.failed', id, failure: r.failure }];
-      return 'result' in r.answer ? [{ type: 'rpc.result', id, result: r.answer.result }] : [{ type: 'rpc.error', id, error: (r.answer as { error: never }).error }];
+      return 'result' in r.answer
+        ? [{ type: 'rpc.result', id, result: r.answer.result }]
+        : [{ type: 'rpc.error', id, error: (r.answer as { error: never }).error }];
     }
     // No probe needs this many requests; a chart that loops (say, retrying -32022 forever) would make the
     // graph infinite, so its paths end here, still open, and fail the oracle instead of exhausting memory.
@@ -61,11 +76,21 @@ function modelEvents(p: Profile) {
     let exits = false;
     for (const id of pending) {
       const method = id.startsWith('mcpx-discover') ? 'server/discover' : 'initialize';
-      const wire = c.transport === 'stdio' ? 'stdio' : c.httpTransport ?? 'streamable-http';
+      const wire = c.transport === 'stdio' ? 'stdio' : (c.httpTransport ?? 'streamable-http');
       // A process gets one initialize, and one discover plus at most the one -32022 retry.
       // What this process already answered with success: discover won (awaitingInitialize), or initialize did.
-      const pinnedBy = s.matches({ connecting: 'awaitingInitialize' }) ? 'server/discover' : s.matches('ready') && c.era === 'legacy' ? 'initialize' : undefined;
-      const r = p.react(method, method === 'server/discover' ? c.discoverVersion! : '2025-11-25', wire, method === 'server/discover' && c.versionRetried ? 1 : 0, pinnedBy);
+      const pinnedBy = s.matches({ connecting: 'awaitingInitialize' })
+        ? 'server/discover'
+        : s.matches('ready') && c.era === 'legacy'
+          ? 'initialize'
+          : undefined;
+      const r = p.react(
+        method,
+        method === 'server/discover' ? c.discoverVersion! : '2025-11-25',
+        wire,
+        method === 'server/discover' && c.versionRetried ? 1 : 0,
+        pinnedBy,
+      );
       if (r.kind === 'silent') continue;
       // A server that exits on a request does so when it reads it, whatever else is pending.
       if (r.kind === 'exit') {
@@ -97,7 +122,13 @@ function modelEvents(p: Profile) {
     const timer = (type: string) => ({ type }) as unknown as SessionEvent;
     // The probe timeout fires only if the server is slower than it (and a transition is waiting on it);
     // the start timeout (much longer) only when nothing else can happen any more.
-    if (timersAllowed) events.push(...timers.filter((t) => t.includes('probeTimeout')).map(timer).filter((e) => s.can(e)));
+    if (timersAllowed)
+      events.push(
+        ...timers
+          .filter((t) => t.includes('probeTimeout'))
+          .map(timer)
+          .filter((e) => s.can(e)),
+      );
     if (events.length === 0) events.push(...timers.filter((t) => t.includes('startTimeout')).map(timer));
     return events;
   };
@@ -179,7 +210,11 @@ async function replay(p: Profile, pref: MachinePreference, cache: CacheState, pa
   const clock = new SimulatedClock();
   const writes: EraRecord[] = [];
   const record = cachedRecord(cache);
-  const fakeCache = { get: () => record ?? undefined, usable: () => record ?? undefined, set: async (_k: string, r: EraRecord) => void writes.push(r) } as unknown as EraCache;
+  const fakeCache = {
+    get: () => record ?? undefined,
+    usable: () => record ?? undefined,
+    set: async (_k: string, r: EraRecord) => void writes.push(r),
+  } as unknown as EraCache;
   const input = inputFor(p, pref, cache);
   const session = new UpstreamSession({
     name: 'sim',
@@ -233,7 +268,10 @@ function expectVersionRule(wire: WireRecord[], offered: readonly string[], want:
     expect(discovers.length, `process ${process} got at most a discover and its one retry`).toBeLessThanOrEqual(2);
     discovers.forEach((d, i) => {
       const error = d.answer && 'error' in d.answer ? d.answer.error : undefined;
-      const supported = error?.code === -32022 && Array.isArray((error.data as { supported?: unknown })?.supported) ? ((error.data as { supported: string[] }).supported) : undefined;
+      const supported =
+        error?.code === -32022 && Array.isArray((error.data as { supported?: unknown })?.supported)
+          ? (error.data as { supported: string[] }).supported
+          : undefined;
       const best = supported && offered.find((v) => supported.includes(v));
       if (!best) return;
       if (i === 0) {
@@ -314,7 +352,10 @@ describe.each(combos)('%s under %s, cached era: %s', (_name, pref, cache, p) => 
       expect(writes.at(-1) ?? cachedRecord(cache)).toMatchObject({ era: 'legacy', transport: 'sse' });
     }
     await session.stop();
-    expect(upstream.processes.every((c) => c.closed), 'no simulated process is left running').toBe(true);
+    expect(
+      upstream.processes.every((c) => c.closed),
+      'no simulated process is left running',
+    ).toBe(true);
   });
 });
 
@@ -322,7 +363,13 @@ describe('stopping', () => {
   const legacy = PROFILES[0]!;
   it('a session stopped before it started never starts a process', async () => {
     const upstream = new SimulatedUpstream(legacy);
-    const session = new UpstreamSession({ name: 'sim', definition: { command: 'simulated' }, preference: 'prefer-discover', channelFactory: upstream.factory, inspect: recordCoverage });
+    const session = new UpstreamSession({
+      name: 'sim',
+      definition: { command: 'simulated' },
+      preference: 'prefer-discover',
+      channelFactory: upstream.factory,
+      inspect: recordCoverage,
+    });
     await session.stop();
     expect(session.snapshot.value).toBe('stopped');
     expect(upstream.processes).toHaveLength(0);
@@ -330,7 +377,13 @@ describe('stopping', () => {
 
   it('a session stopped while connecting stops its process and rejects start()', async () => {
     const upstream = new SimulatedUpstream(legacy);
-    const session = new UpstreamSession({ name: 'sim', definition: { command: 'simulated' }, preference: 'prefer-discover', channelFactory: upstream.factory, inspect: recordCoverage });
+    const session = new UpstreamSession({
+      name: 'sim',
+      definition: { command: 'simulated' },
+      preference: 'prefer-discover',
+      channelFactory: upstream.factory,
+      inspect: recordCoverage,
+    });
     const started = session.start();
     upstream.current.ready();
     await settle();
@@ -346,7 +399,13 @@ describe('stopping while an expired legacy session is opened again', () => {
   it('stops the session (and its connection) instead of waiting for the server', async () => {
     const p = HTTP_PROFILES.find((x) => x.name === 'http legacy, session expires, server silent after')!;
     const upstream = new SimulatedUpstream(p);
-    const session = new UpstreamSession({ name: 'sim', definition: { url: 'http://127.0.0.1:9/mcp' }, preference: 'force-initialize', channelFactory: upstream.factory, inspect: recordCoverage });
+    const session = new UpstreamSession({
+      name: 'sim',
+      definition: { url: 'http://127.0.0.1:9/mcp' },
+      preference: 'force-initialize',
+      channelFactory: upstream.factory,
+      inspect: recordCoverage,
+    });
     const started = session.start();
     upstream.current.ready();
     await settle();
@@ -364,6 +423,8 @@ describe('stopping while an expired legacy session is opened again', () => {
 
 afterAll(() => {
   const missing = [...universe].filter(([t]) => !taken.has(t)).map(([, label]) => label);
-  console.log(`[model] ${combos.length} upstream×preference×cache combinations, ${pathCount} complete paths replayed, transitions covered ${universe.size - missing.length}/${universe.size}`);
+  console.log(
+    `[model] ${combos.length} upstream×preference×cache combinations, ${pathCount} complete paths replayed, transitions covered ${universe.size - missing.length}/${universe.size}`,
+  );
   expect(missing, 'transitions of the session chart no replay took').toEqual([]);
 });

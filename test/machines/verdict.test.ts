@@ -50,7 +50,11 @@ describe('discover verdicts (docs/behaviour.md §3)', () => {
   it('-32022 naming a mutual version means retry with it, the newest mutual one', () => {
     const v = discoverVerdict(err(-32022, { supported: ['2026-07-28'], requested: '2027-03-01' }), ['2027-03-01', '2026-07-28'], false);
     expect(v).toMatchObject({ kind: 'retry', version: '2026-07-28' });
-    const both = discoverVerdict(err(-32022, { supported: ['2026-07-28', '2027-03-01'], requested: '2028-01-01' }), ['2028-01-01', '2027-03-01', '2026-07-28'], false);
+    const both = discoverVerdict(
+      err(-32022, { supported: ['2026-07-28', '2027-03-01'], requested: '2028-01-01' }),
+      ['2028-01-01', '2027-03-01', '2026-07-28'],
+      false,
+    );
     expect(both).toMatchObject({ kind: 'retry', version: '2027-03-01' });
   });
 
@@ -125,11 +129,16 @@ describe('initialize verdicts (docs/behaviour.md §3, last paragraph)', () => {
 });
 
 describe('HTTP failures (docs/behaviour.md §4)', () => {
-  const failure = (kind: HttpFailure['kind'], status?: number): { failure: HttpFailure } => ({ failure: { kind, message: 'm', ...(status ? { status } : {}) } });
+  const failure = (kind: HttpFailure['kind'], status?: number): { failure: HttpFailure } => ({
+    failure: { kind, message: 'm', ...(status ? { status } : {}) },
+  });
 
   it('401/403 are never era evidence: both requests fail the session as unauthorized', () => {
     for (const status of [401, 403]) {
-      expect(discoverVerdict(failure('unauthorized', status), OFFERED, false)).toMatchObject({ kind: 'unauthorized', fails: { code: 'MCPX_UPSTREAM_UNAUTHORIZED' } });
+      expect(discoverVerdict(failure('unauthorized', status), OFFERED, false)).toMatchObject({
+        kind: 'unauthorized',
+        fails: { code: 'MCPX_UPSTREAM_UNAUTHORIZED' },
+      });
       expect(initializeVerdict(failure('unauthorized', status))).toMatchObject({ kind: 'unauthorized', fails: { code: 'MCPX_UPSTREAM_UNAUTHORIZED' } });
     }
   });
@@ -153,8 +162,14 @@ describe('HTTP failures (docs/behaviour.md §4)', () => {
 describe('verdicts that end the probe carry how they fail', () => {
   it('modern errors, no common version and unusable initialize answers fail with their codes; the rest do not', () => {
     expect(discoverVerdict(err(-32020), OFFERED, false)).toMatchObject({ fails: { code: 'MCPX_MODERN_PROTOCOL_ERROR' } });
-    expect(discoverVerdict(discoverResult({ supportedVersions: ['2099-01-01'] }), OFFERED, false)).toMatchObject({ kind: 'no-common', fails: { code: 'MCPX_NO_COMMON_VERSION' } });
-    expect(initializeVerdict({ result: { protocolVersion: '1999-01-01' } })).toMatchObject({ kind: 'bad-version', fails: { code: 'MCPX_UNSUPPORTED_LEGACY_VERSION' } });
+    expect(discoverVerdict(discoverResult({ supportedVersions: ['2099-01-01'] }), OFFERED, false)).toMatchObject({
+      kind: 'no-common',
+      fails: { code: 'MCPX_NO_COMMON_VERSION' },
+    });
+    expect(initializeVerdict({ result: { protocolVersion: '1999-01-01' } })).toMatchObject({
+      kind: 'bad-version',
+      fails: { code: 'MCPX_UNSUPPORTED_LEGACY_VERSION' },
+    });
     expect(isFatal(discoverVerdict(discoverResult(), OFFERED, false))).toBe(false);
     expect(isFatal(discoverVerdict(err(-32601), OFFERED, false))).toBe(false);
     expect(isFatal(initializeVerdict({ result: { protocolVersion: '2025-11-25' } }))).toBe(false);
@@ -165,8 +180,14 @@ describe('the -32022 rule for ordinary modern requests (versionRefusal)', () => 
   const refusal = (data?: unknown) => ({ code: -32022, message: 'Unsupported protocol version', ...(data === undefined ? {} : { data }) });
 
   it('retries once at the newest offered version the server lists, even the one just sent', () => {
-    expect(versionRefusal('tools/list', refusal({ supported: ['2026-07-28'], requested: '2026-07-28' }), OFFERED, false)).toMatchObject({ kind: 'retry', version: '2026-07-28' });
-    expect(versionRefusal('tools/list', refusal({ supported: ['2026-07-28', '2027-03-01'] }), ['2027-03-01', '2026-07-28'], false)).toMatchObject({ kind: 'retry', version: '2027-03-01' });
+    expect(versionRefusal('tools/list', refusal({ supported: ['2026-07-28'], requested: '2026-07-28' }), OFFERED, false)).toMatchObject({
+      kind: 'retry',
+      version: '2026-07-28',
+    });
+    expect(versionRefusal('tools/list', refusal({ supported: ['2026-07-28', '2027-03-01'] }), ['2027-03-01', '2026-07-28'], false)).toMatchObject({
+      kind: 'retry',
+      version: '2027-03-01',
+    });
   });
 
   it('never a second retry: the refusal of the retry is final, naming the method', () => {
@@ -177,7 +198,10 @@ describe('the -32022 rule for ordinary modern requests (versionRefusal)', () => 
 
   it('nothing mcpx speaks is final at once; only legacy revisions is legacy-only; no list is malformed', () => {
     expect(versionRefusal('tools/list', refusal({ supported: ['2031-01-01'] }), OFFERED, false)).toMatchObject({ kind: 'final', supported: ['2031-01-01'] });
-    expect(versionRefusal('tools/list', refusal({ supported: ['2025-11-25', '2025-06-18'] }), OFFERED, false)).toMatchObject({ kind: 'legacy-only', legacyVersions: ['2025-11-25', '2025-06-18'] });
+    expect(versionRefusal('tools/list', refusal({ supported: ['2025-11-25', '2025-06-18'] }), OFFERED, false)).toMatchObject({
+      kind: 'legacy-only',
+      legacyVersions: ['2025-11-25', '2025-06-18'],
+    });
     expect(versionRefusal('tools/list', refusal(), OFFERED, false).kind).toBe('malformed');
     expect(versionRefusal('tools/list', refusal({ supported: '2026-07-28' }), OFFERED, false).kind).toBe('malformed');
   });

@@ -106,19 +106,29 @@ function userEnv(name: string, extra: Record<string, string> = {}): NodeJS.Proce
   const home = join(work.path, name);
   mkdirSync(home, { recursive: true });
   stateDirs.add(join(home, 'state'));
-  return { ...withoutNpm(cleanEnv(home, { PATH: `${join(work.path, 'prefix', 'bin')}:${NODE_BIN}:${GUI_PATH}`, MCPX_STATE_DIR: join(home, 'state') })), ...extra };
+  return {
+    ...withoutNpm(cleanEnv(home, { PATH: `${join(work.path, 'prefix', 'bin')}:${NODE_BIN}:${GUI_PATH}`, MCPX_STATE_DIR: join(home, 'state') })),
+    ...extra,
+  };
 }
 
 beforeAll(async () => {
   work = await tempDir('mcpx-package-');
   const npm = join(NODE_BIN, 'npm');
   // The build is npm test's; --ignore-scripts so packing does not build it again.
-  const out = await ok(npm, ['pack', '--ignore-scripts', '--json', '--pack-destination', work.path], { env: { ...withoutNpm(process.env), npm_config_loglevel: 'error' }, cwd: ROOT });
+  const out = await ok(npm, ['pack', '--ignore-scripts', '--json', '--pack-destination', work.path], {
+    env: { ...withoutNpm(process.env), npm_config_loglevel: 'error' },
+    cwd: ROOT,
+  });
   pack = (JSON.parse(out) as PackResult[])[0]!;
   tarball = join(work.path, pack.filename);
   const prefix = join(work.path, 'prefix');
   // Offline, with an empty cache: a package that still needed a dependency from the registry fails here.
-  await ok(npm, ['install', '-g', '--prefix', prefix, '--offline', '--cache', join(work.path, 'npm-cache'), '--no-audit', '--no-fund', '--ignore-scripts', tarball], { env: { ...userEnv('installer'), npm_config_loglevel: 'error' }, cwd: work.path, timeoutMs: 120_000 });
+  await ok(
+    npm,
+    ['install', '-g', '--prefix', prefix, '--offline', '--cache', join(work.path, 'npm-cache'), '--no-audit', '--no-fund', '--ignore-scripts', tarball],
+    { env: { ...userEnv('installer'), npm_config_loglevel: 'error' }, cwd: work.path, timeoutMs: 120_000 },
+  );
   installed = join(prefix, 'lib', 'node_modules', 'mcpx');
   bin = join(prefix, 'bin', 'mcpx');
   mainJs = join(installed, 'dist', 'src', 'cli', 'main.js');
@@ -139,7 +149,16 @@ afterAll(async () => {
 describe('the npm package', () => {
   it('holds the binary, its chunks, the demo, the page asset, README and LICENSE — nothing else — and no dependency', () => {
     const paths = pack.files.map((f) => f.path).sort();
-    const allowed = [/^package\.json$/, /^README\.md$/, /^LICENSE$/, /^dist\/src\/cli\/main\.js$/, /^dist\/src\/cli\/chunks\/[\w-]+\.js$/, /^dist\/demo\/demo\.json$/, /^dist\/demo\/servers\/(chunks\/)?[\w-]+\.mjs$/, /^dist\/assets\/mermaid\.min\.js$/];
+    const allowed = [
+      /^package\.json$/,
+      /^README\.md$/,
+      /^LICENSE$/,
+      /^dist\/src\/cli\/main\.js$/,
+      /^dist\/src\/cli\/chunks\/[\w-]+\.js$/,
+      /^dist\/demo\/demo\.json$/,
+      /^dist\/demo\/servers\/(chunks\/)?[\w-]+\.mjs$/,
+      /^dist\/assets\/mermaid\.min\.js$/,
+    ];
     expect(paths.filter((p) => !allowed.some((a) => a.test(p)))).toEqual([]);
     // Every chunk of the bundle is in it (a missing one fails only on the path that loads it).
     const meta = JSON.parse(readFileSync(join(ROOT, 'dist', 'src', 'cli', 'bundle-meta.json'), 'utf8')) as { outputs: Record<string, unknown> };
@@ -151,8 +170,10 @@ describe('the npm package', () => {
     expect(PKG.dependencies ?? {}).toEqual({});
     // What it costs, for the README's table (the run's log).
     const tree = du(installed);
-    // eslint-disable-next-line no-console
-    console.log(`[package] ${pack.filename}: ${pack.entryCount} files, tarball ${(pack.size / 1e6).toFixed(2)} MB, unpacked ${(pack.unpackedSize / 1e6).toFixed(2)} MB; installed ${(tree.bytes / 1e6).toFixed(2)} MB in ${tree.files} files`);
+
+    console.log(
+      `[package] ${pack.filename}: ${pack.entryCount} files, tarball ${(pack.size / 1e6).toFixed(2)} MB, unpacked ${(pack.unpackedSize / 1e6).toFixed(2)} MB; installed ${(tree.bytes / 1e6).toFixed(2)} MB in ${tree.files} files`,
+    );
     expect(existsSync(join(installed, 'node_modules'))).toBe(false);
     expect(tree.bytes).toBeLessThan(20e6);
     expect(realpathSync(bin)).toBe(realpathSync(mainJs));
@@ -171,11 +192,15 @@ describe('the npm package', () => {
     await until(() => healthy(socket), 30_000, `the installed daemon (${log})`);
     // The demo's servers start with the daemon; wait until each has an era.
     let eras: Record<string, string | undefined> = {};
-    await until(async () => {
-      const { servers } = JSON.parse(await ok(bin, ['protocol', '--json'], { env })) as { servers: Array<{ server: string; era: string | null }> };
-      eras = Object.fromEntries(servers.map((r) => [r.server, r.era ?? undefined]));
-      return Object.values(eras).every((e) => e === 'legacy' || e === 'modern') && Object.keys(eras).length === 3;
-    }, 30_000, 'the demo servers\' eras');
+    await until(
+      async () => {
+        const { servers } = JSON.parse(await ok(bin, ['protocol', '--json'], { env })) as { servers: Array<{ server: string; era: string | null }> };
+        eras = Object.fromEntries(servers.map((r) => [r.server, r.era ?? undefined]));
+        return Object.values(eras).every((e) => e === 'legacy' || e === 'modern') && Object.keys(eras).length === 3;
+      },
+      30_000,
+      "the demo servers' eras",
+    );
     expect(eras).toEqual({ 'legacy-only': 'legacy', dual: 'modern', 'modern-only': 'modern' });
     expect((await ok(bin, ['call', 'dual', 'echo', '{"text":"hi"}'], { env })).trim()).toBe('hi (from dual, era=modern)');
     expect((await ok(bin, ['call', 'legacy-only', 'add', '{"a":2,"b":3}'], { env })).trim()).toBe('2 + 3 = 5 (from legacy-only, era=legacy)');
@@ -197,7 +222,11 @@ describe('the npm package', () => {
     const EXPECT: Record<string, string> = { modern: 'modern', legacy: 'legacy', sse: 'legacy', stdio: 'modern' };
 
     beforeAll(async () => {
-      const [modern, legacy, sse] = await Promise.all([startHttpFixture('v2-modern'), startHttpFixture('v1-legacy-sessions'), startHttpFixture('v1-sse-legacy')]);
+      const [modern, legacy, sse] = await Promise.all([
+        startHttpFixture('v2-modern'),
+        startHttpFixture('v1-legacy-sessions'),
+        startHttpFixture('v1-sse-legacy'),
+      ]);
       fixtures.push(modern!, legacy!, sse!);
       env = userEnv('servers');
       config = writeConfig(
@@ -210,7 +239,9 @@ describe('the npm package', () => {
     }, 60_000);
 
     it('mcpx call serves each (the daemon started by the first call, from the installed binary)', async () => {
-      const results = await Promise.all(Object.keys(EXPECT).map(async (server) => [server, (await ok(bin, ['call', server, 'echo', '{"text":"hi"}'], { env })).trim()] as const));
+      const results = await Promise.all(
+        Object.keys(EXPECT).map(async (server) => [server, (await ok(bin, ['call', server, 'echo', '{"text":"hi"}'], { env })).trim()] as const),
+      );
       const daemonJson = join(env['MCPX_STATE_DIR']!, 'daemon.json');
       trackPid((JSON.parse(readFileSync(daemonJson, 'utf8')) as { pid: number }).pid);
       for (const [server, text] of results) expect(text, server).toBe(`hi era=${EXPECT[server]}`);
@@ -234,17 +265,24 @@ describe('the npm package', () => {
         const names = ((await client.listTools()) as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
         for (const server of Object.keys(EXPECT)) expect(names).toContain(`${server}__echo`);
         for (const server of Object.keys(EXPECT)) {
-          const result = (await client.callTool({ name: `${server}__echo`, arguments: { text: 'via serve' } })) as { content: Array<{ text: string }>; isError?: boolean };
+          const result = (await client.callTool({ name: `${server}__echo`, arguments: { text: 'via serve' } })) as {
+            content: Array<{ text: string }>;
+            isError?: boolean;
+          };
           expect(result.isError ?? false, server).toBe(false);
           expect(result.content[0]!.text, server).toBe(`via serve era=${EXPECT[server]}`);
         }
       }
     }, 90_000);
 
-    it('/mcp on the daemon\'s TCP port serves them to an HTTP MCP client (the SDK front the package bundles)', async () => {
+    it("/mcp on the daemon's TCP port serves them to an HTTP MCP client (the SDK front the package bundles)", async () => {
       const { token } = JSON.parse(readFileSync(join(env['MCPX_STATE_DIR']!, 'daemon.json'), 'utf8')) as { token: string };
       const client = new ClientV2({ name: 'http-entry', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } } as never);
-      await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${env['MCPX_DAEMON_PORT']}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } } as never));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${env['MCPX_DAEMON_PORT']}/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        } as never),
+      );
       clients.push(client);
       for (const server of Object.keys(EXPECT)) {
         const result = (await (client as any).callTool({ name: `${server}__echo`, arguments: { text: 'via /mcp' } })) as { content: Array<{ text: string }> };
@@ -254,7 +292,14 @@ describe('the npm package', () => {
 
     it('npx -y ./mcpx-<v>.tgz runs it with no install, and a client entry `npx -y file:/abs/mcpx-<v>.tgz serve` serves them, offline', async () => {
       const npx = join(NODE_BIN, 'npx');
-      const npxEnv = { ...env, PATH: `${NODE_BIN}:${GUI_PATH}`, npm_config_cache: join(work.path, 'npx-cache'), npm_config_offline: 'true', npm_config_loglevel: 'error', npm_config_update_notifier: 'false' } as Record<string, string>;
+      const npxEnv = {
+        ...env,
+        PATH: `${NODE_BIN}:${GUI_PATH}`,
+        npm_config_cache: join(work.path, 'npx-cache'),
+        npm_config_offline: 'true',
+        npm_config_loglevel: 'error',
+        npm_config_update_notifier: 'false',
+      } as Record<string, string>;
       // As typed beside the tarball. npx takes a bare absolute path for a command to run, not a package:
       // an entry naming the tarball by absolute path says file: (the README).
       expect((await ok(npx, ['-y', `./${pack.filename}`, '--version'], { env: npxEnv, cwd: work.path, timeoutMs: 90_000 })).trim()).toBe(PKG.version);

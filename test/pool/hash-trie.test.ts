@@ -71,7 +71,11 @@ describe('HashTrie', () => {
   });
 
   it('behaves like a Map, and every earlier version stays as it was (property)', () => {
-    const key = fc.oneof(fc.constantFrom('a', 'b', 'c', 'i1', 'i2', 'call:1'), fc.string({ maxLength: 4 }), fc.integer({ min: 0, max: 300 }).map((n) => `r${n}`));
+    const key = fc.oneof(
+      fc.constantFrom('a', 'b', 'c', 'i1', 'i2', 'call:1'),
+      fc.string({ maxLength: 4 }),
+      fc.integer({ min: 0, max: 300 }).map((n) => `r${n}`),
+    );
     const op = fc.oneof(
       fc.record({ kind: fc.constant('set' as const), key, value: fc.integer({ min: 0, max: 3 }) }),
       fc.record({ kind: fc.constant('delete' as const), key }),

@@ -65,7 +65,12 @@ describe('PoolRegistry', () => {
     expect(reg.get('change')).not.toBe(change);
     expect(change.actor.getSnapshot().value).toBe('stopped');
     expect(drop.actor.getSnapshot().value).toBe('stopped');
-    expect(events.filter((e) => e.type === 'server.stop').map((e) => [e.server, e.type === 'server.stop' && e.reason]).sort()).toEqual([
+    expect(
+      events
+        .filter((e) => e.type === 'server.stop')
+        .map((e) => [e.server, e.type === 'server.stop' && e.reason])
+        .sort(),
+    ).toEqual([
       ['change', 'pool-stopped'],
       ['drop', 'pool-stopped'],
     ]);

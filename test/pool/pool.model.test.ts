@@ -20,7 +20,17 @@ import { SimulatedClock, __unsafe_getAllOwnEventDescriptors, createActor, transi
 import { getShortestPaths, type StatePath } from 'xstate/graph';
 import type { Lane, Preference } from '../../src/machines/preference.js';
 import type { Era } from '../../src/machines/versions.js';
-import { isSettled, laneCap, waiting, needsNewInstance, poolMachine, usableSlot, type PoolContext, type PoolInput, type PoolMachineEvent } from '../../src/pool/pool.machine.js';
+import {
+  isSettled,
+  laneCap,
+  waiting,
+  needsNewInstance,
+  poolMachine,
+  usableSlot,
+  type PoolContext,
+  type PoolInput,
+  type PoolMachineEvent,
+} from '../../src/pool/pool.machine.js';
 import { ServerPool } from '../../src/pool/server-pool.js';
 import type { PoolLimits } from '../../src/pool/types.js';
 import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
@@ -54,10 +64,55 @@ interface ModelConfig {
 const limits = (l: Partial<PoolLimits>): PoolLimits => ({ scope: 'global', max: 1, sharing: 'shared', idleTimeoutMs: 60_000, ...l });
 
 const CONFIGS: ModelConfig[] = [
-  { name: 'follow · session · max 1 · exclusive · dual', preference: 'follow', limits: limits({ scope: 'session', sharing: 'exclusive' }), keys: ['a', 'b'], wants: ['own', 'legacy'], ownEra: 'modern', legacyRefusal: true, acquires: 2, failures: 1, crashes: 1 },
-  { name: 'follow · session · max 2 · shared · cached modern · failing starts', preference: 'follow', limits: limits({ scope: 'session', max: 2 }), keys: ['a', 'b'], wants: ['own', 'legacy'], ownEra: 'modern', cachedEra: 'modern', legacyRefusal: false, acquires: 2, failures: 2, crashes: 0 },
-  { name: 'prefer-discover · call · max 1', preference: 'prefer-discover', limits: limits({ scope: 'call' }), keys: [], wants: ['own'], ownEra: 'modern', legacyRefusal: false, acquires: 3, failures: 1, crashes: 1 },
-  { name: 'follow · global · legacy-only server', preference: 'follow', limits: limits({ scope: 'global', sharing: 'exclusive' }), keys: ['global'], wants: ['legacy', 'own'], ownEra: 'legacy', legacyRefusal: false, acquires: 3, failures: 0, crashes: 0 },
+  {
+    name: 'follow · session · max 1 · exclusive · dual',
+    preference: 'follow',
+    limits: limits({ scope: 'session', sharing: 'exclusive' }),
+    keys: ['a', 'b'],
+    wants: ['own', 'legacy'],
+    ownEra: 'modern',
+    legacyRefusal: true,
+    acquires: 2,
+    failures: 1,
+    crashes: 1,
+  },
+  {
+    name: 'follow · session · max 2 · shared · cached modern · failing starts',
+    preference: 'follow',
+    limits: limits({ scope: 'session', max: 2 }),
+    keys: ['a', 'b'],
+    wants: ['own', 'legacy'],
+    ownEra: 'modern',
+    cachedEra: 'modern',
+    legacyRefusal: false,
+    acquires: 2,
+    failures: 2,
+    crashes: 0,
+  },
+  {
+    name: 'prefer-discover · call · max 1',
+    preference: 'prefer-discover',
+    limits: limits({ scope: 'call' }),
+    keys: [],
+    wants: ['own'],
+    ownEra: 'modern',
+    legacyRefusal: false,
+    acquires: 3,
+    failures: 1,
+    crashes: 1,
+  },
+  {
+    name: 'follow · global · legacy-only server',
+    preference: 'follow',
+    limits: limits({ scope: 'global', sharing: 'exclusive' }),
+    keys: ['global'],
+    wants: ['legacy', 'own'],
+    ownEra: 'legacy',
+    legacyRefusal: false,
+    acquires: 3,
+    failures: 0,
+    crashes: 0,
+  },
 ];
 
 const inputOf = (m: ModelConfig): PoolInput => ({ server: 'sim', preference: m.preference, limits: m.limits, cachedEra: m.cachedEra ?? null });
@@ -82,10 +137,12 @@ function modelEvents(m: ModelConfig) {
           events.push({ type: 'instance.ready', id: slot.id, era: slot.lane === 'legacy' ? 'legacy' : m.ownEra, at: 0 });
           if (c.stats.failures < m.failures) {
             events.push({ type: 'instance.failed', id: slot.id, error: { code: 'MCPX_SPAWN_FAILED', message: 'spawn failed' } });
-            if (slot.lane === 'legacy' && m.legacyRefusal) events.push({ type: 'instance.failed', id: slot.id, error: { code: 'MCPX_ERA_MISMATCH', message: 'refused initialize' } });
+            if (slot.lane === 'legacy' && m.legacyRefusal)
+              events.push({ type: 'instance.failed', id: slot.id, error: { code: 'MCPX_ERA_MISMATCH', message: 'refused initialize' } });
           }
         }
-        if ((slot.status === 'ready' || slot.status === 'idle') && c.stats.crashes < m.crashes) events.push({ type: 'instance.exited', id: slot.id, reason: 'exit, exit code 3' });
+        if ((slot.status === 'ready' || slot.status === 'idle') && c.stats.crashes < m.crashes)
+          events.push({ type: 'instance.exited', id: slot.id, reason: 'exit, exit code 3' });
         // Its idle alarm rings (the real pool's simulated clock stands still: releases come at 0 there too).
         if (slot.status === 'idle' && slot.idleAt !== null) events.push({ type: 'instance.idle', id: slot.id, at: slot.idleAt });
       }
@@ -212,7 +269,9 @@ interface Sut {
 
 function newSut(m: ModelConfig): Sut {
   const up = new AutoUpstream({ kind: 'dual', gatedStart: true, gatedStop: true });
-  const record: EraRecord | undefined = m.cachedEra ? { era: m.cachedEra, version: m.cachedEra === 'modern' ? '2026-07-28' : '2025-11-25', at: RECENT, source: 'probe' } : undefined;
+  const record: EraRecord | undefined = m.cachedEra
+    ? { era: m.cachedEra, version: m.cachedEra === 'modern' ? '2026-07-28' : '2025-11-25', at: RECENT, source: 'probe' }
+    : undefined;
   const cache = { get: () => record, usable: () => record, set: async () => undefined } as unknown as EraCache;
   const pool = new ServerPool(
     { name: 'sim', definition: { command: 'simulated-server' }, preference: m.preference, limits: m.limits, probeTimeoutMs: 60_000, startTimeoutMs: 600_000 },
@@ -228,12 +287,19 @@ function execute(sut: Sut, e: PoolMachineEvent): void {
       const controller = new AbortController();
       const scope = pool.config.limits.scope;
       const outcome = pool
-        .callTool('hold', { tag: e.requestId }, {
-          ...(scope === 'session' ? { session: e.key } : {}),
-          ...(e.want === 'legacy' ? { callerProtocol: '2025-11-25' } : {}),
-          signal: controller.signal,
-        })
-        .then(() => ({ ok: true as const }), (err: { code: string }) => ({ ok: false as const, code: err.code }));
+        .callTool(
+          'hold',
+          { tag: e.requestId },
+          {
+            ...(scope === 'session' ? { session: e.key } : {}),
+            ...(e.want === 'legacy' ? { callerProtocol: '2025-11-25' } : {}),
+            signal: controller.signal,
+          },
+        )
+        .then(
+          () => ({ ok: true as const }),
+          (err: { code: string }) => ({ ok: false as const, code: err.code }),
+        );
       sut.calls.set(e.requestId, { controller, outcome });
       return;
     }
@@ -333,7 +399,11 @@ interface Prepared {
 }
 
 function prepare(m: ModelConfig): Prepared {
-  const paths = getShortestPaths(poolMachine, { input: inputOf(m), events: modelEvents(m) as never, serializeState: serializeState as never }) as unknown as Path[];
+  const paths = getShortestPaths(poolMachine, {
+    input: inputOf(m),
+    events: modelEvents(m) as never,
+    serializeState: serializeState as never,
+  }) as unknown as Path[];
   // Greedy: the fewest paths that take every transition any path takes (longest contribution first).
   const per = paths.map((p) => ({ p, t: transitionsOf(m, p) }));
   const taken = new Set<object>();
@@ -381,7 +451,8 @@ for (const p of prepared) for (const t of p.taken) modelTaken.add(t);
 describe.each(prepared.map((p) => [p.m.name, p] as const))('pool model: %s', (_name, p) => {
   it('every reachable state keeps the invariants', () => {
     const problems = new Map<string, string>();
-    for (const path of p.paths) for (const st of [path.state, ...path.steps.map((x) => x.state)]) for (const b of checkInvariants(st)) problems.set(b, describePath(path));
+    for (const path of p.paths)
+      for (const st of [path.state, ...path.steps.map((x) => x.state)]) for (const b of checkInvariants(st)) problems.set(b, describePath(path));
     expect([...problems].map(([b, via]) => `${b} (via ${via})`)).toEqual([]);
     expect(p.paths.length).toBeGreaterThan(10);
   });
@@ -395,7 +466,9 @@ afterAll(() => {
   const missingModel = [...universe].filter(([t]) => !modelTaken.has(t)).map(([, name]) => name);
   const missingReplay = [...universe].filter(([t]) => !takenByReplays.has(t)).map(([, name]) => name);
   const counts = prepared.map((p) => `${p.m.name}: ${p.paths.length} states, ${p.chosen.length} replayed`).join('; ');
-  console.log(`[pool model] ${counts}; transitions: model ${universe.size - missingModel.length}/${universe.size}, replays ${universe.size - missingReplay.length}/${universe.size}`);
+  console.log(
+    `[pool model] ${counts}; transitions: model ${universe.size - missingModel.length}/${universe.size}, replays ${universe.size - missingReplay.length}/${universe.size}`,
+  );
   expect(missingModel, 'transitions no model path takes').toEqual([]);
   expect(missingReplay, 'transitions no replay took on the real pool').toEqual([]);
 });

@@ -92,7 +92,10 @@ describe.concurrent('§2 follow row, through the pool', () => {
       expect(methodsReceived(events, legacy.pid).slice(0, 2)).toEqual(['initialize', 'notifications/initialized']); // forced: no probe
       expect(methodsReceived(events, modern.pid)[0]).toBe('server/discover');
       expect(r.pool.protocolReport()).toMatchObject({ era: 'modern', eraSource: 'probe', legacyLane: { state: 'available' } });
-      expect(r.pool.instances().map((i) => [i.lane, i.era, i.pid])).toEqual([['own', 'modern', modern.pid], ['legacy', 'legacy', legacy.pid]]);
+      expect(r.pool.instances().map((i) => [i.lane, i.era, i.pid])).toEqual([
+        ['own', 'modern', modern.pid],
+        ['legacy', 'legacy', legacy.pid],
+      ]);
     } finally {
       await stopAndCheck(r);
     }
@@ -108,7 +111,12 @@ describe.concurrent('§2 follow row, through the pool', () => {
       expect(r.pool.protocolReport().legacyLane).toMatchObject({ state: 'refused', reason: expect.stringContaining('refused initialize') });
       const started = r.wirePids();
       expect(started).toHaveLength(2); // the own process, and the one refused legacy attempt (never retried)
-      expect(methodsReceived(readWireLog(r.log), started.find((p) => p !== modern.pid))).toEqual(['initialize']);
+      expect(
+        methodsReceived(
+          readWireLog(r.log),
+          started.find((p) => p !== modern.pid),
+        ),
+      ).toEqual(['initialize']);
     } finally {
       await stopAndCheck(r);
     }

@@ -49,7 +49,7 @@ const promptText = (r: Record<string, unknown>) => (r.messages as Array<{ conten
 const names = (items: Array<Record<string, unknown>>, key = 'name') => items.map((i) => i[key]);
 
 describe.concurrent('ServerPool.request and listAll', () => {
-  it('follow on a dual server: each caller\'s request runs on its era\'s lane; upstreamInfo describes each lane', async () => {
+  it("follow on a dual server: each caller's request runs on its era's lane; upstreamInfo describes each lane", async () => {
     const r = rig('follow-rich', 'rich-v2', 'follow');
     try {
       expect(r.pool.upstreamInfo()).toBeNull();
@@ -57,19 +57,35 @@ describe.concurrent('ServerPool.request and listAll', () => {
       expect(promptText(await r.pool.request('prompts/get', greet, { callerProtocol: MODERN_CALLER }))).toBe('hello grace era=modern');
       expect(promptText(await r.pool.request('prompts/get', greet, { callerProtocol: LEGACY_CALLER }))).toBe('hello grace era=legacy');
       const read = { uri: 'note://alpha' };
-      expect(await r.pool.request('resources/read', read, { callerProtocol: LEGACY_CALLER })).toMatchObject({ contents: [{ text: 'note about alpha era=legacy' }] });
-      expect(await r.pool.request('completion/complete', { ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'name', value: 'g' } })).toMatchObject({
-        completion: { values: ['grace'] },
+      expect(await r.pool.request('resources/read', read, { callerProtocol: LEGACY_CALLER })).toMatchObject({
+        contents: [{ text: 'note about alpha era=legacy' }],
       });
+      expect(await r.pool.request('completion/complete', { ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'name', value: 'g' } })).toMatchObject(
+        {
+          completion: { values: ['grace'] },
+        },
+      );
       expect(textOf(await r.pool.request('tools/call', { name: 'echo', arguments: { text: 'hi' } }, { callerProtocol: LEGACY_CALLER }))).toBe('hi era=legacy');
-      expect(r.pool.instances().map((i) => [i.lane, i.era])).toEqual([['own', 'modern'], ['legacy', 'legacy']]);
+      expect(r.pool.instances().map((i) => [i.lane, i.era])).toEqual([
+        ['own', 'modern'],
+        ['legacy', 'legacy'],
+      ]);
 
       const own = r.pool.upstreamInfo('own');
       expect(own).toMatchObject({
-        lane: 'own', era: 'modern', negotiated: '2026-07-28', instructions: 'rich fixture, era=modern',
-        serverInfo: { name: 'fixture-rich-v2' }, capabilities: { prompts: expect.anything(), resources: expect.anything(), tools: expect.anything() },
+        lane: 'own',
+        era: 'modern',
+        negotiated: '2026-07-28',
+        instructions: 'rich fixture, era=modern',
+        serverInfo: { name: 'fixture-rich-v2' },
+        capabilities: { prompts: expect.anything(), resources: expect.anything(), tools: expect.anything() },
       });
-      expect(r.pool.upstreamInfo('legacy')).toMatchObject({ lane: 'legacy', era: 'legacy', negotiated: '2025-11-25', instructions: 'rich fixture, era=legacy' });
+      expect(r.pool.upstreamInfo('legacy')).toMatchObject({
+        lane: 'legacy',
+        era: 'legacy',
+        negotiated: '2025-11-25',
+        instructions: 'rich fixture, era=legacy',
+      });
       await r.pool.stop();
       // Last known: still there once the instances are gone.
       expect(r.pool.upstreamInfo('own')).toEqual(own);
@@ -91,11 +107,13 @@ describe.concurrent('ServerPool.request and listAll', () => {
     }
   });
 
-  it('honours the caller\'s signal and the scope key, like callTool', async () => {
+  it("honours the caller's signal and the scope key, like callTool", async () => {
     const r = rig('scoped', 'rich-v2', 'prefer-discover', { scope: 'session' });
     try {
       await expect(r.pool.request('prompts/list', {})).rejects.toMatchObject({ code: 'MCPX_BAD_REQUEST', data: { scope: 'session' } });
-      await expect(r.pool.request('prompts/list', {}, { session: 's1', signal: AbortSignal.abort('caller left') })).rejects.toMatchObject({ code: 'MCPX_REQUEST_CANCELLED' });
+      await expect(r.pool.request('prompts/list', {}, { session: 's1', signal: AbortSignal.abort('caller left') })).rejects.toMatchObject({
+        code: 'MCPX_REQUEST_CANCELLED',
+      });
       expect(names((await r.pool.request('prompts/list', {}, { session: 's1' })).prompts as Array<Record<string, unknown>>)).toEqual(['greet']);
       expect(r.pool.instances().map((i) => i.scopeKey)).toEqual(['s1']);
     } finally {
@@ -139,7 +157,7 @@ describe.concurrent('progress through the pool', () => {
   it.each([
     [MODERN_CALLER, 'modern'],
     [LEGACY_CALLER, 'legacy'],
-  ] as const)('caller %s (%s lane under follow): ctx.onProgress gets the upstream\'s numbers', async (callerProtocol, era) => {
+  ] as const)("caller %s (%s lane under follow): ctx.onProgress gets the upstream's numbers", async (callerProtocol, era) => {
     const r = rig(`progress-${era}`, 'rich-v2', 'follow');
     try {
       const viaCall: ProgressUpdate[] = [];
@@ -157,7 +175,7 @@ describe.concurrent('progress through the pool', () => {
 });
 
 describe.concurrent('list_changed as a pool event', () => {
-  it('a legacy lane\'s notifications/tools/list_changed is published as server.list_changed', async () => {
+  it("a legacy lane's notifications/tools/list_changed is published as server.list_changed", async () => {
     const r = rig('changed', 'rich-v2', 'follow');
     try {
       const result = await r.pool.request('tools/call', { name: 'add_tool', arguments: { name: 'late_tool' } }, { callerProtocol: LEGACY_CALLER });

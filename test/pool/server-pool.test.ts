@@ -20,11 +20,13 @@ function make(...args: Parameters<typeof simPool>): SimPool {
   return p;
 }
 afterEach(async () => {
-  await Promise.all(open.splice(0).map(async (p) => {
-    for (const proc of p.up.processes) if (proc.stopping) proc.finishStop();
-    await p.pool.stop();
-    expect(p.up.alive(), 'no simulated process outlives its pool').toEqual([]);
-  }));
+  await Promise.all(
+    open.splice(0).map(async (p) => {
+      for (const proc of p.up.processes) if (proc.stopping) proc.finishStop();
+      await p.pool.stop();
+      expect(p.up.alive(), 'no simulated process outlives its pool').toEqual([]);
+    }),
+  );
 });
 
 const held = (s: SimPool, tag: string, ctx = {}) => s.pool.callTool('hold', { tag }, ctx);
@@ -67,7 +69,12 @@ describe('scope: session', () => {
     const a2 = await s.pool.callTool('whoami', {}, { session: 'alice' });
     expect(textOf(a1)).toBe(textOf(a2));
     expect(textOf(a1)).not.toBe(textOf(b1));
-    expect(s.pool.instances().map((i) => i.scopeKey).sort()).toEqual(['alice', 'bob']);
+    expect(
+      s.pool
+        .instances()
+        .map((i) => i.scopeKey)
+        .sort(),
+    ).toEqual(['alice', 'bob']);
   });
 
   it('a call without a session is refused with MCPX_BAD_REQUEST, before anything starts', async () => {
@@ -85,7 +92,12 @@ describe('scope: session', () => {
     const ids = Object.fromEntries(s.pool.instances().map((i) => [i.scopeKey, i.id]));
     await s.pool.callTool('echo', { text: '4' }, { session: 'c' });
     expect(s.stops()).toEqual([expect.objectContaining({ instance: ids.b, reason: 'evicted' })]);
-    expect(s.pool.instances().map((i) => i.scopeKey).sort()).toEqual(['a', 'c']);
+    expect(
+      s.pool
+        .instances()
+        .map((i) => i.scopeKey)
+        .sort(),
+    ).toEqual(['a', 'c']);
     expect(s.up.alive()).toHaveLength(2);
   });
 
@@ -295,7 +307,10 @@ describe('follow: lanes', () => {
     expect(textOf(await s.pool.callTool('whoami', {}, { callerProtocol: MODERN_CALLER }))).toMatch(/^era=modern /);
     expect(textOf(await s.pool.callTool('whoami', {}, { callerProtocol: LEGACY_CALLER }))).toMatch(/^era=legacy /);
     expect(textOf(await s.pool.callTool('whoami', {}))).toMatch(/^era=modern /); // no caller revision: modern
-    expect(s.pool.instances().map((i) => [i.lane, i.era])).toEqual([['own', 'modern'], ['legacy', 'legacy']]);
+    expect(s.pool.instances().map((i) => [i.lane, i.era])).toEqual([
+      ['own', 'modern'],
+      ['legacy', 'legacy'],
+    ]);
     // The legacy lane is forced: initialize only, no probe.
     expect(s.up.processes[1]!.received.slice(0, 2)).toEqual(['initialize', 'notifications/initialized']);
     expect(s.pool.protocolReport()).toMatchObject({ preference: 'follow', era: 'modern', eraSource: 'probe', legacyLane: { state: 'available' } });
@@ -305,7 +320,10 @@ describe('follow: lanes', () => {
     const s = make({ preference: 'follow', upstream: { kind: 'dual' } });
     expect(s.pool.protocolReport()).toMatchObject({ era: null, legacyLane: { state: 'unused' } });
     expect(textOf(await s.pool.callTool('echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER }))).toBe('old era=legacy');
-    expect(s.pool.instances().map((i) => [i.lane, i.era])).toEqual([['own', 'modern'], ['legacy', 'legacy']]);
+    expect(s.pool.instances().map((i) => [i.lane, i.era])).toEqual([
+      ['own', 'modern'],
+      ['legacy', 'legacy'],
+    ]);
   });
 
   it('legacy-only server: legacy callers use the own lane, which settled legacy — one process', async () => {
@@ -335,7 +353,9 @@ describe('follow: lanes', () => {
     const modern = await Promise.all([1, 2, 3].map((n) => s.pool.callTool('echo', { text: `m${n}` }, { callerProtocol: MODERN_CALLER })));
     expect(modern.map(textOf)).toEqual(['m1 era=modern', 'm2 era=modern', 'm3 era=modern']);
     // Another legacy caller queues behind the stuck one (exclusive) and gives up on its own deadline.
-    await expect(s.pool.callTool('echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER, timeoutMs: 30 })).rejects.toMatchObject({ code: 'MCPX_REQUEST_TIMEOUT' });
+    await expect(s.pool.callTool('echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER, timeoutMs: 30 })).rejects.toMatchObject({
+      code: 'MCPX_REQUEST_TIMEOUT',
+    });
     await s.pool.stop();
     await expect(stuck).rejects.toMatchObject({ code: 'MCPX_POOL_STOPPED' });
   });
@@ -347,7 +367,10 @@ describe('follow: lanes', () => {
     const before = Object.fromEntries(s.pool.instances().map((i) => [i.lane, i.id]));
     await s.pool.callTool('echo', { text: '3' }, { session: 'b', callerProtocol: MODERN_CALLER });
     expect(s.stops()).toEqual([expect.objectContaining({ instance: before.own, lane: 'own', reason: 'evicted' })]);
-    expect(s.pool.instances().map((i) => [i.lane, i.scopeKey])).toEqual([['legacy', 'a'], ['own', 'b']]);
+    expect(s.pool.instances().map((i) => [i.lane, i.scopeKey])).toEqual([
+      ['legacy', 'a'],
+      ['own', 'b'],
+    ]);
   });
 
   it('non-follow preferences have only the own lane, whatever the caller revision', async () => {
@@ -364,10 +387,24 @@ describe('events, reports, era cache', () => {
     await s.pool.callTool('echo', { text: 'x' });
     await until(() => s.stops().length === 1);
     const start = s.events.find((e) => e.type === 'server.start');
-    expect(start).toMatchObject({ server: 'sim', instance: 'i1', lane: 'own', era: 'modern', negotiated: '2026-07-28', eraSource: 'probe', pid: s.up.processes[0]!.pid });
+    expect(start).toMatchObject({
+      server: 'sim',
+      instance: 'i1',
+      lane: 'own',
+      era: 'modern',
+      negotiated: '2026-07-28',
+      eraSource: 'probe',
+      pid: s.up.processes[0]!.pid,
+    });
     expect((start as { readyMs: number }).readyMs).toBeGreaterThanOrEqual(0);
     const states = s.events.filter((e) => e.type === 'session.state').map((e) => `${(e as { event: string }).event} → ${(e as { state: string }).state}`);
-    expect(states).toEqual(['xstate.init → idle', 'start → connecting.spawning', 'transport.ready → connecting.discovering', 'rpc.result → ready', 'stop → stopped']);
+    expect(states).toEqual([
+      'xstate.init → idle',
+      'start → connecting.spawning',
+      'transport.ready → connecting.discovering',
+      'rpc.result → ready',
+      'stop → stopped',
+    ]);
     expect(s.stops()).toEqual([{ type: 'server.stop', server: 'sim', instance: 'i1', lane: 'own', reason: 'call-finished' }]);
   });
 
@@ -394,7 +431,11 @@ describe('events, reports, era cache', () => {
   it('a wrong cached era is reported as server.era.stale', async () => {
     const key = eraCacheKey({ command: 'simulated-server' });
     const stale: EraRecord = { era: 'legacy', version: '2025-11-25', at: RECENT, source: 'probe' };
-    const cache = { get: (k: string) => (k === key ? stale : undefined), usable: (k: string) => (k === key ? stale : undefined), set: async () => undefined } as unknown as EraCache;
+    const cache = {
+      get: (k: string) => (k === key ? stale : undefined),
+      usable: (k: string) => (k === key ? stale : undefined),
+      set: async () => undefined,
+    } as unknown as EraCache;
     const s = make({ upstream: { kind: 'modern' }, deps: { cache } });
     await s.pool.callTool('echo', { text: 'x' });
     expect(s.events.filter((e) => e.type === 'server.era.stale')).toEqual([{ type: 'server.era.stale', server: 'sim', cached: stale, found: 'modern' }]);

@@ -7,13 +7,32 @@ import { describe, expect, it } from 'vitest';
 import type { Slot, SlotStatus } from '../../src/pool/pool.machine.js';
 import { SlotTable } from '../../src/pool/slot-table.js';
 
-const slot = (n: number, over: Partial<Slot> = {}): Slot => ({ id: `i${n}`, lane: n % 3 === 0 ? 'legacy' : 'own', key: `k${n}`, status: 'starting', holders: [], lastUsed: n, era: null, idleAt: null, ...over });
+const slot = (n: number, over: Partial<Slot> = {}): Slot => ({
+  id: `i${n}`,
+  lane: n % 3 === 0 ? 'legacy' : 'own',
+  key: `k${n}`,
+  status: 'starting',
+  holders: [],
+  lastUsed: n,
+  era: null,
+  idleAt: null,
+  ...over,
+});
 
-type Op = { kind: 'add'; n: number } | { kind: 'status'; n: number; status: SlotStatus } | { kind: 'grant'; n: number; r: number } | { kind: 'release'; n: number } | { kind: 'remove'; n: number };
+type Op =
+  | { kind: 'add'; n: number }
+  | { kind: 'status'; n: number; status: SlotStatus }
+  | { kind: 'grant'; n: number; r: number }
+  | { kind: 'release'; n: number }
+  | { kind: 'remove'; n: number };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant('add' as const), n: fc.integer({ min: 1, max: 80 }) }),
-  fc.record({ kind: fc.constant('status' as const), n: fc.integer({ min: 1, max: 80 }), status: fc.constantFrom<SlotStatus>('starting', 'ready', 'idle', 'stopping') }),
+  fc.record({
+    kind: fc.constant('status' as const),
+    n: fc.integer({ min: 1, max: 80 }),
+    status: fc.constantFrom<SlotStatus>('starting', 'ready', 'idle', 'stopping'),
+  }),
   fc.record({ kind: fc.constant('grant' as const), n: fc.integer({ min: 1, max: 80 }), r: fc.integer({ min: 1, max: 10_000 }) }),
   fc.record({ kind: fc.constant('release' as const), n: fc.integer({ min: 1, max: 80 }) }),
   fc.record({ kind: fc.constant('remove' as const), n: fc.integer({ min: 1, max: 80 }) }),

@@ -47,7 +47,10 @@ describe('idle alarms', () => {
     actor.send({ type: 'instance.idle', id: 'i1', at: 60_010 }); // held: a stale alarm
     expect(slot()?.status).toBe('ready');
     actor.send({ type: 'release', requestId: 'r2', at: 500 });
-    expect(alarms).toEqual([{ id: 'i1', at: 60_010 }, { id: 'i1', at: 60_500 }]);
+    expect(alarms).toEqual([
+      { id: 'i1', at: 60_010 },
+      { id: 'i1', at: 60_500 },
+    ]);
     actor.send({ type: 'instance.idle', id: 'i1', at: 60_499 }); // idle, not for long enough yet
     expect(slot()?.status).toBe('idle');
     actor.send({ type: 'instance.idle', id: 'i1', at: 60_500 });

@@ -57,7 +57,12 @@ describe.concurrent('timeoutMs past what a timer can wait', () => {
   });
 
   it('POST /v1/request: refused the same way', async () => {
-    const r = await post('/v1/request', { server: 'dual', method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' } }, timeoutMs: MAX_TIMER_MS + 1 });
+    const r = await post('/v1/request', {
+      server: 'dual',
+      method: 'tools/call',
+      params: { name: 'echo', arguments: { text: 'x' } },
+      timeoutMs: MAX_TIMER_MS + 1,
+    });
     expect(r.status).toBe(400);
     expect(r.body.error.path).toEqual(['timeoutMs']);
   });

@@ -34,7 +34,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
   await dir?.remove();
-  console.log(`api-properties: ${requests} generated requests, 0 answered 5xx; by status: ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}`);
+  console.log(
+    `api-properties: ${requests} generated requests, 0 answered 5xx; by status: ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}`,
+  );
 });
 
 // ---- generators ----
@@ -52,21 +54,38 @@ function objectOf(fields: Record<string, fc.Arbitrary<unknown>>, opts: { extra?:
   const model = Object.fromEntries(Object.entries(fields).map(([k, a]) => [k, field(a)]));
   // every known key (each maybe with a wrong value), or any subset of them
   const known = fc.oneof({ weight: 2, arbitrary: fc.record(model) }, { weight: 1, arbitrary: fc.record(model, { requiredKeys: [] }) });
-  const withExtra = fc.tuple(known, fc.option(fc.tuple(key, json), { freq: opts.extra === false ? 1_000_000 : 8 })).map(([o, extra]) => (extra ? { ...o, [extra[0]]: extra[1] } : o));
+  const withExtra = fc
+    .tuple(known, fc.option(fc.tuple(key, json), { freq: opts.extra === false ? 1_000_000 : 8 }))
+    .map(([o, extra]) => (extra ? { ...o, [extra[0]]: extra[1] } : o));
   return fc.oneof({ weight: 8, arbitrary: withExtra }, { weight: 1, arbitrary: json });
 }
 
 const server = fc.oneof({ weight: 6, arbitrary: fc.constantFrom('dual', 'dual', 'nope', '  dual  ') }, { weight: 1, arbitrary: text });
-const timeoutMs = fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 3_000 }) }, fc.constantFrom(0, -1, 1.5, 2 ** 31 - 1, 2 ** 31, 1e300, Number.MAX_SAFE_INTEGER));
+const timeoutMs = fc.oneof(
+  { weight: 3, arbitrary: fc.integer({ min: 1, max: 3_000 }) },
+  fc.constantFrom(0, -1, 1.5, 2 ** 31 - 1, 2 ** 31, 1e300, Number.MAX_SAFE_INTEGER),
+);
 const args = fc.oneof(fc.record({ text: fc.string({ maxLength: 10 }) }), fc.dictionary(key, fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }));
-const callFields = { server, tool: fc.oneof(fc.constantFrom('echo', 'whoami', 'no-such-tool'), text), args, session: fc.oneof({ weight: 3, arbitrary: fc.constantFrom('s1', 's2') }, { weight: 1, arbitrary: text }), timeoutMs };
+const callFields = {
+  server,
+  tool: fc.oneof(fc.constantFrom('echo', 'whoami', 'no-such-tool'), text),
+  args,
+  session: fc.oneof({ weight: 3, arbitrary: fc.constantFrom('s1', 's2') }, { weight: 1, arbitrary: text }),
+  timeoutMs,
+};
 
 /** A query: each key once (usually a plausible value; a string) or repeated (an array, as fastify parses `a=1&a=2`); sometimes an unknown key. */
 function queryOf(keys: Record<string, fc.Arbitrary<string>>): fc.Arbitrary<Record<string, string | string[]>> {
   const value = (good: fc.Arbitrary<string>) =>
-    fc.oneof({ weight: 6, arbitrary: good }, { weight: 2, arbitrary: fc.string({ maxLength: 12 }) }, { weight: 1, arbitrary: fc.array(fc.string({ maxLength: 6 }), { minLength: 2, maxLength: 3 }) });
+    fc.oneof(
+      { weight: 6, arbitrary: good },
+      { weight: 2, arbitrary: fc.string({ maxLength: 12 }) },
+      { weight: 1, arbitrary: fc.array(fc.string({ maxLength: 6 }), { minLength: 2, maxLength: 3 }) },
+    );
   const known = fc.record(Object.fromEntries(Object.entries(keys).map(([k, good]) => [k, value(good)])), { requiredKeys: [] });
-  return fc.tuple(known, fc.option(fc.tuple(key, value(fc.string())), { freq: 8 })).map(([o, extra]) => (extra ? { ...o, [extra[0]]: extra[1] } : o)) as fc.Arbitrary<Record<string, string | string[]>>;
+  return fc
+    .tuple(known, fc.option(fc.tuple(key, value(fc.string())), { freq: 8 }))
+    .map(([o, extra]) => (extra ? { ...o, [extra[0]]: extra[1] } : o)) as fc.Arbitrary<Record<string, string | string[]>>;
 }
 function queryString(q: Record<string, string | string[]>): string {
   const p = new URLSearchParams();
@@ -79,7 +98,10 @@ function queryString(q: Record<string, string | string[]>): string {
 const headerValue = fc.stringMatching(/^[!-~]([ -~]{0,14}[!-~])?$/);
 const callerHeaders = fc.record(
   {
-    'x-mcpx-caller-protocol': fc.oneof({ weight: 4, arbitrary: fc.constantFrom('2025-11-25', '2026-07-28', '2024-11-05', '1999-99-99') }, { weight: 1, arbitrary: headerValue }),
+    'x-mcpx-caller-protocol': fc.oneof(
+      { weight: 4, arbitrary: fc.constantFrom('2025-11-25', '2026-07-28', '2024-11-05', '1999-99-99') },
+      { weight: 1, arbitrary: headerValue },
+    ),
     'x-mcpx-session': headerValue,
   },
   { requiredKeys: [] },
@@ -179,52 +201,101 @@ const seg = (v: string) => encodeURIComponent(v);
 
 describe('every /v1 input, generated: no 5xx; every rejection names its field as the schema does', { timeout: 120_000 }, () => {
   it('POST /v1/call (body, caller headers)', async () => {
-    await fc.assert(fc.asyncProperty(payloadOf(objectOf(callFields)), callerHeaders, async (payload, headers) => check({ def: ROUTES.call, url: '/v1/call', payload, headers })), runs);
+    await fc.assert(
+      fc.asyncProperty(payloadOf(objectOf(callFields)), callerHeaders, async (payload, headers) =>
+        check({ def: ROUTES.call, url: '/v1/call', payload, headers }),
+      ),
+      runs,
+    );
   });
 
   it('POST /v1/request', async () => {
-    const body = objectOf({ server, method: fc.oneof(fc.constantFrom('tools/call', 'prompts/get', 'resources/read', 'completion/complete', 'tools/list', 'initialize'), text), params: fc.oneof(args, fc.constant({ name: 'echo', arguments: { text: 'x' } })), session: text, timeoutMs });
-    await fc.assert(fc.asyncProperty(payloadOf(body), callerHeaders, async (payload, headers) => check({ def: ROUTES.request, url: '/v1/request', payload, headers })), runs);
+    const body = objectOf({
+      server,
+      method: fc.oneof(fc.constantFrom('tools/call', 'prompts/get', 'resources/read', 'completion/complete', 'tools/list', 'initialize'), text),
+      params: fc.oneof(args, fc.constant({ name: 'echo', arguments: { text: 'x' } })),
+      session: text,
+      timeoutMs,
+    });
+    await fc.assert(
+      fc.asyncProperty(payloadOf(body), callerHeaders, async (payload, headers) => check({ def: ROUTES.request, url: '/v1/request', payload, headers })),
+      runs,
+    );
   });
 
   it('POST /v1/ask', async () => {
-    const capabilities = fc.oneof(fc.constant({}), fc.record({ elicitation: fc.oneof(fc.constant({}), json), sampling: json, roots: json }, { requiredKeys: [] }));
-    const body = objectOf({ ...callFields, method: fc.oneof(fc.constantFrom('tools/call', 'prompts/get', 'resources/read'), text), params: args, questionTimeoutMs: timeoutMs, capabilities });
-    await fc.assert(fc.asyncProperty(payloadOf(body), callerHeaders, async (payload, headers) => check({ def: ROUTES.ask, url: '/v1/ask', payload, headers })), runs);
+    const capabilities = fc.oneof(
+      fc.constant({}),
+      fc.record({ elicitation: fc.oneof(fc.constant({}), json), sampling: json, roots: json }, { requiredKeys: [] }),
+    );
+    const body = objectOf({
+      ...callFields,
+      method: fc.oneof(fc.constantFrom('tools/call', 'prompts/get', 'resources/read'), text),
+      params: args,
+      questionTimeoutMs: timeoutMs,
+      capabilities,
+    });
+    await fc.assert(
+      fc.asyncProperty(payloadOf(body), callerHeaders, async (payload, headers) => check({ def: ROUTES.ask, url: '/v1/ask', payload, headers })),
+      runs,
+    );
   });
 
   it('GET /v1/ask/:id (waitMs), POST /v1/ask/:id/answers, POST /v1/ask/:id/abandon', async () => {
-    const answers = objectOf({ answers: fc.oneof(fc.dictionary(fc.oneof(key, fc.constant('')), fc.oneof(json, fc.record({ action: fc.constantFrom('accept', 'decline') })), { maxKeys: 3 }), json) });
+    const answers = objectOf({
+      answers: fc.oneof(
+        fc.dictionary(fc.oneof(key, fc.constant('')), fc.oneof(json, fc.record({ action: fc.constantFrom('accept', 'decline') })), { maxKeys: 3 }),
+        json,
+      ),
+    });
     await fc.assert(
-      fc.asyncProperty(id, queryOf({ waitMs: fc.oneof(fc.constantFrom('0', '1', '60000', '60001', '999999999', '-1', '1e3'), fc.nat({ max: 100 }).map(String)) }), payloadOf(answers), payloadOf(objectOf({}, {})), async (askId, query, answersPayload, abandonPayload) => {
-        const params = { id: askId };
-        // waitMs waits only for an ask that exists; these ids name none, so each answers at once
-        await check({ def: ROUTES.askGet, url: `/v1/ask/${seg(askId)}`, params, query });
-        await check({ def: ROUTES.askAnswers, url: `/v1/ask/${seg(askId)}/answers`, params, payload: answersPayload });
-        await check({ def: ROUTES.askAbandon, url: `/v1/ask/${seg(askId)}/abandon`, params, payload: abandonPayload });
-      }),
+      fc.asyncProperty(
+        id,
+        queryOf({ waitMs: fc.oneof(fc.constantFrom('0', '1', '60000', '60001', '999999999', '-1', '1e3'), fc.nat({ max: 100 }).map(String)) }),
+        payloadOf(answers),
+        payloadOf(objectOf({}, {})),
+        async (askId, query, answersPayload, abandonPayload) => {
+          const params = { id: askId };
+          // waitMs waits only for an ask that exists; these ids name none, so each answers at once
+          await check({ def: ROUTES.askGet, url: `/v1/ask/${seg(askId)}`, params, query });
+          await check({ def: ROUTES.askAnswers, url: `/v1/ask/${seg(askId)}/answers`, params, payload: answersPayload });
+          await check({ def: ROUTES.askAbandon, url: `/v1/ask/${seg(askId)}/abandon`, params, payload: abandonPayload });
+        },
+      ),
       runs,
     );
   });
 
   it('GET /v1/tools (query, caller headers), GET /v1/catalog (caller headers)', async () => {
     await fc.assert(
-      fc.asyncProperty(queryOf({ server: fc.constantFrom('dual', 'nope', ''), session: fc.constantFrom('s1', ' '), fresh: fc.constantFrom('true', 'false', '1', '0', 'yes') }), callerHeaders, async (query, headers) => {
-        await check({ def: ROUTES.tools, url: '/v1/tools', query, headers });
-        await check({ def: ROUTES.catalog, url: '/v1/catalog', headers });
-      }),
+      fc.asyncProperty(
+        queryOf({ server: fc.constantFrom('dual', 'nope', ''), session: fc.constantFrom('s1', ' '), fresh: fc.constantFrom('true', 'false', '1', '0', 'yes') }),
+        callerHeaders,
+        async (query, headers) => {
+          await check({ def: ROUTES.tools, url: '/v1/tools', query, headers });
+          await check({ def: ROUTES.catalog, url: '/v1/catalog', headers });
+        },
+      ),
       runs,
     );
   });
 
   it('PUT /v1/settings/:path (body), GET /v1/statecharts/:server (format)', async () => {
-    const path = fc.oneof(fc.constantFrom('upstream.protocol', 'upstream.probeTimeout', 'no.such.setting'), fc.string({ minLength: 1, maxLength: 20 })).filter((v) => v !== '.' && v !== '..');
+    const path = fc
+      .oneof(fc.constantFrom('upstream.protocol', 'upstream.probeTimeout', 'no.such.setting'), fc.string({ minLength: 1, maxLength: 20 }))
+      .filter((v) => v !== '.' && v !== '..');
     const value = fc.oneof(fc.constantFrom('auto', 'legacy', '5s', 'soon', '-1'), json);
     await fc.assert(
-      fc.asyncProperty(path, payloadOf(objectOf({ value })), server.filter((v) => v.length > 0 && v !== '.' && v !== '..'), queryOf({ format: fc.constantFrom('json', 'html', 'svg') }), async (settingPath, payload, serverName, query) => {
-        await check({ def: ROUTES.settingPut, url: `/v1/settings/${seg(settingPath)}`, params: { path: settingPath }, payload });
-        await check({ def: ROUTES.statechart, url: `/v1/statecharts/${seg(serverName)}`, params: { server: serverName }, query });
-      }),
+      fc.asyncProperty(
+        path,
+        payloadOf(objectOf({ value })),
+        server.filter((v) => v.length > 0 && v !== '.' && v !== '..'),
+        queryOf({ format: fc.constantFrom('json', 'html', 'svg') }),
+        async (settingPath, payload, serverName, query) => {
+          await check({ def: ROUTES.settingPut, url: `/v1/settings/${seg(settingPath)}`, params: { path: settingPath }, payload });
+          await check({ def: ROUTES.statechart, url: `/v1/statecharts/${seg(serverName)}`, params: { server: serverName }, query });
+        },
+      ),
       runs,
     );
     // what the property may have set is put back, so the other properties see the defaults
@@ -232,8 +303,13 @@ describe('every /v1 input, generated: no 5xx; every rejection names its field as
   });
 
   it('GET /v1/events (a query the schema accepts opens a stream: only refusals are sent)', async () => {
-    const refused = queryOf({ server: fc.constantFrom('dual', ''), type: fc.constantFrom('server.', 'config.reloaded,call.finished', '') }).filter((q) => !ROUTES.events.query.safeParse(q).success);
-    await fc.assert(fc.asyncProperty(refused, async (query) => check({ def: ROUTES.events, url: '/v1/events', query })), runs);
+    const refused = queryOf({ server: fc.constantFrom('dual', ''), type: fc.constantFrom('server.', 'config.reloaded,call.finished', '') }).filter(
+      (q) => !ROUTES.events.query.safeParse(q).success,
+    );
+    await fc.assert(
+      fc.asyncProperty(refused, async (query) => check({ def: ROUTES.events, url: '/v1/events', query })),
+      runs,
+    );
   });
 
   it('raw bytes as a body (any octets, any length up to 4 KB) on every POST route', async () => {

@@ -35,7 +35,9 @@ describe(`${BURSTS} bursts of ${CALLS} concurrent calls`, () => {
     const r = rig;
     rig = undefined;
     const { left } = await r.stop();
-    console.log(`[concurrency-stress] ${calls} calls, lost ${lost}, processes left ${left.length}; heap baseline ${mb(baseline)}, after each burst ${heaps.map(mb).join(', ')}`);
+    console.log(
+      `[concurrency-stress] ${calls} calls, lost ${lost}, processes left ${left.length}; heap baseline ${mb(baseline)}, after each burst ${heaps.map(mb).join(', ')}`,
+    );
     expect(lost).toBe(0);
     expect(left).toEqual([]);
     expect(heaps.at(-1)! - heaps[0]!, 'no growth from the first burst to the last').toBeLessThan(16 * 1024 * 1024);

@@ -27,11 +27,19 @@ describe('2,000 concurrent calls, four servers, both caller eras, /v1 and /mcp',
     const b = await rig.burst(CALLS, 'burst');
     const after = await heapAfterGc();
     const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
-    console.log(`[concurrency] ${b.calls} calls in ${b.ms} ms, answered ${b.answered}, wrong or lost ${b.wrong.length}; by way ${JSON.stringify(b.byWay)}; max live per lane ${JSON.stringify(b.maxLive)}; heap ${mb(before)} → ${mb(after)}`);
+    console.log(
+      `[concurrency] ${b.calls} calls in ${b.ms} ms, answered ${b.answered}, wrong or lost ${b.wrong.length}; by way ${JSON.stringify(b.byWay)}; max live per lane ${JSON.stringify(b.maxLive)}; heap ${mb(before)} → ${mb(after)}`,
+    );
     expect(b.wrong).toEqual([]);
     expect(b.answered).toBe(CALLS);
     expect(Object.values(b.byWay)).toEqual([CALLS / 4, CALLS / 4, CALLS / 4, CALLS / 4]);
-    expect(Object.keys(b.maxLive).sort(), 'every server, and the legacy lane of the one under follow').toEqual(['dualA/own', 'dualFollow/legacy', 'dualFollow/own', 'handExclusive/own', 'legacyA/own']);
+    expect(Object.keys(b.maxLive).sort(), 'every server, and the legacy lane of the one under follow').toEqual([
+      'dualA/own',
+      'dualFollow/legacy',
+      'dualFollow/own',
+      'handExclusive/own',
+      'legacyA/own',
+    ]);
     for (const [lane, n] of Object.entries(b.maxLive)) expect(n, lane).toBeLessThanOrEqual(MAX_PER_LANE);
     expect(b.maxLive['handExclusive/own'], 'the exclusive server is driven to its limit, and no further').toBe(MAX_PER_LANE);
     expect(after - before, `heap ${mb(before)} → ${mb(after)}`).toBeLessThan(HEAP_SLACK);

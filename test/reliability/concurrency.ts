@@ -75,11 +75,27 @@ export async function startRig(): Promise<ConcurrencyRig> {
   const servers: Record<string, unknown> = {};
   for (const s of SERVERS) {
     const cmd = s.faulty ? { command: process.execPath, args: [FAULTY, 'plain'], env: {} } : fixtureCommand(s.fixture!);
-    servers[s.name] = { ...cmd, ...(s.protocol ? { protocol: s.protocol } : {}), mcpx: { max: MAX_PER_LANE, ...(s.sharing ? { sharing: s.sharing } : {}), ...(s.scope ? { scope: s.scope } : {}), probeTimeout: '20s', startTimeout: '30s' } };
+    servers[s.name] = {
+      ...cmd,
+      ...(s.protocol ? { protocol: s.protocol } : {}),
+      mcpx: {
+        max: MAX_PER_LANE,
+        ...(s.sharing ? { sharing: s.sharing } : {}),
+        ...(s.scope ? { scope: s.scope } : {}),
+        probeTimeout: '20s',
+        startTimeout: '30s',
+      },
+    };
   }
   const config = writeConfig(dir.path, {}, { mcpServers: servers });
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MCPX_'))), MCPX_STATE_DIR: `${dir.path}/state`, MCPX_CONFIG: config, MCPX_DAEMON_PORT: String(port), MCPX_LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = {
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MCPX_'))),
+    MCPX_STATE_DIR: `${dir.path}/state`,
+    MCPX_CONFIG: config,
+    MCPX_DAEMON_PORT: String(port),
+    MCPX_LOG_LEVEL: 'warn',
+  };
   const sink = new Writable({ write: (_c, _e, cb) => cb() });
   const daemon = await startDaemon({ env, cwd: dir.path, logStream: sink, prettyLogs: false });
 
@@ -109,7 +125,11 @@ export async function startRig(): Promise<ConcurrencyRig> {
       headers: { 'content-type': 'application/json', ...(era === 'legacy' ? { 'x-mcpx-caller-protocol': '2025-11-25' } : {}) },
       body: JSON.stringify({ server, tool: 'echo', args: { text }, session }),
     });
-    const body = (await res.body.json()) as { ok: boolean; result?: { content?: Array<{ type: string; text?: string }> }; error?: { code: string; message: string } };
+    const body = (await res.body.json()) as {
+      ok: boolean;
+      result?: { content?: Array<{ type: string; text?: string }> };
+      error?: { code: string; message: string };
+    };
     if (!body.ok) throw new Error(`${body.error?.code}: ${body.error?.message}`);
     return body.result?.content?.find((c) => c.type === 'text')?.text ?? '';
   }
@@ -119,7 +139,10 @@ export async function startRig(): Promise<ConcurrencyRig> {
     maxLive,
     spawned,
     async burst(n, tag) {
-      const callers: McpCaller[] = [await httpCaller('legacy', { url, ...(daemon.token ? { token: daemon.token } : {}) }), await httpCaller('modern', { url, ...(daemon.token ? { token: daemon.token } : {}) })];
+      const callers: McpCaller[] = [
+        await httpCaller('legacy', { url, ...(daemon.token ? { token: daemon.token } : {}) }),
+        await httpCaller('modern', { url, ...(daemon.token ? { token: daemon.token } : {}) }),
+      ];
       const ways = ['v1-legacy', 'v1-modern', 'mcp-legacy', 'mcp-modern'] as const;
       const byWay: Record<string, number> = {};
       const wrong: string[] = [];

@@ -8,7 +8,6 @@
  *   prototype). Other Object.prototype names (`constructor`) are ordinary server names, end to end.
  */
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfigText, redactUrl } from '../../src/config/config-file.js';
 import type { DaemonEvent } from '../../src/server/events.js';
@@ -109,7 +108,10 @@ describe('#9 __proto__ and other Object.prototype names', () => {
     let h: Harness;
     beforeAll(async () => {
       dir = await tempDir('mcpx-names-');
-      const servers: Record<string, ServerEntry> = Object.fromEntries([['constructor', { fixture: 'dual-v2' }], ['toString', { fixture: 'legacy-v1' }]]);
+      const servers: Record<string, ServerEntry> = Object.fromEntries([
+        ['constructor', { fixture: 'dual-v2' }],
+        ['toString', { fixture: 'legacy-v1' }],
+      ]);
       h = await harness(dir.path, servers);
     });
     afterAll(async () => {

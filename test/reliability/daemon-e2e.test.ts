@@ -145,7 +145,9 @@ describe.concurrent('through mcpx commands', () => {
   it('#1 mcpx call on a fresh state folder: a server that exits on the probe is served by its replacement', async () => {
     const { home: h, env } = await home('probe-exit');
     const cmd = fixtureCommand('raw', { mode: 'exit-pre-init' });
-    const config = writeJson(join(h, 'mcpx.json'), { mcpServers: { quits: { command: cmd.command, args: cmd.args, mcpx: { probeTimeout: '10s', startTimeout: '20s' } } } });
+    const config = writeJson(join(h, 'mcpx.json'), {
+      mcpServers: { quits: { command: cmd.command, args: cmd.args, mcpx: { probeTimeout: '10s', startTimeout: '20s' } } },
+    });
     try {
       const r = await mcpx(['call', 'quits', 'echo', '{"text":"hi"}', '--config', config], { env });
       expect(r.stderr).toBe('');

@@ -20,10 +20,17 @@ import { cleanEnv, ForegroundDaemon, killAll, MCPX, mcpx, trackPid } from '../cl
 const DEPTH = 100_000;
 /** `{"d":{"d":…{"d":"leaf"}}}`, `levels` objects deep, as JSON text (JSON.stringify itself would overflow). */
 const nested = (levels: number): string => `${'{"d":'.repeat(levels)}"leaf"${'}'.repeat(levels)}`;
-const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 't', version: '1' } };
+const META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 't', version: '1' },
+};
 /** A 2026-07-28 tools/call whose `arguments` are `args` (JSON text). */
 const callText = (id: number, tool: string, args: string): string =>
-  JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: tool, arguments: '\u0000ARGS\u0000', _meta: META } }).replace('"\\u0000ARGS\\u0000"', args);
+  JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: tool, arguments: '\u0000ARGS\u0000', _meta: META } }).replace(
+    '"\\u0000ARGS\\u0000"',
+    args,
+  );
 
 let dir: { path: string; remove: () => Promise<void> };
 let env: NodeJS.ProcessEnv;
@@ -47,12 +54,26 @@ afterAll(async () => {
 
 function postMcp(body: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath: socket, path: '/mcp', method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'dual__echo' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = request(
+      {
+        socketPath: socket,
+        path: '/mcp',
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/call',
+          'mcp-name': 'dual__echo',
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -76,10 +97,12 @@ describe('#16 deep arguments on every entry', () => {
     trackPid(child.pid);
     let out = '';
     child.stdout.setEncoding('utf8');
-    const line = new Promise<string>((resolve) => child.stdout.on('data', (c: string) => {
-      out += c;
-      if (out.includes('\n')) resolve(out.slice(0, out.indexOf('\n')));
-    }));
+    const line = new Promise<string>((resolve) =>
+      child.stdout.on('data', (c: string) => {
+        out += c;
+        if (out.includes('\n')) resolve(out.slice(0, out.indexOf('\n')));
+      }),
+    );
     const exited = new Promise((r) => child.on('exit', r));
     child.stdin.write(`${callText(7, 'dual__echo', nested(DEPTH))}\n`);
     const answer = JSON.parse(await line);

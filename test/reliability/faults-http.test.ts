@@ -57,7 +57,8 @@ beforeAll(async () => {
   subscribe(UPSTREAM_PROCESS_CHANNEL, onSpawn);
   dir = await tempDir('mcpx-faults-http-');
   up = await startFaultyHttp({ hugeBytes: HUGE });
-  const http = (name: string, extra: Record<string, unknown> = {}) => ({ url: up.url(name), mcpx: { probeTimeout: '10s', startTimeout: '20s' }, ...extra }) as never;
+  const http = (name: string, extra: Record<string, unknown> = {}) =>
+    ({ url: up.url(name), mcpx: { probeTimeout: '10s', startTimeout: '20s' }, ...extra }) as never;
   const servers: Record<string, never> = { healthyHttp: http('healthy'), healthyStdio: faultyEntry('plain') };
   for (const f of FAULTS) servers[f.server] = http(f.server.toLowerCase());
   for (let round = 0; round < HTTP_ROUNDS; round += 1) servers[`probeCrash${round}`] = http(`probecrash-${round}`);
@@ -73,7 +74,11 @@ afterAll(async () => {
 async function call(server: string, tool: string, args: Record<string, unknown> = {}, timeoutMs?: number) {
   const t0 = Date.now();
   const res = await h.app.inject({ method: 'POST', url: '/v1/call', payload: { server, tool, args, ...(timeoutMs ? { timeoutMs } : {}) } });
-  return { ms: Date.now() - t0, status: res.statusCode, body: res.json() as { ok: boolean; result?: Record<string, unknown>; error?: { code: string; message: string } } };
+  return {
+    ms: Date.now() - t0,
+    status: res.statusCode,
+    body: res.json() as { ok: boolean; result?: Record<string, unknown>; error?: { code: string; message: string } },
+  };
 }
 const connOf = (text: string) => Number(/conn=(\d+)/.exec(text)?.[1] ?? NaN);
 
@@ -104,7 +109,10 @@ describe('Streamable HTTP upstream faults', () => {
           const got: { text?: string; code?: string } = r.body.ok ? { text: textOf(r.body as never) } : { code: r.body.error!.code };
           const good = 'text' in f.expect ? got.text === f.expect.text : got.code !== undefined && f.expect.codes.includes(got.code);
           saw(f.server, got.code ?? (got.text!.length > 100 ? `served (${got.text!.length} chars)` : 'served'));
-          record(`${f.server} round ${round}: ${r.status} ${JSON.stringify(got).slice(0, 120)} ${r.body.error?.message ?? ''}`, r.status === 200 && good && r.ms < CALL_LIMIT_MS);
+          record(
+            `${f.server} round ${round}: ${r.status} ${JSON.stringify(got).slice(0, 120)} ${r.body.error?.message ?? ''}`,
+            r.status === 200 && good && r.ms < CALL_LIMIT_MS,
+          );
         }),
         // a crash during the probe: the call is served, or fails typed and the next one is served
         (async () => {
@@ -144,7 +152,10 @@ describe('Streamable HTTP upstream faults', () => {
         const r = await call(f.server, 'whoami');
         answered += 1;
         const conn = connOf(textOf(r.body as never));
-        record(`${f.server} after round ${round}: ${JSON.stringify(r.body).slice(0, 200)} (session before: ${before.get(f.server)})`, Number.isFinite(conn) && (f.replaces ? conn > before.get(f.server)! : conn === before.get(f.server)!));
+        record(
+          `${f.server} after round ${round}: ${JSON.stringify(r.body).slice(0, 200)} (session before: ${before.get(f.server)})`,
+          Number.isFinite(conn) && (f.replaces ? conn > before.get(f.server)! : conn === before.get(f.server)!),
+        );
       }
     }
     expect(unexpected).toEqual([]);
@@ -155,7 +166,9 @@ describe('Streamable HTTP upstream faults', () => {
     const deadline = Date.now() + 10_000;
     while (up.openSockets() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
     console.log(`[faults-http] outcomes: ${JSON.stringify(Object.fromEntries([...outcomes].map(([k, v]) => [k, [...v]])))}`);
-    console.log(`[faults-http] ${FAULTS.length + 1} HTTP faults × ${HTTP_ROUNDS} rounds: ${calls} calls, ${answered} answered, lost ${calls - answered}; ${processes} stdio processes started, ${left.length} left; upstream sockets open after stop: ${up.openSockets()}`);
+    console.log(
+      `[faults-http] ${FAULTS.length + 1} HTTP faults × ${HTTP_ROUNDS} rounds: ${calls} calls, ${answered} answered, lost ${calls - answered}; ${processes} stdio processes started, ${left.length} left; upstream sockets open after stop: ${up.openSockets()}`,
+    );
     expect(left).toEqual([]);
     expect(up.openSockets(), 'no upstream connection stays open after the daemon core stopped').toBe(0);
   }, 180_000);

@@ -92,7 +92,8 @@ describe('stdio upstream faults', () => {
           const r = await call(f.server, f.tool, f.args, f.timeoutMs);
           answered += 1;
           const got = r.body.ok ? { text: textOf(r.body as never) } : { code: r.body.error!.code };
-          if (r.status !== 200 || JSON.stringify(got) !== JSON.stringify(f.expect)) unexpected.push(`${f.server} round ${round}: ${r.status} ${JSON.stringify(got).slice(0, 200)} ${r.body.error?.message ?? ''}`);
+          if (r.status !== 200 || JSON.stringify(got) !== JSON.stringify(f.expect))
+            unexpected.push(`${f.server} round ${round}: ${r.status} ${JSON.stringify(got).slice(0, 200)} ${r.body.error?.message ?? ''}`);
           return got;
         }),
         ...Array.from({ length: 5 }, async (_, i) => {
@@ -110,7 +111,10 @@ describe('stdio upstream faults', () => {
         answered += 1;
         if (textOf(r.body as never) !== 'after era=legacy') unexpected.push(`${server} after: ${JSON.stringify(r.body).slice(0, 200)}`);
         const now = await pidServing(server);
-        if ((now !== servedBy.get(server)) !== REPLACED[server]) unexpected.push(`${server} round ${round}: served by pid ${servedBy.get(server)} before the fault, ${now} after (${REPLACED[server] ? 'a new process expected' : 'the same process expected'})`);
+        if ((now !== servedBy.get(server)) !== REPLACED[server])
+          unexpected.push(
+            `${server} round ${round}: served by pid ${servedBy.get(server)} before the fault, ${now} after (${REPLACED[server] ? 'a new process expected' : 'the same process expected'})`,
+          );
       }
     }
     expect(unexpected).toEqual([]);
@@ -118,7 +122,9 @@ describe('stdio upstream faults', () => {
     const processes = spawned.size;
     await h.close();
     const left = [...spawned].filter((pid) => !isGone(pid));
-    console.log(`[faults] ${FAULTS.length} stdio faults × ${ROUNDS} rounds: ${calls} calls, ${answered} answered, lost ${calls - answered}; ${processes} processes started, ${left.length} left`);
+    console.log(
+      `[faults] ${FAULTS.length} stdio faults × ${ROUNDS} rounds: ${calls} calls, ${answered} answered, lost ${calls - answered}; ${processes} processes started, ${left.length} left`,
+    );
     expect(left).toEqual([]);
   }, 120_000);
 });

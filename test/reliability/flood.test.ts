@@ -54,12 +54,25 @@ describe('#17 an upstream that says list_changed in a loop', () => {
       latencies.push(Date.now() - t);
     }
     let stats = { sent: 0, done: false, toolsLists: 0 };
-    await until(async () => {
-      stats = JSON.parse(textOf(await call('flood', 'flood')));
-      return stats.done;
-    }, 30_000, 'the end of the flood');
+    await until(
+      async () => {
+        stats = JSON.parse(textOf(await call('flood', 'flood')));
+        return stats.done;
+      },
+      30_000,
+      'the end of the flood',
+    );
     const rssAfter = kb('VmRSS');
-    const figures = { notices: stats.sent, toolsLists: stats.toolsLists, rssBeforeMB: rssBefore / 1024, rssAfterMB: rssAfter / 1024, peakMB: kb('VmHWM') / 1024, healthyCalls: latencies.length, healthyMaxMs: Math.max(...latencies), healthyMedianMs: latencies.sort((a, b) => a - b)[Math.floor(latencies.length / 2)] };
+    const figures = {
+      notices: stats.sent,
+      toolsLists: stats.toolsLists,
+      rssBeforeMB: rssBefore / 1024,
+      rssAfterMB: rssAfter / 1024,
+      peakMB: kb('VmHWM') / 1024,
+      healthyCalls: latencies.length,
+      healthyMaxMs: Math.max(...latencies),
+      healthyMedianMs: latencies.sort((a, b) => a - b)[Math.floor(latencies.length / 2)],
+    };
     console.log(`[flood] ${JSON.stringify(figures)}`);
 
     expect(stats.sent).toBeGreaterThan(10_000);
@@ -80,7 +93,9 @@ describe('#17 an upstream that sends server-to-client requests without reading t
     const r = await call('roots', 'echo', { text: 'stuck' });
     const ms = Date.now() - started;
     const rssAfter = kb('VmRSS');
-    console.log(`[roots-flood] ${JSON.stringify({ status: r.status, code: r.body.error?.code, ms, rssBeforeMB: rssBefore / 1024, rssAfterMB: rssAfter / 1024, peakMB: kb('VmHWM') / 1024 })}`);
+    console.log(
+      `[roots-flood] ${JSON.stringify({ status: r.status, code: r.body.error?.code, ms, rssBeforeMB: rssBefore / 1024, rssAfterMB: rssAfter / 1024, peakMB: kb('VmHWM') / 1024 })}`,
+    );
     expect(r.body.error?.code, JSON.stringify(r.body).slice(0, 300)).toBe('MCPX_BAD_UPSTREAM');
     expect(r.body.error.message).toContain('does not read what mcpx sends it');
     expect(r.body.error.message).toContain('64 MiB (67108864 bytes)');

@@ -50,7 +50,8 @@ const eraRecordSchema = z.object({
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const plainObject = z.custom<Record<string, unknown>>(isPlainObject, 'expected a JSON object');
-const itemWith = (field: string) => z.custom<Record<string, unknown>>((v) => isPlainObject(v) && typeof v[field] === 'string', `expected a JSON object with a string "${field}"`);
+const itemWith = (field: string) =>
+  z.custom<Record<string, unknown>>((v) => isPlainObject(v) && typeof v[field] === 'string', `expected a JSON object with a string "${field}"`);
 const catalogRecordSchema = z.object({
   at: z.iso.datetime({ offset: true }),
   era: z.enum(['legacy', 'modern']).optional(),
@@ -117,7 +118,12 @@ const frameBytes = fc
   .array(
     fc.oneof(
       { weight: 3, arbitrary: fc.uint8Array({ maxLength: 24 }) },
-      { weight: 2, arbitrary: fc.constantFrom('\n', '\r\n', '\r', '\ufeff', ' \t', 'é', '€', '😀', '{"jsonrpc":"2.0","id":1}', '\u2028').map((s) => new Uint8Array(Buffer.from(s))) },
+      {
+        weight: 2,
+        arbitrary: fc
+          .constantFrom('\n', '\r\n', '\r', '\ufeff', ' \t', 'é', '€', '😀', '{"jsonrpc":"2.0","id":1}', '\u2028')
+          .map((s) => new Uint8Array(Buffer.from(s))),
+      },
       { weight: 1, arbitrary: fc.constantFrom([0xe2, 0x82], [0xf0, 0x9f], [0xc3], [0xff, 0xfe], [0x80]).map((a) => Uint8Array.from(a)) },
     ),
     { maxLength: 40 },
@@ -195,7 +201,12 @@ const goodRecord = fc.record(
 /** A record: valid, valid with one field spoilt, or anything. */
 const anyRecord = fc.oneof(
   { weight: 3, arbitrary: goodRecord },
-  { weight: 2, arbitrary: fc.tuple(goodRecord, fc.constantFrom('era', 'version', 'at', 'source', 'transport', 'initialize'), fc.jsonValue({ maxDepth: 1 })).map(([r, k, v]) => ({ ...r, [k]: v })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(goodRecord, fc.constantFrom('era', 'version', 'at', 'source', 'transport', 'initialize'), fc.jsonValue({ maxDepth: 1 }))
+      .map(([r, k, v]) => ({ ...r, [k]: v })),
+  },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
 );
 const serverKey = fc.oneof(fc.string({ maxLength: 16 }), fc.constantFrom('__proto__', 'constructor', 'toString', 'hasOwnProperty', ''));
@@ -278,14 +289,29 @@ const entry = fc.record(
   {
     command: fc.oneof(fc.constantFrom('node', 'npx', '', ' '), fc.jsonValue({ maxDepth: 1 })),
     args: fc.oneof(fc.array(fc.string({ maxLength: 6 }), { maxLength: 3 }), fc.jsonValue({ maxDepth: 1 })),
-    env: fc.oneof(fc.dictionary(fc.string({ maxLength: 6 }), fc.oneof(fc.string({ maxLength: 8 }), fc.constant('${HOME}'), fc.constant('${NOPE}'))), fc.jsonValue({ maxDepth: 1 })),
-    url: fc.oneof(fc.constantFrom('http://127.0.0.1:9/mcp', 'https://127.0.0.1/x?api_key=s3cr3t', 'http://127.0.0.1:99999/mcp', 'ftp://x', 'not a url'), fc.jsonValue({ maxDepth: 1 })),
+    env: fc.oneof(
+      fc.dictionary(fc.string({ maxLength: 6 }), fc.oneof(fc.string({ maxLength: 8 }), fc.constant('${HOME}'), fc.constant('${NOPE}'))),
+      fc.jsonValue({ maxDepth: 1 }),
+    ),
+    url: fc.oneof(
+      fc.constantFrom('http://127.0.0.1:9/mcp', 'https://127.0.0.1/x?api_key=s3cr3t', 'http://127.0.0.1:99999/mcp', 'ftp://x', 'not a url'),
+      fc.jsonValue({ maxDepth: 1 }),
+    ),
     headers: fc.oneof(fc.dictionary(fc.string({ maxLength: 6 }), fc.string({ maxLength: 8 })), fc.jsonValue({ maxDepth: 1 })),
     type: fc.constantFrom('stdio', 'http', 'sse', 'streamable-http', 'bogus'),
     protocol: fc.constantFrom('auto', 'legacy', 'modern', 'prefer-discover', '2025-11-25', 'nonsense'),
     disabled: fc.oneof(fc.boolean(), fc.jsonValue({ maxDepth: 0 })),
     mcpx: fc.oneof(
-      fc.record({ max: fc.oneof(fc.integer({ min: -2, max: 20 }), fc.string({ maxLength: 4 })), scope: fc.constantFrom('global', 'session', 'tool', 'x'), idleTimeout: fc.constantFrom('5m', '0', 'soon', 10), startTimeout: fc.constantFrom('20s', '-1s', 'x'), maxx: fc.constant(1) }, { requiredKeys: [] }),
+      fc.record(
+        {
+          max: fc.oneof(fc.integer({ min: -2, max: 20 }), fc.string({ maxLength: 4 })),
+          scope: fc.constantFrom('global', 'session', 'tool', 'x'),
+          idleTimeout: fc.constantFrom('5m', '0', 'soon', 10),
+          startTimeout: fc.constantFrom('20s', '-1s', 'x'),
+          maxx: fc.constant(1),
+        },
+        { requiredKeys: [] },
+      ),
       fc.jsonValue({ maxDepth: 1 }),
     ),
   },
@@ -293,10 +319,22 @@ const entry = fc.record(
 );
 const configDoc = fc.record(
   {
-    mcpServers: fc.oneof({ weight: 4, arbitrary: fc.dictionary(fc.oneof(fc.string({ maxLength: 10 }), fc.constantFrom('__proto__', 'constructor', 'a b', 'ok')), entry, { maxKeys: 4 }) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) }),
+    mcpServers: fc.oneof(
+      {
+        weight: 4,
+        arbitrary: fc.dictionary(fc.oneof(fc.string({ maxLength: 10 }), fc.constantFrom('__proto__', 'constructor', 'a b', 'ok')), entry, { maxKeys: 4 }),
+      },
+      { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
+    ),
     servers: fc.jsonValue({ maxDepth: 2 }),
-    upstream: fc.oneof(fc.record({ protocol: fc.constantFrom('auto', 'legacy', 'x'), probeTimeout: fc.constantFrom('5s', 'x', 3) }, { requiredKeys: [] }), fc.jsonValue({ maxDepth: 1 })),
-    pool: fc.oneof(fc.record({ max: fc.oneof(fc.integer({ min: -1, max: 9 }), fc.string({ maxLength: 3 })) }, { requiredKeys: [] }), fc.jsonValue({ maxDepth: 1 })),
+    upstream: fc.oneof(
+      fc.record({ protocol: fc.constantFrom('auto', 'legacy', 'x'), probeTimeout: fc.constantFrom('5s', 'x', 3) }, { requiredKeys: [] }),
+      fc.jsonValue({ maxDepth: 1 }),
+    ),
+    pool: fc.oneof(
+      fc.record({ max: fc.oneof(fc.integer({ min: -1, max: 9 }), fc.string({ maxLength: 3 })) }, { requiredKeys: [] }),
+      fc.jsonValue({ maxDepth: 1 }),
+    ),
     log: fc.oneof(fc.record({ level: fc.constantFrom('info', 'debug', 'loud') }, { requiredKeys: [] }), fc.jsonValue({ maxDepth: 1 })),
   },
   { requiredKeys: [] },
@@ -337,9 +375,16 @@ function checkParsed(text: string): void {
 describe('the config file with arbitrary contents', () => {
   it('arbitrary text and bytes: never throws; every problem names the file', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ maxLength: 200 }), fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b).toString('utf8')), fc.constantFrom('', '\ufeff', '{', '{"mcpServers":', '{"mcpServers":{"a":{"command":"x",}}}', '[]', 'null')), (text) => {
-        checkParsed(text);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ maxLength: 200 }),
+          fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b).toString('utf8')),
+          fc.constantFrom('', '\ufeff', '{', '{"mcpServers":', '{"mcpServers":{"a":{"command":"x",}}}', '[]', 'null'),
+        ),
+        (text) => {
+          checkParsed(text);
+        },
+      ),
       runs,
     );
   });
@@ -375,21 +420,47 @@ const dateTimeText = fc.oneof(
   fc.date({ min: new Date('0001-01-01'), max: new Date('9999-12-31'), noInvalidDate: true }).map((d) => d.toISOString()),
   fc
     .tuple(
-      fc.integer({ min: 0, max: 9999 }), fc.integer({ min: 0, max: 13 }), fc.integer({ min: 0, max: 32 }), fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 61 }), fc.integer({ min: 0, max: 61 }),
-      fc.constantFrom('', '.5', '.123', '.', '.123456789'), fc.constantFrom('Z', 'z', '+01:00', '-23:59', '+24:00', '+0100', '', '+01:60'), fc.constantFrom('T', ' ', 't'), fc.boolean(),
+      fc.integer({ min: 0, max: 9999 }),
+      fc.integer({ min: 0, max: 13 }),
+      fc.integer({ min: 0, max: 32 }),
+      fc.integer({ min: 0, max: 25 }),
+      fc.integer({ min: 0, max: 61 }),
+      fc.integer({ min: 0, max: 61 }),
+      fc.constantFrom('', '.5', '.123', '.', '.123456789'),
+      fc.constantFrom('Z', 'z', '+01:00', '-23:59', '+24:00', '+0100', '', '+01:60'),
+      fc.constantFrom('T', ' ', 't'),
+      fc.boolean(),
     )
     .map(([y, mo, d, h, mi, s, frac, zone, sep, seconds]) => {
       const p = (n: number, w = 2) => String(n).padStart(w, '0');
       return `${p(y, 4)}-${p(mo)}-${p(d)}${sep}${p(h)}:${p(mi)}${seconds ? `:${p(s)}${frac}` : ''}${zone}`;
     }),
-  fc.constantFrom('2024-02-29T00:00:00Z', '2023-02-29T00:00:00Z', '2000-02-29T12:00:00Z', '1900-02-29T12:00:00Z', '2026-04-31T00:00:00Z', '2026-01-01T00:00:00.Z'),
+  fc.constantFrom(
+    '2024-02-29T00:00:00Z',
+    '2023-02-29T00:00:00Z',
+    '2000-02-29T12:00:00Z',
+    '1900-02-29T12:00:00Z',
+    '2026-04-31T00:00:00Z',
+    '2026-01-01T00:00:00.Z',
+  ),
   fc.string({ maxLength: 30 }),
 );
 
 /** A field's value: a fitting one, a near miss, or anything JSON (undefined too: zod keeps it for an optional key). */
-const fieldValue = (fitting: fc.Arbitrary<unknown>) => fc.oneof({ weight: 4, arbitrary: fitting }, { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 2 }) }, { weight: 1, arbitrary: fc.constant(undefined) });
-const item = (field: string) => fc.oneof({ weight: 4, arbitrary: fc.dictionary(fc.constantFrom('name', 'uri', 'uriTemplate', 'description', 'x'), fc.oneof(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 }))).map((d) => ({ [field]: 'n', ...d })) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) });
-const items = (field: string) => fc.oneof({ weight: 4, arbitrary: fc.array(item(field), { maxLength: 4 }) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) });
+const fieldValue = (fitting: fc.Arbitrary<unknown>) =>
+  fc.oneof({ weight: 4, arbitrary: fitting }, { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 2 }) }, { weight: 1, arbitrary: fc.constant(undefined) });
+const item = (field: string) =>
+  fc.oneof(
+    {
+      weight: 4,
+      arbitrary: fc
+        .dictionary(fc.constantFrom('name', 'uri', 'uriTemplate', 'description', 'x'), fc.oneof(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 })))
+        .map((d) => ({ [field]: 'n', ...d })),
+    },
+    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
+  );
+const items = (field: string) =>
+  fc.oneof({ weight: 4, arbitrary: fc.array(item(field), { maxLength: 4 }) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) });
 
 const eraCandidate = fc.oneof(
   {
@@ -432,7 +503,7 @@ const catalogCandidate = fc.oneof(
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
 );
 
-describe('the state files\' plain record checks agree with the zod schemas they replaced', () => {
+describe("the state files' plain record checks agree with the zod schemas they replaced", () => {
   it('era records: the same accepted, the same kept', () => {
     fc.assert(
       fc.property(eraCandidate, (v) => {
@@ -447,7 +518,9 @@ describe('the state files\' plain record checks agree with the zod schemas they 
       fc.property(catalogCandidate, (v) => {
         const plain = catalogRecordOf(v);
         expectSame(plain, zodOf(catalogRecordSchema, v));
-        if (plain) for (const k of ['tools', 'prompts', 'resources', 'resourceTemplates'] as const) plain[k]?.forEach((it, i) => expect(it).toBe((v as Record<string, unknown[]>)[k]![i]));
+        if (plain)
+          for (const k of ['tools', 'prompts', 'resources', 'resourceTemplates'] as const)
+            plain[k]?.forEach((it, i) => expect(it).toBe((v as Record<string, unknown[]>)[k]![i]));
       }),
       { numRuns: RUNS * 10 },
     );

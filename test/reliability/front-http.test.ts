@@ -99,7 +99,12 @@ async function openSession(d: ServeDaemon, id: number | string = 1): Promise<{ r
   const res = await mcpHttp(d, 'POST', INIT(id));
   const session = res.headers['mcp-session-id'];
   if (res.status !== 200 || typeof session !== 'string') return { res };
-  const ack = await mcpHttp(d, 'POST', { jsonrpc: '2.0', method: 'notifications/initialized' }, { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
+  const ack = await mcpHttp(
+    d,
+    'POST',
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' },
+  );
   expect(ack.status).toBe(202);
   return { res, session };
 }
@@ -192,7 +197,9 @@ describe('#19 many legacy /mcp clients at once', () => {
     const first = await Promise.all(Array.from({ length: 500 }, (_, i) => mcpHttp(d, 'POST', INIT(i))));
     const fresh = tally(first);
     const freshMs = Date.now() - t0;
-    console.log(`fresh daemon: 500 initialize in ${freshMs} ms: ${fresh.ok} sessions, ${fresh.refused} refused (503, Retry-After ${[...fresh.retryAfter].join('/')}), ${fresh.other} other ${fresh.others.join(' | ')}`);
+    console.log(
+      `fresh daemon: 500 initialize in ${freshMs} ms: ${fresh.ok} sessions, ${fresh.refused} refused (503, Retry-After ${[...fresh.retryAfter].join('/')}), ${fresh.other} other ${fresh.others.join(' | ')}`,
+    );
     expect(fresh.other).toBe(0);
     expect(fresh.ok).toBe(256);
     expect(fresh.refused).toBe(244);
@@ -201,14 +208,27 @@ describe('#19 many legacy /mcp clients at once', () => {
     const sessions = first.map((a) => a.headers['mcp-session-id']).filter((s): s is string => typeof s === 'string');
     const t1 = Date.now();
     const [calls, late] = await Promise.all([
-      Promise.all(sessions.map((s, i) => mcpHttp(d, 'POST', { jsonrpc: '2.0', id: 1000 + i, method: 'tools/call', params: { name: 'tools__echo', arguments: { text: `c${i}` } } }, sessionHeaders(s)))),
+      Promise.all(
+        sessions.map((s, i) =>
+          mcpHttp(
+            d,
+            'POST',
+            { jsonrpc: '2.0', id: 1000 + i, method: 'tools/call', params: { name: 'tools__echo', arguments: { text: `c${i}` } } },
+            sessionHeaders(s),
+          ),
+        ),
+      ),
       Promise.all(Array.from({ length: 244 }, (_, i) => mcpHttp(d, 'POST', INIT(5000 + i)))),
     ]);
     const warmMs = Date.now() - t1;
-    const answered = calls.filter((c) => c.status === 200 && c.messages.some((m) => m.result && !m.result.isError && JSON.stringify(m.result).includes('c'))).length;
+    const answered = calls.filter(
+      (c) => c.status === 200 && c.messages.some((m) => m.result && !m.result.isError && JSON.stringify(m.result).includes('c')),
+    ).length;
     const notFound = calls.filter((c) => c.status === 404).length;
     const lateT = tally(late);
-    console.log(`warm daemon: ${sessions.length} first calls + 244 initialize in ${warmMs} ms: ${answered} calls answered, ${notFound} "Session not found"; new clients: ${lateT.ok} sessions, ${lateT.refused} refused, ${lateT.other} other`);
+    console.log(
+      `warm daemon: ${sessions.length} first calls + 244 initialize in ${warmMs} ms: ${answered} calls answered, ${notFound} "Session not found"; new clients: ${lateT.ok} sessions, ${lateT.refused} refused, ${lateT.other} other`,
+    );
     expect(notFound).toBe(0);
     expect(answered).toBe(256);
     expect(lateT).toMatchObject({ ok: 0, refused: 244, other: 0 });
@@ -230,19 +250,28 @@ describe('#19 many legacy /mcp clients at once', () => {
     expect(rest).toHaveLength(3);
     // A's call runs for 8 s: longer than the idle time that lets the others be closed.
     const t0 = Date.now();
-    const slow = mcpHttp(d, 'POST', { jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: { name: 'tools__sleep', arguments: { ms: 8000 } } }, sessionHeaders(a!));
+    const slow = mcpHttp(
+      d,
+      'POST',
+      { jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: { name: 'tools__sleep', arguments: { ms: 8000 } } },
+      sessionHeaders(a!),
+    );
     // Over the bound with every session just used: refused.
     const refusedNow = await mcpHttp(d, 'POST', INIT('e0'));
     expect(refusedNow.status).toBe(503);
     expect(Number(refusedNow.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     // Once B, C, D are idle, three new clients get sessions (each closing one of them) …
     const newcomers: string[] = [];
-    await until(async () => {
-      const r = await mcpHttp(d, 'POST', INIT(`n${newcomers.length}`));
-      if (r.status === 200) newcomers.push(String(r.headers['mcp-session-id']));
-      else expect(r.status).toBe(503);
-      return newcomers.length === 3;
-    }, 20_000, 'three idle sessions to make room');
+    await until(
+      async () => {
+        const r = await mcpHttp(d, 'POST', INIT(`n${newcomers.length}`));
+        if (r.status === 200) newcomers.push(String(r.headers['mcp-session-id']));
+        else expect(r.status).toBe(503);
+        return newcomers.length === 3;
+      },
+      20_000,
+      'three idle sessions to make room',
+    );
     // … and a fourth is refused: A is the least recently used, but its call is in flight.
     const fourth = await mcpHttp(d, 'POST', INIT('n3'));
     expect(fourth.status).toBe(503);
@@ -258,42 +287,47 @@ describe('#19 many legacy /mcp clients at once', () => {
 });
 
 /** Opens `n` connections to 127.0.0.1:port, each sending one request without a token and keeping the connection. */
-async function holdUnauthorized(port: number, n: number): Promise<{ statuses: Record<string, number>; closedByServer: number; held: Socket[]; open: () => string[] }> {
+async function holdUnauthorized(
+  port: number,
+  n: number,
+): Promise<{ statuses: Record<string, number>; closedByServer: number; held: Socket[]; open: () => string[] }> {
   const statuses: Record<string, number> = {};
   let closedByServer = 0;
   const held: Socket[] = [];
   const texts = new Map<Socket, string>();
   await Promise.all(
-    Array.from({ length: n }, () =>
-      new Promise<void>((resolve) => {
-        const s = connect({ host: '127.0.0.1', port });
-        sockets.add(s);
-        held.push(s);
-        let text = '';
-        texts.set(s, '');
-        let counted = false;
-        const count = (status: string) => {
-          if (counted) return;
-          counted = true;
-          statuses[status] = (statuses[status] ?? 0) + 1;
-          resolve();
-        };
-        s.setEncoding('utf8');
-        s.on('connect', () => s.write(`GET /v1/servers HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: keep-alive\r\n\r\n`));
-        s.on('data', (c: string) => {
-          text += c;
-          texts.set(s, text);
-          const m = /^HTTP\/1\.1 (\d{3})/.exec(text);
-          if (m && text.includes('\r\n\r\n')) count(m[1]!);
-        });
-        s.on('error', () => count('error'));
-        s.on('close', () => {
-          closedByServer++;
-          count(text === '' ? 'closed unanswered' : 'closed');
-        });
-        // No answer and no close: the connection is held open (the attack).
-        s.setTimeout(5_000, () => count('held, unanswered'));
-      }),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<void>((resolve) => {
+          const s = connect({ host: '127.0.0.1', port });
+          sockets.add(s);
+          held.push(s);
+          let text = '';
+          texts.set(s, '');
+          let counted = false;
+          const count = (status: string) => {
+            if (counted) return;
+            counted = true;
+            statuses[status] = (statuses[status] ?? 0) + 1;
+            resolve();
+          };
+          s.setEncoding('utf8');
+          s.on('connect', () => s.write(`GET /v1/servers HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: keep-alive\r\n\r\n`));
+          s.on('data', (c: string) => {
+            text += c;
+            texts.set(s, text);
+            const m = /^HTTP\/1\.1 (\d{3})/.exec(text);
+            if (m && text.includes('\r\n\r\n')) count(m[1]!);
+          });
+          s.on('error', () => count('error'));
+          s.on('close', () => {
+            closedByServer++;
+            count(text === '' ? 'closed unanswered' : 'closed');
+          });
+          // No answer and no close: the connection is held open (the attack).
+          s.setTimeout(5_000, () => count('held, unanswered'));
+        }),
     ),
   );
   return {
@@ -310,13 +344,15 @@ async function holdUnauthorized(port: number, n: number): Promise<{ statuses: Re
 async function holdSilent(port: number, n: number): Promise<Socket[]> {
   const held: Socket[] = [];
   await Promise.all(
-    Array.from({ length: n }, () =>
-      new Promise<void>((resolve) => {
-        const s = connect({ host: '127.0.0.1', port }, () => resolve());
-        sockets.add(s);
-        held.push(s);
-        s.on('error', () => resolve());
-      }),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<void>((resolve) => {
+          const s = connect({ host: '127.0.0.1', port }, () => resolve());
+          sockets.add(s);
+          held.push(s);
+          s.on('error', () => resolve());
+        }),
     ),
   );
   return held;
@@ -332,7 +368,11 @@ describe.runIf(process.platform === 'linux')('#20 descriptors: connections witho
     const port = await freePort();
     const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config, MCPX_DAEMON_PORT: String(port), MCPX_LOG_LEVEL: 'warn' });
     // The daemon under a small descriptor limit (soft and hard), so exhaustion comes at a small count.
-    const child = spawn('sh', ['-c', 'ulimit -n 256 && exec "$0" "$1" daemon', process.execPath, MCPX], { env, cwd: dir.path, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('sh', ['-c', 'ulimit -n 256 && exec "$0" "$1" daemon', process.execPath, MCPX], {
+      env,
+      cwd: dir.path,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.add(child);
     let out = '';
     child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
@@ -346,7 +386,9 @@ describe.runIf(process.platform === 'linux')('#20 descriptors: connections witho
     const t0 = Date.now();
     const unauthorized = await holdUnauthorized(port, 600);
     const silent = await holdSilent(port, 600);
-    console.log(`600 requests without the token in ${Date.now() - t0} ms: ${JSON.stringify(unauthorized.statuses)}, ${unauthorized.closedByServer} closed by the daemon; 600 silent connections opened`);
+    console.log(
+      `600 requests without the token in ${Date.now() - t0} ms: ${JSON.stringify(unauthorized.statuses)}, ${unauthorized.closedByServer} closed by the daemon; 600 silent connections opened`,
+    );
     expect(unauthorized.statuses['held, unanswered'] ?? 0).toBe(0);
     // Every 401 ends its connection.
     expect(unauthorized.statuses['401'] ?? 0).toBeGreaterThan(0);
@@ -368,11 +410,18 @@ describe.runIf(process.platform === 'linux')('#20 descriptors: connections witho
     for (const s of silent) s.destroy();
     for (const s of unauthorized.held) s.destroy();
     // With the attacker gone, a token holder gets in again.
-    await until(async () => {
-      const r = await request(`http://127.0.0.1:${port}/v1/health`, { dispatcher: agent, headers: { authorization: `Bearer ${readJson(join(state, 'daemon.json')).token}` } }).catch(() => undefined);
-      await r?.body.text();
-      return r?.statusCode === 200;
-    }, 20_000, 'TCP reachable again');
+    await until(
+      async () => {
+        const r = await request(`http://127.0.0.1:${port}/v1/health`, {
+          dispatcher: agent,
+          headers: { authorization: `Bearer ${readJson(join(state, 'daemon.json')).token}` },
+        }).catch(() => undefined);
+        await r?.body.text();
+        return r?.statusCode === 200;
+      },
+      20_000,
+      'TCP reachable again',
+    );
     child.kill('SIGTERM');
     await until(() => child.exitCode !== null || child.signalCode !== null, 20_000, 'the daemon to stop');
   }, 180_000);
@@ -384,7 +433,11 @@ describe.runIf(process.platform === 'linux')('#20 descriptors: connections witho
     const socket = join(state, 'daemon.sock');
     const config = writeConfig(dir.path, TOOLS);
     const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config, MCPX_LOG_LEVEL: 'warn' });
-    const child = spawn('sh', ['-c', 'ulimit -n 256 && exec "$0" "$1" daemon', process.execPath, MCPX], { env, cwd: dir.path, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('sh', ['-c', 'ulimit -n 256 && exec "$0" "$1" daemon', process.execPath, MCPX], {
+      env,
+      cwd: dir.path,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.add(child);
     await until(async () => child.exitCode !== null || (await healthy(socket)), 20_000, 'the daemon');
     const login = await api(socket, 'POST', '/v1/ui/login', {});
@@ -392,7 +445,9 @@ describe.runIf(process.platform === 'linux')('#20 descriptors: connections witho
     const port = Number(new URL(login.body.url).port);
     const unauthorized = await holdUnauthorized(port, 600);
     const silent = await holdSilent(port, 600);
-    console.log(`page listener: 600 requests without the cookie: ${JSON.stringify(unauthorized.statuses)}, ${unauthorized.closedByServer} closed by the daemon`);
+    console.log(
+      `page listener: 600 requests without the cookie: ${JSON.stringify(unauthorized.statuses)}, ${unauthorized.closedByServer} closed by the daemon`,
+    );
     expect(unauthorized.statuses['held, unanswered'] ?? 0).toBe(0);
     await until(() => unauthorized.closedByServer === 600, 10_000, 'every 401 connection closed by the daemon').catch((err) => {
       throw new Error(`${err}: ${unauthorized.open().length} still open, the first: ${unauthorized.open()[0]}`);

@@ -71,7 +71,7 @@ function memberOf(pgid: number, secs: string): number | undefined {
 const ledgerWith = (daemon: LedgerFile['daemon'], processes: LedgerFile['processes']): void =>
   writeFileSync(join(dir.path, PROCESS_LEDGER), JSON.stringify({ version: 1, daemon, tag: DEAD_TAG, processes } satisfies LedgerFile));
 
-describe.runIf(process.platform === 'linux')('sweeping a dead daemon\'s upstreams', () => {
+describe.runIf(process.platform === 'linux')("sweeping a dead daemon's upstreams", () => {
   it('signals exactly the recorded processes and the tagged members of their groups', async () => {
     const secs = String(5000 + Math.floor(Math.random() * 900));
     const stubborn = detached(process.execPath, [FAULTY, 'stubborn'], DEAD_TAG, 'pipe'); // ignores EOF and SIGTERM
@@ -103,7 +103,9 @@ describe.runIf(process.platform === 'linux')('sweeping a dead daemon\'s upstream
   it('leaves everything alone while the recorded daemon still runs', async () => {
     const victim = detached('sleep', ['600'], DEAD_TAG);
     await until(() => procStat(victim.pid!) !== undefined, 5_000, 'victim');
-    ledgerWith({ pid: process.pid, start: procStat(process.pid)!.start }, [{ pid: victim.pid!, pgid: victim.pid!, start: procStat(victim.pid!)!.start, command: 'sleep' }]);
+    ledgerWith({ pid: process.pid, start: procStat(process.pid)!.start }, [
+      { pid: victim.pid!, pgid: victim.pid!, start: procStat(victim.pid!)!.start, command: 'sleep' },
+    ]);
     const report = await sweepOrphans(dir.path, { graceMs: 100 });
     expect(report).toEqual({ daemon: null, signalled: [], survivors: [] });
     expect(isGone(victim.pid!)).toBe(false);

@@ -70,7 +70,10 @@ describe('#10 the lock in a folder that cannot be written (injected errno)', () 
     writeFileSync(lock, `${JSON.stringify({ pid: await deadPid(), socket: join(dir, 'daemon.sock') })}\n`);
     for (const code of ['EACCES', 'EPERM', 'EROFS']) {
       const fs = failing(code, ['rename']);
-      const err = await acquireLock(dir, join(dir, 'daemon.sock'), fs).then(() => undefined, (e: unknown) => e);
+      const err = await acquireLock(dir, join(dir, 'daemon.sock'), fs).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(StateFolderError);
       expect(err).toMatchObject({ code: 'MCPX_BAD_SETTING', errno: code, path: lock, data: { stateDir: dir, path: lock, errno: code } });
       expect((err as Error).message).toContain(`could not move aside the stale daemon lock ${lock}: ${code}`);
@@ -88,7 +91,10 @@ describe('#10 the lock in a folder that cannot be written (injected errno)', () 
 
   it('no lock yet, and it cannot be created: the errno and the path', async () => {
     const dir = stateFolder();
-    const err = await acquireLock(dir, join(dir, 'daemon.sock'), failing('EROFS', ['open'])).then(() => undefined, (e: unknown) => e);
+    const err = await acquireLock(dir, join(dir, 'daemon.sock'), failing('EROFS', ['open'])).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: 'MCPX_BAD_SETTING', errno: 'EROFS' });
     expect((err as Error).message).toBe(
       `could not create the daemon lock ${join(dir, LOCK_FILE)}: EROFS (read-only file system): the state folder ${dir} is not writable by this user; make it writable or use another (--state-dir, MCPX_STATE_DIR)`,
@@ -107,7 +113,10 @@ describe('#10 the lock in a folder that cannot be written (injected errno)', () 
     };
     const lock = await acquireLock(dir, join(dir, 'daemon.sock'), fs);
     deny = true;
-    await expect(lock.release()).rejects.toMatchObject({ errno: 'EACCES', message: expect.stringContaining(`could not remove the daemon lock ${join(dir, LOCK_FILE)}: EACCES (permission denied)`) });
+    await expect(lock.release()).rejects.toMatchObject({
+      errno: 'EACCES',
+      message: expect.stringContaining(`could not remove the daemon lock ${join(dir, LOCK_FILE)}: EACCES (permission denied)`),
+    });
   });
 });
 
@@ -155,7 +164,10 @@ const asRoot = process.platform === 'linux' && process.getuid?.() === 0;
  * `nobody` must be able to run node and read mcpx: a checkout under a folder only root can enter (a
  * `mktemp -d` clone, say) cannot be run as another user, and then only the injected-errno tests above apply.
  */
-const nobodyCanRun = asRoot && spawnSync(process.execPath, ['-e', `require('fs').accessSync(${JSON.stringify(MCPX)}, require('fs').constants.R_OK)`], { uid: NOBODY, gid: NOBODY }).status === 0;
+const nobodyCanRun =
+  asRoot &&
+  spawnSync(process.execPath, ['-e', `require('fs').accessSync(${JSON.stringify(MCPX)}, require('fs').constants.R_OK)`], { uid: NOBODY, gid: NOBODY })
+    .status === 0;
 if (asRoot && !nobodyCanRun) console.log(`[read-only-state] the end-to-end run as nobody is left out: nobody cannot read ${MCPX}`);
 
 interface Run {
@@ -163,7 +175,11 @@ interface Run {
   stdout: string;
   stderr: string;
 }
-function runAsNobody(args: string[], env: NodeJS.ProcessEnv, opts: { until?: (out: string) => boolean; timeoutMs?: number } = {}): { done: Promise<Run>; pid: number } {
+function runAsNobody(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  opts: { until?: (out: string) => boolean; timeoutMs?: number } = {},
+): { done: Promise<Run>; pid: number } {
   const child = spawn(process.execPath, [MCPX, ...args], { env, cwd: env['HOME'], uid: NOBODY, gid: NOBODY, stdio: ['ignore', 'pipe', 'pipe'] });
   strays.add(child.pid!);
   let stdout = '';
@@ -201,7 +217,14 @@ describe.runIf(nobodyCanRun)('#10 end to end: a state folder made read-only unde
     writeFileSync(join(home, 'mcpx.json'), '{ "mcpServers": {} }\n');
     chownSync(home, NOBODY, NOBODY);
     chownSync(state, NOBODY, NOBODY);
-    const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: home, XDG_CONFIG_HOME: join(home, '.config'), XDG_STATE_HOME: join(home, '.state'), MCPX_STATE_DIR: state, MCPX_CONFIG: join(home, 'mcpx.json') };
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, '.config'),
+      XDG_STATE_HOME: join(home, '.state'),
+      MCPX_STATE_DIR: state,
+      MCPX_CONFIG: join(home, 'mcpx.json'),
+    };
     const lock = join(state, LOCK_FILE);
     const json = join(state, DAEMON_JSON);
     const socket = join(state, 'daemon.sock');
@@ -214,12 +237,16 @@ describe.runIf(nobodyCanRun)('#10 end to end: a state folder made read-only unde
     expect((await daemon.done).code, 'the daemon itself stopped').toBe(0);
     expect(stop.stdout).toContain(`stopped the mcpx daemon (pid ${daemon.pid})`);
     expect(stop.code, stop.stderr).toBe(1);
-    expect(stop.stderr).toContain(`these files of the state folder ${state} are left and could not be removed: ${json} (EACCES (permission denied)), ${socket} (EACCES (permission denied)), ${lock} (EACCES (permission denied))`);
+    expect(stop.stderr).toContain(
+      `these files of the state folder ${state} are left and could not be removed: ${json} (EACCES (permission denied)), ${socket} (EACCES (permission denied)), ${lock} (EACCES (permission denied))`,
+    );
     for (const p of [lock, json, socket]) expect(existsSync(p)).toBe(true);
 
     const again = await runAsNobody(['daemon'], env).done;
     expect(again.code).toBe(1);
-    expect(again.stderr).toContain(`could not move aside the stale daemon lock ${lock}: EACCES (permission denied): the state folder ${state} is not writable by this user`);
+    expect(again.stderr).toContain(
+      `could not move aside the stale daemon lock ${lock}: EACCES (permission denied): the state folder ${state} is not writable by this user`,
+    );
     expect(again.stderr).not.toMatch(/keeps taking it/);
 
     chmodSync(state, 0o700);

@@ -54,13 +54,22 @@ function serve() {
       return new Promise((resolve) => child.stdin.write(`${line}\n`, () => resolve()));
     },
     async answer(id: unknown, ms = 20_000): Promise<Record<string, any>> {
-      await until(() => messages.some((m) => m.id === id && ('result' in m || 'error' in m)), ms, `an answer to id ${JSON.stringify(id)}; got ${JSON.stringify(messages).slice(0, 500)}; stderr ${stderr.slice(0, 500)}`);
+      await until(
+        () => messages.some((m) => m.id === id && ('result' in m || 'error' in m)),
+        ms,
+        `an answer to id ${JSON.stringify(id)}; got ${JSON.stringify(messages).slice(0, 500)}; stderr ${stderr.slice(0, 500)}`,
+      );
       return messages.find((m) => m.id === id && ('result' in m || 'error' in m))!;
     },
   };
 }
 
-const INIT = (id: number) => ({ jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1.0.0' } } });
+const INIT = (id: number) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1.0.0' } },
+});
 
 describe('#15 a line over 10 MiB', () => {
   it('is answered with an error; serve goes on answering, then exits when stdin ends', async () => {
@@ -69,7 +78,12 @@ describe('#15 a line over 10 MiB', () => {
     expect((await s.answer(1)).result.protocolVersion).toBe('2025-11-25');
     await s.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     const t0 = Date.now();
-    const huge = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'tools__echo', arguments: { text: 'x'.repeat(11 * 1024 * 1024) } } });
+    const huge = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'tools__echo', arguments: { text: 'x'.repeat(11 * 1024 * 1024) } },
+    });
     s.child.stdin.write(`${huge}\n`); // not awaited: a serve that stopped reading never takes it all
     const refused = await s.answer(2);
     console.log(`an ${huge.length}-byte line: answered in ${Date.now() - t0} ms with ${JSON.stringify(refused.error)}`);
@@ -112,7 +126,10 @@ describe('#23 what a legacy caller may not send', () => {
     expect(early.result).toBeUndefined();
     expect(early.error).toMatchObject({ code: -32000, message: expect.stringMatching(/not initialized/) });
     // A batch: JSON-RPC batches left MCP in 2025-06-18.
-    await s.send([{ jsonrpc: '2.0', id: 2, method: 'tools/list' }, { jsonrpc: '2.0', id: 3, method: 'ping' }]);
+    await s.send([
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      { jsonrpc: '2.0', id: 3, method: 'ping' },
+    ]);
     await until(() => s.messages.some((m) => m.id === null && m.error?.code === -32600), 10_000, 'the batch refused');
     expect(s.messages.find((m) => m.id === null && m.error?.code === -32600)!.error.message).toMatch(/batch/i);
     expect(s.messages.some((m) => m.id === 2 || m.id === 3)).toBe(false);
@@ -131,7 +148,11 @@ describe('#23 what a legacy caller may not send', () => {
 
   it('a 2026-07-28 caller needs no initialize (server/discover first) and is not refused', async () => {
     const s = serve();
-    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' }, 'io.modelcontextprotocol/clientCapabilities': {} };
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
+      'io.modelcontextprotocol/clientCapabilities': {},
+    };
     await s.send({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta } });
     const r = await s.answer(1);
     expect(r.error).toBeUndefined();

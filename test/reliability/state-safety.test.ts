@@ -14,7 +14,20 @@
  * - #23 a lock dated in the future is stale; an era record from the future says so.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -91,7 +104,11 @@ describe.runIf(isRoot && linux)('#5 a socket nobody checked', () => {
       const r = await mcpx(['call', 'plain', 'echo', '{"text":"my-secret-argument"}'], { env, timeoutMs: 20_000 });
       expect(r.code).not.toBe(0);
       expect(r.stderr).toContain(`the socket folder ${state} belongs to another user (uid ${NOBODY})`);
-      const serve = await mcpx(['serve'], { env, timeoutMs: 20_000, input: `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } })}\n` });
+      const serve = await mcpx(['serve'], {
+        env,
+        timeoutMs: 20_000,
+        input: `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } })}\n`,
+      });
       expect(serve.stderr).toContain(`belongs to another user (uid ${NOBODY})`);
       expect(fake.received).toEqual([]);
     } finally {
@@ -175,14 +192,22 @@ describe.runIf(isRoot && linux)('#7 a full disk', () => {
       rmSync(join(mnt, 'filler'));
       // room again: the next line says what was dropped; the era records kept in memory land
       expect((await mcpx(['call', 'other', 'echo', '{"text":"room"}', '--config', config], { env: e, timeoutMs: 30_000 })).code).toBe(0);
-      await until(() => readFileSync(join(state, 'daemon.log'), 'utf8').includes('log line(s): the log could not be written (ENOSPC'), 10_000, 'the dropped-lines note');
-      await until(() => {
-        try {
-          return Object.keys(JSON.parse(readFileSync(join(state, 'upstream-eras.json'), 'utf8')).servers).length === 2;
-        } catch {
-          return false;
-        }
-      }, 10_000, 'both era records on disk');
+      await until(
+        () => readFileSync(join(state, 'daemon.log'), 'utf8').includes('log line(s): the log could not be written (ENOSPC'),
+        10_000,
+        'the dropped-lines note',
+      );
+      await until(
+        () => {
+          try {
+            return Object.keys(JSON.parse(readFileSync(join(state, 'upstream-eras.json'), 'utf8')).servers).length === 2;
+          } catch {
+            return false;
+          }
+        },
+        10_000,
+        'both era records on disk',
+      );
       expect(readFileSync(join(state, 'daemon.log'), 'utf8')).not.toContain('another process held');
     } finally {
       rmSync(join(mnt, 'filler'), { force: true });
@@ -241,7 +266,11 @@ describe.runIf(linux)('#8 a write lock that is a dangling symlink', () => {
     try {
       const r = await mcpx(['call', 'plain', 'echo', '{"text":"x"}'], { env, timeoutMs: 20_000 });
       expect(r.code).toBe(0);
-      await until(() => d.stdout.includes(`the lock file ${lock} is a symbolic link (to \\"${join(state, 'gone')}\\"), not a lock file mcpx made; remove it`), 10_000, 'the lock named');
+      await until(
+        () => d.stdout.includes(`the lock file ${lock} is a symbolic link (to \\"${join(state, 'gone')}\\"), not a lock file mcpx made; remove it`),
+        10_000,
+        'the lock named',
+      );
     } finally {
       await d.stop();
     }
@@ -333,7 +362,12 @@ describe.runIf(linux)('#22 a forged process ledger', () => {
     void gone;
     writeFileSync(
       join(state, PROCESS_LEDGER),
-      JSON.stringify({ version: 1, daemon: { pid: 999_999_99, start: null }, tag: 'forged-tag', processes: [{ pid, pgid: pid, start: startTicks(pid), command: 'sleep' }] }),
+      JSON.stringify({
+        version: 1,
+        daemon: { pid: 999_999_99, start: null },
+        tag: 'forged-tag',
+        processes: [{ pid, pgid: pid, start: startTicks(pid), command: 'sleep' }],
+      }),
     );
     const d = await ForegroundDaemon.start(socket, [], { env, timeoutMs: 20_000 });
     try {
@@ -373,7 +407,6 @@ describe.runIf(linux)('#23 dates in the future', () => {
     const { state, socket, env } = home('future-era');
     mkdirSync(state, { mode: 0o700 });
     const d = await ForegroundDaemon.start(socket, [], { env, timeoutMs: 20_000 });
-    let key: string;
     try {
       expect((await mcpx(['call', 'plain', 'echo', '{"text":"x"}'], { env, timeoutMs: 30_000 })).code).toBe(0);
       await until(() => existsSync(join(state, 'upstream-eras.json')), 10_000, 'the era record');
@@ -381,7 +414,7 @@ describe.runIf(linux)('#23 dates in the future', () => {
       await d.stop();
     }
     const file = JSON.parse(readFileSync(join(state, 'upstream-eras.json'), 'utf8'));
-    key = Object.keys(file.servers)[0]!;
+    const key = Object.keys(file.servers)[0]!;
     file.servers[key].at = new Date(Date.now() + 3 * 86_400_000 + 60_000).toISOString();
     writeFileSync(join(state, 'upstream-eras.json'), JSON.stringify(file));
     const d2 = await ForegroundDaemon.start(socket, [], { env, timeoutMs: 20_000 });

@@ -44,7 +44,9 @@ describe('the stdio transport: redact, then cut', () => {
       const peer = new RpcPeer(ch);
       try {
         await ch.start();
-        const err = (await peer.request('tools/call', { name: 'leak', arguments: { pad, name: 'SECRET', after: 100 } }, { timeoutMs: 10_000 }).catch((e: unknown) => e)) as { code: string; data: { stderrTail: string[] }; message: string };
+        const err = (await peer
+          .request('tools/call', { name: 'leak', arguments: { pad, name: 'SECRET', after: 100 } }, { timeoutMs: 10_000 })
+          .catch((e: unknown) => e)) as { code: string; data: { stderrTail: string[] }; message: string };
         expect(err.code).toBe('MCPX_TRANSPORT_CLOSED');
         const tail = err.data.stderrTail.join('\n');
         expect(tail.endsWith('…')).toBe(true);
@@ -59,7 +61,16 @@ describe('the stdio transport: redact, then cut', () => {
 
 describe('the daemon scrubber: a cut it did not make', () => {
   const scrubber = new Scrubber();
-  scrubber.setFromServers([{ name: 's', transport: 'stdio', definition: { command: 'x', env: { OTHER_TOKEN: SECRET } }, limits: {}, timeouts: {}, disabled: false } satisfies ResolvedServer]);
+  scrubber.setFromServers([
+    {
+      name: 's',
+      transport: 'stdio',
+      definition: { command: 'x', env: { OTHER_TOKEN: SECRET } },
+      limits: {},
+      timeouts: {},
+      disabled: false,
+    } satisfies ResolvedServer,
+  ]);
 
   it('blanks the start of a known secret right before a `…`, from 3 characters', () => {
     expect(scrubber.scrub(`aaaa SECRET=${SECRET.slice(0, 8)}…`)).toBe('aaaa SECRET=<redacted>…');
@@ -89,7 +100,10 @@ describe('end to end: POST /v1/call of a server that crashes quoting its environ
 
   it('error.data.stderrTail and the message hold no piece of either secret, wherever the cut falls', async () => {
     const other = `${SECRET}-other`;
-    for (const [name, value] of [['SECRET', SECRET], ['PLAIN_COPY', other]] as const) {
+    for (const [name, value] of [
+      ['SECRET', SECRET],
+      ['PLAIN_COPY', other],
+    ] as const) {
       for (const pad of [LINE_CHARS - name.length - 1 - 8, LINE_CHARS - name.length - 1 - 3, LINE_CHARS - name.length - 1]) {
         const res = await h.app.inject({ method: 'POST', url: '/v1/call', payload: { server: 'leaky', tool: 'leak', args: { pad, name, after: 100 } } });
         const body = res.json() as { ok: boolean; error: { code: string; data: { stderrTail: string[] } } };

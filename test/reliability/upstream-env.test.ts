@@ -72,23 +72,37 @@ describe('the setting and the per-server key', () => {
   });
 
   it('mcpx.inheritEnv over the setting; stdio only; not in the era-cache key, but in the pool fingerprint', () => {
-    const parsed = parseConfigText(JSON.stringify({
-      mcpServers: {
-        a: { command: 'node' },
-        b: { command: 'node', mcpx: { inheritEnv: true } },
-        c: { command: 'node', mcpx: { inheritEnv: false } },
-        d: { url: 'http://127.0.0.1:9/mcp', mcpx: { inheritEnv: true } },
-        e: { command: 'node', mcpx: { inheritEnv: 'sometimes' } },
-      },
-    }), '/x/mcpx.json');
+    const parsed = parseConfigText(
+      JSON.stringify({
+        mcpServers: {
+          a: { command: 'node' },
+          b: { command: 'node', mcpx: { inheritEnv: true } },
+          c: { command: 'node', mcpx: { inheritEnv: false } },
+          d: { url: 'http://127.0.0.1:9/mcp', mcpx: { inheritEnv: true } },
+          e: { command: 'node', mcpx: { inheritEnv: 'sometimes' } },
+        },
+      }),
+      '/x/mcpx.json',
+    );
     expect(parsed.errors.map((e) => e.key)).toEqual(['mcpServers.e.mcpx.inheritEnv']);
     expect(parsed.warnings.map((e) => e.key)).toContain('mcpServers.d.mcpx.inheritEnv');
-    const inherit = (on: boolean) => Object.fromEntries(resolvePoolConfigs(parsed, new Settings({ env: on ? { MCPX_UPSTREAM_INHERIT_ENV: '1' } : {} })).map((c) => [c.name, (c.definition as { inheritEnv?: boolean }).inheritEnv ?? false]));
+    const inherit = (on: boolean) =>
+      Object.fromEntries(
+        resolvePoolConfigs(parsed, new Settings({ env: on ? { MCPX_UPSTREAM_INHERIT_ENV: '1' } : {} })).map((c) => [
+          c.name,
+          (c.definition as { inheritEnv?: boolean }).inheritEnv ?? false,
+        ]),
+      );
     expect(inherit(false)).toEqual({ a: false, b: true, c: false, d: false });
     expect(inherit(true)).toEqual({ a: true, b: true, c: false, d: false });
     const plain = { command: 'node', args: ['s.mjs'] };
     expect(eraCacheKey({ ...plain, inheritEnv: true })).toBe(eraCacheKey(plain));
-    const cfg = { name: 'x', preference: 'prefer-discover' as const, limits: { scope: 'global' as const, max: 1, sharing: 'shared' as const, idleTimeoutMs: 1000 }, probeTimeoutMs: 1000 };
+    const cfg = {
+      name: 'x',
+      preference: 'prefer-discover' as const,
+      limits: { scope: 'global' as const, max: 1, sharing: 'shared' as const, idleTimeoutMs: 1000 },
+      probeTimeoutMs: 1000,
+    };
     expect(poolFingerprint({ ...cfg, definition: { ...plain, inheritEnv: true } })).not.toBe(poolFingerprint({ ...cfg, definition: plain }));
   });
 });
@@ -129,10 +143,14 @@ describe('end to end: the environ of each upstream process', () => {
   it('MCPX_UPSTREAM_INHERIT_ENV=true: every server inherits, unless its mcpx block says false', async () => {
     const sub = await tempDir('mcpx-env2-');
     try {
-      h2 = await harness(sub.path, {
-        plain: faultyEntry('plain'),
-        optedOut: faultyEntry('plain', { mcpx: { inheritEnv: false, probeTimeout: '10s', startTimeout: '20s' } }),
-      }, { sources: { env: { MCPX_UPSTREAM_INHERIT_ENV: 'true' } } });
+      h2 = await harness(
+        sub.path,
+        {
+          plain: faultyEntry('plain'),
+          optedOut: faultyEntry('plain', { mcpx: { inheritEnv: false, probeTimeout: '10s', startTimeout: '20s' } }),
+        },
+        { sources: { env: { MCPX_UPSTREAM_INHERIT_ENV: 'true' } } },
+      );
       expect(environOf(await whoamiPid(h2, 'plain'))[LEAKY]).toBe(LEAKY_VALUE);
       expect(environOf(await whoamiPid(h2, 'optedOut'))[LEAKY]).toBeUndefined();
     } finally {

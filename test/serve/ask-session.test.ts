@@ -24,7 +24,7 @@ afterAll(async () => {
 });
 
 describe('AskingSession in the modern era', () => {
-  it('declares the caller\'s capabilities on every request, listings too ({} when none are named)', async () => {
+  it("declares the caller's capabilities on every request, listings too ({} when none are named)", async () => {
     const cmd = fixtureCommand('dual-v2', { log: `${dir.path}/dual.log` });
     const sent: JsonRpcMessage[] = [];
     const session = new AskingSession({
@@ -47,7 +47,10 @@ describe('AskingSession in the modern era', () => {
     try {
       const info = await session.start();
       expect(info.era).toBe('modern');
-      const declared = (method: string) => sent.filter((m) => 'method' in m && m.method === method).map((m) => ((m as { params?: { _meta?: Record<string, unknown> } }).params?._meta ?? {})[CAPS]);
+      const declared = (method: string) =>
+        sent
+          .filter((m) => 'method' in m && m.method === method)
+          .map((m) => ((m as { params?: { _meta?: Record<string, unknown> } }).params?._meta ?? {})[CAPS]);
       await session.listTools();
       await session.listAll('tools');
       await session.listAll('tools', { capabilities: { roots: {} } });
@@ -61,7 +64,7 @@ describe('AskingSession in the modern era', () => {
     }
   }, 60_000);
 
-  it('over Streamable HTTP, the tools/list a call makes for its Mcp-Param headers declares that call\'s capabilities', async () => {
+  it("over Streamable HTTP, the tools/list a call makes for its Mcp-Param headers declares that call's capabilities", async () => {
     const f = await startHttpFixture('v2-modern');
     const sent: JsonRpcMessage[] = [];
     const session = new AskingSession({
@@ -80,7 +83,10 @@ describe('AskingSession in the modern era', () => {
     });
     try {
       expect((await session.start()).era).toBe('modern');
-      const declared = (method: string) => sent.filter((m) => 'method' in m && m.method === method).map((m) => ((m as { params?: { _meta?: Record<string, unknown> } }).params?._meta ?? {})[CAPS]);
+      const declared = (method: string) =>
+        sent
+          .filter((m) => 'method' in m && m.method === method)
+          .map((m) => ((m as { params?: { _meta?: Record<string, unknown> } }).params?._meta ?? {})[CAPS]);
       // The first call lists the tools (for their x-mcp-header annotations) before it is sent.
       await session.callTool('route', { region: 'eu' }, { capabilities: { sampling: {} } });
       expect(declared('tools/list')).toEqual([{ sampling: {} }]);

@@ -13,17 +13,23 @@ import type { JsonRpcRequest } from '../../src/transports/types.js';
 function scripted(opts: Partial<AskStoreOptions> = {}) {
   const calls: Array<{ ctx: CallContext; finish: (o: AskOutcome) => void }> = [];
   const store = new AskStore({
-    run: (_start, ctx) => new Promise<AskOutcome>((finish) => {
-      calls.push({ ctx, finish });
-      ctx.signal?.addEventListener('abort', () => finish({ ok: false, error: { code: 'MCPX_REQUEST_CANCELLED', message: 'cancelled' } }));
-    }),
+    run: (_start, ctx) =>
+      new Promise<AskOutcome>((finish) => {
+        calls.push({ ctx, finish });
+        ctx.signal?.addEventListener('abort', () => finish({ ok: false, error: { code: 'MCPX_REQUEST_CANCELLED', message: 'cancelled' } }));
+      }),
     questionTimeoutMs: () => 60_000,
     ...opts,
   });
   return { store, calls };
 }
 const tick = () => new Promise((r) => setImmediate(r));
-const elicit = (id: number, params: Record<string, unknown> = { message: 'name?', requestedSchema: { type: 'object' } }): JsonRpcRequest => ({ jsonrpc: '2.0', id, method: 'elicitation/create', params: { ...params, _meta: { progressToken: id } } });
+const elicit = (id: number, params: Record<string, unknown> = { message: 'name?', requestedSchema: { type: 'object' } }): JsonRpcRequest => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'elicitation/create',
+  params: { ...params, _meta: { progressToken: id } },
+});
 
 describe('AskStore', () => {
   it('a legacy question: the answer is the JSON-RPC result; a refusal is a JSON-RPC error naming why', async () => {
@@ -41,11 +47,17 @@ describe('AskStore', () => {
     expect(store.get(ask.id).status).toBe('working');
 
     // Not declared: refused at once, with -32601 and the capability named.
-    await expect(ctx.onServerRequest!({ jsonrpc: '2.0', id: 1, method: 'roots/list' }, ctx)).rejects.toEqual({ code: -32601, message: expect.stringContaining('did not declare the roots capability') });
+    await expect(ctx.onServerRequest!({ jsonrpc: '2.0', id: 1, method: 'roots/list' }, ctx)).rejects.toEqual({
+      code: -32601,
+      message: expect.stringContaining('did not declare the roots capability'),
+    });
     // Not a question mcpx relays at all.
     await expect(ctx.onServerRequest!({ jsonrpc: '2.0', id: 2, method: 'tasks/get' }, ctx)).rejects.toMatchObject({ code: -32601 });
     // Another call's context: never this ask's question.
-    await expect(ctx.onServerRequest!(elicit(3), { ...ctx, callId: 'someone-else' })).rejects.toMatchObject({ code: -32603, message: expect.stringContaining('another call') });
+    await expect(ctx.onServerRequest!(elicit(3), { ...ctx, callId: 'someone-else' })).rejects.toMatchObject({
+      code: -32603,
+      message: expect.stringContaining('another call'),
+    });
     expect(store.get(ask.id).refused.map((r) => r.reason)).toEqual(['capability', 'unsupported', 'misrouted']);
 
     calls[0]!.finish({ ok: true, result: { content: [] } });
@@ -55,14 +67,16 @@ describe('AskStore', () => {
     store.close();
   });
 
-  it('asks per caller: the next reclaims the caller\'s oldest unattended ask; none to reclaim is MCPX_TOO_MANY_ASKS naming the caller bound', async () => {
+  it("asks per caller: the next reclaims the caller's oldest unattended ask; none to reclaim is MCPX_TOO_MANY_ASKS naming the caller bound", async () => {
     const { store, calls } = scripted({ limits: { maxPerCaller: 2 } });
     const caps = { elicitation: {} };
     const a = store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'x' });
     const b = store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'x' });
     await tick();
     // Both working (nobody waits on a question): nothing to reclaim.
-    expect(() => store.start({ server: 's', tool: 't', args: {}, caller: 'x' })).toThrow(expect.objectContaining({ code: 'MCPX_TOO_MANY_ASKS', data: expect.objectContaining({ scope: 'caller', max: 2 }) }));
+    expect(() => store.start({ server: 's', tool: 't', args: {}, caller: 'x' })).toThrow(
+      expect.objectContaining({ code: 'MCPX_TOO_MANY_ASKS', data: expect.objectContaining({ scope: 'caller', max: 2 }) }),
+    );
     // Another caller is not held back by x.
     const other = store.start({ server: 's', tool: 't', args: {}, caller: 'y' });
     // a's question waits on x, unpolled: x walked away from it, so x's next ask reclaims it.
@@ -84,7 +98,10 @@ describe('AskStore', () => {
     };
     const round = ctx.onInputRequired!(requests, ctx);
     const qs = store.get(ask.id).questions;
-    expect(qs.map((q) => [q.method, q.via, q.key])).toEqual([['elicitation/create', 'input-required', 'who'], ['sampling/createMessage', 'input-required', 'llm']]);
+    expect(qs.map((q) => [q.method, q.via, q.key])).toEqual([
+      ['elicitation/create', 'input-required', 'who'],
+      ['sampling/createMessage', 'input-required', 'llm'],
+    ]);
     await store.answer(ask.id, { [qs[0]!.id]: { action: 'decline' } });
     await store.answer(ask.id, { [qs[1]!.id]: { role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' } });
     await expect(round).resolves.toEqual({ who: { action: 'decline' }, llm: { role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' } });
@@ -96,8 +113,9 @@ describe('AskStore', () => {
     expect(store.get(ask.id)).toMatchObject({ questions: [], refused: [{ questionId: b!.id, reason: 'timeout' }] });
 
     // Undeclared (URL mode, only form declared): the round is refused before anything is put to the caller.
-    await expect(ctx.onInputRequired!({ go: { method: 'elicitation/create', params: { mode: 'url', url: 'https://x', message: 'm' } } }, ctx))
-      .rejects.toMatchObject({ code: 'MCPX_QUESTION_REFUSED', data: { reason: 'capability', key: 'go' } });
+    await expect(
+      ctx.onInputRequired!({ go: { method: 'elicitation/create', params: { mode: 'url', url: 'https://x', message: 'm' } } }, ctx),
+    ).rejects.toMatchObject({ code: 'MCPX_QUESTION_REFUSED', data: { reason: 'capability', key: 'go' } });
     expect(store.get(ask.id).asked).toBe(4);
     store.close();
   });

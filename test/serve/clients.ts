@@ -22,7 +22,11 @@ export interface McpCaller {
   era: CallerEra;
   way: Way;
   listTools(): Promise<{ tools: Array<Record<string, any>> }>;
-  callTool(name: string, args?: Record<string, unknown>, opts?: { signal?: AbortSignal; onprogress?: (p: { progress: number; total?: number }) => void; timeout?: number }): Promise<Record<string, any>>;
+  callTool(
+    name: string,
+    args?: Record<string, unknown>,
+    opts?: { signal?: AbortSignal; onprogress?: (p: { progress: number; total?: number }) => void; timeout?: number },
+  ): Promise<Record<string, any>>;
   listPrompts(): Promise<{ prompts: Array<Record<string, any>> }>;
   getPrompt(name: string, args?: Record<string, string>): Promise<Record<string, any>>;
   listResources(): Promise<{ resources: Array<Record<string, any>> }>;
@@ -56,7 +60,8 @@ function wrap(era: CallerEra, way: Way, c: any): McpCaller {
     raw: c,
     listTools: () => c.listTools(),
     // v1: callTool(params, resultSchema?, options); v2: callTool(params, options)
-    callTool: (name, args = {}, o) => (era === 'legacy' ? c.callTool({ name, arguments: args }, undefined, opts(o)) : c.callTool({ name, arguments: args }, opts(o))),
+    callTool: (name, args = {}, o) =>
+      era === 'legacy' ? c.callTool({ name, arguments: args }, undefined, opts(o)) : c.callTool({ name, arguments: args }, opts(o)),
     listPrompts: () => c.listPrompts(),
     getPrompt: (name, args) => c.getPrompt({ name, ...(args ? { arguments: args } : {}) }),
     listResources: () => c.listResources(),
@@ -119,7 +124,12 @@ export function freePort(): Promise<number> {
 
 /** The text of a tool result's content. */
 export function textOf(result: Record<string, any>): string {
-  return (result['content'] as Array<{ type: string; text?: string }> | undefined)?.filter((c) => c.type === 'text').map((c) => c.text).join('\n') ?? '';
+  return (
+    (result['content'] as Array<{ type: string; text?: string }> | undefined)
+      ?.filter((c) => c.type === 'text')
+      .map((c) => c.text)
+      .join('\n') ?? ''
+  );
 }
 
 /** A daemon for the serve tests: a temp folder, a config of `servers`, the Unix socket and loopback TCP with its token. */
@@ -144,5 +154,14 @@ export async function startServeDaemon(prefix: string, servers: Record<string, S
   const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config, MCPX_DAEMON_PORT: String(port), ...extraEnv });
   await ForegroundDaemon.start(socket, [], { env });
   await until(() => existsSync(join(state, 'daemon.json')), 10_000, 'daemon.json'); // written just after the socket answers
-  return { dir: dir.path, state, socket, config, env, url: `http://127.0.0.1:${port}/mcp`, token: readJson(join(state, 'daemon.json')).token, remove: dir.remove };
+  return {
+    dir: dir.path,
+    state,
+    socket,
+    config,
+    env,
+    url: `http://127.0.0.1:${port}/mcp`,
+    token: readJson(join(state, 'daemon.json')).token,
+    remove: dir.remove,
+  };
 }

@@ -30,10 +30,14 @@ const RUNNER = join(packageRoot(), 'dist', 'scripts', 'conformance-server.js');
 /** One runner process (every scenario of `versions`) against `url`; its exit status and output. */
 function runScenarios(url: string, token: string, json: string, versions: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [RUNNER, '--url', url, '--header', `Authorization: Bearer ${token}`, '--json', json, ...versions.flatMap((v) => ['--spec-version', v])], {
-      env: { ...process.env, NODE_OPTIONS: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [RUNNER, '--url', url, '--header', `Authorization: Bearer ${token}`, '--json', json, ...versions.flatMap((v) => ['--spec-version', v])],
+      {
+        env: { ...process.env, NODE_OPTIONS: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -88,8 +92,19 @@ describe('conformance server scenarios against /mcp', () => {
       }),
     );
     for (const run of runs) {
-      // eslint-disable-next-line no-console
-      console.log(`/mcp/${run.server} (${run.transport} upstream)\n${run.out.split('\n').filter((l) => /^\S+\s+(pass|FAIL|warn|xfail|STALE|-)/.test(l) || l.startsWith('baseline') || l.startsWith('  unexpected') || l.startsWith('  stale') || /runs,/.test(l)).join('\n')}`);
+      console.log(
+        `/mcp/${run.server} (${run.transport} upstream)\n${run.out
+          .split('\n')
+          .filter(
+            (l) =>
+              /^\S+\s+(pass|FAIL|warn|xfail|STALE|-)/.test(l) ||
+              l.startsWith('baseline') ||
+              l.startsWith('  unexpected') ||
+              l.startsWith('  stale') ||
+              /runs,/.test(l),
+          )
+          .join('\n')}`,
+      );
     }
     for (const run of runs) {
       expect(run.code, `/mcp/${run.server} (${run.transport} upstream):\n${run.out}`).toBe(0);

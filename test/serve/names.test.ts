@@ -9,14 +9,22 @@ const RULE = /^[A-Za-z0-9_.-]{1,64}$/;
 
 describe('exposeNames', () => {
   it('is <server>__<name> when that fits the rules', () => {
-    expect(exposeNames([{ server: 'github', name: 'create_issue' }, { server: 'fs.local', name: 'read-file' }])).toEqual([
+    expect(
+      exposeNames([
+        { server: 'github', name: 'create_issue' },
+        { server: 'fs.local', name: 'read-file' },
+      ]),
+    ).toEqual([
       { name: 'github__create_issue', server: 'github', original: 'create_issue' },
       { name: 'fs.local__read-file', server: 'fs.local', original: 'read-file' },
     ]);
   });
 
   it('keeps case: names are case-sensitive', () => {
-    const n = exposeNames([{ server: 'a', name: 'Read' }, { server: 'a', name: 'read' }]);
+    const n = exposeNames([
+      { server: 'a', name: 'Read' },
+      { server: 'a', name: 'read' },
+    ]);
     expect(n.map((x) => x.name)).toEqual(['a__Read', 'a__read']);
   });
 
@@ -35,7 +43,10 @@ describe('exposeNames', () => {
     expect(n!.name.endsWith(hashSuffix('srv', long))).toBe(true);
     expect(n!.adjusted).toBe('length');
     // stable: the same pair gets the same name whatever else is configured
-    const again = exposeNames([{ server: 'zzz', name: 'other' }, { server: 'srv', name: long }]);
+    const again = exposeNames([
+      { server: 'zzz', name: 'other' },
+      { server: 'srv', name: long },
+    ]);
     expect(again[1]!.name).toBe(n!.name);
   });
 
@@ -44,9 +55,13 @@ describe('exposeNames', () => {
     expect(exposeNames([{ server: 'srv', name }])[0]!.name).toBe(`srv__${name}`);
   });
 
-  it('a collision keeps the first pair\'s plain name and suffixes the later one', () => {
+  it("a collision keeps the first pair's plain name and suffixes the later one", () => {
     // "a b" and "a_b" both sanitize to a_b
-    const n = exposeNames([{ server: 'a_b', name: 't' }, { server: 'a b', name: 't' }, { server: 'a', name: 'b__t' }]);
+    const n = exposeNames([
+      { server: 'a_b', name: 't' },
+      { server: 'a b', name: 't' },
+      { server: 'a', name: 'b__t' },
+    ]);
     expect(n[0]!.name).toBe('a_b__t');
     expect(n[1]!.name).toBe(`a_b__t${hashSuffix('a b', 't')}`);
     expect(n[1]!.adjusted).toBe('collision');
@@ -65,7 +80,10 @@ describe('exposeNames', () => {
 
 describe('NameTable', () => {
   it('resolves a name a caller used back to the server and the upstream name', () => {
-    const t = NameTable.of([{ server: 'one', name: 'echo' }, { server: 'two', name: 'echo' }]);
+    const t = NameTable.of([
+      { server: 'one', name: 'echo' },
+      { server: 'two', name: 'echo' },
+    ]);
     expect(t.resolve('two__echo')).toMatchObject({ server: 'two', original: 'echo' });
     expect(t.resolve('three__echo')).toBeUndefined();
     expect(t.nameOf('one', 'echo')).toBe('one__echo');

@@ -40,14 +40,15 @@ afterAll(async () => {
 });
 
 describe('the tool catalogue', () => {
-  it('answers a fresh client\'s first tools/list with 5 stopped servers without starting any', async () => {
+  it("answers a fresh client's first tools/list with 5 stopped servers without starting any", async () => {
     const dir = await tempDir('mcpx-serve-catalog-');
     dirs.push(dir);
     const state = join(dir.path, 'state');
     const socket = join(state, 'daemon.sock');
     const config = writeConfig(dir.path, FIVE);
     const env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config });
-    const allPids = () => Object.keys(FIVE).flatMap((n) => (existsSync(join(dir.path, `${n}.wire.log`)) ? pids(readWireLog(join(dir.path, `${n}.wire.log`))) : []));
+    const allPids = () =>
+      Object.keys(FIVE).flatMap((n) => (existsSync(join(dir.path, `${n}.wire.log`)) ? pids(readWireLog(join(dir.path, `${n}.wire.log`))) : []));
 
     // A first daemon lists every server once (this is what fills the catalogue), then stops them all.
     let daemon = await ForegroundDaemon.start(socket, [], { env });
@@ -73,8 +74,10 @@ describe('the tool catalogue', () => {
       expect(allPids()).toHaveLength(started); // not one server was started to answer
       const catalog = await api(socket, 'GET', '/v1/catalog');
       expect(catalog.body.servers.map((s: any) => s.source)).toEqual(['catalog', 'catalog', 'catalog', 'catalog', 'catalog']);
-      // eslint-disable-next-line no-console
-      console.log(`[measure] 5 stopped servers: spawn serve + initialize ${Math.round(t1 - t0)} ms; initialize → first tools/list answer ${Math.round(t2 - t1)} ms`);
+
+      console.log(
+        `[measure] 5 stopped servers: spawn serve + initialize ${Math.round(t1 - t0)} ms; initialize → first tools/list answer ${Math.round(t2 - t1)} ms`,
+      );
 
       // The first call starts its server; its listing is then confirmed live.
       expect(textOf(await c.callTool('two__echo', { text: 'x' }))).toBe('x era=modern');
@@ -110,7 +113,7 @@ describe('the tool catalogue', () => {
   }, 60_000);
 });
 
-describe('serve and the daemon\'s life', () => {
+describe("serve and the daemon's life", () => {
   it('starts the daemon; calls in flight when it is killed are isError results, not retried; the next call starts a fresh daemon', async () => {
     const dir = await tempDir('mcpx-serve-daemon-');
     dirs.push(dir);

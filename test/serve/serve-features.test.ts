@@ -52,43 +52,69 @@ describe('mcpx serve and /mcp: features', () => {
     }
   }
 
-  for (const [era, way] of [['legacy', 'stdio'], ['modern', 'http'], ['legacy', 'http'], ['modern', 'stdio']] as const) {
-    it(`prompts, resources, templates and completions for a ${era} caller over ${way}`, () =>
-      using(connect(era, way), async (c) => {
-        const { prompts } = await c.listPrompts();
-        expect(prompts.map((p) => p['name'])).toEqual(expect.arrayContaining(['rich__greet', 'richlegacy__greet']));
-        expect(prompts.find((p) => p['name'] === 'rich__greet')).toMatchObject({ description: 'Greet someone', arguments: [{ name: 'name', required: true }] });
-        const got = await c.getPrompt('rich__greet', { name: 'ada' });
-        expect(got['messages'][0].content.text).toBe('hello ada era=modern');
-        const legacyGot = await c.getPrompt('richlegacy__greet', { name: 'grace' });
-        expect(legacyGot['messages'][0].content.text).toBe('hello grace era=legacy');
+  for (const [era, way] of [
+    ['legacy', 'stdio'],
+    ['modern', 'http'],
+    ['legacy', 'http'],
+    ['modern', 'stdio'],
+  ] as const) {
+    it(
+      `prompts, resources, templates and completions for a ${era} caller over ${way}`,
+      () =>
+        using(connect(era, way), async (c) => {
+          const { prompts } = await c.listPrompts();
+          expect(prompts.map((p) => p['name'])).toEqual(expect.arrayContaining(['rich__greet', 'richlegacy__greet']));
+          expect(prompts.find((p) => p['name'] === 'rich__greet')).toMatchObject({
+            description: 'Greet someone',
+            arguments: [{ name: 'name', required: true }],
+          });
+          const got = await c.getPrompt('rich__greet', { name: 'ada' });
+          expect(got['messages'][0].content.text).toBe('hello ada era=modern');
+          const legacyGot = await c.getPrompt('richlegacy__greet', { name: 'grace' });
+          expect(legacyGot['messages'][0].content.text).toBe('hello grace era=legacy');
 
-        const { resources } = await c.listResources();
-        expect(resources.filter((r) => r['uri'] === 'note://hello')).toHaveLength(1); // both rich servers list it: the first serves it
-        const read = await c.readResource('note://hello');
-        expect(read['contents'][0]).toMatchObject({ uri: 'note://hello', text: 'hello note era=modern' });
-        const { resourceTemplates } = await c.listResourceTemplates();
-        expect(resourceTemplates.map((t) => t['uriTemplate'])).toContain('note://{topic}');
-        const topic = await c.readResource('note://beta');
-        expect(topic['contents'][0].text).toBe('note about beta era=modern');
-        await expect(c.readResource('nothing://here')).rejects.toThrow();
+          const { resources } = await c.listResources();
+          expect(resources.filter((r) => r['uri'] === 'note://hello')).toHaveLength(1); // both rich servers list it: the first serves it
+          const read = await c.readResource('note://hello');
+          expect(read['contents'][0]).toMatchObject({ uri: 'note://hello', text: 'hello note era=modern' });
+          const { resourceTemplates } = await c.listResourceTemplates();
+          expect(resourceTemplates.map((t) => t['uriTemplate'])).toContain('note://{topic}');
+          const topic = await c.readResource('note://beta');
+          expect(topic['contents'][0].text).toBe('note about beta era=modern');
+          await expect(c.readResource('nothing://here')).rejects.toThrow();
 
-        const done = await c.raw.complete({ ref: { type: 'ref/prompt', name: 'rich__greet' }, argument: { name: 'name', value: 'a' } });
-        expect(done.completion.values).toEqual(['ada', 'alan']);
-        const topics = await c.raw.complete({ ref: { type: 'ref/resource', uri: 'note://{topic}' }, argument: { name: 'topic', value: 'b' } });
-        expect(topics.completion.values).toEqual(['beta']);
-      }), 60_000);
+          const done = await c.raw.complete({ ref: { type: 'ref/prompt', name: 'rich__greet' }, argument: { name: 'name', value: 'a' } });
+          expect(done.completion.values).toEqual(['ada', 'alan']);
+          const topics = await c.raw.complete({ ref: { type: 'ref/resource', uri: 'note://{topic}' }, argument: { name: 'topic', value: 'b' } });
+          expect(topics.completion.values).toEqual(['beta']);
+        }),
+      60_000,
+    );
   }
 
   it('/mcp keeps the /v1 access rules (token, loopback Host and Origin) and the 2026-07-28 header rules', async () => {
     const { request } = await import('undici');
     const port = new URL(url).port;
-    const modernBody = (id: number, method: string, params: Record<string, unknown> = {}) => JSON.stringify({
-      jsonrpc: '2.0', id, method,
-      params: { ...params, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 't', version: '1' } } },
-    });
+    const modernBody = (id: number, method: string, params: Record<string, unknown> = {}) =>
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id,
+        method,
+        params: {
+          ...params,
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientCapabilities': {},
+            'io.modelcontextprotocol/clientInfo': { name: 't', version: '1' },
+          },
+        },
+      });
     const post = async (headers: Record<string, string>, body: string, target = url) => {
-      const r = await request(target, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body });
+      const r = await request(target, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body,
+      });
       return { status: r.statusCode, text: await r.body.text() };
     };
     const good = { authorization: `Bearer ${token}`, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' };
@@ -106,10 +132,16 @@ describe('mcpx serve and /mcp: features', () => {
     expect(mismatch.text).toContain('-32020');
     const noVersion = await post({ authorization: `Bearer ${token}`, 'mcp-method': 'tools/list' }, modernBody(1, 'tools/list'));
     expect(noVersion.status).toBe(400);
-    const wrongName = await post({ ...good, 'mcp-method': 'tools/call', 'mcp-name': 'other__tool' }, modernBody(2, 'tools/call', { name: 'rich__echo', arguments: { text: 'x' } }));
+    const wrongName = await post(
+      { ...good, 'mcp-method': 'tools/call', 'mcp-name': 'other__tool' },
+      modernBody(2, 'tools/call', { name: 'rich__echo', arguments: { text: 'x' } }),
+    );
     expect(wrongName.status).toBe(400);
     expect(wrongName.text).toContain('-32020');
-    const rightName = await post({ ...good, 'mcp-method': 'tools/call', 'mcp-name': 'rich__echo' }, modernBody(2, 'tools/call', { name: 'rich__echo', arguments: { text: 'x' } }));
+    const rightName = await post(
+      { ...good, 'mcp-method': 'tools/call', 'mcp-name': 'rich__echo' },
+      modernBody(2, 'tools/call', { name: 'rich__echo', arguments: { text: 'x' } }),
+    );
     expect(rightName.status).toBe(200);
     expect(rightName.text).toContain('x era=modern');
   }, 60_000);
@@ -164,55 +196,76 @@ describe('mcpx serve and /mcp: features', () => {
     expect(bad).not.toBe('connected');
   }, 60_000);
 
-  for (const [era, way] of [['modern', 'http'], ['legacy', 'http']] as const) {
-    it(`progress reaches a ${era} caller over ${way} with its own token`, () =>
-      using(connect(era, way), async (c) => {
-        const seen: Array<{ progress: number; total?: number }> = [];
-        const r = await c.callTool('rich__progress', { steps: 3 }, { onprogress: (p) => seen.push({ progress: p.progress, total: p.total! }) });
-        expect(textOf(r)).toBe('progress done steps=3 token=yes era=modern');
-        expect(seen).toEqual([{ progress: 1, total: 3 }, { progress: 2, total: 3 }, { progress: 3, total: 3 }]);
-      }), 60_000);
+  for (const [era, way] of [
+    ['modern', 'http'],
+    ['legacy', 'http'],
+  ] as const) {
+    it(
+      `progress reaches a ${era} caller over ${way} with its own token`,
+      () =>
+        using(connect(era, way), async (c) => {
+          const seen: Array<{ progress: number; total?: number }> = [];
+          const r = await c.callTool('rich__progress', { steps: 3 }, { onprogress: (p) => seen.push({ progress: p.progress, total: p.total! }) });
+          expect(textOf(r)).toBe('progress done steps=3 token=yes era=modern');
+          expect(seen).toEqual([
+            { progress: 1, total: 3 },
+            { progress: 2, total: 3 },
+            { progress: 3, total: 3 },
+          ]);
+        }),
+      60_000,
+    );
   }
 
-  for (const era of ['legacy', 'modern'] as const) it(`progress reaches a ${era} caller over stdio with its own token, before the result (read off the wire)`, async () => {
-    // The SDK clients drop progress that arrives in the same read as the result (they handle
-    // notifications a tick later than responses), so this reads serve's stdout itself.
-    const child = spawn(process.execPath, [MCPX, 'serve'], { env, stdio: ['pipe', 'pipe', 'inherit'] });
-    try {
-      const lines: any[] = [];
-      let buf = '';
-      child.stdout.on('data', (d: Buffer) => {
-        buf += d.toString();
-        let i: number;
-        while ((i = buf.indexOf('\n')) !== -1) {
-          lines.push(JSON.parse(buf.slice(0, i)));
-          buf = buf.slice(i + 1);
+  for (const era of ['legacy', 'modern'] as const)
+    it(`progress reaches a ${era} caller over stdio with its own token, before the result (read off the wire)`, async () => {
+      // The SDK clients drop progress that arrives in the same read as the result (they handle
+      // notifications a tick later than responses), so this reads serve's stdout itself.
+      const child = spawn(process.execPath, [MCPX, 'serve'], { env, stdio: ['pipe', 'pipe', 'inherit'] });
+      try {
+        const lines: any[] = [];
+        let buf = '';
+        child.stdout.on('data', (d: Buffer) => {
+          buf += d.toString();
+          let i: number;
+          while ((i = buf.indexOf('\n')) !== -1) {
+            lines.push(JSON.parse(buf.slice(0, i)));
+            buf = buf.slice(i + 1);
+          }
+        });
+        const send = (m: unknown) => child.stdin.write(`${JSON.stringify(m)}\n`);
+        const meta: Record<string, unknown> = { progressToken: 'tok-7' };
+        if (era === 'legacy') {
+          send({
+            jsonrpc: '2.0',
+            id: 0,
+            method: 'initialize',
+            params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'wire', version: '1' } },
+          });
+          await until(() => lines.some((l) => l.id === 0), 20_000, 'the initialize answer');
+          send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+        } else {
+          Object.assign(meta, {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientCapabilities': {},
+            'io.modelcontextprotocol/clientInfo': { name: 'wire', version: '1' },
+          });
         }
-      });
-      const send = (m: unknown) => child.stdin.write(`${JSON.stringify(m)}\n`);
-      const meta: Record<string, unknown> = { progressToken: 'tok-7' };
-      if (era === 'legacy') {
-        send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'wire', version: '1' } } });
-        await until(() => lines.some((l) => l.id === 0), 20_000, 'the initialize answer');
-        send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-      } else {
-        Object.assign(meta, { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'wire', version: '1' } });
+        send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'rich__progress', arguments: { steps: 3 }, _meta: meta } });
+        await until(() => lines.some((l) => l.id === 1), 20_000, "the call's answer");
+        const after = lines.slice(lines.findIndex((l) => l.id === 0) + 1);
+        expect(after.map((l) => (l.id === 1 ? 'result' : `${l.method} ${l.params?.progressToken} ${l.params?.progress}/${l.params?.total}`))).toEqual([
+          'notifications/progress tok-7 1/3',
+          'notifications/progress tok-7 2/3',
+          'notifications/progress tok-7 3/3',
+          'result',
+        ]);
+        expect(after[3].result.content[0].text).toBe('progress done steps=3 token=yes era=modern');
+      } finally {
+        child.stdin.end();
+        child.kill();
       }
-      send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'rich__progress', arguments: { steps: 3 }, _meta: meta } });
-      await until(() => lines.some((l) => l.id === 1), 20_000, 'the call\'s answer');
-      const after = lines.slice(lines.findIndex((l) => l.id === 0) + 1);
-      expect(after.map((l) => (l.id === 1 ? 'result' : `${l.method} ${l.params?.progressToken} ${l.params?.progress}/${l.params?.total}`))).toEqual([
-        'notifications/progress tok-7 1/3',
-        'notifications/progress tok-7 2/3',
-        'notifications/progress tok-7 3/3',
-        'result',
-      ]);
-      expect(after[3].result.content[0].text).toBe('progress done steps=3 token=yes era=modern');
-    } finally {
-      child.stdin.end();
-      child.kill();
-    }
-  }, 60_000);
+    }, 60_000);
 
   it('a caller cancelling a call cancels the upstream request; a crash mid-call is an isError result naming the server, and the next call works', async () => {
     await using(await connect('legacy', 'stdio'), async (c) => {
@@ -255,13 +308,13 @@ describe('mcpx serve and /mcp: features', () => {
       expect(textOf(await legacy.callTool('richlegacy__add_tool', { name: 'brand_new' }))).toBe('registered brand_new era=legacy');
       await until(() => legacyNotes > 0, 20_000, 'list_changed at the legacy caller');
       expect((await legacy.listTools()).tools.map((t) => t['name'])).toContain('richlegacy__brand_new');
-      await until(() => modernChanges.length > 0, 20_000, 'list_changed on the modern caller\'s listen stream');
+      await until(() => modernChanges.length > 0, 20_000, "list_changed on the modern caller's listen stream");
 
       // a server added to the config file appears for connected callers
       const before = legacyNotes;
       writeConfig(dir.path, { ...servers, added: { fixture: 'legacy-v1' } }, {}, config);
       await until(() => legacyNotes > before, 20_000, 'list_changed after the config reload');
-      await until(async () => (await legacy.listTools()).tools.some((t) => t['name'] === 'added__echo'), 20_000, 'the added server\'s tools');
+      await until(async () => (await legacy.listTools()).tools.some((t) => t['name'] === 'added__echo'), 20_000, "the added server's tools");
       expect(readFileSync(config, 'utf8')).toContain('added');
     } finally {
       writeConfig(dir.path, servers, {}, config);

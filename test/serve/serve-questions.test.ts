@@ -51,9 +51,10 @@ async function connect(era: Era, way: Way, target: { env: NodeJS.ProcessEnv; url
     c.setRequestHandler(ElicitRequestSchema, async (req) => elicitAnswer(person, req.params as never) as never);
     c.setRequestHandler(CreateMessageRequestSchema, async () => SAMPLED as never);
     c.setRequestHandler(ListRootsRequestSchema, async () => ROOTS);
-    const transport = way === 'stdio'
-      ? new StdioV1({ command: process.execPath, args: [MCPX, 'serve'], env: target.env as Record<string, string>, stderr: 'pipe' })
-      : new HttpV1(new URL(target.url), { requestInit: { headers: { authorization: `Bearer ${target.token}` } } });
+    const transport =
+      way === 'stdio'
+        ? new StdioV1({ command: process.execPath, args: [MCPX, 'serve'], env: target.env as Record<string, string>, stderr: 'pipe' })
+        : new HttpV1(new URL(target.url), { requestInit: { headers: { authorization: `Bearer ${target.token}` } } });
     await c.connect(transport);
     return { call: (name, args = {}) => c.callTool({ name, arguments: args }, undefined, { timeout: 60_000 }) as never, close: () => c.close() };
   }
@@ -61,9 +62,10 @@ async function connect(era: Era, way: Way, target: { env: NodeJS.ProcessEnv; url
   c.setRequestHandler('elicitation/create', async (req: any) => elicitAnswer(person, req.params) as never);
   c.setRequestHandler('sampling/createMessage', async () => SAMPLED as never);
   c.setRequestHandler('roots/list', async () => ROOTS as never);
-  const transport = way === 'stdio'
-    ? new StdioV2({ command: process.execPath, args: [MCPX, 'serve'], env: target.env as Record<string, string>, stderr: 'pipe' })
-    : new HttpV2(new URL(target.url), { requestInit: { headers: { authorization: `Bearer ${target.token}` } } } as never);
+  const transport =
+    way === 'stdio'
+      ? new StdioV2({ command: process.execPath, args: [MCPX, 'serve'], env: target.env as Record<string, string>, stderr: 'pipe' })
+      : new HttpV2(new URL(target.url), { requestInit: { headers: { authorization: `Bearer ${target.token}` } } } as never);
   await c.connect(transport);
   return { call: (name, args = {}) => c.callTool({ name, arguments: args }, { timeout: 60_000 }) as never, close: () => c.close() };
 }
@@ -88,7 +90,12 @@ describe('questions across eras through mcpx serve and /mcp', () => {
     await dir?.remove();
   });
 
-  const directions: Array<[Era, Way]> = [['legacy', 'stdio'], ['modern', 'stdio'], ['legacy', 'http'], ['modern', 'http']];
+  const directions: Array<[Era, Way]> = [
+    ['legacy', 'stdio'],
+    ['modern', 'stdio'],
+    ['legacy', 'http'],
+    ['modern', 'http'],
+  ];
   for (const [era, way] of directions) {
     for (const upstream of ['old', 'new'] as const) {
       const upEra = upstream === 'old' ? 'legacy' : 'modern';

@@ -28,10 +28,14 @@ describe('requestState between question rounds, and a caller that goes away', ()
   let id = 1;
 
   beforeAll(async () => {
-    const d = await startServeDaemon('mcpx-serve-state-', {
-      new: { fixture: 'asking-v2', protocol: 'force-discover' },
-      old: { fixture: 'asking-v2', protocol: 'force-initialize' },
-    }, { MCPX_SERVE_QUESTION_TTL: '4s' });
+    const d = await startServeDaemon(
+      'mcpx-serve-state-',
+      {
+        new: { fixture: 'asking-v2', protocol: 'force-discover' },
+        old: { fixture: 'asking-v2', protocol: 'force-initialize' },
+      },
+      { MCPX_SERVE_QUESTION_TTL: '4s' },
+    );
     dir = { path: d.dir, remove: d.remove };
     ({ env, url, token } = d);
   }, 60_000);
@@ -45,12 +49,22 @@ describe('requestState between question rounds, and a caller that goes away', ()
     const body = { jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name, arguments: {}, ...extra, _meta: META } };
     const r = await request(url, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name },
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/call',
+        'mcp-name': name,
+      },
       body: JSON.stringify(body),
     });
     const text = await r.body.text();
     if (String(r.headers['content-type']).startsWith('text/event-stream')) {
-      const msgs = text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)));
+      const msgs = text
+        .split('\n')
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => JSON.parse(l.slice(5)));
       return msgs.find((m) => m.id === body.id);
     }
     return JSON.parse(text);
@@ -58,7 +72,7 @@ describe('requestState between question rounds, and a caller that goes away', ()
 
   const accept = { name: { action: 'accept', content: { name: 'Ada' } } };
 
-  it('a round keeps the upstream\'s key; the state is signed (tampered: -32602) and good once (replayed: -32602)', async () => {
+  it("a round keeps the upstream's key; the state is signed (tampered: -32602) and good once (replayed: -32602)", async () => {
     const first = await call('new__ask_name');
     expect(first.result).toMatchObject({ resultType: 'input_required', inputRequests: { name: { method: 'elicitation/create' } } });
     const state: string = first.result.requestState;
@@ -76,7 +90,7 @@ describe('requestState between question rounds, and a caller that goes away', ()
     expect(replay.error).toMatchObject({ code: -32602 });
   }, 60_000);
 
-  it('an expired state is refused (-32602); a legacy upstream\'s question reaches a modern caller the same way', async () => {
+  it("an expired state is refused (-32602); a legacy upstream's question reaches a modern caller the same way", async () => {
     const first = await call('old__ask_name');
     expect(first.result.resultType).toBe('input_required');
     const state = first.result.requestState;
@@ -106,7 +120,11 @@ describe('requestState between question rounds, and a caller that goes away', ()
     void c.callTool({ name: 'old__ask_name', arguments: {} }, undefined, { timeout: 60_000 }).catch(() => undefined);
     await wasAsked;
     await c.close(); // the client exits with the question open
-    await until(() => methodsReceived(readWireLog(log)).filter((m) => m === 'notifications/cancelled').length > cancelsBefore, 20_000, 'the upstream told of the cancellation');
+    await until(
+      () => methodsReceived(readWireLog(log)).filter((m) => m === 'notifications/cancelled').length > cancelsBefore,
+      20_000,
+      'the upstream told of the cancellation',
+    );
 
     const next = await stdioCaller('legacy', { env });
     try {

@@ -24,7 +24,12 @@ class Recorder extends Writable {
     cb();
   }
   get lines(): unknown[] {
-    return this.writes.flat().join('').trimEnd().split('\n').map((l) => JSON.parse(l) as unknown);
+    return this.writes
+      .flat()
+      .join('')
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as unknown);
   }
 }
 
@@ -84,7 +89,7 @@ describe("serve's stdout, a turn at a time", () => {
     await transport.close();
   });
 
-  it('backpressure is the stream\'s: past its high-water mark a send waits for drain, and nothing is lost', async () => {
+  it("backpressure is the stream's: past its high-water mark a send waits for drain, and nothing is lost", async () => {
     const out = new Recorder(64);
     const { transport } = await transportOver(out);
     let settled = 0;

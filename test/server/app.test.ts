@@ -15,7 +15,12 @@ const SECRET_HEADER = 's3cr3t-header';
 const LEGACY = '2025-11-25';
 
 async function json(h: Harness, method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await h.app.inject({ method, url, headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers }, ...(body === undefined ? {} : { payload: JSON.stringify(body) }) });
+  const res = await h.app.inject({
+    method,
+    url,
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+  });
   return { status: res.statusCode, body: res.json() as any, text: res.body, headers: res.headers };
 }
 
@@ -88,8 +93,12 @@ describe('the /v1 API over real fixture servers', () => {
       expect(dual.lanes.map((l: any) => l.lane)).toEqual(['own', 'legacy']);
       expect(dual.lanes[1]).toMatchObject({ instances: 1, max: 1, state: 'available' });
       const lanes = dual.instances.map((i: any) => [i.lane, i.era]).sort();
-      expect(lanes).toEqual([['legacy', 'legacy'], ['own', 'modern']]);
-      for (const i of dual.instances) expect(i).toMatchObject({ id: expect.any(String), pid: expect.any(Number), scopeKey: 'global', holders: 0, uptimeMs: expect.any(Number) });
+      expect(lanes).toEqual([
+        ['legacy', 'legacy'],
+        ['own', 'modern'],
+      ]);
+      for (const i of dual.instances)
+        expect(i).toMatchObject({ id: expect.any(String), pid: expect.any(Number), scopeKey: 'global', holders: 0, uptimeMs: expect.any(Number) });
 
       const protocol = await get('/v1/protocol');
       const rows = Object.fromEntries(protocol.body.servers.map((s: any) => [s.server, s]));
@@ -117,9 +126,14 @@ describe('the /v1 API over real fixture servers', () => {
       expect(none.status).toBe(400);
       expect(none.body.error).toMatchObject({ code: 'MCPX_BAD_REQUEST', path: ['session'] });
       expect(textOf((await post('/v1/call', { server: 'perSession', tool: 'echo', args: { text: 'x' }, session: 'alice' })).body)).toBe('x era=modern');
-      expect(textOf((await post('/v1/call', { server: 'perSession', tool: 'echo', args: { text: 'y' } }, { 'X-Mcpx-Session': 'bob' })).body)).toBe('y era=modern');
+      expect(textOf((await post('/v1/call', { server: 'perSession', tool: 'echo', args: { text: 'y' } }, { 'X-Mcpx-Session': 'bob' })).body)).toBe(
+        'y era=modern',
+      );
       const status = await get('/v1/status');
-      const keys = status.body.servers.find((s: any) => s.server === 'perSession').instances.map((i: any) => i.scopeKey).sort();
+      const keys = status.body.servers
+        .find((s: any) => s.server === 'perSession')
+        .instances.map((i: any) => i.scopeKey)
+        .sort();
       expect(keys).toEqual(['alice', 'bob']);
     });
 
@@ -173,7 +187,10 @@ describe('the /v1 API over real fixture servers', () => {
     });
 
     it('/v1/ask: an unknown ask is 404, a bad body or query is 400 naming the field (the rest: test/server/asks.test.ts)', async () => {
-      for (const [method, url] of [['GET', '/v1/ask/nope?waitMs=10'], ['POST', '/v1/ask/nope/abandon']] as const) {
+      for (const [method, url] of [
+        ['GET', '/v1/ask/nope?waitMs=10'],
+        ['POST', '/v1/ask/nope/abandon'],
+      ] as const) {
         const r = await h.app.inject({ method, url });
         expect(r.statusCode, url).toBe(404);
         expect(r.json().error).toMatchObject({ code: 'MCPX_NOT_FOUND' });
@@ -189,13 +206,28 @@ describe('the /v1 API over real fixture servers', () => {
     });
 
     it('/mcp refuses a request that is neither a 2026-07-28 request nor a legacy initialize, and an unknown server', async () => {
-      const bare = await h.app.inject({ method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+      const bare = await h.app.inject({
+        method: 'POST',
+        url: '/mcp',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      });
       expect(bare.statusCode).toBe(400);
       expect(bare.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32000, message: expect.stringContaining('No valid session ID') } });
-      const unknown = await h.app.inject({ method: 'POST', url: '/mcp/nobody', headers: { 'content-type': 'application/json' }, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+      const unknown = await h.app.inject({
+        method: 'POST',
+        url: '/mcp/nobody',
+        headers: { 'content-type': 'application/json' },
+        payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      });
       expect(unknown.statusCode).toBe(404);
       expect(unknown.json().error).toMatchObject({ code: 'MCPX_UNKNOWN_SERVER' });
-      const session = await h.app.inject({ method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json', 'mcp-session-id': 'no-such-session' }, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+      const session = await h.app.inject({
+        method: 'POST',
+        url: '/mcp',
+        headers: { 'content-type': 'application/json', 'mcp-session-id': 'no-such-session' },
+        payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      });
       expect(session.statusCode).toBe(404);
     });
 
@@ -250,8 +282,16 @@ describe('the /v1 API over real fixture servers', () => {
     const types = events.map((e) => e.type);
     expect(types).toContain('session.state');
     expect(types).toContain('server.start');
-    expect(events.find((e) => e.type === 'session.state')!.data).toMatchObject({ server: 'secretive', instance: expect.any(String), lane: 'own', state: expect.any(String) });
-    expect(events.at(-1)).toEqual({ type: 'call.finished', data: { type: 'call.finished', server: 'secretive', tool: 'echo', ok: true, ms: expect.any(Number), lane: 'own' } });
+    expect(events.find((e) => e.type === 'session.state')!.data).toMatchObject({
+      server: 'secretive',
+      instance: expect.any(String),
+      lane: 'own',
+      state: expect.any(String),
+    });
+    expect(events.at(-1)).toEqual({
+      type: 'call.finished',
+      data: { type: 'call.finished', server: 'secretive', tool: 'echo', ok: true, ms: expect.any(Number), lane: 'own' },
+    });
   });
 
   it('no response and no log line carries a configured secret', async () => {
@@ -271,11 +311,15 @@ describe('settings through the API', () => {
   let h: Harness;
   beforeAll(async () => {
     dir = await tempDir('mcpx-api-settings-');
-    h = await harness(dir.path, {
-      idle: { fixture: 'dual-v2' },
-      busy: { fixture: 'dual-v2', mcpx: { idleTimeout: '400ms' } },
-      own: { fixture: 'dual-v2', protocol: 'force-discover' },
-    }, { extra: { upstream: { eraCache: false } } });
+    h = await harness(
+      dir.path,
+      {
+        idle: { fixture: 'dual-v2' },
+        busy: { fixture: 'dual-v2', mcpx: { idleTimeout: '400ms' } },
+        own: { fixture: 'dual-v2', protocol: 'force-discover' },
+      },
+      { extra: { upstream: { eraCache: false } } },
+    );
   });
   afterAll(async () => {
     await h?.close();
@@ -285,7 +329,14 @@ describe('settings through the API', () => {
   it('GET lists value, default and source; GET one; unknown is 404', async () => {
     const list = await json(h, 'GET', '/v1/settings');
     const protocol = list.body.settings.find((s: any) => s.path === 'upstream.protocol');
-    expect(protocol).toMatchObject({ value: 'prefer-discover', default: 'prefer-discover', source: 'default', env: 'MCPX_UPSTREAM_PROTOCOL', flag: '--upstream-protocol', allowed: [...CANONICAL_PREFERENCES] });
+    expect(protocol).toMatchObject({
+      value: 'prefer-discover',
+      default: 'prefer-discover',
+      source: 'default',
+      env: 'MCPX_UPSTREAM_PROTOCOL',
+      flag: '--upstream-protocol',
+      allowed: [...CANONICAL_PREFERENCES],
+    });
     expect(list.body.settings.find((s: any) => s.path === 'upstream.eraCache')).toMatchObject({ value: false, source: 'file' });
     expect((await json(h, 'GET', '/v1/settings/pool.max')).body).toMatchObject({ path: 'pool.max', value: 4 });
     const unknown = await json(h, 'GET', '/v1/settings/pool.maxx');
@@ -364,7 +415,13 @@ describe('TCP access rules', () => {
     expect(ok.body).not.toContain(TOKEN);
     expect((await req({ host: 'localhost', ...auth })).statusCode).toBe(200);
     expect((await req({ host: '[::1]:7777', ...auth })).statusCode).toBe(200);
-    for (const headers of <Array<Record<string, string>>>[{ host: 'evil.example' }, { host: 'evil.example:7777' }, { host: '10.0.0.1:7777' }, { host: '127.0.0.1:7777', origin: 'http://evil.example' }, { host: '127.0.0.1:7777', origin: 'null' }]) {
+    for (const headers of <Array<Record<string, string>>>[
+      { host: 'evil.example' },
+      { host: 'evil.example:7777' },
+      { host: '10.0.0.1:7777' },
+      { host: '127.0.0.1:7777', origin: 'http://evil.example' },
+      { host: '127.0.0.1:7777', origin: 'null' },
+    ]) {
       const r = await req({ ...headers, ...auth });
       expect(r.statusCode, JSON.stringify(headers)).toBe(403);
       expect(r.json().error.code).toBe('MCPX_FORBIDDEN');

@@ -50,11 +50,21 @@ afterAll(async () => {
 });
 
 async function api(method: 'GET' | 'POST', url: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await h.app.inject({ method, url, headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers }, ...(body === undefined ? {} : { payload: JSON.stringify(body) }) });
+  const res = await h.app.inject({
+    method,
+    url,
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+  });
   return { status: res.statusCode, body: res.json() as any };
 }
 
-async function start(server: string, tool: string, args: Record<string, unknown> = {}, capabilities: Record<string, unknown> | undefined = ALL): Promise<string> {
+async function start(
+  server: string,
+  tool: string,
+  args: Record<string, unknown> = {},
+  capabilities: Record<string, unknown> | undefined = ALL,
+): Promise<string> {
   const r = await api('POST', '/v1/ask', { server, tool, args, ...(capabilities === undefined ? {} : { capabilities }) });
   expect(r.status, JSON.stringify(r.body)).toBe(202);
   expect(r.body).toMatchObject({ id: expect.stringMatching(/^ask-/), status: 'working' });
@@ -98,7 +108,11 @@ describe.each([
       {
         id: expect.any(String),
         method: 'elicitation/create',
-        params: { message: 'What is your name?', mode: 'form', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
+        params: {
+          message: 'What is your name?',
+          mode: 'form',
+          requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+        },
         via,
         ...(via === 'input-required' ? { key: 'name' } : {}),
         askedAt: expect.any(String),
@@ -129,7 +143,10 @@ describe.each([
 
     const sample = await start(server, 'ask_sample');
     const qs = (await poll(sample)).questions[0];
-    expect(qs).toMatchObject({ method: 'sampling/createMessage', params: { maxTokens: 20, messages: [{ role: 'user', content: { type: 'text', text: 'Say hi' } }] } });
+    expect(qs).toMatchObject({
+      method: 'sampling/createMessage',
+      params: { maxTokens: 20, messages: [{ role: 'user', content: { type: 'text', text: 'Say hi' } }] },
+    });
     expect(qs.params._meta).toBeUndefined(); // the upstream's own progress token is not the caller's business
     await answer(sample, { [qs.id]: ANSWERS.sample });
     expect(text(await done(sample))).toBe(`sampled hi! model=m1 era=${server}`);
@@ -171,7 +188,12 @@ describe.each([
     const q = first.questions.find((x: any) => x.params.message === 'What is your name?');
     const unknown = await answer(id, { [q.id]: ANSWERS.name, q999999: ANSWERS.name });
     expect(unknown.status).toBe(400);
-    expect(unknown.body.error).toMatchObject({ code: 'MCPX_UNKNOWN_QUESTION', path: ['answers', 'q999999'], in: 'body', message: expect.stringContaining('answers.q999999') });
+    expect(unknown.body.error).toMatchObject({
+      code: 'MCPX_UNKNOWN_QUESTION',
+      path: ['answers', 'q999999'],
+      in: 'body',
+      message: expect.stringContaining('answers.q999999'),
+    });
     const badShape = await answer(id, { [q.id]: { action: 'maybe' } });
     expect(badShape.status).toBe(400);
     expect(badShape.body.error).toMatchObject({ code: 'MCPX_BAD_REQUEST', path: ['answers', q.id, 'action'], in: 'body' });
@@ -188,7 +210,12 @@ describe.each([
         expect(text(v)).toBe(`name=Ada age=7 era=${server}`);
         break;
       }
-      await answer(id, Object.fromEntries(v.questions.map((x: any) => [x.id, x.params.message === 'How old are you?' ? { action: 'accept', content: { age: 7 } } : ANSWERS.name])));
+      await answer(
+        id,
+        Object.fromEntries(
+          v.questions.map((x: any) => [x.id, x.params.message === 'How old are you?' ? { action: 'accept', content: { age: 7 } } : ANSWERS.name]),
+        ),
+      );
     }
     const late = await answer(id, { [q.id]: ANSWERS.name });
     expect(late.status).toBe(409);
@@ -203,7 +230,12 @@ describe.each([
     const responses = wire(server).filter((e) => e.kind === 'response').length;
     const r = await api('POST', `/v1/ask/${id}/abandon`, {});
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ status: 'abandoned', questions: [], error: { code: 'MCPX_REQUEST_CANCELLED' }, refused: [{ questionId: q.id, reason: 'abandoned' }] });
+    expect(r.body).toMatchObject({
+      status: 'abandoned',
+      questions: [],
+      error: { code: 'MCPX_REQUEST_CANCELLED' },
+      refused: [{ questionId: q.id, reason: 'abandoned' }],
+    });
     await settled();
     expect((await api('POST', `/v1/ask/${id}/abandon`)).body.status).toBe('abandoned'); // idempotent
     const closed = await answer(id, { [q.id]: ANSWERS.name });
@@ -226,7 +258,9 @@ describe.each([
     expect(end.asked).toBe(0);
     if (server === 'legacy') {
       // mcpx declared sampling at initialize (it can relay it), so the upstream asked, and mcpx refused for this caller.
-      expect(end.refused).toEqual([{ method: 'sampling/createMessage', reason: 'capability', message: expect.stringContaining('did not declare the sampling capability') }]);
+      expect(end.refused).toEqual([
+        { method: 'sampling/createMessage', reason: 'capability', message: expect.stringContaining('did not declare the sampling capability') },
+      ]);
       expect(end.error.code).toBe('MCPX_TOOL_ERROR');
       expect(JSON.stringify(end.result)).toContain('did not declare the sampling capability');
     } else {
@@ -248,7 +282,9 @@ describe.each([
     expect(end.status).toBe('failed');
     expect(end.error.code).toBe('MCPX_REQUEST_TIMEOUT');
     // Legacy: the tools/call waiting on it times out too (and is cancelled upstream); modern: the round is refused.
-    expect(end.refused).toEqual([expect.objectContaining({ questionId: q.id, reason: server === 'modern' ? 'timeout' : expect.stringMatching(/^(timeout|finished)$/) })]);
+    expect(end.refused).toEqual([
+      expect.objectContaining({ questionId: q.id, reason: server === 'modern' ? 'timeout' : expect.stringMatching(/^(timeout|finished)$/) }),
+    ]);
     if (server === 'legacy') await expect.poll(() => wire(quick).some((e) => e.method === 'notifications/cancelled')).toBe(true);
     await settled();
   });
@@ -277,7 +313,7 @@ describe.each([
     }
   });
 
-  it('a cap on questions per ask, and the session\'s 8-round cap', async () => {
+  it("a cap on questions per ask, and the session's 8-round cap", async () => {
     const limits = h.controller.asks.limits;
     const saved = limits.maxQuestionsPerAsk;
     try {
@@ -368,8 +404,11 @@ describe('around the edges', () => {
     await settled();
   });
 
-  it('under follow, X-Mcpx-Caller-Protocol picks the lane: a legacy caller\'s ask meets a legacy session', async () => {
-    for (const [headers, via, era] of [[{ 'X-Mcpx-Caller-Protocol': '2025-11-25' }, 'server-request', 'legacy'], [{}, 'input-required', 'modern']] as const) {
+  it("under follow, X-Mcpx-Caller-Protocol picks the lane: a legacy caller's ask meets a legacy session", async () => {
+    for (const [headers, via, era] of [
+      [{ 'X-Mcpx-Caller-Protocol': '2025-11-25' }, 'server-request', 'legacy'],
+      [{}, 'input-required', 'modern'],
+    ] as const) {
       const r = await api('POST', '/v1/ask', { server: 'follow', tool: 'ask_name', capabilities: ALL }, headers);
       expect(r.status).toBe(202);
       const q = (await poll(r.body.id)).questions[0];
@@ -406,10 +445,15 @@ describe('around the edges', () => {
   });
 
   it('bad requests name the field; an unknown ask is 404', async () => {
-    expect((await api('POST', '/v1/ask', { server: 'modern', tool: 'ask_name', capabilities: { elicitation: 'yes' } })).body.error).toMatchObject({ path: ['capabilities', 'elicitation'] });
+    expect((await api('POST', '/v1/ask', { server: 'modern', tool: 'ask_name', capabilities: { elicitation: 'yes' } })).body.error).toMatchObject({
+      path: ['capabilities', 'elicitation'],
+    });
     expect((await api('POST', '/v1/ask', { server: 'modern', tool: 'ask_name', extra: 1 })).body.error).toMatchObject({ path: ['extra'] });
     expect((await api('GET', '/v1/ask/x?waitMs=600000')).body.error).toMatchObject({ code: 'MCPX_BAD_REQUEST', path: ['waitMs'] });
-    expect((await api('POST', '/v1/ask/x/answers', { answers: { q1: 'yes' } })).body.error).toMatchObject({ code: 'MCPX_BAD_REQUEST', path: ['answers', 'q1'] });
+    expect((await api('POST', '/v1/ask/x/answers', { answers: { q1: 'yes' } })).body.error).toMatchObject({
+      code: 'MCPX_BAD_REQUEST',
+      path: ['answers', 'q1'],
+    });
     const unknown = await api('POST', '/v1/ask/x/answers', { answers: { q1: {} } });
     expect(unknown.status).toBe(404);
     expect(unknown.body.error.code).toBe('MCPX_NOT_FOUND');

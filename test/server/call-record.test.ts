@@ -63,7 +63,11 @@ describe('call records', () => {
     // No turn has passed since the answers: stopping writes them (in its synchronous start).
     const closing = h!.close();
     closed = true;
-    expect(records().slice(before).map((l) => l['tool'])).toEqual(finished);
+    expect(
+      records()
+        .slice(before)
+        .map((l) => l['tool']),
+    ).toEqual(finished);
     await closing;
   }, 60_000);
 });

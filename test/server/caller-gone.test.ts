@@ -43,13 +43,23 @@ describe('a caller who goes away', () => {
   function call(agent: Agent, body: unknown, onRequest?: (req: ReturnType<typeof httpRequest>) => void): Promise<{ status: number; body: any }> {
     return new Promise((resolve, reject) => {
       const payload = JSON.stringify(body);
-      const req = httpRequest({ host: '127.0.0.1', port, path: '/v1/call', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
-        res.on('error', reject);
-      });
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/v1/call',
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+          res.on('error', reject);
+        },
+      );
       req.on('error', reject);
       req.end(payload);
       onRequest?.(req);

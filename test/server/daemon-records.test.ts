@@ -69,7 +69,7 @@ describe("the daemon's call records", () => {
     const tools = Array.from({ length: 20 }, (_, i) => (i % 5 === 4 ? `tool-${SECRET}` : 'echo'));
     const answers = await Promise.all(tools.map((t, i) => call(t, `n${i}`)));
     expect(answers.filter((a) => a.status === 200 && a.body.ok === true)).toHaveLength(16);
-    await until(() => logs.records().length === before + tools.length, 10_000, 'the burst\'s records');
+    await until(() => logs.records().length === before + tools.length, 10_000, "the burst's records");
     const mine = logs.records().slice(before);
     expect(mine.filter((r) => r['tool'] === 'echo')).toHaveLength(16);
     expect(mine.filter((r) => r['tool'] === 'tool-<redacted>' && r['ok'] === false)).toHaveLength(4);
@@ -101,7 +101,7 @@ describe("the daemon's call records", () => {
 });
 
 describe('a daemon process that dies right after a call', () => {
-  it('still writes the call\'s record, on its way out', async () => {
+  it("still writes the call's record, on its way out", async () => {
     const dir = await tempDir('mcpx-daemon-records-exit-');
     try {
       const script = join(dir.path, 'crash.mjs');
@@ -116,7 +116,11 @@ process.stderr.write('answered ' + JSON.stringify(out.ok) + '\\n');
 setImmediate(() => setImmediate(() => { throw new Error('boom'); }));
 `,
       );
-      const child = spawn(process.execPath, [script], { env: cleanEnv(dir.path, { MCPX_STATE_DIR: join(dir.path, 'state') }), cwd: dir.path, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [script], {
+        env: cleanEnv(dir.path, { MCPX_STATE_DIR: join(dir.path, 'state') }),
+        cwd: dir.path,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

@@ -70,7 +70,12 @@ export function isGone(pid: number): boolean {
 export class LogCapture extends Writable {
   readonly lines: string[] = [];
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
-    this.lines.push(...chunk.toString('utf8').split('\n').filter((l) => l.length > 0));
+    this.lines.push(
+      ...chunk
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => l.length > 0),
+    );
     cb();
   }
   get text(): string {
@@ -98,7 +103,11 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function harness(dir: string, servers: Record<string, ServerEntry>, opts: { extra?: Record<string, unknown>; sources?: Omit<SettingsSources, 'file' | 'filePath'> } = {}): Promise<Harness> {
+export async function harness(
+  dir: string,
+  servers: Record<string, ServerEntry>,
+  opts: { extra?: Record<string, unknown>; sources?: Omit<SettingsSources, 'file' | 'filePath'> } = {},
+): Promise<Harness> {
   const file = writeConfig(dir, servers, opts.extra);
   const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MCPX_')));
   Object.assign(env, opts.sources?.env ?? {});
@@ -111,7 +120,15 @@ export async function harness(dir: string, servers: Record<string, ServerEntry>,
   const logger = captureLogger(scrubber, logs);
   const cache = await EraCache.open(dir);
   const registry = createPoolRegistry({ settings, cache, logger });
-  const controller = new Controller({ settings, registry, config, logger, scrubber, settingsSources: sources, loadConfig: () => loadDaemonConfig({ configFlag: file, env, cwd: dir }) });
+  const controller = new Controller({
+    settings,
+    registry,
+    config,
+    logger,
+    scrubber,
+    settingsSources: sources,
+    loadConfig: () => loadDaemonConfig({ configFlag: file, env, cwd: dir }),
+  });
   await controller.start();
   const apps: FastifyInstance[] = [];
   // Every answer is held against the schema its route declares (the /v1 contract); close() fails on a mismatch.
@@ -136,7 +153,10 @@ export async function harness(dir: string, servers: Record<string, ServerEntry>,
       await controller.stop();
       await cache.whenIdle();
       await Promise.all(apps.map((a) => a.close()));
-      if (violations.length > 0) throw new Error(`answers that do not match their route's declared schema:\n${violations.map((v) => `${v.route} ${v.status}: ${v.issues.join('; ')}`).join('\n')}`);
+      if (violations.length > 0)
+        throw new Error(
+          `answers that do not match their route's declared schema:\n${violations.map((v) => `${v.route} ${v.status}: ${v.issues.join('; ')}`).join('\n')}`,
+        );
     },
   };
 }

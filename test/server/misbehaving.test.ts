@@ -9,7 +9,12 @@ import { tempDir } from '../support/real.js';
 import { fixturePids, harness, textOf, type Harness } from './helpers.js';
 
 async function call(h: Harness, server: string, tool = 'echo', args: Record<string, unknown> = { text: server }) {
-  const res = await h.app.inject({ method: 'POST', url: '/v1/call', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ server, tool, args }) });
+  const res = await h.app.inject({
+    method: 'POST',
+    url: '/v1/call',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({ server, tool, args }),
+  });
   return { status: res.statusCode, body: res.json() as { ok: boolean; result?: Record<string, unknown>; error?: { code: string; message: string } } };
 }
 

@@ -5,14 +5,25 @@ import type { PoolServerConfig } from '../../src/pool/types.js';
 import { reconcileMachine, type ReconcileEmitted, type ReconcileFacts } from '../../src/server/reconcile.machine.js';
 
 function cfg(name: string, over: Partial<PoolServerConfig> = {}): PoolServerConfig {
-  return { name, definition: { command: `sim-${name}` }, preference: 'prefer-discover', limits: { scope: 'global', max: 1, sharing: 'shared', idleTimeoutMs: 1_000 }, probeTimeoutMs: 1_000, eraCache: true, ...over };
+  return {
+    name,
+    definition: { command: `sim-${name}` },
+    preference: 'prefer-discover',
+    limits: { scope: 'global', max: 1, sharing: 'shared', idleTimeoutMs: 1_000 },
+    probeTimeoutMs: 1_000,
+    eraCache: true,
+    ...over,
+  };
 }
 
 function start() {
   const actor = createActor(reconcileMachine).start();
   const out: ReconcileEmitted[] = [];
   actor.on('*', (e) => out.push(e as ReconcileEmitted));
-  const take = () => out.splice(0).map((e) => (e.type === 'done' ? { type: e.type, id: e.id, deferred: e.result.deferred } : 'id' in e ? { type: e.type, id: e.id } : { type: e.type }));
+  const take = () =>
+    out
+      .splice(0)
+      .map((e) => (e.type === 'done' ? { type: e.type, id: e.id, deferred: e.result.deferred } : 'id' in e ? { type: e.type, id: e.id } : { type: e.type }));
   const ctx = () => actor.getSnapshot().context;
   const state = () => actor.getSnapshot().value;
   return { actor, take, ctx, state };
@@ -40,11 +51,17 @@ describe('reconcileMachine', () => {
     m.actor.send({ type: 'reconcile', id: 'r1', deferBusy: false });
     m.actor.send({ type: 'facts', id: 'r1', facts: noChange });
     m.actor.send({ type: 'reconcile', id: 'r2', deferBusy: true });
-    expect(m.take()).toEqual([{ type: 'facts.needed', id: 'r1' }, { type: 'apply', id: 'r1' }]);
+    expect(m.take()).toEqual([
+      { type: 'facts.needed', id: 'r1' },
+      { type: 'apply', id: 'r1' },
+    ]);
     m.actor.send({ type: 'facts', id: 'r2', facts: noChange }); // not its turn: ignored
     expect(m.take()).toEqual([]);
     m.actor.send({ type: 'applied', id: 'r1', result });
-    expect(m.take()).toEqual([{ type: 'done', id: 'r1', deferred: [] }, { type: 'facts.needed', id: 'r2' }]);
+    expect(m.take()).toEqual([
+      { type: 'done', id: 'r1', deferred: [] },
+      { type: 'facts.needed', id: 'r2' },
+    ]);
   });
 
   it('defers busy servers; a quiet deferred server gets one catch-up run on the next turn', () => {
@@ -72,7 +89,10 @@ describe('reconcileMachine', () => {
     m.actor.send({ type: 'reconcile', id: 'r3', deferBusy: true });
     m.actor.send({ type: 'facts', id: 'r3', facts: noChange });
     m.actor.send({ type: 'apply.failed', id: 'r3', error: new Error('worse') });
-    expect(m.take().filter((e) => e.type === 'failed')).toEqual([{ type: 'failed', id: 'r2' }, { type: 'failed', id: 'r3' }]);
+    expect(m.take().filter((e) => e.type === 'failed')).toEqual([
+      { type: 'failed', id: 'r2' },
+      { type: 'failed', id: 'r3' },
+    ]);
     expect(m.ctx().deferred).toEqual(['a']);
     expect(m.ctx().changing).toEqual([]);
   });
@@ -85,7 +105,10 @@ describe('reconcileMachine', () => {
     m.actor.send({ type: 'stop' });
     m.take();
     m.actor.send({ type: 'applied', id: 'r1', result }); // the run under way finishes
-    expect(m.take()).toEqual([{ type: 'done', id: 'r1', deferred: ['a'] }, { type: 'done', id: 'r2', deferred: [] }]);
+    expect(m.take()).toEqual([
+      { type: 'done', id: 'r1', deferred: ['a'] },
+      { type: 'done', id: 'r2', deferred: [] },
+    ]);
     m.actor.send({ type: 'reconcile', id: 'r3', deferBusy: false });
     m.actor.send({ type: 'server.quiet', server: 'a' });
     expect(m.take()).toEqual([{ type: 'done', id: 'r3', deferred: [] }]);

@@ -56,7 +56,11 @@ describe('the call-record log', () => {
     r.logger.info({ tool: 'b' }, 'call finished');
     r.flush();
     expect(out.writes).toHaveLength(1);
-    expect(out.writes[0]!.trimEnd().split('\n').map((l) => (JSON.parse(l) as { tool: string }).tool)).toEqual(['a', 'b']);
+    expect(
+      out.writes[0]!.trimEnd()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { tool: string }).tool),
+    ).toEqual(['a', 'b']);
     // The timer the first line set is gone with the flush: no empty or repeated write later.
     vi.advanceTimersByTime(10 * RECORD_FLUSH_MS);
     expect(out.writes).toHaveLength(1);

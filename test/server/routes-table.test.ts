@@ -15,7 +15,10 @@ describe('the route table', () => {
   });
 
   it('lists as validated exactly the routes with params, query, body or headers to validate', () => {
-    const withParts = (Object.entries(ROUTES) as Array<[string, RouteDef]>).filter(([, d]) => d.params || d.query || d.body || d.headers).map(([n]) => n).sort();
+    const withParts = (Object.entries(ROUTES) as Array<[string, RouteDef]>)
+      .filter(([, d]) => d.params || d.query || d.body || d.headers)
+      .map(([n]) => n)
+      .sort();
     expect([...VALIDATED_ROUTES].sort()).toEqual(withParts);
   });
 });

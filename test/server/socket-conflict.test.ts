@@ -24,7 +24,10 @@ describe('daemon.socket taken', () => {
     writeFileSync(join(dir.path, 'mcpx.json'), JSON.stringify({ mcpServers: {} }));
     const env: NodeJS.ProcessEnv = {
       ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MCPX_'))),
-      MCPX_STATE_DIR: state, MCPX_DAEMON_SOCKET: socket, MCPX_CONFIG: join(dir.path, 'mcpx.json'), MCPX_LOG_LEVEL: 'warn',
+      MCPX_STATE_DIR: state,
+      MCPX_DAEMON_SOCKET: socket,
+      MCPX_CONFIG: join(dir.path, 'mcpx.json'),
+      MCPX_LOG_LEVEL: 'warn',
     };
     const sink = new Writable({ write: (_c, _e, cb) => cb() });
     await expect(startDaemon({ env, cwd: dir.path, logStream: sink, prettyLogs: false })).rejects.toMatchObject({

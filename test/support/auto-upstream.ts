@@ -102,7 +102,11 @@ export class AutoProcess implements Channel {
   /** What this process speaks; defaults to the upstream's kind (a test may change it before up()). */
   kind: ServerKind;
 
-  constructor(private readonly upstream: AutoUpstream, readonly instance: string | undefined, readonly attempt: number) {
+  constructor(
+    private readonly upstream: AutoUpstream,
+    readonly instance: string | undefined,
+    readonly attempt: number,
+  ) {
     this.kind = upstream.opts.kind;
   }
 
@@ -237,7 +241,8 @@ export class AutoProcess implements Channel {
           },
         };
       case 'initialize':
-        if (kind === 'modern') return { error: { code: -32022, message: 'Unsupported protocol version', data: { supported: ['2026-07-28'], requested: params.protocolVersion } } };
+        if (kind === 'modern')
+          return { error: { code: -32022, message: 'Unsupported protocol version', data: { supported: ['2026-07-28'], requested: params.protocolVersion } } };
         return { result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'auto', version: '1.0.0' } } };
       case 'ping':
         return { result: {} };

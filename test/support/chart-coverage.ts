@@ -7,7 +7,12 @@ import type { AnyStateNode, InspectionEvent } from 'xstate';
 /** Every transition definition of the chart, with a readable label. */
 export function allTransitions(node: AnyStateNode, out = new Map<object, string>()): Map<object, string> {
   for (const [event, defs] of node.transitions) {
-    defs.forEach((d, i) => out.set(d, `${node.id} --${event}[${i}]${d.guard ? ` [${JSON.stringify((d.guard as { type?: string }).type ?? 'fn')}]` : ''}--> ${(d.target ?? []).map((t) => t.id).join(',') || '(self)'}`));
+    defs.forEach((d, i) =>
+      out.set(
+        d,
+        `${node.id} --${event}[${i}]${d.guard ? ` [${JSON.stringify((d.guard as { type?: string }).type ?? 'fn')}]` : ''}--> ${(d.target ?? []).map((t) => t.id).join(',') || '(self)'}`,
+      ),
+    );
   }
   (node.always ?? []).forEach((d, i) => out.set(d, `${node.id} --always[${i}]--> ${(d.target ?? []).map((t) => t.id).join(',')}`));
   for (const child of Object.values(node.states)) allTransitions(child as AnyStateNode, out);

@@ -35,12 +35,7 @@ export interface RealSession {
  * have the same process definition (so the same era-cache key): a test's first and cached starts
  * share one log and are told apart by pid.
  */
-export function realSession(
-  log: string,
-  spec: FixtureSpec,
-  preference: SessionPreference,
-  extra: Partial<UpstreamSessionOptions> = {},
-): RealSession {
+export function realSession(log: string, spec: FixtureSpec, preference: SessionPreference, extra: Partial<UpstreamSessionOptions> = {}): RealSession {
   const cmd = fixtureCommand(spec.fixture, { ...(spec.mode ? { mode: spec.mode } : {}), log, env: { ...spec.env } });
   const session = new UpstreamSession({
     name: spec.mode ?? spec.fixture,
@@ -57,7 +52,11 @@ export function realSession(
     const ps = pids(events);
     // A modern session's own subscriptions/listen stream runs beside whatever a test sends: not part of its wire.
     const own = (m: string | undefined) => m !== 'subscriptions/listen';
-    return { pids: ps, methods: ps.map((p) => methodsReceived(events, p).filter(own)), requests: ps.map((p) => received(events, p).filter((r) => own(r.method))) };
+    return {
+      pids: ps,
+      methods: ps.map((p) => methodsReceived(events, p).filter(own)),
+      requests: ps.map((p) => received(events, p).filter((r) => own(r.method))),
+    };
   };
   return {
     session,

@@ -10,7 +10,14 @@ const out = process.env['MCPX_TEST_LOADS'];
 if (isMainThread && out) {
   register(import.meta.url);
   const require = createRequire(import.meta.url);
-  process.on('exit', () => appendFileSync(out, Object.keys(require.cache).map((f) => `${f}\n`).join('')));
+  process.on('exit', () =>
+    appendFileSync(
+      out,
+      Object.keys(require.cache)
+        .map((f) => `${f}\n`)
+        .join(''),
+    ),
+  );
 }
 
 export async function load(url, context, next) {

@@ -55,7 +55,11 @@ export class SimulatedChannel implements Channel {
   private pinnedBy: PinnedBy | undefined;
   readonly pid: number;
 
-  constructor(private readonly upstream: SimulatedUpstream, readonly attempt: number, readonly transport: WireTransport = 'stdio') {
+  constructor(
+    private readonly upstream: SimulatedUpstream,
+    readonly attempt: number,
+    readonly transport: WireTransport = 'stdio',
+  ) {
     this.pid = 10_000 + attempt;
   }
 
@@ -100,7 +104,9 @@ export class SimulatedChannel implements Channel {
     const req = this.pending[idx]!;
     const record = this.records.get(req.id)!;
     const renewal = this.expired && req.method === 'initialize' ? this.upstream.profile.expires : undefined;
-    const reaction = renewal ?? this.upstream.profile.react(req.method as 'server/discover' | 'initialize', record.version ?? '', this.transport, record.nth ?? 0, this.pinnedBy);
+    const reaction =
+      renewal ??
+      this.upstream.profile.react(req.method as 'server/discover' | 'initialize', record.version ?? '', this.transport, record.nth ?? 0, this.pinnedBy);
     if (reaction.kind === 'silent') return 'silent';
     if (reaction.kind === 'exit') {
       this.exit(1);

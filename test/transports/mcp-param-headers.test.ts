@@ -85,7 +85,9 @@ describe('paramHeaderSpec: which tool definitions are valid', () => {
   });
 
   it('SPEC "MUST be case-insensitively unique among all x-mcp-header values in the inputSchema"', () => {
-    expect(reason(schema({ field1: str('Region'), field2: str('Region') }))).toMatch(/\/properties\/field2: x-mcp-header "Region" repeats the one at \/properties\/field1/);
+    expect(reason(schema({ field1: str('Region'), field2: str('Region') }))).toMatch(
+      /\/properties\/field2: x-mcp-header "Region" repeats the one at \/properties\/field1/,
+    );
     expect(reason(schema({ field1: str('MyField'), field2: str('myfield') }))).toMatch(/"myfield" repeats/);
     // Across nesting levels too: uniqueness is over the whole inputSchema.
     expect(reason(schema({ a: str('Region'), b: { type: 'object', properties: { c: str('REGION') } } }))).toMatch(/\/properties\/b\/properties\/c: .* repeats/);
@@ -99,10 +101,13 @@ describe('paramHeaderSpec: which tool definitions are valid', () => {
   });
 
   it('SPEC "MUST only be applied to parameters with primitive types (integer, string, boolean)"', () => {
-    expect(params(schema({ s: str('S'), i: { type: 'integer', 'x-mcp-header': 'I' }, b: { type: 'boolean', 'x-mcp-header': 'B' } })).map((p) => p.header))
-      .toEqual(['Mcp-Param-S', 'Mcp-Param-I', 'Mcp-Param-B']);
+    expect(
+      params(schema({ s: str('S'), i: { type: 'integer', 'x-mcp-header': 'I' }, b: { type: 'boolean', 'x-mcp-header': 'B' } })).map((p) => p.header),
+    ).toEqual(['Mcp-Param-S', 'Mcp-Param-I', 'Mcp-Param-B']);
     for (const type of ['object', 'array', 'null']) {
-      expect(reason(schema({ v: { type, 'x-mcp-header': 'V' } })), type).toMatch(new RegExp(`of type ${type} \\(only integer, string and boolean are permitted\\)`));
+      expect(reason(schema({ v: { type, 'x-mcp-header': 'V' } })), type).toMatch(
+        new RegExp(`of type ${type} \\(only integer, string and boolean are permitted\\)`),
+      );
     }
     expect(reason(schema({ v: { 'x-mcp-header': 'V' } }))).toMatch(/without a type/);
     expect(reason(schema({ v: { type: 7, 'x-mcp-header': 'V' } }))).toMatch(/with type 7/);
@@ -156,7 +161,9 @@ describe('paramHeaderSpec: which tool definitions are valid', () => {
   });
 
   it('a property ref-typed at a reachable position must still declare a primitive type itself', () => {
-    expect(reason({ type: 'object', properties: { v: { $ref: '#/$defs/s', 'x-mcp-header': 'V' } }, $defs: { s: { type: 'string' } } })).toMatch(/without a type/);
+    expect(reason({ type: 'object', properties: { v: { $ref: '#/$defs/s', 'x-mcp-header': 'V' } }, $defs: { s: { type: 'string' } } })).toMatch(
+      /without a type/,
+    );
   });
 
   it('data is not an annotation: an "x-mcp-header" key inside default/const/enum/examples, or a property named "x-mcp-header"', () => {
@@ -250,7 +257,11 @@ describe('paramHeaders: the headers for one call', () => {
   });
 
   it('SPEC "string: Use the value as-is; integer: Convert to decimal string representation (e.g., 42, -7); boolean: Convert to lowercase "true" or "false""', () => {
-    expect(paramHeaders(spec, { region: 'r', priority: 42, verbose: true })).toEqual({ 'Mcp-Param-Region': 'r', 'Mcp-Param-Priority': '42', 'Mcp-Param-Verbose': 'true' });
+    expect(paramHeaders(spec, { region: 'r', priority: 42, verbose: true })).toEqual({
+      'Mcp-Param-Region': 'r',
+      'Mcp-Param-Priority': '42',
+      'Mcp-Param-Verbose': 'true',
+    });
     expect(paramHeaders(spec, { priority: -7, verbose: false })).toEqual({ 'Mcp-Param-Priority': '-7', 'Mcp-Param-Verbose': 'false' });
     expect(paramHeaders(spec, { priority: 2 ** 53 - 1 })).toEqual({ 'Mcp-Param-Priority': '9007199254740991' });
     expect(paramHeaders(spec, { priority: -(2 ** 53 - 1) })).toEqual({ 'Mcp-Param-Priority': '-9007199254740991' });
@@ -378,13 +389,20 @@ describe('StreamableHttpChannel puts send() headers on modern POSTs only', () =>
 });
 
 describe('paramHeaderProblem (mcpx serving 2026-07-28 callers)', () => {
-  const spec = { params: [{ property: ['region'], header: 'Mcp-Param-Region' }, { property: ['n'], header: 'Mcp-Param-N' }] };
+  const spec = {
+    params: [
+      { property: ['region'], header: 'Mcp-Param-Region' },
+      { property: ['n'], header: 'Mcp-Param-N' },
+    ],
+  };
   const headers = (h: Record<string, string>) => (name: string) => h[name];
 
   it('accepts agreeing headers: plain, padded with white space, base64, numbers as text', () => {
     expect(paramHeaderProblem(spec, { region: 'eu-west', n: 3 }, headers({ 'Mcp-Param-Region': 'eu-west', 'Mcp-Param-N': '3' }))).toBeUndefined();
     expect(paramHeaderProblem(spec, { region: 'eu-west' }, headers({ 'Mcp-Param-Region': '  eu-west  ' }))).toBeUndefined();
-    expect(paramHeaderProblem(spec, { region: 'Grüße' }, headers({ 'Mcp-Param-Region': `=?base64?${Buffer.from('Grüße').toString('base64')}?=` }))).toBeUndefined();
+    expect(
+      paramHeaderProblem(spec, { region: 'Grüße' }, headers({ 'Mcp-Param-Region': `=?base64?${Buffer.from('Grüße').toString('base64')}?=` })),
+    ).toBeUndefined();
     // without both the prefix and the suffix, a value is literal
     expect(paramHeaderProblem(spec, { region: '=?base64?abc' }, headers({ 'Mcp-Param-Region': '=?base64?abc' }))).toBeUndefined();
   });

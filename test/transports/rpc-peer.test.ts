@@ -45,7 +45,6 @@ class FakeChannel implements Channel {
   }
 }
 
-
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
 describe('RpcPeer', () => {

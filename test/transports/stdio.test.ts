@@ -48,7 +48,6 @@ function isAlive(pid: number): boolean {
   }
 }
 
-
 function open(options: StdioChannelOptions) {
   const ch = new StdioChannel(options);
   channels.push(ch);
@@ -248,10 +247,7 @@ describe('StdioChannel', () => {
     await notification('ready');
     const big = 'x'.repeat(256 * 1024);
     ch.send({ jsonrpc: '2.0', method: 'noise', params: { big } }); // accepted; the EPIPE comes asynchronously
-    await until(
-      () => records.some((r) => r.level === 'debug' && /EPIPE/.test(String((r.obj.err as Error | undefined)?.message))),
-      'the EPIPE to be logged',
-    );
+    await until(() => records.some((r) => r.level === 'debug' && /EPIPE/.test(String((r.obj.err as Error | undefined)?.message))), 'the EPIPE to be logged');
     // Once stdin is known dead, send says so with a typed error instead of writing into the void.
     expect(() => ch.send({ jsonrpc: '2.0', method: 'noise' })).toThrow(/closed its stdin/);
     expect(() => ch.send({ jsonrpc: '2.0', method: 'noise' })).toThrow(TransportClosedError);

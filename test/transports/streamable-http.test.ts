@@ -24,16 +24,23 @@ const TOKEN = 'secret-token-123';
 const fx = {} as Record<'dual' | 'modern' | 'sessions' | 'sse' | RawHttpMode, HttpFixture>;
 
 beforeAll(async () => {
-  const started = await Promise.all([
-    startHttpFixture('v2-dual').then((f) => (fx.dual = f)),
-    startHttpFixture('v2-modern').then((f) => (fx.modern = f)),
-    startHttpFixture('v1-legacy-sessions').then((f) => (fx.sessions = f)),
-    startHttpFixture('v1-sse-legacy').then((f) => (fx.sse = f)),
-    ...(['405', '500', '401', 'drop', 'huge', 'legacy-400', 'modern-400-32022'] as const).map((m) =>
-      startHttpFixture('raw-http', [m]).then((f) => (fx[m] = f)),
+  const started = await Promise.all(
+    [
+      startHttpFixture('v2-dual').then((f) => (fx.dual = f)),
+      startHttpFixture('v2-modern').then((f) => (fx.modern = f)),
+      startHttpFixture('v1-legacy-sessions').then((f) => (fx.sessions = f)),
+      startHttpFixture('v1-sse-legacy').then((f) => (fx.sse = f)),
+      ...(['405', '500', '401', 'drop', 'huge', 'legacy-400', 'modern-400-32022'] as const).map((m) =>
+        startHttpFixture('raw-http', [m]).then((f) => (fx[m] = f)),
+      ),
+      startHttpFixture('raw-http', ['slow'], { SLOW_MS: '1200' }).then((f) => (fx.slow = f)),
+    ].map((p) =>
+      p.then(
+        () => undefined,
+        (err: unknown) => err,
+      ),
     ),
-    startHttpFixture('raw-http', ['slow'], { SLOW_MS: '1200' }).then((f) => (fx.slow = f)),
-  ].map((p) => p.then(() => undefined, (err: unknown) => err)));
+  );
   const failed = started.find((r) => r !== undefined);
   if (failed) throw failed;
 });
@@ -48,7 +55,6 @@ afterEach(async () => {
 });
 
 // ------------------------------------------------------------------------------------- helpers
-
 
 function open(url: string, extra: Partial<StreamableHttpChannelOptions> = {}) {
   const channel = new StreamableHttpChannel({ url, ...extra });
@@ -365,7 +371,9 @@ describe('legacy requests', () => {
     const sid = lastRequest(fx.sessions.log, 'tools/list').headers['mcp-session-id'];
     await channel.close();
     expect(closes).toEqual([{ reason: 'stopped' }]);
-    const del = httpRequests(fx.sessions.log).filter((e) => e.httpMethod === 'DELETE').at(-1);
+    const del = httpRequests(fx.sessions.log)
+      .filter((e) => e.httpMethod === 'DELETE')
+      .at(-1);
     expect(del?.headers['mcp-session-id']).toBe(sid);
     expect(del?.headers['mcp-protocol-version']).toBe(LEGACY);
   });
@@ -422,7 +430,10 @@ describe('HTTP failures', () => {
     };
     const { peer } = open(fx['401'].url, { headers: { Authorization: `Bearer ${TOKEN}` }, logger: both });
     const errors: Error[] = [];
-    for (const [method, params] of [['server/discover', discoverParams(MODERN)], ['initialize', initializeParams(LEGACY)]] as const) {
+    for (const [method, params] of [
+      ['server/discover', discoverParams(MODERN)],
+      ['initialize', initializeParams(LEGACY)],
+    ] as const) {
       const err = await caught(peer.request(method, params));
       errors.push(err);
       expect(err).toBeInstanceOf(UnauthorizedError);

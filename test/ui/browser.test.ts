@@ -27,10 +27,24 @@ import { createActor, createMachine } from 'xstate';
 import { tempDir } from '../support/real.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps', '--disable-extensions', '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1'];
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-default-apps',
+  '--disable-extensions',
+  '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
+];
 
 // The callbacks handed to page.waitForFunction / evaluate run in the page; for the type checker, the page's globals they use.
-interface PageNode { textContent: string | null; getAttribute(name: string): string | null }
+interface PageNode {
+  textContent: string | null;
+  getAttribute(name: string): string | null;
+}
 declare const window: { mcpxUi?: Ui; scrollTo(x: number, y: number): void };
 declare const document: { querySelector(selector: string): PageNode | null; querySelectorAll(selector: string): { length: number } };
 
@@ -60,14 +74,17 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     // the demo's servers, and raw.mjs silent: nothing answers discover, so initialize goes alongside after probeTimeout
     const servers = join(packageRoot(), 'dist', 'demo', 'servers');
     const config = join(dir.path, 'mcpx.json');
-    writeFileSync(config, JSON.stringify({
-      mcpServers: {
-        'legacy-only': { command: process.execPath, args: [join(servers, 'legacy-only.mjs')] },
-        dual: { command: process.execPath, args: [join(servers, 'dual.mjs')] },
-        'modern-only': { command: process.execPath, args: [join(servers, 'modern-only.mjs')] },
-        silent: { command: process.execPath, args: [join(packageRoot(), 'test', 'fixtures', 'raw.mjs'), 'silent'], mcpx: { probeTimeout: '300ms' } },
-      },
-    }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        mcpServers: {
+          'legacy-only': { command: process.execPath, args: [join(servers, 'legacy-only.mjs')] },
+          dual: { command: process.execPath, args: [join(servers, 'dual.mjs')] },
+          'modern-only': { command: process.execPath, args: [join(servers, 'modern-only.mjs')] },
+          silent: { command: process.execPath, args: [join(packageRoot(), 'test', 'fixtures', 'raw.mjs'), 'silent'], mcpx: { probeTimeout: '300ms' } },
+        },
+      }),
+    );
     env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config });
     // A wrong era record for modern-only (it says legacy): its probe finds modern, and says server.era.stale.
     mkdirSync(state, { recursive: true, mode: 0o700 });
@@ -79,13 +96,22 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     daemon = await ForegroundDaemon.start(socket, [], { env, timeoutMs: 60_000 });
     // a config file's servers start on first use
     await Promise.all(['legacy-only', 'dual', 'modern-only', 'silent'].map((name) => api(socket, 'GET', `/v1/tools?server=${name}`)));
-    await until(async () => (await api(socket, 'GET', '/v1/protocol')).body.servers?.filter((s: { era: string | null }) => s.era !== null).length === 4, 60_000, 'the servers probed');
+    await until(
+      async () => (await api(socket, 'GET', '/v1/protocol')).body.servers?.filter((s: { era: string | null }) => s.era !== null).length === 4,
+      60_000,
+      'the servers probed',
+    );
     const r = await mcpx(['ui', '--json'], { env, timeoutMs: 60_000 });
     expect(r.code, r.stderr).toBe(0);
     loginUrl = JSON.parse(r.stdout).url;
     origin = new URL(loginUrl).origin;
     profile = mkdtempSync(join(tmpdir(), 'mcpx-chromium-'));
-    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 } });
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1280, height: 900 },
+    });
     context.on('request', (req) => requests.push(req.url()));
     page = context.pages()[0] ?? (await context.newPage());
     // a script error, a refused load or a Content-Security-Policy violation shows up here
@@ -109,10 +135,20 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     const res = await page.goto(loginUrl);
     expect(res?.status()).toBe(200);
     expect(page.url()).toBe(`${origin}/ui/`);
-    await page.waitForFunction(() => {
-      const u = window.mcpxUi;
-      return u?.loaded === true && document.querySelectorAll('.session-chart svg .mark').length > 0 && document.querySelectorAll('.session-chart svg').length === 4 && document.querySelectorAll('.pool-chart svg').length === 4 && document.querySelectorAll('.reconcile-chart svg').length === 1;
-    }, null, { timeout: 60_000 });
+    await page.waitForFunction(
+      () => {
+        const u = window.mcpxUi;
+        return (
+          u?.loaded === true &&
+          document.querySelectorAll('.session-chart svg .mark').length > 0 &&
+          document.querySelectorAll('.session-chart svg').length === 4 &&
+          document.querySelectorAll('.pool-chart svg').length === 4 &&
+          document.querySelectorAll('.reconcile-chart svg').length === 1
+        );
+      },
+      null,
+      { timeout: 60_000 },
+    );
 
     // every request the page made went to the daemon on 127.0.0.1
     expect(requests.length).toBeGreaterThan(4);
@@ -122,12 +158,14 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     expect(requests).toContain(`${origin}/ui/assets/mermaid.min.js`);
     expect(requests).toContain(`${origin}/v1/events`);
 
-    const servers = await page.$$eval('section.server', (els) => els.map((e) => ({
-      server: e.getAttribute('data-server'),
-      era: e.querySelector('.badges .era')?.textContent,
-      negotiated: e.querySelector('.badges .negotiated')?.textContent,
-      source: e.querySelector('.badges .era-source')?.textContent,
-    })));
+    const servers = await page.$$eval('section.server', (els) =>
+      els.map((e) => ({
+        server: e.getAttribute('data-server'),
+        era: e.querySelector('.badges .era')?.textContent,
+        negotiated: e.querySelector('.badges .negotiated')?.textContent,
+        source: e.querySelector('.badges .era-source')?.textContent,
+      })),
+    );
     expect(servers).toEqual([
       { server: 'legacy-only', era: 'era legacy', negotiated: 'negotiated 2025-11-25', source: expect.stringMatching(/^eraSource (probe|cache)$/) },
       { server: 'dual', era: 'era modern', negotiated: 'negotiated 2026-07-28', source: expect.stringMatching(/^eraSource (probe|cache)$/) },
@@ -136,7 +174,9 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     ]);
 
     // each live instance's state is highlighted in its chart (Mermaid drew the class)
-    const highlighted = await page.$$eval('.session-chart', (els) => els.map((e) => ({ active: e.getAttribute('data-active'), drawn: e.querySelectorAll('svg .active').length })));
+    const highlighted = await page.$$eval('.session-chart', (els) =>
+      els.map((e) => ({ active: e.getAttribute('data-active'), drawn: e.querySelectorAll('svg .active').length })),
+    );
     for (const h of highlighted) {
       expect(h.active).toBe('session_ready');
       expect(h.drawn).toBeGreaterThan(0);
@@ -151,10 +191,17 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     expect(steps.join('\n')).toContain('-32601');
 
     // the pool: each lane's instances and who holds them (nobody, between calls)
-    expect(await page.$$eval('#server-legacy-only .pool-legend tr[data-instance] td', (els) => els.map((e) => e.textContent))).toEqual(['own lane', 'i1', 'idle', 'no caller']);
+    expect(await page.$$eval('#server-legacy-only .pool-legend tr[data-instance] td', (els) => els.map((e) => e.textContent))).toEqual([
+      'own lane',
+      'i1',
+      'idle',
+      'no caller',
+    ]);
 
     // the wrong cached record of modern-only: server.era.stale on the page and in its probe's timeline
-    expect(await page.textContent('#server-modern-only .stale span')).toMatch(/^server\.era\.stale at .*: the cached record said legacy 2025-11-25, the server answered modern$/);
+    expect(await page.textContent('#server-modern-only .stale span')).toMatch(
+      /^server\.era\.stale at .*: the cached record said legacy 2025-11-25, the server answered modern$/,
+    );
     expect(await page.$$eval('#server-modern-only .probe li[data-kind="stale"]', (els) => els.length)).toBe(1);
     expect(await page.$$eval('#server-dual .stale, #server-legacy-only .stale', (els) => els.length)).toBe(0);
     expect(problems).toEqual([]);
@@ -180,7 +227,9 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
   })()`;
 
   it('at 1280 × 900 every state name and transition label is drawn at >= 11 px, and the page does not scroll sideways', async () => {
-    const m = await page.evaluate(LABEL_SIZES) as Record<string, { states: { n: number; min: number }; edges: { n: number; min: number } }> & { page: { scrollWidth: number; clientWidth: number } };
+    const m = (await page.evaluate(LABEL_SIZES)) as Record<string, { states: { n: number; min: number }; edges: { n: number; min: number } }> & {
+      page: { scrollWidth: number; clientWidth: number };
+    };
     console.log('label sizes at 1280 × 900:', JSON.stringify(m));
     for (const kind of ['session', 'pool', 'reconcile']) {
       expect(m[kind]!.states.n, kind).toBeGreaterThan(4);
@@ -211,20 +260,33 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
 
   // The path drawn on a server's chart: its numbered transition marks in order, as [state entered, transition label
   // without white space (Mermaid wraps a long label into lines)].
-  const drawnPath = (server: string) => page.evaluate(`(() => {
+  const drawnPath = (server: string) =>
+    page.evaluate(`(() => {
     const svg = document.querySelector('#chart-${server} svg');
     return [...svg.querySelectorAll('.mark.edge-mark')].map((m) => ({ n: Number(m.getAttribute('data-n')), node: m.getAttribute('data-node'), label: svg.querySelector('g.label[data-id="edge' + m.getAttribute('data-edge') + '"]').textContent.replace(/\\s+/g, '') }))
       .sort((a, b) => a.n - b.n).map((x) => [x.node, x.label]);
   })()`) as Promise<Array<[string, string]>>;
 
-  it('draws the legacy probe\'s path (discover → -32601 → initialize) and the silent server\'s (discover → timeout → initialize alongside) in order, with the verdict', async () => {
+  it("draws the legacy probe's path (discover → -32601 → initialize) and the silent server's (discover → timeout → initialize alongside) in order, with the verdict", async () => {
     const legacy = await drawnPath('legacy-only');
-    expect(legacy.map((x) => x[0])).toEqual(['session_connecting_spawning', 'session_connecting_routing', 'session_connecting_discovering', 'session_connecting_initializing', 'session_ready']);
+    expect(legacy.map((x) => x[0])).toEqual([
+      'session_connecting_spawning',
+      'session_connecting_routing',
+      'session_connecting_discovering',
+      'session_connecting_initializing',
+      'session_ready',
+    ]);
     expect(legacy[2]![1]).toBe('always');
     expect(legacy[3]![1]).toBe('rpc.*[discoveransweredlegacyandmayInitializeAfterDiscover]'); // its -32601
     expect(legacy[4]![1]).toBe('rpc.*[initializeansweredlegacy]');
     const silent = await drawnPath('silent');
-    expect(silent.map((x) => x[0])).toEqual(['session_connecting_spawning', 'session_connecting_routing', 'session_connecting_discovering', 'session_connecting_racing', 'session_ready']);
+    expect(silent.map((x) => x[0])).toEqual([
+      'session_connecting_spawning',
+      'session_connecting_routing',
+      'session_connecting_discovering',
+      'session_connecting_racing',
+      'session_ready',
+    ]);
     expect(silent[3]![1]).toBe('afterprobeTimeout[mayRace]');
     expect(silent[4]![1]).toBe('rpc.*[initializeansweredlegacy]');
     for (const server of ['legacy-only', 'silent']) {
@@ -234,11 +296,13 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     // the path alone, left to right, numbered the same
     expect((await page.textContent('#path-silent svg'))!.replace(/\s+/g, '')).toContain('4·afterprobeTimeout[mayRace]');
     // the timeline's steps carry the same numbers
-    const numbered = await page.$$eval('#server-silent .probe.selected li[data-n]', (els) => els.map((e) => `${e.getAttribute('data-n')} ${e.getAttribute('data-kind')}`));
+    const numbered = await page.$$eval('#server-silent .probe.selected li[data-n]', (els) =>
+      els.map((e) => `${e.getAttribute('data-n')} ${e.getAttribute('data-kind')}`),
+    );
     expect(numbered).toEqual(['1 start', '2,3 process.ready', '4 timeout', '5 answer']);
   }, 60_000);
 
-  it('links the timeline and the chart both ways on hover, opens a state\'s detail on click, and the stale banner links to its step', async () => {
+  it("links the timeline and the chart both ways on hover, opens a state's detail on click, and the stale banner links to its step", async () => {
     await page.hover('#server-silent .probe.selected li[data-kind="timeout"]');
     await page.waitForSelector('#chart-silent g.node.hl[data-state="session_connecting_racing"]', { timeout: 5_000 });
     expect(await page.$$eval('#chart-silent path.taken.hl', (els) => els.length)).toBe(1);
@@ -264,19 +328,30 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     const before = (await ui()).history.length;
     process.kill(pid, 'SIGKILL'); // its instance goes away; the next call starts a new one
     await until(() => isGone(pid), 20_000, 'the upstream gone');
-    await page.waitForFunction(() => document.querySelector('#server-modern-only .instances td')?.textContent?.startsWith('no live instances') === true, null, { timeout: 30_000 });
+    await page.waitForFunction(() => document.querySelector('#server-modern-only .instances td')?.textContent?.startsWith('no live instances') === true, null, {
+      timeout: 30_000,
+    });
     const call = await api(socket, 'POST', '/v1/call', { server: 'modern-only', tool: 'echo', args: { text: 'hi' } });
     expect(call.body.ok).toBe(true);
     // every highlight change is kept in order: the new instance's connecting states, then ready
-    await page.waitForFunction((from) => window.mcpxUi!.history.slice(from).some((h) => h.server === 'modern-only' && /^i\d+=ready$/.test(h.instances) && h.active === 'session_ready'), before, { timeout: 30_000 });
+    await page.waitForFunction(
+      (from) => window.mcpxUi!.history.slice(from).some((h) => h.server === 'modern-only' && /^i\d+=ready$/.test(h.instances) && h.active === 'session_ready'),
+      before,
+      { timeout: 30_000 },
+    );
     const seen = (await ui()).history.slice(before).filter((h) => h.server === 'modern-only');
     const connecting = seen.findIndex((h) => /=connecting\./.test(h.instances) && h.active.includes('session_connecting_'));
     const ready = seen.findIndex((h, i) => i > connecting && /^i\d+=ready$/.test(h.instances) && h.active === 'session_ready');
     expect(connecting, JSON.stringify(seen)).toBeGreaterThan(-1);
     expect(ready, JSON.stringify(seen)).toBeGreaterThan(connecting);
     // drawn so, and its probe is in the timeline, newest first
-    await page.waitForFunction(() => document.querySelector('#server-modern-only .session-chart')?.getAttribute('data-drawn') === 'session_ready'
-      && /^instance i2 .*: modern 2026-07-28/.test(document.querySelector('#server-modern-only .probe h4')?.textContent ?? ''), null, { timeout: 30_000 });
+    await page.waitForFunction(
+      () =>
+        document.querySelector('#server-modern-only .session-chart')?.getAttribute('data-drawn') === 'session_ready' &&
+        /^instance i2 .*: modern 2026-07-28/.test(document.querySelector('#server-modern-only .probe h4')?.textContent ?? ''),
+      null,
+      { timeout: 30_000 },
+    );
 
     expect(problems).toEqual([]);
 
@@ -318,7 +393,7 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     }
   }, 60_000);
 
-  it('the --inspect relay page connects to its relay and receives the actors (Stately\'s framed viewer kept off the network here)', async () => {
+  it("the --inspect relay page connects to its relay and receives the actors (Stately's framed viewer kept off the network here)", async () => {
     const inspector = await startStatelyInspector({ port: 0 });
     const actor = createActor(createMachine({ id: 'toy', initial: 'a', states: { a: { on: { go: 'b' } }, b: {} } }), {
       inspect: (ev) => inspector.inspect(ev, { actor: 'pool', server: 'toy' }),
@@ -339,7 +414,9 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
       expect(await p.getAttribute('#inspector', 'src')).toBe('https://stately.ai/inspect');
       // not connected to a viewer (it never loaded), so the page holds what the relay sent it
       // (the page's top-level bindings, read by name)
-      await p.waitForFunction("ws.readyState === 1 && buffer.some((e) => e.sessionId === 'pool:toy' && e.type === '@xstate.snapshot')", null, { timeout: 20_000 });
+      await p.waitForFunction("ws.readyState === 1 && buffer.some((e) => e.sessionId === 'pool:toy' && e.type === '@xstate.snapshot')", null, {
+        timeout: 20_000,
+      });
       expect(blocked.every((u) => u.startsWith('https://stately.ai/'))).toBe(true);
     } finally {
       await p.close();

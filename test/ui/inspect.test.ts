@@ -54,12 +54,15 @@ describe('mcpx daemon --inspect', () => {
     const server = join(dir.path, 'leaky.mjs');
     writeFileSync(server, LEAKY_SERVER);
     const config = join(dir.path, 'mcpx.json');
-    writeFileSync(config, JSON.stringify({
-      mcpServers: {
-        leaky: { command: process.execPath, args: [server], env: { SENTINEL_TOKEN: SENTINEL }, mcpx: { probeTimeout: '20s', startTimeout: '60s' } },
-        web: { url: 'http://127.0.0.1:9/mcp', headers: { Authorization: `Bearer ${SENTINEL_HEADER}` }, mcpx: { startTimeout: '60s' } },
-      },
-    }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        mcpServers: {
+          leaky: { command: process.execPath, args: [server], env: { SENTINEL_TOKEN: SENTINEL }, mcpx: { probeTimeout: '20s', startTimeout: '60s' } },
+          web: { url: 'http://127.0.0.1:9/mcp', headers: { Authorization: `Bearer ${SENTINEL_HEADER}` }, mcpx: { startTimeout: '60s' } },
+        },
+      }),
+    );
     const env = cleanEnv(dir.path, { MCPX_STATE_DIR: join(dir.path, 'state') });
     daemon = await startDaemon({ configFlag: config, env, cwd: dir.path, inspect: { port: 0 }, logStream: logs, prettyLogs: false });
     const login = await api(daemon.socket, 'POST', '/v1/ui/login');
@@ -87,9 +90,27 @@ describe('mcpx daemon --inspect', () => {
     const web = await daemon.controller.tools('web', {}, { fresh: true }).catch((e: unknown) => e);
     expect(web).toBeDefined();
 
-    const parsed = () => frames.map((f) => JSON.parse(f) as { type: string; sessionId: string; definition?: string; snapshot?: { value?: unknown; context?: Record<string, unknown> }; event?: { type: string } });
-    await until(() => parsed().some((f) => f.sessionId === 'session:leaky:i1' && f.type === '@xstate.snapshot' && f.snapshot?.value === 'ready'), 30_000, 'the leaky session ready in the relayed stream');
-    await until(() => parsed().some((f) => f.sessionId === 'session:web:i1' && f.type === '@xstate.snapshot' && f.snapshot?.value === 'failed'), 30_000, 'the web session failed in the relayed stream');
+    const parsed = () =>
+      frames.map(
+        (f) =>
+          JSON.parse(f) as {
+            type: string;
+            sessionId: string;
+            definition?: string;
+            snapshot?: { value?: unknown; context?: Record<string, unknown> };
+            event?: { type: string };
+          },
+      );
+    await until(
+      () => parsed().some((f) => f.sessionId === 'session:leaky:i1' && f.type === '@xstate.snapshot' && f.snapshot?.value === 'ready'),
+      30_000,
+      'the leaky session ready in the relayed stream',
+    );
+    await until(
+      () => parsed().some((f) => f.sessionId === 'session:web:i1' && f.type === '@xstate.snapshot' && f.snapshot?.value === 'failed'),
+      30_000,
+      'the web session failed in the relayed stream',
+    );
     const all = parsed();
     const actors = new Set(all.filter((f) => f.type === '@xstate.actor').map((f) => f.sessionId));
     expect([...actors].sort()).toEqual(expect.arrayContaining(['pool:leaky', 'pool:web', 'session:leaky:i1', 'session:web:i1']));
@@ -186,7 +207,11 @@ describe('mcpx daemon --inspect (the command)', () => {
       const ws = new WebSocket(`ws://${inspector.host}/relay?role=viewer&token=${encodeURIComponent(inspector.hash.slice(1))}`);
       const ids = new Set<string>();
       ws.on('message', (m) => ids.add((JSON.parse(m.toString()) as { sessionId: string }).sessionId));
-      await until(() => ['session:legacy-only:i1', 'session:dual:i1', 'session:modern-only:i1', 'pool:dual'].every((id) => ids.has(id)), 60_000, 'the demo\'s actors on the relay');
+      await until(
+        () => ['session:legacy-only:i1', 'session:dual:i1', 'session:modern-only:i1', 'pool:dual'].every((id) => ids.has(id)),
+        60_000,
+        "the demo's actors on the relay",
+      );
       ws.terminate();
       const exit = await daemon.stop('SIGTERM');
       expect(exit).toEqual({ code: 0, signal: null });

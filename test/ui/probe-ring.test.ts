@@ -33,7 +33,11 @@ describe('ProbeRing', () => {
     expect(sent[0]!.method).toBe('server/discover');
     actor.send({ type: 'rpc.error', id: sent[0]!.id, error: { code: -32601, message: 'Method not found' } });
     expect(sent[1]!.method).toBe('initialize');
-    actor.send({ type: 'rpc.result', id: sent[1]!.id, result: { protocolVersion: '2025-11-25', capabilities: {}, serverInfo: { name: 'x', version: '1' }, instructions: `token ${SECRET}` } });
+    actor.send({
+      type: 'rpc.result',
+      id: sent[1]!.id,
+      result: { protocolVersion: '2025-11-25', capabilities: {}, serverInfo: { name: 'x', version: '1' }, instructions: `token ${SECRET}` },
+    });
     expect(actor.getSnapshot().value).toBe('ready');
     const [probe] = ring.probes('legacy');
     expect(probe!.steps.map((s) => s.kind)).toEqual(['start', 'spawn', 'process.ready', 'discover.sent', 'answer', 'initialize.sent', 'answer', 'verdict']);

@@ -83,7 +83,9 @@ describe('first start vs cached start', () => {
     expect(second.processes).toBe(1);
     expect(second.stale).toEqual([]);
     if (era === 'legacy') expect(second.probeRequests).not.toContain('server/discover');
-    costs.push(`| ${name} | ${era} | ${first.probeRequests.length} (${first.probeRequests.join(', ')}) | ${first.processes} | ${Math.round(first.readyMs)} | ${second.probeRequests.length} (${second.probeRequests.join(', ')}) | ${second.processes} | ${Math.round(second.readyMs)} |`);
+    costs.push(
+      `| ${name} | ${era} | ${first.probeRequests.length} (${first.probeRequests.join(', ')}) | ${first.processes} | ${Math.round(first.readyMs)} | ${second.probeRequests.length} (${second.probeRequests.join(', ')}) | ${second.processes} | ${Math.round(second.readyMs)} |`,
+    );
   });
 
   it('modern-only under prefer-initialize: the first start pays a refused initialize, the cached one goes straight to discover', async () => {
@@ -170,7 +172,12 @@ describe('upstream.eraCacheMaxAge', () => {
     const log = join(dir.path, 'young.log');
     const { session } = realSession(log, { fixture: 'legacy-v1' }, 'prefer-discover');
     const cache = await EraCache.open(state);
-    await cache.set(session.cacheKey, { era: 'legacy', version: '2025-11-25', at: new Date(Date.now() - 6 * 24 * 60 * 60 * 1000).toISOString(), source: 'probe' });
+    await cache.set(session.cacheKey, {
+      era: 'legacy',
+      version: '2025-11-25',
+      at: new Date(Date.now() - 6 * 24 * 60 * 60 * 1000).toISOString(),
+      source: 'probe',
+    });
     const r = await run(state, log, { fixture: 'legacy-v1' }, 'prefer-discover');
     expect(r.probeRequests).toEqual(['initialize']);
     expect(r.info).toMatchObject({ era: 'legacy', eraSource: 'cache' });
@@ -244,6 +251,13 @@ describe('a damaged cache never stops a session from starting', () => {
 
 afterAll(() => {
   if (costs.length) {
-    console.log(['', '| fixture | era | first start: probe requests | processes | ready ms | cached start: probe requests | processes | ready ms |', '|---|---|---|---|---|---|---|---|', ...costs].join('\n'));
+    console.log(
+      [
+        '',
+        '| fixture | era | first start: probe requests | processes | ready ms | cached start: probe requests | processes | ready ms |',
+        '|---|---|---|---|---|---|---|---|',
+        ...costs,
+      ].join('\n'),
+    );
   }
 });

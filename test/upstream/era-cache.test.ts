@@ -53,7 +53,12 @@ describe('EraCache', () => {
     const again = await EraCache.open(dir);
     expect(again.get(key('a'))).toEqual(legacy);
     expect(again.get(key('b'))).toEqual(modern);
-    expect(again.entries().map(([k]) => k).sort()).toEqual([key('a'), key('b')].sort());
+    expect(
+      again
+        .entries()
+        .map(([k]) => k)
+        .sort(),
+    ).toEqual([key('a'), key('b')].sort());
 
     await again.delete(key('a'));
     expect(again.get(key('a'))).toBeUndefined();

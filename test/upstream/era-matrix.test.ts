@@ -74,7 +74,8 @@ describe.concurrent('§2 table over stdio', () => {
       // Modern requests carry the _meta envelope with the negotiated version; legacy ones carry none.
       for (const r of w.requests[0]!) {
         if (r.method === 'server/discover' || ('era' in cell && cell.era === 'modern' && r.method === 'tools/call')) expect(r.version).toBe('2026-07-28');
-        if ('era' in cell && cell.era === 'legacy' && r.method === 'tools/call') expect(r.metaKeys ?? []).not.toContain('io.modelcontextprotocol/protocolVersion');
+        if ('era' in cell && cell.era === 'legacy' && r.method === 'tools/call')
+          expect(r.metaKeys ?? []).not.toContain('io.modelcontextprotocol/protocolVersion');
       }
     } finally {
       await session.stop();

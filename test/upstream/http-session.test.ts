@@ -40,7 +40,7 @@ const wire = (f: HttpFixture) =>
   httpRequests(f.log)
     // the background streams a session keeps (the legacy GET stream, a modern subscriptions/listen) are not a test's requests
     .filter((r) => !(r.httpMethod === 'GET' && r.headers['mcp-protocol-version'] !== undefined) && r.rpcMethod !== 'subscriptions/listen')
-    .map((r) => (r.httpMethod === 'POST' ? r.rpcMethod ?? '(response)' : `${r.httpMethod} ${r.path.split('?')[0]}`));
+    .map((r) => (r.httpMethod === 'POST' ? (r.rpcMethod ?? '(response)') : `${r.httpMethod} ${r.path.split('?')[0]}`));
 
 type Cell = { era: 'legacy' | 'modern'; wire: string[] } | { error: string; wire: string[] };
 const init = ['initialize', 'notifications/initialized'];
@@ -214,7 +214,7 @@ describe('statuses that are errors, not era evidence (nothing cached)', () => {
   });
 });
 
-describe('an expired legacy HTTP session (the chart\'s renewing state)', () => {
+describe("an expired legacy HTTP session (the chart's renewing state)", () => {
   it('is opened again with a fresh initialize when the server says 404, and the request is sent once more', async () => {
     const f = await fixture('v1-legacy-sessions');
     const { logger, records } = recordingLogger();
@@ -241,7 +241,17 @@ describe('an expired legacy HTTP session (the chart\'s renewing state)', () => {
       expect(inits.length).toBe(initsBefore + 1);
       expect(inits.at(-1)!.headers['mcp-session-id']).toBeUndefined();
       // notifications/initialized is its own POST, which may reach the server after the retried call.
-      await waitForHttpLog(f.log, (events) => events.some((e) => e.event === 'request' && (e as { rpcMethod?: string }).rpcMethod === 'notifications/initialized' && (e as { headers: Record<string, string> }).headers['mcp-session-id'] === newSid), 30_000);
+      await waitForHttpLog(
+        f.log,
+        (events) =>
+          events.some(
+            (e) =>
+              e.event === 'request' &&
+              (e as { rpcMethod?: string }).rpcMethod === 'notifications/initialized' &&
+              (e as { headers: Record<string, string> }).headers['mcp-session-id'] === newSid,
+          ),
+        30_000,
+      );
       expect(records.some((r) => /expired the legacy session/.test(r.msg ?? ''))).toBe(true);
     } finally {
       await session.stop();
@@ -255,7 +265,10 @@ describe('an expired legacy HTTP session (the chart\'s renewing state)', () => {
       await session.start();
       const closed = new Promise<void>((resolve) => session.once('closed', () => resolve()));
       await fetch(`${f.origin}/kill-sessions?refuse=initialize`, { method: 'POST' });
-      await expect(session.callTool('echo', { text: 'after' })).rejects.toMatchObject({ code: 'MCPX_SESSION_CLOSED', message: expect.stringMatching(/would not open the expired legacy session again/) });
+      await expect(session.callTool('echo', { text: 'after' })).rejects.toMatchObject({
+        code: 'MCPX_SESSION_CLOSED',
+        message: expect.stringMatching(/would not open the expired legacy session again/),
+      });
       await closed;
       expect(session.snapshot.value).toBe('closed');
     } finally {
@@ -317,15 +330,19 @@ describe('attribution: questions reach the call that provoked them', () => {
       await session.start();
       const asked: string[] = [];
       const call = (tag: string, name: string) =>
-        session.callTool('ask', { tag }, {
-          context: { caller: tag },
-          onServerRequest: async (req, context) => {
-            asked.push(`${(context as { caller: string }).caller}:${req.method}`);
-            // Hold the first answer back so both questions are open at once.
-            await new Promise((r) => setTimeout(r, tag === 'one' ? 150 : 10));
-            return { action: 'accept', content: { name } };
+        session.callTool(
+          'ask',
+          { tag },
+          {
+            context: { caller: tag },
+            onServerRequest: async (req, context) => {
+              asked.push(`${(context as { caller: string }).caller}:${req.method}`);
+              // Hold the first answer back so both questions are open at once.
+              await new Promise((r) => setTimeout(r, tag === 'one' ? 150 : 10));
+              return { action: 'accept', content: { name } };
+            },
           },
-        });
+        );
       const [a, b] = await Promise.all([call('one', 'Ada'), call('two', 'Grace')]);
       expect(textOf(a)).toBe('answer=Ada to=one');
       expect(textOf(b)).toBe('answer=Grace to=two');
@@ -354,7 +371,10 @@ describe('SEP-2243 Mcp-Param-* headers on 2026-07-28 Streamable HTTP', () => {
       expect(warnings).toEqual([
         {
           level: 'warn',
-          obj: { tool: 'bad_number', reason: '/properties/score: x-mcp-header "Score" is on a property of type number (type number is not permitted, only integer)' },
+          obj: {
+            tool: 'bad_number',
+            reason: '/properties/score: x-mcp-header "Score" is on a property of type number (type number is not permitted, only integer)',
+          },
           msg: 'excluding a tool whose x-mcp-header annotations are invalid (SEP-2243)',
         },
       ]);

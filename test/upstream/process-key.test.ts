@@ -19,7 +19,12 @@ const http = {
 /** The same object with its keys (at every level) in reverse order. */
 function reversed<T>(v: T): T {
   if (Array.isArray(v)) return v.map(reversed) as T;
-  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).reverse().map(([k, x]) => [k, reversed(x)])) as T;
+  if (v && typeof v === 'object')
+    return Object.fromEntries(
+      Object.entries(v)
+        .reverse()
+        .map(([k, x]) => [k, reversed(x)]),
+    ) as T;
   return v;
 }
 

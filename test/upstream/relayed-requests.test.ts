@@ -51,7 +51,9 @@ function rig(fixture: FixtureName, preference: SessionPreference, mode?: 'paged'
       const ps = pids(events);
       expect(ps).toHaveLength(1);
       // the handshake, and the session's own subscriptions/listen stream, are not what a test relays
-      return received(events, ps[0]).filter((e) => !['server/discover', 'initialize', 'notifications/initialized', 'subscriptions/listen'].includes(e.method ?? ''));
+      return received(events, ps[0]).filter(
+        (e) => !['server/discover', 'initialize', 'notifications/initialized', 'subscriptions/listen'].includes(e.method ?? ''),
+      );
     },
   };
 }
@@ -64,8 +66,8 @@ async function using<T>(r: Rig, fn: (r: Rig) => Promise<T>): Promise<T> {
   }
 }
 
-const promptText = (r: Record<string, unknown>) => ((r.messages as Array<{ content: { text: string } }>)[0]!.content.text);
-const resourceText = (r: Record<string, unknown>) => ((r.contents as Array<{ text: string }>)[0]!.text);
+const promptText = (r: Record<string, unknown>) => (r.messages as Array<{ content: { text: string } }>)[0]!.content.text;
+const resourceText = (r: Record<string, unknown>) => (r.contents as Array<{ text: string }>)[0]!.text;
 const names = (items: Array<Record<string, unknown>>, key = 'name') => items.map((i) => i[key]);
 
 /** Every relayed method, and what each answer must say in `era`. */
@@ -73,21 +75,37 @@ async function everyMethod(session: UpstreamSession, era: 'modern' | 'legacy'): 
   expect(names((await session.forward('prompts/list', {})).prompts as Array<Record<string, unknown>>)).toEqual(['greet']);
   expect(promptText(await session.forward('prompts/get', { name: 'greet', arguments: { name: 'ada' } }))).toBe(`hello ada era=${era}`);
   expect(names((await session.forward('resources/list', undefined)).resources as Array<Record<string, unknown>>, 'uri')).toEqual(['note://hello']);
-  expect(names((await session.forward('resources/templates/list', {})).resourceTemplates as Array<Record<string, unknown>>, 'uriTemplate')).toEqual(['note://{topic}']);
+  expect(names((await session.forward('resources/templates/list', {})).resourceTemplates as Array<Record<string, unknown>>, 'uriTemplate')).toEqual([
+    'note://{topic}',
+  ]);
   expect(resourceText(await session.forward('resources/read', { uri: 'note://beta' }))).toBe(`note about beta era=${era}`);
   expect(await session.forward('completion/complete', { ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'name', value: 'a' } })).toMatchObject({
     completion: { values: ['ada', 'alan'] },
   });
-  expect(await session.forward('completion/complete', { ref: { type: 'ref/resource', uri: 'note://{topic}' }, argument: { name: 'topic', value: 'b' } })).toMatchObject({
+  expect(
+    await session.forward('completion/complete', { ref: { type: 'ref/resource', uri: 'note://{topic}' }, argument: { name: 'topic', value: 'b' } }),
+  ).toMatchObject({
     completion: { values: ['beta'] },
   });
-  expect(names((await session.forward('tools/list', {})).tools as Array<Record<string, unknown>>)).toEqual(expect.arrayContaining(['echo', 'progress', 'add_tool']));
+  expect(names((await session.forward('tools/list', {})).tools as Array<Record<string, unknown>>)).toEqual(
+    expect.arrayContaining(['echo', 'progress', 'add_tool']),
+  );
   expect(textOf(await session.forward('tools/call', { name: 'echo', arguments: { text: 'hi' } }))).toBe(`hi era=${era}`);
 }
 
-const RELAYED = ['prompts/list', 'prompts/get', 'resources/list', 'resources/templates/list', 'resources/read', 'completion/complete', 'completion/complete', 'tools/list', 'tools/call'];
+const RELAYED = [
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'completion/complete',
+  'completion/complete',
+  'tools/list',
+  'tools/call',
+];
 
-describe.concurrent('forward(): every relayed request, in the session\'s era', () => {
+describe.concurrent("forward(): every relayed request, in the session's era", () => {
   it.each([
     ['rich-v2', 'force-discover', 'modern'],
     ['rich-v2', 'force-initialize', 'legacy'],
@@ -113,7 +131,10 @@ describe.concurrent('forward(): every relayed request, in the session\'s era', (
         await expect(session.forward(method, {})).rejects.toMatchObject({ code: 'MCPX_BAD_REQUEST', data: { method } });
       }
       await expect(session.forward('tools/call', { arguments: {} })).rejects.toMatchObject({ code: 'MCPX_BAD_REQUEST', data: { field: 'name' } });
-      await expect(session.forward('tools/call', { name: 'echo', arguments: 'hi' })).rejects.toMatchObject({ code: 'MCPX_BAD_REQUEST', data: { field: 'arguments' } });
+      await expect(session.forward('tools/call', { name: 'echo', arguments: 'hi' })).rejects.toMatchObject({
+        code: 'MCPX_BAD_REQUEST',
+        data: { field: 'arguments' },
+      });
       expect(wire()).toEqual([]);
     });
   });
@@ -179,7 +200,7 @@ describe.concurrent('progress over stdio', () => {
     ['rich-v2', 'force-discover', 'modern'],
     ['rich-v2', 'force-initialize', 'legacy'],
     ['rich-v1', 'prefer-discover', 'legacy'],
-  ] as const)('%s under %s (%s): the upstream\'s progress reaches the call, on a token of its own', async (fixture, preference, era) => {
+  ] as const)("%s under %s (%s): the upstream's progress reaches the call, on a token of its own", async (fixture, preference, era) => {
     await using(rig(fixture, preference), async ({ session, wire }) => {
       await session.start();
       const seen: ProgressUpdate[] = [];
@@ -228,7 +249,7 @@ describe.concurrent('progress over stdio', () => {
   });
 });
 
-describe.concurrent('progress over Streamable HTTP (on the POST\'s SSE stream)', () => {
+describe.concurrent("progress over Streamable HTTP (on the POST's SSE stream)", () => {
   it.each([
     ['prefer-discover', 'modern'],
     ['force-initialize', 'legacy'],
@@ -261,13 +282,13 @@ describe.concurrent('list_changed', () => {
       session.on('list_changed', (c: { server: string; list: string }) => changes.push(c));
       expect(names(await session.listTools())).not.toContain('newbie');
       expect(textOf(await session.callTool('add_tool', { name: 'newbie' }))).toBe('registered newbie era=legacy');
-      for (const end = Date.now() + 5_000; changes.length === 0 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
+      for (const end = Date.now() + 5_000; changes.length === 0 && Date.now() < end;) await new Promise((r) => setTimeout(r, 10));
       expect(changes).toEqual([{ server: fixture, list: 'tools' }]);
       expect(names(await session.listTools())).toContain('newbie');
     });
   });
 
-  it('over Streamable HTTP (legacy), each list\'s notification on a POST\'s stream names its list', async () => {
+  it("over Streamable HTTP (legacy), each list's notification on a POST's stream names its list", async () => {
     const f = await startHttpFixture('rich-v2');
     httpFixtures.push(f);
     const session = new UpstreamSession({ name: 'remote', definition: { url: f.url }, preference: 'force-initialize' });
@@ -278,7 +299,7 @@ describe.concurrent('list_changed', () => {
       for (const list of ['tools', 'prompts', 'resources']) {
         expect(textOf(await session.callTool('announce', { list }))).toBe(`announced ${list} era=legacy`);
       }
-      for (const end = Date.now() + 5_000; changes.length < 3 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
+      for (const end = Date.now() + 5_000; changes.length < 3 && Date.now() < end;) await new Promise((r) => setTimeout(r, 10));
       expect(changes).toEqual(['tools', 'prompts', 'resources']);
     } finally {
       await session.stop();

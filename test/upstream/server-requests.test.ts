@@ -16,18 +16,22 @@ afterAll(async () => {
 });
 
 describe('legacy server-to-client requests over stdio', () => {
-  it('an elicitation/create reaches the handler of the call that provoked it, with that call\'s context', async () => {
+  it("an elicitation/create reaches the handler of the call that provoked it, with that call's context", async () => {
     const { session } = realSession(`${dir.path}/ask.log`, { fixture: 'dual-v2' }, 'force-initialize', { clientCapabilities: { elicitation: {} } });
     try {
       await session.start();
       const seen: Array<{ method: string; context: unknown }> = [];
-      const result = await session.callTool('legacy_only_ask', {}, {
-        context: { caller: 'ada-terminal' },
-        onServerRequest: async (req: JsonRpcRequest, context) => {
-          seen.push({ method: req.method, context });
-          return { action: 'accept', content: { name: 'Ada' } };
+      const result = await session.callTool(
+        'legacy_only_ask',
+        {},
+        {
+          context: { caller: 'ada-terminal' },
+          onServerRequest: async (req: JsonRpcRequest, context) => {
+            seen.push({ method: req.method, context });
+            return { action: 'accept', content: { name: 'Ada' } };
+          },
         },
-      });
+      );
       expect(textOf(result)).toBe('hello Ada era=legacy');
       expect(seen).toEqual([{ method: 'elicitation/create', context: { caller: 'ada-terminal' } }]);
     } finally {

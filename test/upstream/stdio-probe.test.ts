@@ -108,7 +108,9 @@ describe.concurrent('§3 stdio probe rows (prefer-discover)', () => {
   });
 
   it('a modern server slower than probeTimeout: the late discover wins, the refused initialize is ignored', async () => {
-    const { session, wire } = realSession(log('slow-modern'), { fixture: 'raw', mode: 'slow-modern', env: { SLOW_MS: '900' } }, 'prefer-discover', { probeTimeoutMs: 300 });
+    const { session, wire } = realSession(log('slow-modern'), { fixture: 'raw', mode: 'slow-modern', env: { SLOW_MS: '900' } }, 'prefer-discover', {
+      probeTimeoutMs: 300,
+    });
     try {
       expect(await session.start()).toMatchObject({ era: 'modern', eraSource: 'probe' });
       expect(textOf(await session.callTool('echo', { text: 'late' }))).toContain('late');
@@ -119,7 +121,9 @@ describe.concurrent('§3 stdio probe rows (prefer-discover)', () => {
   });
 
   it('a dual server slower than probeTimeout: discover settles modern first; the process pinned legacy by initialize is replaced', async () => {
-    const { session, wire } = realSession(log('slow-dual'), { fixture: 'raw', mode: 'slow-dual', env: { SLOW_MS: '700' } }, 'prefer-discover', { probeTimeoutMs: 200 });
+    const { session, wire } = realSession(log('slow-dual'), { fixture: 'raw', mode: 'slow-dual', env: { SLOW_MS: '700' } }, 'prefer-discover', {
+      probeTimeoutMs: 200,
+    });
     try {
       expect(await session.start()).toMatchObject({ era: 'modern', supportsModern: true });
       expect(textOf(await session.callTool('echo', { text: 'one session' }))).toContain('one session');
@@ -151,7 +155,9 @@ describe.concurrent('§3 stdio probe rows (prefer-discover)', () => {
   });
 
   it('a slow initialize is only slow: no timeout applies to it', async () => {
-    const { session } = realSession(log('slow-init'), { fixture: 'raw', mode: 'legacy-slow-init', env: { SLOW_MS: '700' } }, 'prefer-discover', { probeTimeoutMs: 200 });
+    const { session } = realSession(log('slow-init'), { fixture: 'raw', mode: 'legacy-slow-init', env: { SLOW_MS: '700' } }, 'prefer-discover', {
+      probeTimeoutMs: 200,
+    });
     try {
       expect(await session.start()).toMatchObject({ era: 'legacy' });
     } finally {

@@ -49,7 +49,16 @@ async function endpoint(refuse: Refuse): Promise<{ url: string; seen: Seen[] }> 
         return;
       }
       if (msg.method === 'server/discover') {
-        send(200, { result: { resultType: 'complete', supportedVersions: [MODERN], capabilities: { tools: {} }, ttlMs: 0, cacheScope: 'private', _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'refuser', version: '1' } } } });
+        send(200, {
+          result: {
+            resultType: 'complete',
+            supportedVersions: [MODERN],
+            capabilities: { tools: {} },
+            ttlMs: 0,
+            cacheScope: 'private',
+            _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'refuser', version: '1' } },
+          },
+        });
       } else if (msg.method === 'tools/list') {
         send(200, { result: { resultType: 'complete', tools: [{ name: 'echo', inputSchema: { type: 'object' } }], ttlMs: 0, cacheScope: 'private' } });
       } else {
@@ -129,7 +138,10 @@ describe('-32022: one retry at the best mutual version, even the one just sent; 
     const s = session(url);
     try {
       await s.start();
-      await expect(s.request('prompts/list')).rejects.toMatchObject({ code: 'MCPX_NO_COMMON_VERSION', message: expect.stringContaining('only legacy revisions (2025-11-25)') });
+      await expect(s.request('prompts/list')).rejects.toMatchObject({
+        code: 'MCPX_NO_COMMON_VERSION',
+        message: expect.stringContaining('only legacy revisions (2025-11-25)'),
+      });
       await expect(s.request('resources/list')).rejects.toMatchObject({ code: 'MCPX_NO_COMMON_VERSION', message: expect.stringContaining('2031-01-01') });
       await expect(s.request('completion/complete')).rejects.toMatchObject({ code: 'MCPX_UPSTREAM_ERROR', data: { rpcCode: -32022 } });
       for (const method of Object.keys(lists)) expect(only(seen, method), method).toHaveLength(1);

@@ -5,13 +5,21 @@ import type { ConfigView } from '../../server/controller.js';
 import { out, printJson, serversTable, withJson, withTarget, type CommonOpts } from '../common.js';
 
 export function register(program: Command): void {
-  withJson(withTarget(program.command('config').description('the resolved config (as the daemon would run it), secrets redacted; exits 1 when it has errors'))).action(async (o: CommonOpts) => {
+  withJson(
+    withTarget(program.command('config').description('the resolved config (as the daemon would run it), secrets redacted; exits 1 when it has errors')),
+  ).action(async (o: CommonOpts) => {
     const env = process.env;
     const cwd = process.cwd();
     const [{ loadDaemonConfig }, { Settings }] = await Promise.all([import('../../server/config-source.js'), import('../../config/settings.js')]);
     const loaded = await loadDaemonConfig({ ...(o.config === undefined ? {} : { configFlag: o.config }), env, cwd });
     if (loaded.errors.length > 0) throw new McpxError('MCPX_BAD_CONFIG', loaded.errors.map((e) => e.message).join('; '));
-    const settings = new Settings({ file: loaded.settingsFile, ...(loaded.file ? { filePath: loaded.file } : {}), env, cwd, flags: o.stateDir === undefined ? {} : { '--state-dir': o.stateDir } });
+    const settings = new Settings({
+      file: loaded.settingsFile,
+      ...(loaded.file ? { filePath: loaded.file } : {}),
+      env,
+      cwd,
+      flags: o.stateDir === undefined ? {} : { '--state-dir': o.stateDir },
+    });
     const { describeConfig } = await import('../../server/config-view.js');
     const view: ConfigView = describeConfig(loaded, settings);
     if (o.json) return printJson(view);

@@ -5,7 +5,10 @@ import type { CliContext } from '../common.js';
 export async function register(program: Command, cli: CliContext): Promise<void> {
   const daemon = program.command('daemon').description('run the daemon in the foreground (logs on stdout: pretty on a TTY, JSON otherwise)');
   daemon.option('--config <file>', 'the config file (else MCPX_CONFIG, .mcpx.json / .mcp.json walking up, ~/.config/mcpx/config.json; none: the bundled demo)');
-  daemon.option('--inspect [port]', 'stream every session and pool actor to the Stately inspector through a relay on 127.0.0.1:PORT (default 8099); the viewer is Stately\'s web page');
+  daemon.option(
+    '--inspect [port]',
+    "stream every session and pool actor to the Stately inspector through a relay on 127.0.0.1:PORT (default 8099); the viewer is Stately's web page",
+  );
   const flagOf = new Map<string, string>();
   // The setting flags come from the settings table, loaded only when this command (or its help) can be
   // what runs: other commands never read them, and the table's validation is not free to load.

@@ -10,7 +10,15 @@ interface Check {
 }
 
 export function register(program: Command, cli: CliContext): void {
-  withJson(withTarget(program.command('doctor').description('check Node, the daemon, the state folder, the config and its servers, and which MCP clients have the mcpx entry; exits 1 when something is wrong')))
+  withJson(
+    withTarget(
+      program
+        .command('doctor')
+        .description(
+          'check Node, the daemon, the state folder, the config and its servers, and which MCP clients have the mcpx entry; exits 1 when something is wrong',
+        ),
+    ),
+  )
     .option('--fix', 're-add the mcpx entry to every client it was installed in and is gone from (a client that rewrote its file)')
     .action(async (o: CommonOpts & { fix?: boolean }) => {
       const env = process.env;
@@ -22,9 +30,22 @@ export function register(program: Command, cli: CliContext): void {
 
       const { loadDaemonConfig } = await import('../../server/config-source.js');
       const loaded = await loadDaemonConfig({ ...(o.config === undefined ? {} : { configFlag: o.config }), env, cwd });
-      checks.push({ check: 'config', ok: loaded.errors.length === 0, detail: loaded.errors.length > 0 ? `${loaded.file ?? '-'}: ${loaded.errors.map((e) => e.message).join('; ')}` : loaded.found ? `${loaded.file} (found via ${loaded.via})` : 'no config file: the bundled demo runs' });
+      checks.push({
+        check: 'config',
+        ok: loaded.errors.length === 0,
+        detail:
+          loaded.errors.length > 0
+            ? `${loaded.file ?? '-'}: ${loaded.errors.map((e) => e.message).join('; ')}`
+            : loaded.found
+              ? `${loaded.file} (found via ${loaded.via})`
+              : 'no config file: the bundled demo runs',
+      });
       const servers = loaded.servers.map((s) => ({ name: s.name, transport: s.transport, disabled: s.disabled }));
-      checks.push({ check: 'servers', ok: true, detail: servers.length === 0 ? 'none' : servers.map((s) => `${s.name} (${s.transport}${s.disabled ? ', disabled' : ''})`).join(', ') });
+      checks.push({
+        check: 'servers',
+        ok: true,
+        detail: servers.length === 0 ? 'none' : servers.map((s) => `${s.name} (${s.transport}${s.disabled ? ', disabled' : ''})`).join(', '),
+      });
 
       const { resolveTarget, DaemonClient } = await import('../client.js');
       const t = await resolveTarget({ ...(o.config === undefined ? {} : { config: o.config }), ...(o.stateDir === undefined ? {} : { stateDir: o.stateDir }) });
@@ -55,7 +76,13 @@ export function register(program: Command, cli: CliContext): void {
       }
       checks.push({ check: 'daemon', ok: true, detail: alive ? `running (${t.socket})` : `not running (the first client command starts one at ${t.socket})` });
 
-      const [{ homeFolder }, clients, inst, running, { realTarget }] = await Promise.all([import('../../config/settings.js'), import('../../install/clients.js'), import('../../install/install.js'), import('../../install/running.js'), import('../../install/files.js')]);
+      const [{ homeFolder }, clients, inst, running, { realTarget }] = await Promise.all([
+        import('../../config/settings.js'),
+        import('../../install/clients.js'),
+        import('../../install/install.js'),
+        import('../../install/running.js'),
+        import('../../install/files.js'),
+      ]);
       const ctx = { platform: clients.currentPlatform(), home: homeFolder(env), env, cwd };
       const processes = running.listProcesses(ctx.platform);
       // Entries mcpx installed (its records), by the real path of the client's file.
@@ -93,6 +120,13 @@ export function register(program: Command, cli: CliContext): void {
       const ok = checks.every((c) => c.ok);
       if (o.json) printJson({ ok, checks, servers, clients: found, fixed, daemon: { running: alive, socket: t.socket, stateDir: t.stateDir } });
       else for (const c of checks) out(`${c.ok ? 'ok  ' : 'FAIL'} ${c.check.padEnd(22)} ${c.detail}`);
-      if (!ok) throw new McpxError('MCPX_BAD_CONFIG', `doctor: ${checks.filter((c) => !c.ok).map((c) => c.check).join(', ')} need attention`);
+      if (!ok)
+        throw new McpxError(
+          'MCPX_BAD_CONFIG',
+          `doctor: ${checks
+            .filter((c) => !c.ok)
+            .map((c) => c.check)
+            .join(', ')} need attention`,
+        );
     });
 }

@@ -24,7 +24,12 @@ async function pickClient(name: string | undefined) {
   const { clients } = await context();
   if (name === undefined) throw new UsageError('--client is required');
   const c = clients.findClient(name);
-  if (!c) throw new McpxError('MCPX_UNKNOWN_CLIENT', `${JSON.stringify(name)} is not a client mcpx knows; clients: ${clients.CLIENTS.map((x) => x.name).join(', ')}`, { data: { client: name } });
+  if (!c)
+    throw new McpxError(
+      'MCPX_UNKNOWN_CLIENT',
+      `${JSON.stringify(name)} is not a client mcpx knows; clients: ${clients.CLIENTS.map((x) => x.name).join(', ')}`,
+      { data: { client: name } },
+    );
   return c;
 }
 
@@ -32,13 +37,15 @@ export function register(program: Command, cli: CliContext): void {
   withTarget(
     program
       .command('install')
-      .description('put one `mcpx` entry (running `mcpx serve`) into an MCP client\'s config file; without --client, list the clients found and what install would do'),
+      .description(
+        "put one `mcpx` entry (running `mcpx serve`) into an MCP client's config file; without --client, list the clients found and what install would do",
+      ),
   )
     .option('--client <name>', 'claude-desktop, claude-code, cursor, vscode, vscode-insiders, windsurf, codex')
-    .option('--project', 'Claude Code: the project\'s .mcp.json in this folder instead of ~/.claude.json')
-    .option('--import', 'move the client\'s own servers into mcpx\'s config (the user config, or --config FILE)')
+    .option('--project', "Claude Code: the project's .mcp.json in this folder instead of ~/.claude.json")
+    .option('--import', "move the client's own servers into mcpx's config (the user config, or --config FILE)")
     .option('--rename <name=new>', 'with --import: import server NAME as NEW (repeatable)', collect, [])
-    .option('--skip <name>', 'with --import: do not import NAME (mcpx\'s server of that name stays; the client\'s is in the backup) (repeatable)', collect, [])
+    .option('--skip <name>', "with --import: do not import NAME (mcpx's server of that name stays; the client's is in the backup) (repeatable)", collect, [])
     .option('--dry-run', 'print the diff of every file it would change, change nothing')
     .option('--json', 'print what was done (or would be) as JSON')
     .action(async (o: InstallOpts) => {
@@ -48,8 +55,18 @@ export function register(program: Command, cli: CliContext): void {
         const all = inst.allClientStatus(ctx);
         if (o.json) return printJson(all);
         for (const s of all) {
-          const state = s.error ? `unreadable: ${s.error}` : !s.exists ? 'no config file' : s.installed ? `has the mcpx entry${s.entryWorks === false ? ' (its command or main file is missing: run install again)' : ''}` : `${s.servers.length} server(s): ${s.servers.join(', ') || '-'}`;
-          const would = s.error ? 'fix the file first' : s.installed ? 'nothing (install again to refresh the entry)' : `add the mcpx entry${s.servers.length > 0 ? `; with --import, move ${s.servers.length} server(s) into mcpx` : ''}`;
+          const state = s.error
+            ? `unreadable: ${s.error}`
+            : !s.exists
+              ? 'no config file'
+              : s.installed
+                ? `has the mcpx entry${s.entryWorks === false ? ' (its command or main file is missing: run install again)' : ''}`
+                : `${s.servers.length} server(s): ${s.servers.join(', ') || '-'}`;
+          const would = s.error
+            ? 'fix the file first'
+            : s.installed
+              ? 'nothing (install again to refresh the entry)'
+              : `add the mcpx entry${s.servers.length > 0 ? `; with --import, move ${s.servers.length} server(s) into mcpx` : ''}`;
           out(`${s.client.padEnd(16)} ${s.file}\n${' '.repeat(17)}${state}\n${' '.repeat(17)}install would: ${would}`);
         }
         return;
@@ -70,7 +87,15 @@ export function register(program: Command, cli: CliContext): void {
       const file = inst.clientFile(client, ctx, o.project === true);
       const makePlan = () => inst.planInstall({ client, file, configFile, spec, import: o.import === true, renames, skips: new Set(o.skip) });
       let plan = makePlan();
-      const report = () => ({ client: client.name, file, configFile, entry: inst.clientEntry(client, spec), imported: plan.imported, unchanged: plan.unchanged, dryRun: o.dryRun === true });
+      const report = () => ({
+        client: client.name,
+        file,
+        configFile,
+        entry: inst.clientEntry(client, spec),
+        imported: plan.imported,
+        unchanged: plan.unchanged,
+        dryRun: o.dryRun === true,
+      });
       if (o.dryRun) {
         if (o.json) return printJson({ ...report(), diff: inst.planDiff(plan) });
         out(plan.unchanged ? `${file}: the mcpx entry is there already; nothing to change` : inst.planDiff(plan));
@@ -106,9 +131,15 @@ export function register(program: Command, cli: CliContext): void {
 }
 
 export function registerUninstall(program: Command): void {
-  withTarget(program.command('uninstall').description('take the `mcpx` entry out of a client\'s config file: the backup back when the file is as mcpx left it, else the entry removed and the servers it replaced put back'))
+  withTarget(
+    program
+      .command('uninstall')
+      .description(
+        "take the `mcpx` entry out of a client's config file: the backup back when the file is as mcpx left it, else the entry removed and the servers it replaced put back",
+      ),
+  )
     .option('--client <name>', 'the client (see mcpx install)')
-    .option('--project', 'Claude Code: the project\'s .mcp.json in this folder')
+    .option('--project', "Claude Code: the project's .mcp.json in this folder")
     .option('--dry-run', 'print the diff, change nothing')
     .option('--json', 'print what was done as JSON')
     .action(async (o: InstallOpts) => {
@@ -119,13 +150,32 @@ export function registerUninstall(program: Command): void {
       const t = await target(o);
       const r = await inst.uninstall(client, file, t.stateDir, o.dryRun === true);
       const running = o.dryRun || r.how === 'nothing' ? undefined : await runningNote(client, ctx.platform);
-      if (o.json) return printJson({ client: client.name, file: r.file, how: r.how, restored: r.restored, dryRun: o.dryRun === true, ...(running === undefined ? {} : { running }) });
+      if (o.json)
+        return printJson({
+          client: client.name,
+          file: r.file,
+          how: r.how,
+          restored: r.restored,
+          dryRun: o.dryRun === true,
+          ...(running === undefined ? {} : { running }),
+        });
       if (o.dryRun) {
         const { lineDiff } = await import('../../install/files.js');
-        out(r.how === 'nothing' ? `${r.file}: no mcpx entry; nothing to do` : r.how === 'deleted' ? `${r.file}: would be deleted (mcpx created it)` : lineDiff(r.before ?? '', r.after ?? '', r.file));
+        out(
+          r.how === 'nothing'
+            ? `${r.file}: no mcpx entry; nothing to do`
+            : r.how === 'deleted'
+              ? `${r.file}: would be deleted (mcpx created it)`
+              : lineDiff(r.before ?? '', r.after ?? '', r.file),
+        );
         return;
       }
-      const said = { restored: 'put back as it was before mcpx install (from the backup)', 'removed-entry': `the mcpx entry removed${r.restored.length > 0 ? `; servers put back from the backup: ${r.restored.join(', ')}` : ''} (the file had changed since the install, so the backup was not copied over it)`, deleted: 'deleted (mcpx had created it)', nothing: 'no mcpx entry; nothing to do' }[r.how];
+      const said = {
+        restored: 'put back as it was before mcpx install (from the backup)',
+        'removed-entry': `the mcpx entry removed${r.restored.length > 0 ? `; servers put back from the backup: ${r.restored.join(', ')}` : ''} (the file had changed since the install, so the backup was not copied over it)`,
+        deleted: 'deleted (mcpx had created it)',
+        nothing: 'no mcpx entry; nothing to do',
+      }[r.how];
       out(`${r.file}: ${said}`);
       if (running) out(running);
     });
@@ -137,7 +187,8 @@ function parseServers(text: string, client: import('../../install/clients.js').C
 
 function printImport(imp: import('../../install/install.js').ImportPlan | undefined, configFile?: string): void {
   if (!imp) return;
-  for (const m of imp.moved) out(`imported ${m.from}${m.to === m.from ? '' : ` as ${m.to}`}${m.disabled ? ' (disabled)' : ''}${configFile ? ` into ${configFile}` : ''}`);
+  for (const m of imp.moved)
+    out(`imported ${m.from}${m.to === m.from ? '' : ` as ${m.to}`}${m.disabled ? ' (disabled)' : ''}${configFile ? ` into ${configFile}` : ''}`);
   for (const n of imp.already) out(`${n}: already in mcpx's config, same definition; taken out of the client`);
   for (const n of imp.skipped) out(`${n}: skipped (--skip); taken out of the client, kept in the backup`);
   for (const k of imp.kept) out(`${k.server}: kept in the client: ${k.note}`);
@@ -145,18 +196,28 @@ function printImport(imp: import('../../install/install.js').ImportPlan | undefi
 }
 
 /** The client's reload step when it runs now (it may keep the old entry, or write its own copy back). */
-async function runningNote(client: import('../../install/clients.js').ClientInfo, platform: import('../../install/clients.js').Platform): Promise<string | undefined> {
+async function runningNote(
+  client: import('../../install/clients.js').ClientInfo,
+  platform: import('../../install/clients.js').Platform,
+): Promise<string | undefined> {
   const running = await import('../../install/running.js');
   return running.runningNote(client, platform, running.listProcesses(platform));
 }
 
 function hint(client: string): string {
   switch (client) {
-    case 'claude-desktop': return 'restart Claude Desktop to load it';
-    case 'cursor': return 'Cursor: turn the mcpx server on in Settings → MCP (it may need a reload)';
-    case 'vscode': case 'vscode-insiders': return 'VS Code: run "MCP: List Servers" and start mcpx (a reload may be needed)';
-    case 'windsurf': return 'Windsurf: refresh the MCP servers in its settings';
-    case 'claude-code': return 'Claude Code: `claude mcp list` shows it in new sessions';
-    default: return 'restart the client to load it';
+    case 'claude-desktop':
+      return 'restart Claude Desktop to load it';
+    case 'cursor':
+      return 'Cursor: turn the mcpx server on in Settings → MCP (it may need a reload)';
+    case 'vscode':
+    case 'vscode-insiders':
+      return 'VS Code: run "MCP: List Servers" and start mcpx (a reload may be needed)';
+    case 'windsurf':
+      return 'Windsurf: refresh the MCP servers in its settings';
+    case 'claude-code':
+      return 'Claude Code: `claude mcp list` shows it in new sessions';
+    default:
+      return 'restart the client to load it';
   }
 }

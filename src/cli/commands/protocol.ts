@@ -6,7 +6,12 @@ import { clip, table } from '../format.js';
 
 /** A duration in the largest whole unit. */
 function inUnits(ms: number): string {
-  const units: Array<[string, number]> = [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1_000]];
+  const units: Array<[string, number]> = [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1_000],
+  ];
   for (const [u, n] of units) if (ms >= n) return `${Math.floor(ms / n)}${u}`;
   return '0s';
 }
@@ -23,7 +28,11 @@ function recordAge(at: string): string {
 }
 
 export function register(program: Command, cli: CliContext): void {
-  withJson(withTarget(program.command('protocol').description('per server: preference, era, negotiated version, where the era came from, the cached record, the legacy lane'))).action(async (o: CommonOpts) =>
+  withJson(
+    withTarget(
+      program.command('protocol').description('per server: preference, era, negotiated version, where the era came from, the cached record, the legacy lane'),
+    ),
+  ).action(async (o: CommonOpts) =>
     withClient(o, cli, async (client) => {
       const { body } = await api<{ servers: ProtocolRow[] }>(client, 'GET', '/v1/protocol');
       if (o.json) return printJson(body);

@@ -4,7 +4,9 @@ import type { ServerView } from '../../server/controller.js';
 import { api, out, printJson, serversTable, withClient, withJson, withTarget, type CliContext, type CommonOpts } from '../common.js';
 
 export function register(program: Command, cli: CliContext): void {
-  withJson(withTarget(program.command('servers').description('configured servers, their transport and effective protocol preference (secrets redacted)'))).action(async (o: CommonOpts) =>
+  withJson(
+    withTarget(program.command('servers').description('configured servers, their transport and effective protocol preference (secrets redacted)')),
+  ).action(async (o: CommonOpts) =>
     withClient(o, cli, async (client) => {
       const { body } = await api<{ servers: ServerView[] }>(client, 'GET', '/v1/servers');
       if (o.json) return printJson(body);

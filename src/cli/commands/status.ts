@@ -10,11 +10,24 @@ export function register(program: Command, cli: CliContext): void {
     withClient(o, cli, async (client) => {
       const { body } = await api<z.output<typeof statusSchema>>(client, 'GET', '/v1/status');
       if (o.json) return printJson(body);
-      out(`mcpx ${body.version}, daemon pid ${body.pid}, up ${ago(body.uptimeMs)}; socket ${body.daemon.socket ?? '-'}${body.daemon.tcp ? `; tcp ${body.daemon.tcp.host}:${body.daemon.tcp.port}` : ''}`);
+      out(
+        `mcpx ${body.version}, daemon pid ${body.pid}, up ${ago(body.uptimeMs)}; socket ${body.daemon.socket ?? '-'}${body.daemon.tcp ? `; tcp ${body.daemon.tcp.host}:${body.daemon.tcp.port}` : ''}`,
+      );
       out(`config: ${body.config.file ?? '-'}${body.config.demo ? ' (the bundled demo)' : ''}`);
       out('');
-      out(table(['SERVER', 'PREFERENCE', 'LANES'], body.servers.map((s) => [s.server, s.preference, s.lanes.map((l) => `${l.lane} ${l.instances}/${l.max}${l.state ? ` (${l.state})` : ''}`).join(', ')])));
-      const rows = body.servers.flatMap((s) => s.instances.map((i) => [s.server, i.id, i.lane, i.pid, i.scopeKey, i.holders, i.era, i.sessionState ?? i.state, ago(i.uptimeMs)]));
+      out(
+        table(
+          ['SERVER', 'PREFERENCE', 'LANES'],
+          body.servers.map((s) => [
+            s.server,
+            s.preference,
+            s.lanes.map((l) => `${l.lane} ${l.instances}/${l.max}${l.state ? ` (${l.state})` : ''}`).join(', '),
+          ]),
+        ),
+      );
+      const rows = body.servers.flatMap((s) =>
+        s.instances.map((i) => [s.server, i.id, i.lane, i.pid, i.scopeKey, i.holders, i.era, i.sessionState ?? i.state, ago(i.uptimeMs)]),
+      );
       if (rows.length > 0) {
         out('');
         out(table(['SERVER', 'INSTANCE', 'LANE', 'PID', 'SCOPE KEY', 'HOLDERS', 'ERA', 'STATE', 'UPTIME'], rows));

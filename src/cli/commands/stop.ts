@@ -8,7 +8,10 @@ import { api, out, target, withTarget, type CommonOpts } from '../common.js';
 export function register(program: Command): void {
   withTarget(program.command('stop').description('stop the daemon and every upstream process')).action(async (o: CommonOpts) => {
     const t = await target(o);
-    const [{ DaemonClient }, { describeFilesLeft, pidAlive, removeDaemonFiles }] = await Promise.all([import('../client.js'), import('../../server/state-dir.js')]);
+    const [{ DaemonClient }, { describeFilesLeft, pidAlive, removeDaemonFiles }] = await Promise.all([
+      import('../client.js'),
+      import('../../server/state-dir.js'),
+    ]);
     const client = new DaemonClient(t.socket);
     try {
       if (!(await client.alive())) {
@@ -23,7 +26,11 @@ export function register(program: Command): void {
       // What it could not remove (a read-only state folder) would stop the next start: say which files, and why.
       const { left } = await removeDaemonFiles(t.stateDir, t.socket, body.pid);
       if (left.length > 0) {
-        throw new McpxError('MCPX_BAD_SETTING', `the daemon stopped, but these files of the state folder ${t.stateDir} are left and could not be removed: ${describeFilesLeft(left)}; make the folder writable and remove them, or the next daemon cannot start there`, { data: { stateDir: t.stateDir, left } });
+        throw new McpxError(
+          'MCPX_BAD_SETTING',
+          `the daemon stopped, but these files of the state folder ${t.stateDir} are left and could not be removed: ${describeFilesLeft(left)}; make the folder writable and remove them, or the next daemon cannot start there`,
+          { data: { stateDir: t.stateDir, left } },
+        );
       }
     } finally {
       await client.close();

@@ -7,7 +7,9 @@ import { clip, table } from '../format.js';
 import { terminalSafe } from '../terminal-text.js';
 
 export function register(program: Command, cli: CliContext): void {
-  withJson(withTarget(program.command('tools').argument('[server]', 'one server (default: every server)').description('list tools, starting servers as needed')))
+  withJson(
+    withTarget(program.command('tools').argument('[server]', 'one server (default: every server)').description('list tools, starting servers as needed')),
+  )
     .option('--caller-protocol <revision>', 'answer for a caller on this MCP revision (X-Mcpx-Caller-Protocol), e.g. 2025-11-25')
     .option('--session <id>', 'the caller session (for servers pooled per session)')
     .action(async (server: string | undefined, o: CommonOpts & { callerProtocol?: string; session?: string }) =>
@@ -18,7 +20,13 @@ export function register(program: Command, cli: CliContext): void {
         const path = `/v1/tools${q.size > 0 ? `?${q}` : ''}`;
         const { body } = await withProgress(client, server, () => api<ToolsView>(client, 'GET', path, undefined, callHeaders(o)));
         if (o.json) printJson(body);
-        else out(table(['SERVER', 'TOOL', 'MCP NAME', 'DESCRIPTION'], body.tools.map((t) => [t.server, t.name, t.exposed, clip(typeof t.description === 'string' ? t.description : '', 60)])));
+        else
+          out(
+            table(
+              ['SERVER', 'TOOL', 'MCP NAME', 'DESCRIPTION'],
+              body.tools.map((t) => [t.server, t.name, t.exposed, clip(typeof t.description === 'string' ? t.description : '', 60)]),
+            ),
+          );
         if (body.errors.length > 0) {
           for (const e of body.errors.slice(1)) process.stderr.write(`mcpx: ${e.server}: ${terminalSafe(e.message)}\n`);
           const first = body.errors[0]!;
