@@ -67,6 +67,19 @@ function contextToolCalls(): ToolCall[] | undefined {
   return calls?.filter((c): c is ToolCall => isObject(c) && typeof c.name === 'string' && isObject(c.arguments));
 }
 
+/** The `oauth` settings an auth scenario's context gives: a pre-registered client, or the metadata document URL. */
+function oauthSettings(): Record<string, unknown> {
+  const raw = process.env.MCP_CONFORMANCE_CONTEXT;
+  const context: unknown = raw ? JSON.parse(raw) : {};
+  const c = isObject(context) ? context : {};
+  return {
+    ...(typeof c.client_id === 'string' ? { clientId: c.client_id } : {}),
+    ...(typeof c.client_secret === 'string' ? { clientSecret: c.client_secret } : {}),
+    // basic-cimd and offline-access-scope expect exactly this client id where the server takes metadata documents.
+    ...(typeof c.client_id !== 'string' ? { clientMetadataUrl: 'https://conformance-test.local/client-metadata.json' } : {}),
+  };
+}
+
 /** A value a schema accepts, good enough for a mock: its const/default/enum/example, else one of its type. */
 function sampleValue(schema: unknown): unknown {
   if (!isObject(schema)) return 'example';
@@ -127,8 +140,16 @@ const socket = join(stateDir, 'daemon.sock');
 /** The environment of every mcpx process: nothing of ours (MCPX_*, XDG_*, HOME) leaks in. */
 function mcpxEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!/^(MCPX_|XDG_|NODE_OPTIONS$|HOME$)/.test(k)) env[k] = v;
-  return { ...env, HOME: dir, XDG_CONFIG_HOME: join(dir, 'config'), XDG_STATE_HOME: join(dir, 'xdg-state'), MCPX_STATE_DIR: stateDir, MCPX_CONFIG: configFile };
+  for (const [k, v] of Object.entries(process.env)) if (!/^(MCPX_|XDG_|NODE_OPTIONS$|HOME$|BROWSER$)/.test(k)) env[k] = v;
+  return {
+    ...env,
+    BROWSER: join(root, 'scripts', 'conformance', 'follow-redirects.mjs'),
+    HOME: dir,
+    XDG_CONFIG_HOME: join(dir, 'config'),
+    XDG_STATE_HOME: join(dir, 'xdg-state'),
+    MCPX_STATE_DIR: stateDir,
+    MCPX_CONFIG: configFile,
+  };
 }
 
 let daemon: ChildProcess | undefined;
@@ -265,18 +286,39 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 async function main(): Promise<number> {
   if (!url || !/^https?:\/\//.test(url)) throw new Error(`usage: conformance-client <server-url> (got ${JSON.stringify(url)})`);
   // The runner binds its mocks to 127.0.0.1 only (scripts/conformance/loopback.mjs); `localhost` might resolve to ::1.
+  // (The auth scenarios keep `localhost`: their protected-resource metadata names it, and RFC 8707 wants that origin.)
   const target = new URL(url);
-  if (target.hostname === 'localhost') target.hostname = '127.0.0.1';
+  const auth = scenario.startsWith('auth/');
+  if (target.hostname === 'localhost' && !auth) target.hostname = '127.0.0.1';
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   // Mocks answer in milliseconds; a request left hanging ends well inside the runner's limit, so the CLI
   // still writes its checks (it waits for the client before it grades).
   writeFileSync(
     configFile,
-    `${JSON.stringify({ mcpServers: { [SERVER]: { url: target.href, protocol: 'prefer-discover', mcpx: { startTimeout: '10s', requestTimeout: '10s' } } } }, null, 2)}\n`,
+    `${JSON.stringify(
+      {
+        mcpServers: {
+          [SERVER]: {
+            url: target.href,
+            protocol: 'prefer-discover',
+            ...(auth ? { oauth: oauthSettings() } : {}),
+            mcpx: { startTimeout: '10s', requestTimeout: '10s' },
+          },
+        },
+      },
+      null,
+      2,
+    )}\n`,
   );
 
   startDaemon();
   await waitForDaemon(15_000);
+  if (auth) {
+    // The suite's authorization server approves at once: the "browser" follows its redirects to mcpx's callback.
+    const r = await mcpx(['login', SERVER]);
+    log(`login → exit ${r.code}: ${clip(r.stderr.trim().split('\n').slice(-3).join(' | '), 600)}`);
+    if (r.code !== 0) return 1;
+  }
 
   let failures = 0;
   /** Runs one mcpx command; `--json` output parsed. A refusal mcpx makes on purpose (MCPX_BAD_TOOL) is no failure. */

@@ -176,9 +176,10 @@ async function runScenario(scenario: string, version: string, timeoutMs: number,
   writeFileSync(join(dir, 'output.txt'), text);
   const passed = r.code === 0 && /OVERALL: PASSED/.test(text);
   const client = /CLIENT (EXITED WITH ERROR \(code \d+\)|TIMED OUT)/.exec(text)?.[0];
-  const sub = readdirSync(dir, { withFileTypes: true }).find((d) => d.isDirectory() && existsSync(join(dir, d.name, 'checks.json')));
+  // The CLI writes <scenario>-<time>/checks.json; a scenario named `auth/x` puts it one folder deeper.
+  const sub = readdirSync(dir, { recursive: true, encoding: 'utf8' }).find((f) => f.endsWith('checks.json'));
   if (sub) {
-    const checks = JSON.parse(readFileSync(join(dir, sub.name, 'checks.json'), 'utf8')) as Check[];
+    const checks = JSON.parse(readFileSync(join(dir, sub), 'utf8')) as Check[];
     return { scenario, version, ms, passed, checks, ...(client && { problem: client.toLowerCase() }) };
   }
   const tail = text.trim().split('\n').slice(-4).join(' | ');

@@ -83,7 +83,13 @@ export type ErrorCode =
   | 'MCPX_INSTALL_RACE'
   | 'MCPX_INSTALL_LAYOUT'
   | 'MCPX_INSTALL_COLLISION'
-  | 'MCPX_INSTALL_IO';
+  | 'MCPX_INSTALL_IO'
+  // OAuth (src/auth): the authorization flow failed (discovery, a metadata or issuer that is not this
+  // server's, the authorization server's refusal, a state or iss that does not match); the login's fixed
+  // callback port is taken; no login of that id; the login did not finish in time
+  | 'MCPX_OAUTH_FAILED'
+  | 'MCPX_OAUTH_PORT_TAKEN'
+  | 'MCPX_OAUTH_TIMEOUT';
 
 export class McpxError extends Error {
   readonly code: ErrorCode;

@@ -26,7 +26,14 @@ net.Server.prototype.listen = function (...args) {
   if (first === undefined || typeof first === 'function') args.unshift(0, LOOPBACK);
   else if (typeof first === 'number' || (typeof first === 'string' && /^\d+$/.test(first))) {
     if (typeof args[1] !== 'string') args.splice(1, 0, LOOPBACK);
-  } else if (first !== null && Object.getPrototypeOf(first) === Object.prototype && first.path === undefined && first.fd === undefined && first.handle === undefined && first.host === undefined) {
+  } else if (
+    first !== null &&
+    Object.getPrototypeOf(first) === Object.prototype &&
+    first.path === undefined &&
+    first.fd === undefined &&
+    first.handle === undefined &&
+    first.host === undefined
+  ) {
     args[0] = { ...first, host: LOOPBACK };
   }
   dns.lookup = lookupLoopbackAtOnce;

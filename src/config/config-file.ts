@@ -13,6 +13,7 @@
  *   unknown key inside a server's `mcpx` block is an error.
  * - Every error names the file, the server and the key, and all of them are collected.
  */
+import { parseOAuthSettings } from '../auth/settings.js';
 import { REDACTED, redactUrl } from '../redaction.js';
 import { closeSync, constants, fstatSync, openSync, readFile as readFileCb, type Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -297,7 +298,7 @@ export function dottedKey(path: KeyPath): string {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The keys of a server entry mcpx reads; anything else is another tool's business. */
-const SERVER_KEYS = ['command', 'args', 'env', 'cwd', 'url', 'headers', 'type', 'transport', 'protocol', 'disabled', 'mcpx'] as const;
+const SERVER_KEYS = ['command', 'args', 'env', 'cwd', 'url', 'headers', 'oauth', 'type', 'transport', 'protocol', 'disabled', 'mcpx'] as const;
 
 /** The `mcpx` block's keys and the settings they override. */
 export const MCPX_BLOCK_KEYS = {
@@ -699,6 +700,7 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
       def.cwd = p === '~' ? c.home : p.startsWith('~/') ? join(c.home, p.slice(2)) : resolvePath(c.fileDir, p);
     }
     if (Object.hasOwn(entry, 'headers')) c.warn([...at, 'headers'], 'is for HTTP servers and is ignored on a stdio server');
+    if (Object.hasOwn(entry, 'oauth')) c.warn([...at, 'oauth'], 'is for HTTP servers and is ignored on a stdio server');
     definition = def;
   } else {
     const def: HttpDefinition = { url: '' };
@@ -719,6 +721,8 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
       }
     }
     def.headers = stringMap(entry, 'headers', at, problem, expand) ?? {};
+    const oauth = parseOAuthSettings(entry['oauth'], [...at, 'oauth'], problem, c.warn, expand);
+    if (oauth !== undefined) def.oauth = oauth;
     // `type: "sse"` names the deprecated HTTP+SSE transport: connect over it directly, no probe.
     if (declared === 'sse') def.transport = 'sse';
     for (const k of ['args', 'env', 'cwd'] as const) {
@@ -920,6 +924,7 @@ export function redactConfig<T>(config: T, secrets: readonly string[] = expanded
       );
     }
     if (key === 'url' && typeof v === 'string') return blank(redactUrl(v));
+    if (key === 'clientSecret' && typeof v === 'string') return REDACTED;
     return typeof v === 'string' ? blank(v) : v;
   };
   return walk(config, undefined) as T;

@@ -16,6 +16,7 @@
  * not with the pool: a daemon builds every configured server's pool before it listens, and most of them
  * are not called for a while.
  */
+import type { RequestAuthorizer } from '../transports/request-authorizer.js';
 import { EventEmitter } from 'node:events';
 import { createActor, waitFor, type Actor, type ActorOptions, type AnyActorLogic, type InspectionEvent } from 'xstate';
 import { MAX_DURATION_MS } from '../config/duration.js';
@@ -71,6 +72,8 @@ export interface ServerPoolDeps {
    * `now()`, when it has one, is the time idle alarms are kept against (else a monotonic clock).
    */
   clock?: Clock;
+  /** Per-request credentials for an HTTP server's sessions (OAuth), by server name; none: only configured headers. */
+  authorizer?: (server: string) => RequestAuthorizer | undefined;
 }
 
 interface Live {
@@ -495,6 +498,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       ...(c.startTimeoutMs === undefined ? {} : { startTimeoutMs: c.startTimeoutMs }),
       ...(c.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: c.requestTimeoutMs }),
       logger: (this.deps.logger ?? silentLogger).child({ instance: e.id, lane: e.lane }),
+      ...(this.deps.authorizer?.(c.name) ? { authorizer: this.deps.authorizer(c.name)! } : {}),
       instanceId: e.id,
       lane: e.lane,
       scopeKey: e.key,

@@ -77,6 +77,9 @@ const STATUS: Record<ErrorCode, number> = {
   MCPX_INSTALL_LAYOUT: 500,
   MCPX_INSTALL_COLLISION: 500,
   MCPX_INSTALL_IO: 500,
+  MCPX_OAUTH_FAILED: 500,
+  MCPX_OAUTH_PORT_TAKEN: 500,
+  MCPX_OAUTH_TIMEOUT: 500,
 };
 
 export function statusFor(code: string): number {

@@ -12,6 +12,7 @@
  * lost). A config reload applies at once (the user edited the server), except that an unchanged
  * server keeps its running process.
  */
+import type { AuthManager } from '../auth/auth-manager.js';
 import stringify from 'safe-stable-stringify';
 import type { z } from 'zod';
 import { ConfigError, McpxError, type ConfigProblem } from '../errors.js';
@@ -58,6 +59,8 @@ export interface CreateRegistryOptions {
   logger?: Logger;
   inspect?: ServerPoolDeps['inspect'];
   inspectPool?: ServerPoolDeps['inspectPool'];
+  /** Per-request credentials of a server's HTTP sessions (OAuth). */
+  authorizer?: ServerPoolDeps['authorizer'];
 }
 
 /**
@@ -78,7 +81,12 @@ export function createPoolRegistry(opts: CreateRegistryOptions): PoolRegistry {
         const { AskingSession } = await import('../serve/ask-session.js');
         return (o) => new AskingSession(o);
       };
-      return new ServerPool(config, { loadSessionFactory, ...deps, cache: on ? (opts.cache ?? null) : null });
+      return new ServerPool(config, {
+        loadSessionFactory,
+        ...deps,
+        ...(opts.authorizer ? { authorizer: opts.authorizer } : {}),
+        cache: on ? (opts.cache ?? null) : null,
+      });
     },
   });
 }
@@ -156,6 +164,8 @@ export interface ControllerOptions {
   catalogStore?: CatalogStore | null;
   /** Where the `call finished` lines go; none: a child of `logger`, written line by line (see recordLogger). */
   records?: Pick<RecordLog, 'logger' | 'flush'>;
+  /** OAuth for HTTP servers (`mcpx login`, tokens, refreshes); none: only configured headers are sent. */
+  auth?: AuthManager | null;
 }
 
 /** What the record of one finished call holds. */
@@ -206,6 +216,8 @@ export class Controller {
   /** When pools change, and which callers wait for it (the shell of ./reconcile.machine.ts). */
   private readonly reconciler: Reconciler;
   private nextCall = 0;
+  /** OAuth state of the HTTP servers (null without a state folder to keep tokens in). */
+  readonly auth: AuthManager | null;
   private readonly onPoolEvent = (e: PoolEvent) => this.poolEvent(e);
 
   constructor(opts: ControllerOptions) {
@@ -217,6 +229,8 @@ export class Controller {
     this.hub = opts.hub ?? new EventHub();
     this.scrubber = opts.scrubber ?? new Scrubber();
     this.scrubber.setFromServers(this.cfg.servers);
+    this.auth = opts.auth ?? null;
+    this.auth?.setServers(this.cfg.servers);
     this.loader = opts.loadConfig;
     this.sources = opts.settingsSources;
     this.registry.on('event', this.onPoolEvent);
@@ -527,6 +541,7 @@ export class Controller {
     }
     this.cfg = next;
     this.scrubber.setFromServers(next.servers);
+    this.auth?.setServers(next.servers);
     const r = await this.reconcile({ deferBusy: false });
     const restartNeeded = RESTART_PATHS.filter((p) => stringify(this.settings.get(p)) !== before[p]);
     const failed = r.failed.map((f) => ({ server: f.name, message: f.error.message }));

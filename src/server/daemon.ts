@@ -9,6 +9,8 @@
  * stays. SIGINT/SIGTERM stop every pool (every upstream process), flush the era cache, remove the
  * socket, daemon.json, the process ledger and the lock.
  */
+import { AuthManager } from '../auth/auth-manager.js';
+import { CredentialStore } from '../auth/credential-store.js';
 import { randomBytes } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { chmod, mkdir, rm, stat } from 'node:fs/promises';
@@ -198,9 +200,19 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
       ui.inspectorUrl = started.url;
       cleanups.push(() => started.stop());
     }
+    // OAuth: the credentials of HTTP servers, kept and refreshed here alone (src/auth).
+    let hub: EventHub | undefined;
+    const auth = new AuthManager({
+      store: await CredentialStore.open(stateDir, { logger: logger.child({ component: 'credentials' }) }),
+      onChange: (view) => hub?.publish({ type: 'server.auth', ...view }),
+      onSecrets: (owner, secrets) => scrubber.setDynamic(owner, secrets),
+      log: logger.child({ component: 'oauth' }),
+    });
+    cleanups.push(() => auth.close());
     const registry = createPoolRegistry({
       settings,
       cache,
+      authorizer: (server) => auth.authorizer(server),
       logger,
       inspectPool: inspector !== undefined,
       inspect: (ev, source) => {
@@ -214,8 +226,9 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
       config,
       logger,
       ...(records ? { records } : {}),
-      hub: new EventHub(),
+      hub: (hub = new EventHub()),
       scrubber,
+      auth,
       settingsSources: sources,
       loadConfig: () => loadDaemonConfig(configOpts),
       catalogStore,

@@ -49,7 +49,26 @@ export interface CatalogChangedEvent {
   lists: Array<'tools' | 'prompts' | 'resources'>;
 }
 
-export type DaemonEvent = PoolEvent | CallFinishedEvent | ConfigReloadedEvent | ConfigErrorEvent | SettingChangedEvent | CatalogChangedEvent;
+/** A server's authorization changed (needed, authorized, refreshed, failed); never carries a token. */
+export interface ServerAuthEvent {
+  type: 'server.auth';
+  server: string;
+  state: 'none' | 'needed' | 'authorized' | 'failed';
+  issuer?: string;
+  scopes?: string[];
+  expiresAt?: string;
+  refreshable?: boolean;
+  error?: string;
+}
+
+export type DaemonEvent =
+  | PoolEvent
+  | CallFinishedEvent
+  | ConfigReloadedEvent
+  | ConfigErrorEvent
+  | SettingChangedEvent
+  | CatalogChangedEvent
+  | ServerAuthEvent;
 
 export const EVENT_TYPES = [
   'server.start',
@@ -62,6 +81,7 @@ export const EVENT_TYPES = [
   'config.error',
   'setting.changed',
   'catalog.changed',
+  'server.auth',
 ] as const satisfies ReadonlyArray<DaemonEvent['type']>;
 
 /**

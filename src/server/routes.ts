@@ -27,6 +27,12 @@ export const ROUTE_PATHS = {
   askGet: { method: 'GET', url: '/v1/ask/:id' },
   askAnswers: { method: 'POST', url: '/v1/ask/:id/answers' },
   askAbandon: { method: 'POST', url: '/v1/ask/:id/abandon' },
+  authList: { method: 'GET', url: '/v1/auth' },
+  authGet: { method: 'GET', url: '/v1/auth/:server' },
+  authLogin: { method: 'POST', url: '/v1/auth/:server/login' },
+  authLogout: { method: 'POST', url: '/v1/auth/:server/logout' },
+  authLoginGet: { method: 'GET', url: '/v1/auth/logins/:id' },
+  authLoginCancel: { method: 'POST', url: '/v1/auth/logins/:id/cancel' },
 } as const satisfies Record<string, { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; url: string }>;
 
 export type RouteName = keyof typeof ROUTE_PATHS;
@@ -50,4 +56,9 @@ export const VALIDATED_ROUTES: ReadonlySet<RouteName> = new Set<RouteName>([
   'askGet',
   'askAnswers',
   'askAbandon',
+  'authGet',
+  'authLogin',
+  'authLogout',
+  'authLoginGet',
+  'authLoginCancel',
 ]);

@@ -122,6 +122,59 @@ export const askQuerySchema = z
   })
   .strict();
 
+// ---- /v1/auth: OAuth per HTTP server (never a token, a code or a secret) ----
+
+export const authViewSchema = z
+  .object({
+    server: z.string(),
+    state: z.enum(['none', 'needed', 'authorized', 'failed']).meta({
+      description: 'none: never asked for authorization; needed: a request was refused (run mcpx login); authorized; failed: see error.',
+    }),
+    issuer: z.string().optional(),
+    scopes: z.array(z.string()).optional(),
+    expiresAt: z.string().optional().meta({ description: 'When the access token expires (ISO 8601); the daemon refreshes it before then.' }),
+    refreshable: z.boolean().optional(),
+    error: z.string().optional(),
+    needsScopes: z.array(z.string()).optional().meta({ description: 'Scopes a 403 asked for that the authorization does not hold.' }),
+  })
+  .strict();
+export const authListSchema = z.object({ servers: z.array(authViewSchema) }).strict();
+export const authServerParamsSchema = z.object({ server: z.string().min(1).meta({ description: 'A configured HTTP server.' }) });
+export const authLoginBodySchema = z
+  .object({
+    stepUp: z.boolean().optional().meta({ description: 'Ask for the scopes held plus the ones a 403 challenged (a step-up).' }),
+  })
+  .strict()
+  .optional();
+export const authLogoutBodySchema = z
+  .object({ forgetClient: z.boolean().optional().meta({ description: "Also forget the client registration made at the server's authorization server." }) })
+  .strict()
+  .optional();
+export const loginViewSchema = z
+  .object({
+    id: z.string(),
+    server: z.string(),
+    status: z.enum(['waiting', 'authorized', 'failed']),
+    url: z.string().optional().meta({ description: 'While waiting: the authorization URL to open in a browser.' }),
+    error: z.object({ code: z.string(), message: z.string() }).optional(),
+    scopes: z.array(z.string()).optional(),
+  })
+  .strict();
+export const loginParamsSchema = z.object({ id: z.string().min(1).meta({ description: 'The login id from POST /v1/auth/{server}/login.' }) });
+export const LOGIN_MAX_WAIT_MS = 60_000;
+export const loginQuerySchema = z
+  .object({
+    waitMs: z
+      .string()
+      .regex(/^\d{1,9}$/, { error: 'waitMs must be a whole number of milliseconds' })
+      .transform(Number)
+      .pipe(z.number().max(LOGIN_MAX_WAIT_MS, { error: `waitMs must be at most ${LOGIN_MAX_WAIT_MS}` }))
+      .optional()
+      .meta({ description: `Wait up to this many milliseconds (at most ${LOGIN_MAX_WAIT_MS}; default 0) for the login to end.` }),
+  })
+  .strict();
+export const logoutSchema = z.object({ server: z.string(), forgotTokens: z.boolean(), forgotClient: z.boolean() }).strict();
+
 export const askAnswersBodySchema = z
   .object({
     answers: z
@@ -593,5 +646,43 @@ export const ROUTES = {
     params: askParamsSchema,
     body: askAbandonBodySchema,
     responses: { 200: { description: 'The ask, abandoned (or as it finished).', schema: askViewSchema }, 400: bad, 404: unknownAsk },
+  },
+  authList: {
+    ...ROUTE_PATHS.authList,
+    summary: 'Per HTTP server: whether it needs authorization, is authorized (scopes, expiry, refreshable), or why it failed. Never a token.',
+    responses: { 200: { description: 'The servers.', schema: authListSchema } },
+  },
+  authGet: {
+    ...ROUTE_PATHS.authGet,
+    summary: "One server's authorization.",
+    params: authServerParamsSchema,
+    responses: { 200: { description: 'The server.', schema: authListSchema }, 400: bad, 404: unknownServer },
+  },
+  authLogin: {
+    ...ROUTE_PATHS.authLogin,
+    summary: 'Start the OAuth authorization-code flow (PKCE) for one server: the answer holds the URL to open; the redirect comes back to the daemon.',
+    params: authServerParamsSchema,
+    body: authLoginBodySchema,
+    responses: { 202: { description: 'Started (or the login already running).', schema: loginViewSchema }, 400: bad, 404: unknownServer },
+  },
+  authLogout: {
+    ...ROUTE_PATHS.authLogout,
+    summary: "Forget a server's tokens (and its client registration with forgetClient).",
+    params: authServerParamsSchema,
+    body: authLogoutBodySchema,
+    responses: { 200: { description: 'Forgotten.', schema: logoutSchema }, 400: bad, 404: unknownServer },
+  },
+  authLoginGet: {
+    ...ROUTE_PATHS.authLoginGet,
+    summary: 'A login: waiting (with its URL), authorized, or failed (with why). Waits up to waitMs for it to end.',
+    params: loginParamsSchema,
+    query: loginQuerySchema,
+    responses: { 200: { description: 'The login.', schema: loginViewSchema }, 400: bad, 404: { description: 'No such login.', schema: errorBodySchema } },
+  },
+  authLoginCancel: {
+    ...ROUTE_PATHS.authLoginCancel,
+    summary: 'Give up a login: its callback listener closes.',
+    params: loginParamsSchema,
+    responses: { 200: { description: 'The login.', schema: loginViewSchema }, 400: bad, 404: { description: 'No such login.', schema: errorBodySchema } },
   },
 } as const satisfies Record<string, RouteDef>;

@@ -26,6 +26,8 @@ export class Scrubber {
   /** Every secret and its JSON-escaped form, for the fragment check. */
   private variants: string[] = [];
   private readonly fixed = new Set<string>();
+  /** Secrets that come and go while the daemon runs (OAuth tokens, client secrets), by owner. */
+  private readonly dynamic = new Map<string, readonly string[]>();
 
   /** Adds a secret that stays for the life of the scrubber (the daemon's token). */
   addFixed(secret: string | undefined): void {
@@ -33,6 +35,14 @@ export class Scrubber {
       this.fixed.add(secret);
       this.rebuild(this.secrets);
     }
+  }
+
+  /** Replaces the secrets `owner` holds now (an empty list forgets them). */
+  setDynamic(owner: string, secrets: readonly string[]): void {
+    const kept = secrets.filter((s) => s.length >= MIN_SECRET_LENGTH);
+    if (kept.length === 0) this.dynamic.delete(owner);
+    else this.dynamic.set(owner, kept);
+    this.rebuild(this.secrets);
   }
 
   /** Replaces the configured secrets (after a config load or reload). */
@@ -67,7 +77,7 @@ export class Scrubber {
 
   private rebuild(configured: string[]): void {
     this.secrets = configured;
-    const all = [...new Set([...this.fixed, ...configured])].filter((s) => s.length >= MIN_SECRET_LENGTH);
+    const all = [...new Set([...this.fixed, ...configured, ...[...this.dynamic.values()].flat()])].filter((s) => s.length >= MIN_SECRET_LENGTH);
     // Longest first, so a secret that contains another is replaced whole.
     all.sort((a, b) => b.length - a.length);
     const variants = new Set<string>();
@@ -117,6 +127,7 @@ export function secretsOf(servers: readonly ResolvedServer[]): string[] {
         const m = /^\s*\S+\s+(\S.*)$/.exec(v);
         if (m?.[1]) out.push(m[1]);
       }
+      if (def.oauth && def.oauth.clientSecret) out.push(def.oauth.clientSecret);
       credentialsOf(def.url);
       try {
         // user info becomes a Basic header (src/transports/http-channel-base.ts): its encoded form too.

@@ -341,4 +341,29 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
   });
 
   route('askAbandon', async ({ params }) => controller.asks.abandon(params.id));
+
+  // ---- /v1/auth: OAuth logins and credentials (src/auth); never a token in an answer ----
+
+  const auth = () => {
+    if (!controller.auth) throw new McpxError('MCPX_NOT_IMPLEMENTED', 'this daemon keeps no credentials (it has no state folder)');
+    return controller.auth;
+  };
+  /** A configured server (else 404), then one that can use authorization (else 400). */
+  const authServer = (server: string) => {
+    controller.pool(server);
+    return server;
+  };
+
+  route('authList', async () => ({ servers: auth().views() }));
+  route('authGet', async ({ params }) => ({ servers: auth().views(authServer(params.server)) }));
+  route('authLogin', async ({ params, body }, _req, reply) =>
+    reply.code(202).send(await auth().login(authServer(params.server), { stepUp: body?.stepUp === true })),
+  );
+  route('authLogout', async ({ params, body }) => auth().logout(authServer(params.server), { forgetClient: body?.forgetClient === true }));
+  route('authLoginGet', async ({ params, query }, _req, reply) => {
+    const gone = new AbortController();
+    reply.raw.once('close', () => gone.abort());
+    return auth().waitLogin(params.id, query.waitMs ?? 0, gone.signal);
+  });
+  route('authLoginCancel', async ({ params }) => auth().cancelLogin(params.id));
 };

@@ -7,8 +7,10 @@ import type { Dispatcher } from 'undici';
 import { McpxError } from '../errors.js';
 import { redactUrl } from '../redaction.js';
 import { ChannelBase } from './channel-base.js';
-import { HttpRedactor } from './http-errors.js';
+import { HttpRedactor, isAuthStatus } from './http-errors.js';
+import { headerValue } from './http-body.js';
 import { silentLogger, type TransportLogger } from './jsonrpc.js';
+import type { RequestAuthorizer } from './request-authorizer.js';
 
 /**
  * undici, loaded by the first HTTP request: it takes about as long to load as node itself, and a daemon
@@ -90,6 +92,8 @@ export interface HttpChannelOptions {
   maxMessageBytes?: number;
   /** undici dispatcher to use; default: a private Agent, destroyed by close(). */
   dispatcher?: Dispatcher;
+  /** Per-request credentials (OAuth): asked for headers before every request, told of every 401/403. */
+  authorizer?: RequestAuthorizer;
 }
 
 export abstract class HttpChannelBase extends ChannelBase {
@@ -104,6 +108,7 @@ export abstract class HttpChannelBase extends ChannelBase {
   private dispatcher: Dispatcher | undefined;
   private readonly ownsDispatcher: boolean;
   private dispatcherDestroyed = false;
+  protected readonly authorizer: RequestAuthorizer | undefined;
   protected isClosed = false;
 
   /** @param what names the endpoint in config errors, e.g. "Streamable HTTP upstream". */
@@ -120,12 +125,21 @@ export abstract class HttpChannelBase extends ChannelBase {
     if (!(this.maxMessageBytes > 0)) throw new RangeError(`maxMessageBytes must be positive, got ${String(options.maxMessageBytes)}`);
     this.ownsDispatcher = options.dispatcher === undefined;
     this.dispatcher = options.dispatcher;
+    this.authorizer = options.authorizer;
+    if (this.authorizer?.secrets) this.redactor.dynamic(() => this.authorizer?.secrets?.() ?? []);
   }
 
-  /** One request on this channel's dispatcher (a private Agent, made on the first request, unless one was given). */
+  /**
+   * One request on this channel's dispatcher (a private Agent, made on the first request, unless one was
+   * given), with the authorizer's headers. A 401 the authorizer can answer with a newer credential is sent
+   * once more; a body that is not a string cannot be replayed, so its request is not.
+   */
   protected async request(
     url: string | URL,
-    options: Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method' | 'dispatcher'> & { method: Dispatcher.HttpMethod },
+    options: Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method' | 'dispatcher' | 'headers'> & {
+      method: Dispatcher.HttpMethod;
+      headers?: Record<string, string>;
+    },
   ): Promise<Dispatcher.ResponseData> {
     const { Agent, request } = await loadUndici();
     if (!this.dispatcher) {
@@ -133,7 +147,22 @@ export abstract class HttpChannelBase extends ChannelBase {
       // Destroyed before its first request: it fails as a request on a destroyed Agent always did.
       if (this.dispatcherDestroyed) await this.dispatcher.destroy();
     }
-    return request(url, { ...options, dispatcher: this.dispatcher });
+    const auth = this.authorizer;
+    if (!auth) return request(url, { ...options, dispatcher: this.dispatcher });
+    const replayable = options.body === undefined || options.body === null || typeof options.body === 'string';
+    for (let attempt = 0; ; attempt++) {
+      const sent = await auth.headers();
+      const res = await request(url, { ...options, headers: { ...options.headers, ...sent }, dispatcher: this.dispatcher });
+      if (!isAuthStatus(res.statusCode)) return res;
+      const retry = await auth.challenged({ status: res.statusCode, wwwAuthenticate: headerValue(res.headers, 'www-authenticate'), sent });
+      if (!retry || attempt > 0 || !replayable || this.isClosed) return res;
+      await res.body.dump().catch(() => undefined);
+    }
+  }
+
+  /** What a refused caller should do, from the authorizer, for UnauthorizedError's message. */
+  protected authHint(status: number): string | undefined {
+    return this.authorizer?.hint?.(status);
   }
 
   /** Ends the private Agent (a given dispatcher is its owner's); failures are ignored. */

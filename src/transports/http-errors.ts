@@ -125,10 +125,14 @@ export const isAuthStatus = (status: number): boolean => status === 401 || statu
  * The typed error of a non-2xx answer that carried no JSON-RPC answer: UnauthorizedError (with the server's
  * WWW-Authenticate challenge, redacted) for 401/403, HTTPStatusError for any other status.
  */
-export function statusError(init: HttpFailureInit, headers: ResponseHeaders, redactor: HttpRedactor): UnauthorizedError | HTTPStatusError {
+export function statusError(init: HttpFailureInit, headers: ResponseHeaders, redactor: HttpRedactor, hint?: string): UnauthorizedError | HTTPStatusError {
   if (!isAuthStatus(init.status)) return new HTTPStatusError(init);
   const challenge = headerValue(headers, 'www-authenticate');
-  return new UnauthorizedError({ ...init, ...(challenge !== undefined ? { wwwAuthenticate: redactor.text(challenge) } : {}) });
+  return new UnauthorizedError({
+    ...init,
+    ...(challenge !== undefined ? { wwwAuthenticate: redactor.text(challenge) } : {}),
+    ...(hint !== undefined ? { hint } : {}),
+  });
 }
 
 /**
@@ -150,6 +154,8 @@ export class HttpConnectionError extends TransportClosedError {
  */
 export class HttpRedactor {
   private readonly secrets: string[];
+  /** Credentials that change while the channel lives (OAuth tokens), read at each use. */
+  private extra: (() => readonly string[]) | undefined;
 
   constructor(headers: Record<string, string>, url?: URL) {
     const found = new Set<string>();
@@ -175,15 +181,26 @@ export class HttpRedactor {
     this.secrets = [...found].sort((a, b) => b.length - a.length);
   }
 
+  /** Also remove what `source` names at each use (longest first, like the fixed ones). */
+  dynamic(source: () => readonly string[]): void {
+    this.extra = source;
+  }
+
+  private all(): readonly string[] {
+    const more = this.extra?.().filter((v) => v.length >= 4);
+    if (!more || more.length === 0) return this.secrets;
+    return [...this.secrets, ...more].sort((a, b) => b.length - a.length);
+  }
+
   text(text: string): string {
     let out = text;
-    for (const s of this.secrets) if (out.includes(s)) out = out.split(s).join(REDACTED);
+    for (const s of this.all()) if (out.includes(s)) out = out.split(s).join(REDACTED);
     return out;
   }
 
   /** A JSON value with every secret removed from its strings (keys included). */
   value<T>(value: T): T {
-    if (this.secrets.length === 0 || value === undefined) return value;
+    if (this.all().length === 0 || value === undefined) return value;
     const json = JSON.stringify(value);
     if (json === undefined) return value;
     const clean = this.text(json);

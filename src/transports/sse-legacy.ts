@@ -142,7 +142,7 @@ export class LegacySseChannel extends HttpChannelBase implements Channel {
     if (status < 200 || status >= 300) {
       const body = this.redactor.text((await readPrefix(res.body, ERROR_BODY_READ_BYTES)).text);
       const init = { status, url: this.displayUrl, httpMethod: 'GET', body, ...(res.statusText ? { statusText: res.statusText } : {}) };
-      throw statusError(init, res.headers, this.redactor);
+      throw statusError(init, res.headers, this.redactor, this.authHint(init.status));
     }
     const type = mediaType(res.headers);
     if (type !== 'text/event-stream') {
@@ -287,7 +287,7 @@ export class LegacySseChannel extends HttpChannelBase implements Channel {
       }
       const body = this.redactor.text((await readPrefix(res.body, ERROR_BODY_READ_BYTES)).text);
       const init = { status, url: redactUrl(endpoint), method: what, body, ...(res.statusText ? { statusText: res.statusText } : {}) };
-      error = statusError(init, res.headers, this.redactor);
+      error = statusError(init, res.headers, this.redactor, this.authHint(init.status));
     } catch (err) {
       if (this.isClosed || controller.signal.aborted) return;
       error = new HttpConnectionError(

@@ -436,7 +436,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     const rpcError = responses.find((m): m is JsonRpcResponse & { error: RpcErrorObject } => 'error' in m)?.error;
 
     // Auth first: a 401/403 is never delivered as a JSON-RPC answer, so it can never be read as era evidence.
-    if (isAuthStatus(status)) throw statusError(this.failureInit(res, what, prefix.text, rpcError), res.headers, this.redactor);
+    if (isAuthStatus(status)) throw statusError(this.failureInit(res, what, prefix.text, rpcError), res.headers, this.redactor, this.authHint(status));
     if (flight.id !== undefined) {
       // `id: null` is how legacy servers answer a request they could not attribute (400 "Server not
       // initialized"); it is that request's answer. A 5xx with `id: null` is a server fault, not an answer.

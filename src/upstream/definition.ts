@@ -1,3 +1,5 @@
+import type { OAuthSettings } from '../auth/settings.js';
+
 /** How a configured upstream is reached: a process to spawn, or a URL. */
 export interface StdioDefinition {
   command: string;
@@ -16,6 +18,8 @@ export interface HttpDefinition {
   headers?: Record<string, string>;
   /** Absent: Streamable HTTP (with the HTTP+SSE fallback). `sse`: the deprecated HTTP+SSE transport only. */
   transport?: 'streamable-http' | 'sse';
+  /** MCP authorization (OAuth): settings, or false for none (static headers only). Absent: discovered when asked. */
+  oauth?: OAuthSettings | false;
 }
 
 export type ServerDefinition = StdioDefinition | HttpDefinition;

@@ -6,6 +6,7 @@
  * upstream did. It decides nothing about eras. Once the machine reaches `ready`, ordinary requests go
  * through RequestClient (./request-client.ts) in the era the machine chose.
  */
+import type { RequestAuthorizer } from '../transports/request-authorizer.js';
 import { EventEmitter } from 'node:events';
 import { createActor, type Actor, type ActorOptions, type AnyActorLogic, type InspectionEvent, type SnapshotFrom } from 'xstate';
 import { McpxError, UpstreamRpcError } from '../errors.js';
@@ -84,6 +85,8 @@ export interface UpstreamSessionOptions {
   inspect?: (event: InspectionEvent) => void;
   /** xstate clock; model-based tests pass a SimulatedClock to fire probe timeouts on cue. */
   clock?: Clock;
+  /** HTTP servers: per-request credentials (OAuth bearer tokens), added by the channel to every request. */
+  authorizer?: RequestAuthorizer;
 }
 
 /** Which list a `notifications/<list>/list_changed` is about. */
@@ -467,6 +470,7 @@ function createChannel(def: ServerDefinition, transport: WireTransport, opts: Up
       url: def.url,
       ...(def.headers ? { headers: def.headers } : {}),
       ...(opts.maxMessageBytes === undefined ? {} : { maxMessageBytes: opts.maxMessageBytes }),
+      ...(opts.authorizer ? { authorizer: opts.authorizer } : {}),
       logger: log,
     };
     return transport === 'sse' ? new LegacySseChannel(httpOpts) : new StreamableHttpChannel(httpOpts);

@@ -1,0 +1,191 @@
+/**
+ * The daemon's OAuth state: the credential store, one ServerAuth per HTTP server that may use
+ * authorization (every one whose `oauth` is not `false`), and the logins in progress (one per server at a
+ * time). The CLI and `mcpx serve` never hold a token: they ask the daemon to log in, and the daemon's
+ * HTTP channels ask it for headers.
+ */
+import type { ResolvedServer } from '../config/config-file.js';
+import { McpxError } from '../errors.js';
+import { isStdioDefinition, type HttpDefinition } from '../upstream/definition.js';
+import type { CredentialStore } from './credential-store.js';
+import { LoginFlow, type LoginOutcome } from './login.js';
+import { ServerAuth, type AuthClock, type AuthView } from './server-auth.js';
+import type { OAuthSettings } from './settings.js';
+
+export interface AuthManagerOptions {
+  store: CredentialStore;
+  clock?: AuthClock;
+  onChange?: (view: AuthView) => void;
+  onSecrets?: (owner: string, secrets: string[]) => void;
+  log?: { info(o: object, m?: string): void; warn(o: object, m?: string): void };
+  loginTimeoutMs?: number;
+}
+
+export interface LoginView {
+  id: string;
+  server: string;
+  status: 'waiting' | 'authorized' | 'failed';
+  /** Present while waiting: the address to open in a browser. */
+  url?: string;
+  error?: { code: string; message: string };
+  scopes?: string[];
+}
+
+interface Entry {
+  auth: ServerAuth;
+  fingerprint: string;
+  definition: HttpDefinition;
+}
+
+export class AuthManager {
+  private readonly servers = new Map<string, Entry>();
+  private readonly logins = new Map<string, { flow: LoginFlow; server: string }>();
+  private readonly outcomes = new Map<string, LoginView>();
+
+  constructor(private readonly opts: AuthManagerOptions) {}
+
+  get store(): CredentialStore {
+    return this.opts.store;
+  }
+
+  /** After a config load or reload: a ServerAuth per HTTP server that may use authorization. */
+  setServers(servers: readonly ResolvedServer[]): void {
+    const seen = new Set<string>();
+    for (const s of servers) {
+      const def = s.definition;
+      if (isStdioDefinition(def) || def.oauth === false) continue;
+      seen.add(s.name);
+      const settings: OAuthSettings = def.oauth ?? {};
+      const fingerprint = JSON.stringify([def.url, settings, Object.keys(def.headers ?? {}).includes('authorization')]);
+      const had = this.servers.get(s.name);
+      if (had?.fingerprint === fingerprint) continue;
+      had?.auth.stop();
+      const staticAuthorization = Object.keys(def.headers ?? {}).some((k) => k.toLowerCase() === 'authorization');
+      const auth = new ServerAuth({
+        name: s.name,
+        url: def.url,
+        settings,
+        store: this.opts.store,
+        staticAuthorization,
+        ...(this.opts.clock ? { clock: this.opts.clock } : {}),
+        ...(this.opts.onChange ? { onChange: this.opts.onChange } : {}),
+        onSecrets: (secrets) => this.opts.onSecrets?.(`oauth:${s.name}`, secrets),
+        ...(this.opts.log ? { log: this.opts.log } : {}),
+      });
+      this.servers.set(s.name, { auth, fingerprint, definition: def });
+    }
+    for (const [name, e] of this.servers) {
+      if (seen.has(name)) continue;
+      e.auth.stop();
+      this.opts.onSecrets?.(`oauth:${name}`, []);
+      this.servers.delete(name);
+    }
+  }
+
+  /** The per-request authorizer of a server's HTTP channels (none for stdio or `oauth: false`). */
+  authorizer(name: string): ServerAuth | undefined {
+    return this.servers.get(name)?.auth;
+  }
+
+  private entry(name: string): Entry {
+    const e = this.servers.get(name);
+    if (!e) {
+      throw new McpxError('MCPX_BAD_REQUEST', `${name} is not an HTTP server that can use authorization (a stdio server, or \`oauth: false\`)`, {
+        data: { server: name },
+      });
+    }
+    return e;
+  }
+
+  views(name?: string): AuthView[] {
+    if (name !== undefined) return [this.entry(name).auth.view()];
+    return [...this.servers.values()].map((e) => e.auth.view());
+  }
+
+  /**
+   * Starts a login for `name` (or joins the one running). `stepUp` asks for the held scopes plus the ones a
+   * 403 challenged.
+   */
+  async login(name: string, options: { stepUp?: boolean } = {}): Promise<LoginView> {
+    const e = this.entry(name);
+    for (const [id, l] of this.logins) if (l.server === name && l.flow.status === 'waiting') return this.loginView(id);
+    const extraScope = options.stepUp ? e.auth.stepUpScope() : undefined;
+    const flow = await LoginFlow.start({
+      name,
+      url: e.definition.url,
+      settings: e.definition.oauth || {},
+      store: this.opts.store,
+      ...(extraScope ? { extraScope } : {}),
+      ...(this.opts.loginTimeoutMs === undefined ? {} : { timeoutMs: this.opts.loginTimeoutMs }),
+    });
+    this.logins.set(flow.id, { flow, server: name });
+    void flow.done.then((outcome) => this.ended(flow.id, name, outcome));
+    return this.loginView(flow.id);
+  }
+
+  private ended(id: string, server: string, outcome: LoginOutcome): void {
+    this.logins.delete(id);
+    if (outcome.status === 'authorized') this.servers.get(server)?.auth.authorized();
+    this.outcomes.set(id, {
+      id,
+      server,
+      status: outcome.status,
+      ...(outcome.error ? { error: outcome.error } : {}),
+      ...(outcome.scope ? { scopes: outcome.scope.split(' ') } : {}),
+    });
+    // Kept a while for a late poller, then forgotten.
+    setTimeout(() => this.outcomes.delete(id), 10 * 60_000).unref();
+    this.opts.log?.info({ server, status: outcome.status }, 'login ended');
+  }
+
+  loginView(id: string): LoginView {
+    const l = this.logins.get(id);
+    if (l) return { id, server: l.server, status: 'waiting', ...(l.flow.authorizationUrl ? { url: l.flow.authorizationUrl } : {}) };
+    const done = this.outcomes.get(id);
+    if (done) return done;
+    throw new McpxError('MCPX_NOT_FOUND', `no login ${id}`, { data: { id } });
+  }
+
+  /** The login's view once it ends, or after `waitMs` (whichever is first). */
+  async waitLogin(id: string, waitMs: number, signal?: AbortSignal): Promise<LoginView> {
+    const l = this.logins.get(id);
+    if (!l || waitMs <= 0) return this.loginView(id);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      l.flow.done,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, waitMs);
+        signal?.addEventListener('abort', () => resolve(), { once: true });
+      }),
+    ]);
+    clearTimeout(timer);
+    // Let `ended` record the outcome first.
+    await Promise.resolve();
+    return this.loginView(id);
+  }
+
+  cancelLogin(id: string): LoginView {
+    this.logins.get(id)?.flow.cancel();
+    return this.loginView(id);
+  }
+
+  /** Forgets a server's tokens (and, with `forgetClient`, its registration). */
+  async logout(name: string, options: { forgetClient?: boolean } = {}): Promise<{ server: string; forgotTokens: boolean; forgotClient: boolean }> {
+    const e = this.entry(name);
+    const held = this.opts.store.tokens(e.definition.url);
+    const forgotTokens = await this.opts.store.forgetTokens(e.definition.url);
+    let forgotClient = false;
+    if (options.forgetClient && held && this.opts.store.client(held.issuer)) {
+      await this.opts.store.forgetClient(held.issuer);
+      forgotClient = true;
+    }
+    e.auth.forgotten();
+    return { server: name, forgotTokens, forgotClient };
+  }
+
+  async close(): Promise<void> {
+    for (const l of this.logins.values()) l.flow.cancel('the daemon stopped');
+    for (const e of this.servers.values()) e.auth.stop();
+    await this.opts.store.whenIdle();
+  }
+}

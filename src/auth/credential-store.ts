@@ -1,0 +1,160 @@
+/**
+ * `<stateDir>/credentials.json`: OAuth client registrations (one per authorization server) and tokens (per
+ * server URL and authorization server). Written like the era cache — locked, merged with other writers,
+ * atomic 0600 renames — and read by the daemon alone: nothing else ever shows what it holds.
+ *
+ *   {"version":1,"servers":{"client <issuer>":{...},"tokens <server url> <issuer>":{...}}}
+ */
+import { LockedJsonFile, type StateFileFormat, type StateFileOptions } from '../state/locked-json-file.js';
+import { isPlainObject } from '../state/record-checks.js';
+
+export const CREDENTIALS_FILE = 'credentials.json';
+
+/** A client registered with (or known to) one authorization server. */
+export interface ClientRecord {
+  kind: 'client';
+  issuer: string;
+  clientId: string;
+  clientSecret?: string;
+  /** What the registration answered (`client_secret_basic`, `client_secret_post`, `none`). */
+  tokenEndpointAuthMethod?: string;
+  /** The redirect URI it was registered with: a later login reuses its port when it can. */
+  redirectUri?: string;
+  /** How the client came to be: a dynamic registration or a client ID metadata document. */
+  source: 'registration' | 'metadata-document';
+  at: string;
+}
+
+/** One server's tokens from one authorization server, with what a refresh needs without discovery. */
+export interface TokenRecord {
+  kind: 'tokens';
+  server: string;
+  issuer: string;
+  accessToken: string;
+  tokenType: string;
+  refreshToken?: string;
+  /** When the access token expires (ms since the epoch); absent: the server did not say. */
+  expiresAt?: number;
+  /** When it was issued (ms since the epoch): the refresh margin scales with the lifetime. */
+  issuedAt: number;
+  scope?: string;
+  /** The RFC 8707 resource the tokens were asked for (the protected-resource metadata's, exactly). */
+  resource?: string;
+  /** The authorization server's metadata as discovered (public), for refreshes. */
+  metadata: Record<string, unknown>;
+  authorizationServerUrl: string;
+  /** Counts this credential's renewals: a failed refresh forgets only the generation it used. */
+  generation: number;
+}
+
+export type CredentialRecord = ClientRecord | TokenRecord;
+
+const str = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
+const optStr = (v: unknown): boolean => v === undefined || typeof v === 'string';
+
+function checkRecord(value: unknown): CredentialRecord | undefined {
+  if (!isPlainObject(value)) return undefined;
+  const v = value as Record<string, unknown>;
+  if (v['kind'] === 'client') {
+    if (!str(v['issuer']) || !str(v['clientId']) || !str(v['at'])) return undefined;
+    if (!optStr(v['clientSecret']) || !optStr(v['tokenEndpointAuthMethod']) || !optStr(v['redirectUri'])) return undefined;
+    if (v['source'] !== 'registration' && v['source'] !== 'metadata-document') return undefined;
+    return {
+      kind: 'client',
+      issuer: v['issuer'],
+      clientId: v['clientId'],
+      ...(str(v['clientSecret']) ? { clientSecret: v['clientSecret'] } : {}),
+      ...(str(v['tokenEndpointAuthMethod']) ? { tokenEndpointAuthMethod: v['tokenEndpointAuthMethod'] } : {}),
+      ...(str(v['redirectUri']) ? { redirectUri: v['redirectUri'] } : {}),
+      source: v['source'],
+      at: v['at'],
+    };
+  }
+  if (v['kind'] === 'tokens') {
+    if (!str(v['server']) || !str(v['issuer']) || !str(v['accessToken']) || !str(v['tokenType']) || !str(v['authorizationServerUrl'])) return undefined;
+    if (!optStr(v['refreshToken']) || !optStr(v['scope']) || !optStr(v['resource'])) return undefined;
+    if (v['expiresAt'] !== undefined && typeof v['expiresAt'] !== 'number') return undefined;
+    if (typeof v['issuedAt'] !== 'number' || typeof v['generation'] !== 'number' || !isPlainObject(v['metadata'])) return undefined;
+    return {
+      kind: 'tokens',
+      server: v['server'],
+      issuer: v['issuer'],
+      accessToken: v['accessToken'],
+      tokenType: v['tokenType'],
+      ...(str(v['refreshToken']) ? { refreshToken: v['refreshToken'] } : {}),
+      ...(typeof v['expiresAt'] === 'number' ? { expiresAt: v['expiresAt'] } : {}),
+      issuedAt: v['issuedAt'],
+      ...(str(v['scope']) ? { scope: v['scope'] } : {}),
+      ...(str(v['resource']) ? { resource: v['resource'] } : {}),
+      metadata: v['metadata'] as Record<string, unknown>,
+      authorizationServerUrl: v['authorizationServerUrl'],
+      generation: v['generation'],
+    };
+  }
+  return undefined;
+}
+
+const FORMAT: StateFileFormat<CredentialRecord> = {
+  fileName: CREDENTIALS_FILE,
+  version: 1,
+  check: checkRecord,
+  label: 'credential store',
+  recordLabel: 'credential record',
+};
+
+const clientKey = (issuer: string) => `client ${issuer}`;
+const tokenKey = (server: string, issuer: string) => `tokens ${server} ${issuer}`;
+
+export class CredentialStore extends LockedJsonFile<CredentialRecord> {
+  private constructor(stateDir: string, opts: StateFileOptions) {
+    super(stateDir, FORMAT, opts);
+  }
+
+  static async open(stateDir: string, opts: StateFileOptions = {}): Promise<CredentialStore> {
+    const store = new CredentialStore(stateDir, opts);
+    await store.load();
+    return store;
+  }
+
+  client(issuer: string): ClientRecord | undefined {
+    const r = this.get(clientKey(issuer));
+    return r?.kind === 'client' ? r : undefined;
+  }
+
+  async saveClient(record: ClientRecord): Promise<void> {
+    await this.set(clientKey(record.issuer), record);
+  }
+
+  async forgetClient(issuer: string): Promise<void> {
+    await this.delete(clientKey(issuer));
+  }
+
+  /** The server's newest tokens (from whichever authorization server issued them last). */
+  tokens(server: string): TokenRecord | undefined {
+    let best: TokenRecord | undefined;
+    for (const [, r] of this.entries()) {
+      if (r.kind === 'tokens' && r.server === server && (!best || r.issuedAt > best.issuedAt)) best = r;
+    }
+    return best;
+  }
+
+  /** Saves a server's tokens; those from another authorization server are dropped (it moved). */
+  async saveTokens(record: TokenRecord): Promise<void> {
+    for (const [key, r] of this.entries()) {
+      if (r.kind === 'tokens' && r.server === record.server && r.issuer !== record.issuer) await this.delete(key);
+    }
+    await this.set(tokenKey(record.server, record.issuer), record);
+  }
+
+  /** Forgets the server's tokens; with `generation`, only if the stored ones are still that generation. */
+  async forgetTokens(server: string, generation?: number): Promise<boolean> {
+    let forgot = false;
+    for (const [key, r] of this.entries()) {
+      if (r.kind !== 'tokens' || r.server !== server) continue;
+      if (generation !== undefined && r.generation !== generation) continue;
+      await this.delete(key);
+      forgot = true;
+    }
+    return forgot;
+  }
+}
