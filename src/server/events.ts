@@ -61,14 +61,7 @@ export interface ServerAuthEvent {
   error?: string;
 }
 
-export type DaemonEvent =
-  | PoolEvent
-  | CallFinishedEvent
-  | ConfigReloadedEvent
-  | ConfigErrorEvent
-  | SettingChangedEvent
-  | CatalogChangedEvent
-  | ServerAuthEvent;
+export type DaemonEvent = PoolEvent | CallFinishedEvent | ConfigReloadedEvent | ConfigErrorEvent | SettingChangedEvent | CatalogChangedEvent | ServerAuthEvent;
 
 export const EVENT_TYPES = [
   'server.start',
