@@ -28,7 +28,7 @@
  * (the client's daemon with it). Each client's temp folder lives under one scratch folder
  * (MCPX_CONFORMANCE_TMP), removed at the end, so a killed client leaves nothing behind either.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
