@@ -702,3 +702,66 @@ describe('redaction', () => {
     expect(redactUrl('not a url //me:pw@x')).toBe('not a url //<redacted>@x');
   });
 });
+
+describe('oauth (Claude Code keys, read unchanged)', () => {
+  const server = (oauth: unknown, extra: Record<string, unknown> = {}) => JSON.stringify({ mcpServers: { r: { type: 'http', url: 'https://mcp.example.com/mcp', oauth, ...extra } } });
+
+  it('reads clientId, callbackPort, authServerMetadataUrl and scopes as Claude Code writes them, plus clientSecret and clientMetadataUrl', () => {
+    const c = parse(
+      server({
+        clientId: 'abc',
+        clientSecret: '${SECRET}',
+        callbackPort: 8765,
+        authServerMetadataUrl: 'https://auth.example.com/.well-known/oauth-authorization-server',
+        scopes: 'read  write',
+        clientMetadataUrl: 'https://mcpx.example.com/client.json',
+      }),
+      '/cfg/.mcp.json',
+      { HOME: '/users/u', SECRET: 'shh-its-a-secret' },
+    );
+    expect(c.errors).toEqual([]);
+    expect(c.warnings).toEqual([]);
+    expect(c.servers[0]?.definition).toMatchObject({
+      url: 'https://mcp.example.com/mcp',
+      oauth: {
+        clientId: 'abc',
+        clientSecret: 'shh-its-a-secret',
+        callbackPort: 8765,
+        authServerMetadataUrl: 'https://auth.example.com/.well-known/oauth-authorization-server',
+        scopes: 'read write',
+        clientMetadataUrl: 'https://mcpx.example.com/client.json',
+      },
+    });
+    // The secret is a secret wherever it lands: never in the displayed config.
+    expect(JSON.stringify(redactConfig(c))).not.toContain('shh-its-a-secret');
+    expect(JSON.stringify(redactConfig(JSON.parse(server({ clientId: 'abc', clientSecret: 'literal-secret-1' }))))).not.toContain('literal-secret-1');
+  });
+
+  it('`oauth: false` turns authorization off; absent, everything is discovered', () => {
+    expect(parse(server(false)).servers[0]?.definition).toMatchObject({ oauth: false });
+    expect(parse(JSON.stringify({ mcpServers: { r: { url: 'https://h/mcp' } } })).servers[0]?.definition).not.toHaveProperty('oauth');
+  });
+
+  it('a bad value names file, server and key, and never quotes a secret', () => {
+    const c = parse(server({ callbackPort: 70000, clientSecret: 'no-client-id-secret', clientMetadataUrl: 'http://insecure.example.com/c.json', scopes: 3 }));
+    expect(messages(c)).toEqual([
+      'config /cfg/.mcpx.json: mcpServers.r.oauth.clientSecret: needs "clientId": a secret belongs to a pre-registered client',
+      'config /cfg/.mcpx.json: mcpServers.r.oauth.callbackPort: 70000 is not a port (1–65535)',
+      'config /cfg/.mcpx.json: mcpServers.r.oauth.scopes: 3 is not a non-empty string',
+      'config /cfg/.mcpx.json: mcpServers.r.oauth.clientMetadataUrl: "http://insecure.example.com/c.json" must be an https:// URL',
+    ]);
+    expect(JSON.stringify(c.errors)).not.toContain('no-client-id-secret');
+    expect(messages(parse(server('yes')))).toEqual([
+      'config /cfg/.mcpx.json: mcpServers.r.oauth: must be an object with any of clientId, clientSecret, callbackPort, authServerMetadataUrl, scopes, clientMetadataUrl, or false to turn authorization off',
+    ]);
+  });
+
+  it('unknown keys and a stdio server with oauth are warnings', () => {
+    expect(parse(server({ clientID: 'x' })).warnings.map((w) => w.message)).toEqual([
+      'config /cfg/.mcpx.json: mcpServers.r.oauth.clientID: is not an oauth key mcpx reads and is ignored (known: clientId, clientSecret, callbackPort, authServerMetadataUrl, scopes, clientMetadataUrl)',
+    ]);
+    expect(parse(JSON.stringify({ mcpServers: { s: { command: 'x', oauth: {} } } })).warnings.map((w) => w.message)).toEqual([
+      'config /cfg/.mcpx.json: mcpServers.s.oauth: is for HTTP servers and is ignored on a stdio server',
+    ]);
+  });
+});
