@@ -63,6 +63,11 @@ export interface AskStart {
    */
   caller?: string;
   timeoutMs?: number;
+  /**
+   * An MCP client's call (`/mcp`, `mcpx serve`): a server that needs authorization is authorized in place,
+   * by asking the client to open the authorization URL (URL-mode elicitation), when the client can.
+   */
+  authorizeInPlace?: boolean;
 }
 
 export interface AskError {

@@ -67,6 +67,7 @@ export class ControllerBackend implements FrontBackend {
           ...(ctx.params === undefined ? {} : { params: ctx.params }),
           ...(ctx.questionTimeoutMs === undefined ? {} : { questionTimeoutMs: ctx.questionTimeoutMs }),
           capabilities: ctx.capabilities,
+          authorizeInPlace: true,
           ...(ctx.callerProtocol ? { callerProtocol: ctx.callerProtocol } : {}),
           ...(ctx.session ? { session: ctx.session } : {}),
           ...(ctx.timeoutMs === undefined ? {} : { timeoutMs: ctx.timeoutMs }),

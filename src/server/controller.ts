@@ -191,6 +191,8 @@ function recordLogger(logger: Logger): Logger {
   );
 }
 
+/** How long an in-place authorization waits for the browser (a login's own limit is longer). */
+const LOGIN_WAIT_MS = 5 * 60_000;
 export class Controller {
   readonly settings: Settings;
   readonly registry: PoolRegistry;
@@ -246,8 +248,15 @@ export class Controller {
     this.asks = new AskStore({
       // tools/call keeps /v1/call's outcome (an isError result is MCPX_TOOL_ERROR with the result); prompts/get
       // and resources/read, which may ask too, are relayed as they are.
-      run: (a, ctx) =>
-        a.method === undefined || a.method === 'tools/call' ? this.call(a.server, a.tool, a.args, ctx) : this.request(a.server, a.method, a.params ?? {}, ctx),
+      run: async (a, ctx) => {
+        const once = () =>
+          a.method === undefined || a.method === 'tools/call'
+            ? this.call(a.server, a.tool, a.args, ctx)
+            : this.request(a.server, a.method, a.params ?? {}, ctx);
+        const outcome = await once();
+        if (outcome.ok || outcome.error.code !== 'MCPX_UPSTREAM_UNAUTHORIZED' || !a.authorizeInPlace) return outcome;
+        return (await this.authorizeInPlace(a.server, ctx)) ? once() : outcome;
+      },
       // A question waits as long as an upstream request may: the server's own request timeout.
       questionTimeoutMs: (server) =>
         (this.registry.has(server) ? this.registry.get(server).config.requestTimeoutMs : undefined) ?? (this.settings.get('upstream.requestTimeout') as number),
@@ -407,6 +416,52 @@ export class Controller {
     }
     this.finished(server, tool, started, outcome, lane, ctx);
     return outcome;
+  }
+
+  /**
+   * An MCP client met a server that needs authorization: when the client takes URL-mode elicitation, it is
+   * asked to open the authorization URL; the login finishes on mcpx's own callback and the call is tried
+   * once more. False (the refusal stands) when the client cannot or will not, the login fails, or a 403 asks
+   * for scopes already held.
+   */
+  private async authorizeInPlace(server: string, ctx: CallContext): Promise<boolean> {
+    const auth = this.auth?.authorizer(server);
+    const elicitation = ctx.capabilities?.['elicitation'] as { url?: unknown } | undefined;
+    if (!this.auth || !auth || !ctx.onServerRequest || elicitation?.url === undefined) return false;
+    const view = auth.view();
+    const stepUp = (view.needsScopes?.length ?? 0) > 0;
+    if (!stepUp && view.state === 'authorized') return false;
+    let login;
+    try {
+      login = await this.auth.login(server, { stepUp });
+    } catch (err) {
+      this.log.warn({ server, err: (err as Error).message }, 'could not start the authorization asked for in place');
+      return false;
+    }
+    if (!login.url) return false;
+    const message = stepUp
+      ? `${server} needs more permission (${view.needsScopes!.join(' ')}). Open this address to authorize mcpx, then the call goes on.`
+      : `${server} needs you to sign in. Open this address to authorize mcpx, then the call goes on.`;
+    let answer: unknown;
+    try {
+      answer = await ctx.onServerRequest(
+        {
+          jsonrpc: '2.0',
+          id: `mcpx-auth-${login.id}`,
+          method: 'elicitation/create',
+          params: { mode: 'url', message, url: login.url, elicitationId: login.id },
+        },
+        undefined,
+      );
+    } catch {
+      answer = undefined;
+    }
+    if ((answer as { action?: unknown } | undefined)?.action !== 'accept') {
+      this.auth.cancelLogin(login.id);
+      return false;
+    }
+    const ended = await this.auth.waitLogin(login.id, LOGIN_WAIT_MS, ctx.signal);
+    return ended.status === 'authorized';
   }
 
   /**
