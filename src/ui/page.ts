@@ -498,6 +498,7 @@ export const UI_SCRIPT = String.raw`'use strict';
       b.appendChild(badge(s.cached ? 'cached ' + s.cached.era + ' ' + s.cached.version + ' (' + s.cached.at + ')' : 'nothing cached', 'cached'));
       if (s.legacyLane) b.appendChild(badge('legacy lane ' + s.legacyLane.state));
       b.appendChild(badge(s.transport));
+      if (s.auth) b.appendChild(badge(s.auth.state === 'authorized' ? 'authorized' + (s.auth.expiresAt ? ' until ' + s.auth.expiresAt : '') : s.auth.state === 'needed' ? 'needs login: mcpx login ' + s.server : s.auth.state === 'failed' ? 'authorization failed: ' + (s.auth.error || '') : 'no authorization', 'auth auth-' + s.auth.state));
       var probe = selectedProbe(s);
       var path = probe ? probePath(probe, state.charts.session) : null;
       staleBanner(sec, s);
@@ -678,7 +679,7 @@ export const UI_SCRIPT = String.raw`'use strict';
     var es = new EventSource('/v1/events');
     es.onopen = function () { document.getElementById('conn').textContent = 'live'; load(); };
     es.onerror = function () { document.getElementById('conn').textContent = 'reconnecting…'; };
-    ['session.state', 'server.start', 'server.stop', 'server.era.stale', 'config.reloaded', 'setting.changed'].forEach(function (type) {
+    ['session.state', 'server.start', 'server.stop', 'server.era.stale', 'server.auth', 'config.reloaded', 'setting.changed'].forEach(function (type) {
       es.addEventListener(type, function (m) {
         var e = JSON.parse(m.data);
         ui.events.push(e);

@@ -35,6 +35,8 @@ export interface UiServer extends ProtocolRow {
   pool: { state: string; activeStateIds: string[] };
   stale: StaleNote | null;
   probes: ProbeRecord[];
+  /** OAuth (HTTP servers that may use it): needed, authorized until when, or why it failed; never a token. */
+  auth: { state: string; scopes?: string[]; expiresAt?: string; error?: string } | null;
 }
 
 export interface UiState {
@@ -73,6 +75,17 @@ function poolStateText(value: unknown): string {
   return '';
 }
 
+function authOf(controller: Controller, server: string): UiServer['auth'] {
+  const v = controller.auth?.authorizer(server)?.view();
+  if (!v) return null;
+  return {
+    state: v.state,
+    ...(v.scopes ? { scopes: v.scopes } : {}),
+    ...(v.expiresAt ? { expiresAt: v.expiresAt } : {}),
+    ...(v.error ? { error: v.error } : {}),
+  };
+}
+
 export function uiState(controller: Controller, hub: UiHub): UiState {
   const rows = new Map(controller.protocol().servers.map((r) => [r.server, r]));
   const probes = hub.probes.view();
@@ -105,6 +118,7 @@ export function uiState(controller: Controller, hub: UiHub): UiState {
       pool: { state: poolStateText(snap.value), activeStateIds: activeStateIds(snap) },
       stale: probes[s.server]?.stale ?? null,
       probes: probes[s.server]?.probes ?? [],
+      auth: authOf(controller, s.server),
     };
   });
   return { at: new Date().toISOString(), inspector: hub.inspectorUrl, charts: chartTexts(), servers };
