@@ -606,7 +606,9 @@ export function startFailed(ctx: PoolContext, id: string, error: PoolFailure): S
     d.effects.push({ kind: 'raise', event: { type: 'lane.failed', lane: 'legacy', refused: true } });
   } else {
     const h = d.lane(s.lane);
-    h.failures++;
+    // A server that wants a login fails again at once until there is one: the first step of the backoff
+    // (not a growing one), so the start after `mcpx login` waits at most that.
+    h.failures = error.code === 'MCPX_UPSTREAM_UNAUTHORIZED' ? 1 : h.failures + 1;
     h.cooling = true;
     h.cooldownMs = cooldownFor(d.c.config.backoff, h.failures);
     h.lastError = error;

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
-import { acquire, initialContext, poolMachine, ready, SLOT_TRANSITIONS, stopAll, type PoolContext } from '../../src/pool/pool.machine.js';
+import { acquire, initialContext, poolMachine, ready, SLOT_TRANSITIONS, startFailed, stopAll, type PoolContext } from '../../src/pool/pool.machine.js';
 
 const limits = { scope: 'global', sharing: 'shared', max: 1, idleTimeoutMs: 60_000 } as const;
 
@@ -56,5 +56,20 @@ describe('idle alarms', () => {
     actor.send({ type: 'instance.idle', id: 'i1', at: 60_500 });
     expect(slot()?.status).toBe('stopping');
     actor.stop();
+  });
+});
+
+describe('start failures that want a login', () => {
+  it('do not grow the backoff: every one cools for its first step only, where other failures double', () => {
+    const failTwice = (code: string) => {
+      let c = startedSlot();
+      c = startFailed(c, 'i1', { code, message: 'refused' }).context;
+      c = { ...c, lanes: { ...c.lanes, own: { ...c.lanes.own, cooling: false } } }; // the cooldown ran out
+      c = acquire(c, { requestId: 'r2', want: 'own', key: 'global' }).context;
+      c = startFailed(c, c.instances.list()[0]!.id, { code, message: 'refused' }).context;
+      return c.lanes.own;
+    };
+    expect(failTwice('MCPX_UPSTREAM_UNAUTHORIZED')).toMatchObject({ failures: 1, cooldownMs: 1_000, cooling: true });
+    expect(failTwice('MCPX_SPAWN_FAILED')).toMatchObject({ failures: 2, cooldownMs: 2_000, cooling: true });
   });
 });
