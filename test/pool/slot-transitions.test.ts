@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
+import type { ErrorCode } from '../../src/errors.js';
 import { acquire, initialContext, poolMachine, ready, SLOT_TRANSITIONS, startFailed, stopAll, type PoolContext } from '../../src/pool/pool.machine.js';
 
 const limits = { scope: 'global', sharing: 'shared', max: 1, idleTimeoutMs: 60_000 } as const;
@@ -61,7 +62,7 @@ describe('idle alarms', () => {
 
 describe('start failures that want a login', () => {
   it('do not grow the backoff: every one cools for its first step only, where other failures double', () => {
-    const failTwice = (code: string) => {
+    const failTwice = (code: ErrorCode) => {
       let c = startedSlot();
       c = startFailed(c, 'i1', { code, message: 'refused' }).context;
       c = { ...c, lanes: { ...c.lanes, own: { ...c.lanes.own, cooling: false } } }; // the cooldown ran out
