@@ -8,9 +8,10 @@
  *
  * This file holds what applies to every request (access, the scrubber, error shapes) and registers the
  * route plugins: `/v1` (./v1-routes.ts), `/mcp` (./mcp-routes.ts) and the `mcpx ui` page (src/ui/routes.ts).
- * Every body, query and parameter is validated with the zod schemas of ./schemas.ts; a bad one gets
- * 400 `{"ok":false,"error":{"code":"MCPX_BAD_REQUEST","message":…,"path":[…]}}`. Every JSON response
- * passes the secret scrubber on its way out.
+ * What a route is exempt from, its plugin says in the route's config (./routes.ts): `whileStopping`,
+ * `admitsWithoutToken`. Every body, query and parameter is validated with the zod schemas of
+ * ./schemas.ts; a bad one gets 400 `{"ok":false,"error":{"code":"MCPX_BAD_REQUEST","message":…,"path":[…]}}`.
+ * Every JSON response passes the secret scrubber on its way out.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -45,7 +46,7 @@ export interface AppDeps {
   info?: () => DaemonInfo;
   /** `POST /v1/shutdown`: called after the 202 is sent. */
   shutdown?: () => void;
-  /** While true, every request but health and status gets 503 MCPX_SHUTTING_DOWN. */
+  /** While true, every request but to a route declared `whileStopping` (health, status) gets 503 MCPX_SHUTTING_DOWN. */
   isStopping?: () => boolean;
   /**
    * The `/mcp` entry, shared by the daemon's listeners (one set of legacy sessions), or a function that
@@ -97,7 +98,7 @@ export function isLoopbackOrigin(origin: string | undefined): boolean {
 
 /**
  * fastify's JSON Schema compilers (ajv, fast-json-stringify), required only if a route ever declares a
- * fastify schema. None does (every part is validated with zod in ./v1-routes.ts), and fastify would
+ * fastify schema. None does (every part is validated with zod, ./routes.ts), and fastify would
  * otherwise load ajv whenever an instance is made, before the daemon listens.
  */
 type CompilersFactory = Required<NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>>;
@@ -171,8 +172,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         const expected = deps.token?.();
         const auth = req.headers.authorization;
         const m = typeof auth === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
-        // Without the token: only the `mcpx ui` page's own reads, with its cookie (src/ui/hub.ts).
-        if ((!expected || !m || !tokenMatches(m[1]!, expected)) && !ui.admits(req)) {
+        // Without the token: only what the route itself admits (the `mcpx ui` page's reads with its cookie, its login).
+        if ((!expected || !m || !tokenMatches(m[1]!, expected)) && !req.routeOptions.config?.admitsWithoutToken?.(req)) {
           reply.header('www-authenticate', 'Bearer realm="mcpx"');
           // Without the token, no kept-alive connection: they would pile up at the descriptor limit.
           reply.header('connection', 'close');
@@ -184,7 +185,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         }
       }
     }
-    if (deps.isStopping?.() && req.url !== '/v1/health' && req.url !== '/v1/status') {
+    if (deps.isStopping?.() && !req.routeOptions.config?.whileStopping) {
       send(reply, 503, { code: 'MCPX_SHUTTING_DOWN', message: 'the daemon is shutting down' });
       return;
     }
@@ -217,6 +218,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     startedAt,
     ...(deps.info ? { info: deps.info } : {}),
     ...(deps.shutdown ? { shutdown: deps.shutdown } : {}),
+    pageAdmits: (req) => ui.admits(req),
   });
   await app.register(mcpRoutes, { controller, version, ...(deps.logger ? { logger: deps.logger } : {}), ...(deps.mcp ? { mcp: deps.mcp } : {}) });
   await app.register(uiRoutes, { controller, hub: ui, listener });

@@ -1,9 +1,11 @@
 /**
- * `GET /v1/openapi.json`: an OpenAPI 3.1 document generated from the route table and the zod schemas
- * the daemon validates with (src/server/schemas.ts).
+ * `GET /v1/openapi.json`: an OpenAPI 3.1 document generated from the route table (./v1-routes.ts) and
+ * the zod schemas its routes validate with and answer in (./schemas.ts).
  */
 import * as z from 'zod';
-import { ROUTES, type RouteDef } from './schemas.js';
+import type { RouteInput } from './routes.js';
+import * as schemas from './schemas.js';
+import { V1_ROUTES } from './v1-routes.js';
 
 type Json = Record<string, unknown>;
 
@@ -18,7 +20,7 @@ function openapiPath(url: string): string {
   return url.replace(/:([A-Za-z_]+)/g, '{$1}');
 }
 
-function parametersOf(def: RouteDef): Json[] {
+function parametersOf(input: RouteInput): Json[] {
   const out: Json[] = [];
   const add = (where: 'path' | 'query' | 'header', schema: z.ZodType | undefined) => {
     if (!schema) return;
@@ -30,21 +32,30 @@ function parametersOf(def: RouteDef): Json[] {
       out.push({ name, in: where, required: where === 'path' || required.has(name), schema: rest, ...(description ? { description } : {}) });
     }
   };
-  add('path', def.params);
-  add('query', def.query);
-  add('header', def.headers);
+  add('path', input.params);
+  add('query', input.query);
+  add('header', input.headers);
   return out;
+}
+
+let built: { version: string; document: Json } | undefined;
+
+/** The document, built on first use (then kept: the routes do not change while the daemon runs). */
+export function openApiDocument(version: string): Json {
+  if (built?.version !== version) built = { version, document: buildOpenApi(version) };
+  return built.document;
 }
 
 export function buildOpenApi(version: string): Json {
   const paths: Record<string, Record<string, Json>> = {};
-  for (const [id, def] of Object.entries(ROUTES) as Array<[string, RouteDef]>) {
-    const op: Json = { operationId: id, summary: def.summary };
-    const parameters = parametersOf(def);
+  for (const [id, route] of Object.entries(V1_ROUTES)) {
+    const op: Json = { operationId: id, summary: route.summary };
+    const input: RouteInput = route.input?.(schemas) ?? {};
+    const parameters = parametersOf(input);
     if (parameters.length > 0) op['parameters'] = parameters;
-    if (def.body) op['requestBody'] = { required: true, content: { 'application/json': { schema: schemaOf(def.body, 'input') } } };
+    if (input.body) op['requestBody'] = { required: true, content: { 'application/json': { schema: schemaOf(input.body, 'input') } } };
     op['responses'] = Object.fromEntries(
-      Object.entries(def.responses).map(([status, r]) => [
+      Object.entries(route.responses(schemas)).map(([status, r]) => [
         status,
         {
           description: r.description,
@@ -56,9 +67,9 @@ export function buildOpenApi(version: string): Json {
         },
       ]),
     );
-    const p = openapiPath(def.url);
+    const p = openapiPath(route.url);
     paths[p] ??= {};
-    paths[p][def.method.toLowerCase()] = op;
+    paths[p][route.method.toLowerCase()] = op;
   }
   paths['/mcp'] = {
     post: {

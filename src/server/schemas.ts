@@ -1,7 +1,8 @@
 /**
- * The /v1 API's shapes, as zod schemas: request bodies, queries and parameters are validated with
- * them (a bad one → 400 naming the field), and `GET /v1/openapi.json` is generated from the very same
- * schemas (`z.toJSONSchema`), so the document cannot drift from what the daemon checks.
+ * The /v1 API's shapes, as zod schemas: the route declarations (src/server/v1-routes.ts) name which of
+ * them validate each request's parts (a bad one → 400 naming the field) and describe each answer, and
+ * `GET /v1/openapi.json` is generated from the very same schemas (`z.toJSONSchema`), so the document
+ * cannot drift from what the daemon checks. Loaded on the first request that validates something.
  */
 import * as z from 'zod';
 import { CANONICAL_PREFERENCES } from '../machines/preference.js';
@@ -10,7 +11,6 @@ import { EVENT_TYPES } from './events.js';
 import { MAX_DURATION_MS } from '../config/duration.js';
 import { boundedDepth, MAX_JSON_DEPTH } from './json-depth.js';
 import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from './headers.js';
-import { ROUTE_PATHS } from './routes.js';
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -478,211 +478,9 @@ export const reloadSchema = z.union([
 export const shutdownSchema = z.object({ ok: z.literal(true), stopping: z.literal(true), pid: z.number().int() });
 
 // ---------------------------------------------------------------------------------------------
-// The route table (the document is generated from it; app.ts registers a handler for each)
+// Answers several routes declare (src/server/v1-routes.ts)
 
-export interface ResponseDef {
-  description: string;
-  schema?: z.ZodType;
-  contentType?: string;
-}
-
-export interface RouteDef {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
-  url: string;
-  summary: string;
-  params?: z.ZodType;
-  query?: z.ZodType;
-  body?: z.ZodType;
-  headers?: z.ZodType;
-  responses: Record<number, ResponseDef>;
-}
-
-const bad = { description: 'The request is invalid; `error.path` names the field.', schema: errorBodySchema };
-const unknownServer = { description: 'No such server (MCPX_UNKNOWN_SERVER).', schema: errorBodySchema };
-const unknownAsk = { description: 'No such ask, or it finished too long ago (MCPX_NOT_FOUND).', schema: errorBodySchema };
-
-export const ROUTES = {
-  health: { ...ROUTE_PATHS.health, summary: 'Liveness: version and pid.', responses: { 200: { description: 'Alive.', schema: healthSchema } } },
-  status: { ...ROUTE_PATHS.status, summary: 'Servers, their lanes, live instances.', responses: { 200: { description: 'Status.', schema: statusSchema } } },
-  servers: {
-    ...ROUTE_PATHS.servers,
-    summary: 'Configured servers, with transport and effective preference; secrets redacted.',
-    responses: { 200: { description: 'Servers.', schema: serversSchema } },
-  },
-  tools: {
-    ...ROUTE_PATHS.tools,
-    summary: 'Tools of one server or all, starting them as needed, for the lane of X-Mcpx-Caller-Protocol.',
-    query: toolsQuerySchema,
-    headers: callHeadersSchema,
-    responses: { 200: { description: 'Tools; servers that could not answer are in `errors`.', schema: toolsSchema }, 400: bad, 404: unknownServer },
-  },
-  call: {
-    ...ROUTE_PATHS.call,
-    summary: 'Call a tool. Upstream and tool failures are {ok:false} with a stable code.',
-    body: callBodySchema,
-    headers: callHeadersSchema,
-    responses: { 200: { description: 'The result, or ok:false with the error.', schema: callResultSchema }, 400: bad, 404: unknownServer },
-  },
-  catalog: {
-    ...ROUTE_PATHS.catalog,
-    summary:
-      'What every configured server offers (tools, prompts, resources, templates) for the lane of X-Mcpx-Caller-Protocol, from the persisted catalogue; servers with none yet are started and listed.',
-    headers: callHeadersSchema,
-    responses: { 200: { description: 'The catalogue, in config order.', schema: catalogSchema }, 400: bad },
-  },
-  request: {
-    ...ROUTE_PATHS.request,
-    summary:
-      'Relay one MCP request (tools/call, prompts/get, resources/read, completion/complete) to a server in its era. With `Accept: text/event-stream`, progress arrives as `event: progress` frames and the answer as `event: result`.',
-    body: requestBodySchema,
-    headers: callHeadersSchema,
-    responses: { 200: { description: 'The upstream result, or ok:false with the error.', schema: requestResultSchema }, 400: bad, 404: unknownServer },
-  },
-  settingsList: {
-    ...ROUTE_PATHS.settingsList,
-    summary: 'Every setting: value, default, source.',
-    responses: { 200: { description: 'Settings.', schema: settingsListSchema } },
-  },
-  settingGet: {
-    ...ROUTE_PATHS.settingGet,
-    summary: 'One setting.',
-    params: settingParamsSchema,
-    responses: {
-      200: { description: 'The setting.', schema: settingEntrySchema },
-      404: { description: 'No such setting (MCPX_UNKNOWN_SETTING).', schema: errorBodySchema },
-    },
-  },
-  settingPut: {
-    ...ROUTE_PATHS.settingPut,
-    summary: 'Set a runtime value (normalised; refused with the allowed values). Applies to sessions started from now on.',
-    params: settingParamsSchema,
-    body: settingPutSchema,
-    responses: {
-      200: { description: 'The setting as it now is, and when it applies.', schema: settingChangeSchema },
-      400: bad,
-      404: { description: 'No such setting.', schema: errorBodySchema },
-    },
-  },
-  settingDelete: {
-    ...ROUTE_PATHS.settingDelete,
-    summary: 'Drop the runtime value: back to flag, environment, file or default.',
-    params: settingParamsSchema,
-    responses: {
-      200: { description: 'The setting as it now is.', schema: settingChangeSchema },
-      404: { description: 'No such setting.', schema: errorBodySchema },
-    },
-  },
-  protocol: {
-    ...ROUTE_PATHS.protocol,
-    summary: 'Per server: preference, era, negotiated version, eraSource, cached record, legacy lane (docs/behaviour.md §7).',
-    responses: { 200: { description: 'Protocol report.', schema: protocolSchema } },
-  },
-  events: {
-    ...ROUTE_PATHS.events,
-    summary: 'Server-sent events: every pool event, call.finished, config.reloaded, config.error, setting.changed.',
-    query: eventsQuerySchema,
-    responses: { 200: { description: '`event: <type>` / `data: <json>` frames.', contentType: 'text/event-stream' }, 400: bad },
-  },
-  statechart: {
-    ...ROUTE_PATHS.statechart,
-    summary: "The session chart with each live instance's current state (?format=html: a page).",
-    params: serverParamsSchema,
-    query: statechartQuerySchema,
-    responses: { 200: { description: 'The chart.', schema: statechartSchema }, 400: bad, 404: unknownServer },
-  },
-  config: {
-    ...ROUTE_PATHS.config,
-    summary: 'The config in force, secrets redacted.',
-    responses: { 200: { description: 'Config.', schema: configViewSchema } },
-  },
-  reload: {
-    ...ROUTE_PATHS.reload,
-    summary: 'Re-read the config; a broken one is reported and the last good one stays.',
-    responses: { 200: { description: 'What changed, or ok:false with the problems.', schema: reloadSchema } },
-  },
-  shutdown: {
-    ...ROUTE_PATHS.shutdown,
-    summary: 'Stop the daemon (every upstream process with it).',
-    responses: { 202: { description: 'Stopping.', schema: shutdownSchema } },
-  },
-  openapi: { ...ROUTE_PATHS.openapi, summary: 'This document.', responses: { 200: { description: 'OpenAPI 3.1.' } } },
-  ask: {
-    ...ROUTE_PATHS.ask,
-    summary: 'Start a tool call the upstream may interrupt with questions (elicitation, sampling, roots), whatever its era; poll it with GET /v1/ask/:id.',
-    body: askBodySchema,
-    headers: callHeadersSchema,
-    responses: {
-      202: { description: 'Started.', schema: askStartedSchema },
-      400: bad,
-      404: unknownServer,
-      429: { description: 'Too many asks running (MCPX_TOO_MANY_ASKS).', schema: errorBodySchema },
-    },
-  },
-  askGet: {
-    ...ROUTE_PATHS.askGet,
-    summary: 'An ask: its open questions, or its outcome. Answers at once when there are questions or it finished, else waits up to waitMs for a change.',
-    params: askParamsSchema,
-    query: askQuerySchema,
-    responses: { 200: { description: 'The ask.', schema: askViewSchema }, 400: bad, 404: unknownAsk },
-  },
-  askAnswers: {
-    ...ROUTE_PATHS.askAnswers,
-    summary: 'Answer open questions (all checked before any is handed on).',
-    params: askParamsSchema,
-    body: askAnswersBodySchema,
-    responses: {
-      200: { description: 'The ask after the answers.', schema: askViewSchema },
-      400: { description: 'A bad answer or an unknown question (MCPX_BAD_REQUEST, MCPX_UNKNOWN_QUESTION); `error.path` names it.', schema: errorBodySchema },
-      404: unknownAsk,
-      409: {
-        description: 'Answered already (MCPX_ALREADY_ANSWERED), or closed: refused, timed out, the ask over (MCPX_QUESTION_CLOSED).',
-        schema: errorBodySchema,
-      },
-    },
-  },
-  askAbandon: {
-    ...ROUTE_PATHS.askAbandon,
-    summary: 'Give up: open questions are refused upstream and the upstream call is cancelled.',
-    params: askParamsSchema,
-    body: askAbandonBodySchema,
-    responses: { 200: { description: 'The ask, abandoned (or as it finished).', schema: askViewSchema }, 400: bad, 404: unknownAsk },
-  },
-  authList: {
-    ...ROUTE_PATHS.authList,
-    summary: 'Per HTTP server: whether it needs authorization, is authorized (scopes, expiry, refreshable), or why it failed. Never a token.',
-    responses: { 200: { description: 'The servers.', schema: authListSchema } },
-  },
-  authGet: {
-    ...ROUTE_PATHS.authGet,
-    summary: "One server's authorization.",
-    params: authServerParamsSchema,
-    responses: { 200: { description: 'The server.', schema: authListSchema }, 400: bad, 404: unknownServer },
-  },
-  authLogin: {
-    ...ROUTE_PATHS.authLogin,
-    summary: 'Start the OAuth authorization-code flow (PKCE) for one server: the answer holds the URL to open; the redirect comes back to the daemon.',
-    params: authServerParamsSchema,
-    body: authLoginBodySchema,
-    responses: { 202: { description: 'Started (or the login already running).', schema: loginViewSchema }, 400: bad, 404: unknownServer },
-  },
-  authLogout: {
-    ...ROUTE_PATHS.authLogout,
-    summary: "Forget a server's tokens (and its client registration with forgetClient).",
-    params: authServerParamsSchema,
-    body: authLogoutBodySchema,
-    responses: { 200: { description: 'Forgotten.', schema: logoutSchema }, 400: bad, 404: unknownServer },
-  },
-  authLoginGet: {
-    ...ROUTE_PATHS.authLoginGet,
-    summary: 'A login: waiting (with its URL), authorized, or failed (with why). Waits up to waitMs for it to end.',
-    params: loginParamsSchema,
-    query: loginQuerySchema,
-    responses: { 200: { description: 'The login.', schema: loginViewSchema }, 400: bad, 404: { description: 'No such login.', schema: errorBodySchema } },
-  },
-  authLoginCancel: {
-    ...ROUTE_PATHS.authLoginCancel,
-    summary: 'Give up a login: its callback listener closes.',
-    params: loginParamsSchema,
-    responses: { 200: { description: 'The login.', schema: loginViewSchema }, 400: bad, 404: { description: 'No such login.', schema: errorBodySchema } },
-  },
-} as const satisfies Record<string, RouteDef>;
+export const bad = { description: 'The request is invalid; `error.path` names the field.', schema: errorBodySchema };
+export const unknownServer = { description: 'No such server (MCPX_UNKNOWN_SERVER).', schema: errorBodySchema };
+export const unknownAsk = { description: 'No such ask, or it finished too long ago (MCPX_NOT_FOUND).', schema: errorBodySchema };
+export const unknownLogin = { description: 'No such login, or it ended too long ago (MCPX_NOT_FOUND).', schema: errorBodySchema };

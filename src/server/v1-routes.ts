@@ -1,21 +1,22 @@
 /**
- * The `/v1` routes, as a fastify plugin: each route of ROUTE_PATHS (./routes.ts) with its params, query,
- * body and headers validated by their zod schemas (ROUTES, ./schemas.ts) before the handler runs (a bad one
- * is a 400 naming the field), answering with the controller's views. The schemas load on the first request
- * that has a part to validate (then stay): the daemon listens without loading zod.
+ * The `/v1` API: the route table (V1_ROUTES, one declaration per route, ./routes.ts) and the fastify
+ * plugin that registers it. Handlers answer with the controller's views; the streamed answers and the
+ * event feed write through the one SSE writer (./sse.ts).
  */
+import type { AuthManager } from '../auth/auth-manager.js';
 import { createReadStream } from 'node:fs';
 import type { Socket } from 'node:net';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { McpxError } from '../errors.js';
 import type { CallContext } from '../pool/types.js';
-import { badRequest, send, statusFor, toApiError } from './api-errors.js';
+import { send, statusFor, toApiError } from './api-errors.js';
 import type { Controller } from './controller.js';
 import type { DaemonEvent } from './events.js';
 import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from './headers.js';
-import { ROUTE_PATHS, VALIDATED_ROUTES, type RouteName } from './routes.js';
-import type { callHeadersSchema, ROUTES, RouteDef } from './schemas.js';
+import { registerRoutes, routeOf, type Call } from './routes.js';
+import type { callHeadersSchema } from './schemas.js';
+import { SseWriter } from './sse.js';
 import { localMermaid, MERMAID_ASSET_URL, statechartPage } from './statechart-page.js';
 
 export interface DaemonInfo {
@@ -24,7 +25,8 @@ export interface DaemonInfo {
   tcp: { host: string; port: number; auth: 'token' | 'none' } | null;
 }
 
-export interface V1Options {
+/** What every /v1 handler gets (with its request and reply). */
+export interface V1Context {
   controller: Controller;
   version: string;
   pid: number;
@@ -34,336 +36,506 @@ export interface V1Options {
   info?: () => DaemonInfo;
   /** `POST /v1/shutdown`: called after the 202 is sent. */
   shutdown?: () => void;
+  sse: SseWriter;
 }
 
-type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
-type Schemas = typeof import('./schemas.js');
-
-/** The zod schemas, loaded on first use (once; every later request finds them here). */
-let schemas: Schemas | undefined;
-let loadingSchemas: Promise<Schemas> | undefined;
-function loadSchemas(): Promise<Schemas> {
-  return (loadingSchemas ??= import('./schemas.js').then((m) => (schemas = m)));
+export interface V1Options extends Omit<V1Context, 'sse'> {
+  /** The `mcpx ui` page's cookie check (src/ui/hub.ts), for the routes declared `page`. */
+  pageAdmits?: (req: FastifyRequest) => boolean;
 }
 
-type Input<D> = {
-  params: D extends { params: infer S } ? Out<S> : undefined;
-  query: D extends { query: infer S } ? Out<S> : undefined;
-  body: D extends { body: infer S } ? Out<S> : undefined;
-  headers: D extends { headers: infer S } ? Out<S> : undefined;
+// ---- what several handlers share ----
+
+const goneSignals = new WeakMap<Socket, AbortSignal>();
+
+/** Aborted when the connection closes: every request still running on it lost its caller. */
+function callerGone(socket: Socket | null): AbortSignal {
+  if (!socket) return AbortSignal.abort(new Error('the caller went away'));
+  let signal = goneSignals.get(socket);
+  if (!signal) {
+    const ac = new AbortController();
+    signal = ac.signal;
+    goneSignals.set(socket, signal);
+    if (socket.destroyed) ac.abort(new Error('the caller went away'));
+    else socket.once('close', () => ac.abort(new Error('the caller went away')));
+  }
+  return signal;
+}
+
+/**
+ * The caller's context: X-Mcpx-Caller-Protocol → callerProtocol, the session (body, query or header), cancellation on disconnect.
+ * A response that closes before it finished means its connection closed, so the signal is the connection's: one per
+ * connection, not an AbortController and a listener per request; what a finished call registered on it, it removed.
+ */
+function contextOf(reply: FastifyReply, headers: z.output<typeof callHeadersSchema>, session: string | undefined, timeoutMs?: number): CallContext {
+  const callerProtocol = headers[CALLER_PROTOCOL_HEADER];
+  const s = session ?? headers[SESSION_HEADER];
+  return {
+    signal: callerGone(reply.raw.socket),
+    ...(callerProtocol ? { callerProtocol } : {}),
+    ...(s ? { session: s } : {}),
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+  };
+}
+
+/** `Accept: text/event-stream`: the caller wants progress frames before the outcome. */
+const wantsStream = (req: FastifyRequest) => /\btext\/event-stream\b/.test(req.headers.accept ?? '');
+
+/** A streamed answer: `event: progress` frames while `run` works, then one `event: result` frame with its outcome (a failure as `{ok:false, error}`). */
+async function streamed({ sse, reply }: Call<V1Context>, run: (onProgress: (progress: unknown) => void) => Promise<unknown>): Promise<undefined> {
+  const stream = sse.open(reply);
+  let outcome: unknown;
+  try {
+    outcome = await run((p) => stream.send('progress', p));
+  } catch (err) {
+    outcome = { ok: false, error: toApiError(err).error };
+  }
+  stream.send('result', outcome);
+  stream.close();
+  return undefined;
+}
+
+const connections = new WeakMap<object, number>();
+let nextConnection = 0;
+const connectionId = (socket: object): number => {
+  let id = connections.get(socket);
+  if (id === undefined) connections.set(socket, (id = ++nextConnection));
+  return id;
 };
 
-/** The parts of a request a route may validate, in the order they are checked. */
-const PARTS = ['params', 'query', 'body', 'headers'] as const;
+/** An ask error naming an answer (`data.path`), as a 4xx naming that body field. */
+const askFailure = (reply: FastifyReply, err: unknown) => {
+  const path = err instanceof McpxError ? err.data?.['path'] : undefined;
+  if (!(err instanceof McpxError) || !Array.isArray(path)) throw err;
+  return send(reply, statusFor(err.code), { ...err.toJSON(), path: path as Array<string | number>, in: 'body' });
+};
+
+// ---- the routes ----
+
+const route = routeOf<V1Context>();
+
+/**
+ * Every `/v1` route but two that are not API: the page's /v1/ui/login (src/ui/routes.ts) and the chart
+ * page's Mermaid file (below). The key is the route's name, its OpenAPI operationId.
+ *
+ * Adding a route is adding an entry here, and its zod schemas to ./schemas.ts:
+ *   method, url, summary
+ *   input          the request parts to validate, `(s) => ({ body: s.fooBodySchema })`; none: nothing is
+ *                  validated and the route never loads zod
+ *   responses      each status's answer: the OpenAPI document and the tests' response contract use them
+ *   handler        `(input, { controller, req, reply, … })`, returning the JSON answer
+ *   page           the `mcpx ui` page's cookie may read it (GET only)
+ *   whileStopping  it still answers while the daemon stops
+ * What a handler needs that V1Context lacks goes into V1Context (app.ts fills it in). Then add the route
+ * to the table of docs/contract.md §4.
+ */
+export const V1_ROUTES = {
+  health: route({
+    method: 'GET',
+    url: '/v1/health',
+    summary: 'Liveness: version and pid.',
+    whileStopping: true,
+    responses: (s) => ({ 200: { description: 'Alive.', schema: s.healthSchema } }),
+    handler: async (_, { version, pid }) => ({ ok: true, version, pid }),
+  }),
+
+  status: route({
+    method: 'GET',
+    url: '/v1/status',
+    summary: 'Servers, their lanes, live instances.',
+    whileStopping: true,
+    page: true,
+    responses: (s) => ({ 200: { description: 'Status.', schema: s.statusSchema } }),
+    handler: async (_, { controller, version, pid, startedAt, info }) => {
+      const cfg = controller.config;
+      return {
+        ok: true,
+        version,
+        pid,
+        startedAt: new Date(startedAt).toISOString(),
+        uptimeMs: Date.now() - startedAt,
+        daemon: info?.() ?? { stateDir: null, socket: null, tcp: null },
+        config: { file: cfg.file ?? null, via: cfg.via ?? null, demo: cfg.demo === true },
+        servers: controller.serverStatus(),
+      };
+    },
+  }),
+
+  servers: route({
+    method: 'GET',
+    url: '/v1/servers',
+    summary: 'Configured servers, with transport and effective preference; secrets redacted.',
+    responses: (s) => ({ 200: { description: 'Servers.', schema: s.serversSchema } }),
+    handler: async (_, { controller }) => ({ servers: controller.servers() }),
+  }),
+
+  tools: route({
+    method: 'GET',
+    url: '/v1/tools',
+    summary: 'Tools of one server or all, starting them as needed, for the lane of X-Mcpx-Caller-Protocol.',
+    input: (s) => ({ query: s.toolsQuerySchema, headers: s.callHeadersSchema }),
+    responses: (s) => ({
+      200: { description: 'Tools; servers that could not answer are in `errors`.', schema: s.toolsSchema },
+      400: s.bad,
+      404: s.unknownServer,
+    }),
+    handler: async ({ query, headers }, { controller, reply }) =>
+      controller.tools(query.server, contextOf(reply, headers, query.session), { fresh: query.fresh === 'true' || query.fresh === '1' }),
+  }),
+
+  call: route({
+    method: 'POST',
+    url: '/v1/call',
+    summary: 'Call a tool. Upstream and tool failures are {ok:false} with a stable code.',
+    input: (s) => ({ body: s.callBodySchema, headers: s.callHeadersSchema }),
+    responses: (s) => ({ 200: { description: 'The result, or ok:false with the error.', schema: s.callResultSchema }, 400: s.bad, 404: s.unknownServer }),
+    handler: async ({ body, headers }, { controller, reply }) =>
+      controller.call(body.server, body.tool, body.args, contextOf(reply, headers, body.session, body.timeoutMs)),
+  }),
+
+  catalog: route({
+    method: 'GET',
+    url: '/v1/catalog',
+    summary:
+      'What every configured server offers (tools, prompts, resources, templates) for the lane of X-Mcpx-Caller-Protocol, from the persisted catalogue; servers with none yet are started and listed.',
+    input: (s) => ({ headers: s.callHeadersSchema }),
+    responses: (s) => ({ 200: { description: 'The catalogue, in config order.', schema: s.catalogSchema }, 400: s.bad }),
+    handler: async ({ headers }, call) => {
+      const ctx = contextOf(call.reply, headers, undefined);
+      if (!wantsStream(call.req)) return call.controller.catalog.view(ctx);
+      // Streamed: a progress frame as each server that had no listing yet is started and listed.
+      return streamed(call, (onProgress) => call.controller.catalog.view(ctx, { onProgress }));
+    },
+  }),
+
+  request: route({
+    method: 'POST',
+    url: '/v1/request',
+    summary:
+      'Relay one MCP request (tools/call, prompts/get, resources/read, completion/complete) to a server in its era. With `Accept: text/event-stream`, progress arrives as `event: progress` frames and the answer as `event: result`.',
+    input: (s) => ({ body: s.requestBodySchema, headers: s.callHeadersSchema }),
+    responses: (s) => ({
+      200: { description: 'The upstream result, or ok:false with the error.', schema: s.requestResultSchema },
+      400: s.bad,
+      404: s.unknownServer,
+    }),
+    handler: async ({ body, headers }, call) => {
+      const { controller } = call;
+      const ctx = contextOf(call.reply, headers, body.session, body.timeoutMs);
+      if (!wantsStream(call.req)) return controller.request(body.server, body.method, body.params, ctx);
+      // Checked before the stream opens, so an unknown server is still a plain 404.
+      controller.pool(body.server);
+      return streamed(call, (onProgress) => controller.request(body.server, body.method, body.params, { ...ctx, onProgress }));
+    },
+  }),
+
+  settingsList: route({
+    method: 'GET',
+    url: '/v1/settings',
+    summary: 'Every setting: value, default, source.',
+    responses: (s) => ({ 200: { description: 'Settings.', schema: s.settingsListSchema } }),
+    handler: async (_, { controller }) => controller.settingsList(),
+  }),
+
+  settingGet: route({
+    method: 'GET',
+    url: '/v1/settings/:path',
+    summary: 'One setting.',
+    input: (s) => ({ params: s.settingParamsSchema }),
+    responses: (s) => ({
+      200: { description: 'The setting.', schema: s.settingEntrySchema },
+      404: { description: 'No such setting (MCPX_UNKNOWN_SETTING).', schema: s.errorBodySchema },
+    }),
+    handler: async ({ params }, { controller }) => controller.setting(params.path),
+  }),
+
+  settingPut: route({
+    method: 'PUT',
+    url: '/v1/settings/:path',
+    summary: 'Set a runtime value (normalised; refused with the allowed values). Applies to sessions started from now on.',
+    input: (s) => ({ params: s.settingParamsSchema, body: s.settingPutSchema }),
+    responses: (s) => ({
+      200: { description: 'The setting as it now is, and when it applies.', schema: s.settingChangeSchema },
+      400: s.bad,
+      404: { description: 'No such setting.', schema: s.errorBodySchema },
+    }),
+    handler: async ({ params, body }, { controller }) => controller.setSetting(params.path, body.value),
+  }),
+
+  settingDelete: route({
+    method: 'DELETE',
+    url: '/v1/settings/:path',
+    summary: 'Drop the runtime value: back to flag, environment, file or default.',
+    input: (s) => ({ params: s.settingParamsSchema }),
+    responses: (s) => ({
+      200: { description: 'The setting as it now is.', schema: s.settingChangeSchema },
+      404: { description: 'No such setting.', schema: s.errorBodySchema },
+    }),
+    handler: async ({ params }, { controller }) => controller.unsetSetting(params.path),
+  }),
+
+  protocol: route({
+    method: 'GET',
+    url: '/v1/protocol',
+    summary: 'Per server: preference, era, negotiated version, eraSource, cached record, legacy lane (docs/behaviour.md §7).',
+    page: true,
+    responses: (s) => ({ 200: { description: 'Protocol report.', schema: s.protocolSchema } }),
+    handler: async (_, { controller }) => controller.protocol(),
+  }),
+
+  events: route({
+    method: 'GET',
+    url: '/v1/events',
+    summary: 'Server-sent events: every pool event, call.finished, config.reloaded, config.error, setting.changed.',
+    page: true,
+    input: (s) => ({ query: s.eventsQuerySchema }),
+    responses: (s) => ({ 200: { description: '`event: <type>` / `data: <json>` frames.', contentType: 'text/event-stream' }, 400: s.bad }),
+    handler: async ({ query }, { controller, sse, reply }) => {
+      const types = query.type
+        ?.split(',')
+        .map((t) => t.trim())
+        .filter((t) => t.length > 0);
+      const wanted = (e: DaemonEvent): boolean => {
+        if (query.server !== undefined && (!('server' in e) || e.server !== query.server)) return false;
+        if (types && !types.some((t) => (t.endsWith('.') ? e.type.startsWith(t) : e.type === t))) return false;
+        return true;
+      };
+      const stream = sse.open(reply, { feed: true });
+      stream.comment('mcpx events');
+      const unsubscribe = controller.hub.subscribe((e, seq) => {
+        if (wanted(e)) stream.send(e.type, e, seq);
+      });
+      stream.onClose(unsubscribe);
+      return undefined;
+    },
+  }),
+
+  statechart: route({
+    method: 'GET',
+    url: '/v1/statecharts/:server',
+    summary: "The session chart with each live instance's current state (?format=html: a page).",
+    page: true,
+    input: (s) => ({ params: s.serverParamsSchema, query: s.statechartQuerySchema }),
+    responses: (s) => ({ 200: { description: 'The chart.', schema: s.statechartSchema }, 400: s.bad, 404: s.unknownServer }),
+    handler: async ({ params, query }, { controller, reply }) => {
+      const pool = controller.pool(params.server);
+      const view = (await import('./statechart-view.js')).statechartView(pool);
+      if (query.format === 'html') {
+        return reply.type('text/html; charset=utf-8').send(statechartPage(view, { mermaidUrl: localMermaid() ? MERMAID_ASSET_URL : null }));
+      }
+      return view;
+    },
+  }),
+
+  config: route({
+    method: 'GET',
+    url: '/v1/config',
+    summary: 'The config in force, secrets redacted.',
+    responses: (s) => ({ 200: { description: 'Config.', schema: s.configViewSchema } }),
+    handler: async (_, { controller }) => controller.configView(),
+  }),
+
+  reload: route({
+    method: 'POST',
+    url: '/v1/reload',
+    summary: 'Re-read the config; a broken one is reported and the last good one stays.',
+    responses: (s) => ({ 200: { description: 'What changed, or ok:false with the problems.', schema: s.reloadSchema } }),
+    handler: async (_, { controller }) => controller.reload('api'),
+  }),
+
+  shutdown: route({
+    method: 'POST',
+    url: '/v1/shutdown',
+    summary: 'Stop the daemon (every upstream process with it).',
+    responses: (s) => ({ 202: { description: 'Stopping.', schema: s.shutdownSchema } }),
+    handler: async (_, { shutdown, pid, reply }) => {
+      if (shutdown) reply.raw.once('finish', () => setImmediate(() => shutdown()));
+      return reply.code(202).send({ ok: true, stopping: true, pid });
+    },
+  }),
+
+  openapi: route({
+    method: 'GET',
+    url: '/v1/openapi.json',
+    summary: 'This document.',
+    responses: () => ({ 200: { description: 'OpenAPI 3.1.' } }),
+    // The document is generated on first request (its generator is loaded then, not before the daemon listens).
+    handler: async (_, { version }) => (await import('./openapi.js')).openApiDocument(version),
+  }),
+
+  // ---- /v1/ask: a call the upstream may interrupt with questions (src/serve/asks.ts) ----
+
+  ask: route({
+    method: 'POST',
+    url: '/v1/ask',
+    summary: 'Start a tool call the upstream may interrupt with questions (elicitation, sampling, roots), whatever its era; poll it with GET /v1/ask/:id.',
+    input: (s) => ({ body: s.askBodySchema, headers: s.callHeadersSchema }),
+    responses: (s) => ({
+      202: { description: 'Started.', schema: s.askStartedSchema },
+      400: s.bad,
+      404: s.unknownServer,
+      429: { description: 'Too many asks running (MCPX_TOO_MANY_ASKS).', schema: s.errorBodySchema },
+    }),
+    handler: async ({ body, headers }, { controller, req, reply }) => {
+      controller.pool(body.server); // an unknown server is a 404 now, not a failed ask later
+      const callerProtocol = headers[CALLER_PROTOCOL_HEADER];
+      const session = body.session ?? headers[SESSION_HEADER];
+      const started = controller.asks.start({
+        // The per-caller bound: the caller's session, else its connection.
+        caller: session ? `session:${session}` : `connection:${connectionId(req.raw.socket)}`,
+        server: body.server,
+        tool: body.tool,
+        args: body.args,
+        ...(body.method === undefined ? {} : { method: body.method }),
+        ...(body.params === undefined ? {} : { params: body.params }),
+        ...(body.questionTimeoutMs === undefined ? {} : { questionTimeoutMs: body.questionTimeoutMs }),
+        // Unnamed: what this route can carry to a program (forms, URLs); the answer says what it refuses.
+        ...(body.capabilities === undefined ? {} : { capabilities: body.capabilities }),
+        ...(callerProtocol ? { callerProtocol } : {}),
+        ...(session ? { session } : {}),
+        ...(body.timeoutMs === undefined ? {} : { timeoutMs: body.timeoutMs }),
+      });
+      return reply.code(202).send({ id: started.id, status: started.status, capabilities: started.capabilities, refuses: started.refuses });
+    },
+  }),
+
+  askGet: route({
+    method: 'GET',
+    url: '/v1/ask/:id',
+    summary: 'An ask: its open questions, or its outcome. Answers at once when there are questions or it finished, else waits up to waitMs for a change.',
+    input: (s) => ({ params: s.askParamsSchema, query: s.askQuerySchema }),
+    responses: (s) => ({ 200: { description: 'The ask.', schema: s.askViewSchema }, 400: s.bad, 404: s.unknownAsk }),
+    handler: async ({ params, query }, call) => {
+      const { asks } = call.controller;
+      // A poller that goes away stops waiting (the ask itself goes on).
+      const gone = new AbortController();
+      call.reply.raw.once('close', () => gone.abort());
+      if (!wantsStream(call.req)) return asks.wait(params.id, query.waitMs ?? 0, gone.signal);
+      // Streamed: the call's progress while this poll waits, then the view.
+      asks.get(params.id); // an unknown ask is still a plain 404
+      return streamed(call, (onProgress) => asks.wait(params.id, query.waitMs ?? 0, gone.signal, onProgress));
+    },
+  }),
+
+  askAnswers: route({
+    method: 'POST',
+    url: '/v1/ask/:id/answers',
+    summary: 'Answer open questions (all checked before any is handed on).',
+    input: (s) => ({ params: s.askParamsSchema, body: s.askAnswersBodySchema }),
+    responses: (s) => ({
+      200: { description: 'The ask after the answers.', schema: s.askViewSchema },
+      400: { description: 'A bad answer or an unknown question (MCPX_BAD_REQUEST, MCPX_UNKNOWN_QUESTION); `error.path` names it.', schema: s.errorBodySchema },
+      404: s.unknownAsk,
+      409: {
+        description: 'Answered already (MCPX_ALREADY_ANSWERED), or closed: refused, timed out, the ask over (MCPX_QUESTION_CLOSED).',
+        schema: s.errorBodySchema,
+      },
+    }),
+    handler: async ({ params, body }, { controller, reply }) => {
+      try {
+        return await controller.asks.answer(params.id, body.answers);
+      } catch (err) {
+        return askFailure(reply, err);
+      }
+    },
+  }),
+
+  askAbandon: route({
+    method: 'POST',
+    url: '/v1/ask/:id/abandon',
+    summary: 'Give up: open questions are refused upstream and the upstream call is cancelled.',
+    input: (s) => ({ params: s.askParamsSchema, body: s.askAbandonBodySchema }),
+    responses: (s) => ({ 200: { description: 'The ask, abandoned (or as it finished).', schema: s.askViewSchema }, 400: s.bad, 404: s.unknownAsk }),
+    handler: async ({ params }, { controller }) => controller.asks.abandon(params.id),
+  }),
+
+  // ---- /v1/auth: OAuth logins and credentials (src/auth); never a token in an answer ----
+
+  authList: route({
+    method: 'GET',
+    url: '/v1/auth',
+    summary: 'Per HTTP server: whether it needs authorization, is authorized (scopes, expiry, refreshable), or why it failed. Never a token.',
+    responses: (s) => ({ 200: { description: 'The servers.', schema: s.authListSchema } }),
+    handler: async (_input, { controller }) => ({ servers: authOf(controller).views() }),
+  }),
+
+  authGet: route({
+    method: 'GET',
+    url: '/v1/auth/:server',
+    summary: "One server's authorization.",
+    input: (s) => ({ params: s.authServerParamsSchema }),
+    responses: (s) => ({ 200: { description: 'The server.', schema: s.authListSchema }, 400: s.bad, 404: s.unknownServer }),
+    handler: async ({ params }, { controller }) => ({ servers: authOf(controller).views(configured(controller, params.server)) }),
+  }),
+
+  authLogin: route({
+    method: 'POST',
+    url: '/v1/auth/:server/login',
+    summary: 'Start the OAuth authorization-code flow (PKCE) for one server: the answer holds the URL to open; the redirect comes back to the daemon.',
+    input: (s) => ({ params: s.authServerParamsSchema, body: s.authLoginBodySchema }),
+    responses: (s) => ({ 202: { description: 'Started (or the login already running).', schema: s.loginViewSchema }, 400: s.bad, 404: s.unknownServer }),
+    handler: async ({ params, body }, { controller, reply }) =>
+      reply.code(202).send(await authOf(controller).login(configured(controller, params.server), { stepUp: body?.stepUp === true })),
+  }),
+
+  authLogout: route({
+    method: 'POST',
+    url: '/v1/auth/:server/logout',
+    summary: "Forget a server's tokens (and its client registration with forgetClient).",
+    input: (s) => ({ params: s.authServerParamsSchema, body: s.authLogoutBodySchema }),
+    responses: (s) => ({ 200: { description: 'Forgotten.', schema: s.logoutSchema }, 400: s.bad, 404: s.unknownServer }),
+    handler: async ({ params, body }, { controller }) =>
+      authOf(controller).logout(configured(controller, params.server), { forgetClient: body?.forgetClient === true }),
+  }),
+
+  authLoginGet: route({
+    method: 'GET',
+    url: '/v1/auth/logins/:id',
+    summary: 'A login: waiting (with its URL), authorized, or failed (with why). Waits up to waitMs for it to end.',
+    input: (s) => ({ params: s.loginParamsSchema, query: s.loginQuerySchema }),
+    responses: (s) => ({ 200: { description: 'The login.', schema: s.loginViewSchema }, 400: s.bad, 404: s.unknownLogin }),
+    handler: async ({ params, query }, { controller, reply }) => {
+      const gone = new AbortController();
+      reply.raw.once('close', () => gone.abort());
+      return authOf(controller).waitLogin(params.id, query.waitMs ?? 0, gone.signal);
+    },
+  }),
+
+  authLoginCancel: route({
+    method: 'POST',
+    url: '/v1/auth/logins/:id/cancel',
+    summary: 'Give up a login: its callback listener closes.',
+    input: (s) => ({ params: s.loginParamsSchema }),
+    responses: (s) => ({ 200: { description: 'The login.', schema: s.loginViewSchema }, 400: s.bad, 404: s.unknownLogin }),
+    handler: async ({ params }, { controller }) => authOf(controller).cancelLogin(params.id),
+  }),
+};
+
+/** The daemon's OAuth state (501 for a daemon without one). */
+function authOf(controller: Controller): AuthManager {
+  if (!controller.auth) throw new McpxError('MCPX_NOT_IMPLEMENTED', 'this daemon keeps no credentials (it has no state folder)');
+  return controller.auth;
+}
+
+/** A configured server (else 404 MCPX_UNKNOWN_SERVER). */
+function configured(controller: Controller, server: string): string {
+  controller.pool(server);
+  return server;
+}
+
+export type V1RouteName = keyof typeof V1_ROUTES;
 
 export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
-  const { controller, version, pid, startedAt } = opts;
-  const scrub = (text: string) => controller.scrubber.scrub(text);
-  const streams = new Set<() => void>();
-  const goneSignals = new WeakMap<Socket, AbortSignal>();
-  let openapi: Record<string, unknown> | undefined;
+  const { pageAdmits, ...context } = opts;
+  const sse = new SseWriter((text) => opts.controller.scrubber.scrub(text));
+  app.addHook('preClose', async () => sse.closeAll());
 
-  app.addHook('preClose', async () => {
-    for (const end of [...streams]) end();
-  });
+  registerRoutes(app, V1_ROUTES, { context: { ...context, sse }, ...(pageAdmits ? { pageAdmits } : {}) });
 
-  // ---- the route helper: validate every part with its zod schema, then run the handler ----
-  function route<K extends RouteName>(name: K, fn: (input: Input<(typeof ROUTES)[K]>, req: FastifyRequest, reply: FastifyReply) => Promise<unknown>): void {
-    const { method, url } = ROUTE_PATHS[name];
-    const validates = VALIDATED_ROUTES.has(name);
-    // The parts this route validates, worked out once (when its schemas first load), not on every request.
-    let parts: { where: (typeof PARTS)[number]; schema: z.ZodType }[] | undefined;
-    const partsOf = (loaded: Schemas) => {
-      const def = loaded.ROUTES[name] as RouteDef;
-      return PARTS.flatMap((where) => {
-        const schema = def[where];
-        return schema ? [{ where, schema }] : [];
-      });
-    };
-    app.route({
-      method,
-      url,
-      handler: async (req, reply) => {
-        const input: Record<string, unknown> = {};
-        if (!validates) return fn(input as Input<(typeof ROUTES)[K]>, req, reply);
-        parts ??= partsOf(schemas ?? (await loadSchemas()));
-        for (const { where, schema } of parts) {
-          const value = req[where];
-          const r = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
-          if (!r.success) return send(reply, 400, badRequest(where, r.error));
-          input[where] = r.data;
-        }
-        return fn(input as Input<(typeof ROUTES)[K]>, req, reply);
-      },
-    });
-  }
-
-  /**
-   * The caller's context: X-Mcpx-Caller-Protocol → callerProtocol, the session (body, query or header), cancellation on disconnect.
-   * A response that closes before it finished means its connection closed, so the signal is the connection's: one per
-   * connection, not an AbortController and a listener per request; what a finished call registered on it, it removed.
-   */
-  function contextOf(reply: FastifyReply, headers: z.output<typeof callHeadersSchema>, session: string | undefined, timeoutMs?: number): CallContext {
-    const callerProtocol = headers[CALLER_PROTOCOL_HEADER];
-    const s = session ?? headers[SESSION_HEADER];
-    return {
-      signal: callerGone(reply.raw.socket),
-      ...(callerProtocol ? { callerProtocol } : {}),
-      ...(s ? { session: s } : {}),
-      ...(timeoutMs === undefined ? {} : { timeoutMs }),
-    };
-  }
-
-  /** Aborted when the connection closes: every request still running on it lost its caller. */
-  function callerGone(socket: Socket | null): AbortSignal {
-    if (!socket) return AbortSignal.abort(new Error('the caller went away'));
-    let signal = goneSignals.get(socket);
-    if (!signal) {
-      const ac = new AbortController();
-      signal = ac.signal;
-      goneSignals.set(socket, signal);
-      if (socket.destroyed) ac.abort(new Error('the caller went away'));
-      else socket.once('close', () => ac.abort(new Error('the caller went away')));
-    }
-    return signal;
-  }
-
-  /** `Accept: text/event-stream`: the caller wants progress frames before the outcome. */
-  const wantsStream = (req: FastifyRequest) => /\btext\/event-stream\b/.test(req.headers.accept ?? '');
-
-  /** An SSE response for progress frames and a closing `result` frame (scrubbed like every payload). */
-  function openStream(reply: FastifyReply): { frame: (event: string, data: unknown) => void; end: (event: string, data: unknown) => void } {
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
-    const frame = (event: string, data: unknown) => {
-      if (!res.writableEnded) res.write(`event: ${event}\ndata: ${scrub(JSON.stringify(data))}\n\n`);
-    };
-    return {
-      frame,
-      end: (event, data) => {
-        frame(event, data);
-        res.end();
-      },
-    };
-  }
-
-  // ---- routes ----
-
-  route('health', async () => ({ ok: true, version, pid }));
-
-  route('status', async () => {
-    const cfg = controller.config;
-    return {
-      ok: true,
-      version,
-      pid,
-      startedAt: new Date(startedAt).toISOString(),
-      uptimeMs: Date.now() - startedAt,
-      daemon: opts.info?.() ?? { stateDir: null, socket: null, tcp: null },
-      config: { file: cfg.file ?? null, via: cfg.via ?? null, demo: cfg.demo === true },
-      servers: controller.serverStatus(),
-    };
-  });
-
-  route('servers', async () => ({ servers: controller.servers() }));
-
-  route('tools', async ({ query, headers }, _req, reply) =>
-    controller.tools(query.server, contextOf(reply, headers, query.session), { fresh: query.fresh === 'true' || query.fresh === '1' }),
-  );
-
-  route('call', async ({ body, headers }, _req, reply) =>
-    controller.call(body.server, body.tool, body.args, contextOf(reply, headers, body.session, body.timeoutMs)),
-  );
-
-  route('catalog', async ({ headers }, req, reply) => {
-    const ctx = contextOf(reply, headers, undefined);
-    if (!wantsStream(req)) return controller.catalog.view(ctx);
-    // Streamed: a progress frame as each server that had no listing yet is started and listed.
-    const stream = openStream(reply);
-    let outcome: unknown;
-    try {
-      outcome = await controller.catalog.view(ctx, { onProgress: (p) => stream.frame('progress', p) });
-    } catch (err) {
-      outcome = { ok: false, error: toApiError(err).error };
-    }
-    stream.end('result', outcome);
-    return undefined;
-  });
-
-  route('request', async ({ body, headers }, req, reply) => {
-    const ctx = contextOf(reply, headers, body.session, body.timeoutMs);
-    if (!wantsStream(req)) return controller.request(body.server, body.method, body.params, ctx);
-    // Streamed: progress frames while the request runs, then the outcome. Checked before the stream
-    // opens, so an unknown server is still a plain 404.
-    controller.pool(body.server);
-    const stream = openStream(reply);
-    let outcome: unknown;
-    try {
-      outcome = await controller.request(body.server, body.method, body.params, { ...ctx, onProgress: (p) => stream.frame('progress', p) });
-    } catch (err) {
-      outcome = { ok: false, error: toApiError(err).error };
-    }
-    stream.end('result', outcome);
-    return undefined;
-  });
-
-  route('settingsList', async () => controller.settingsList());
-  route('settingGet', async ({ params }) => controller.setting(params.path));
-  route('settingPut', async ({ params, body }) => controller.setSetting(params.path, body.value));
-  route('settingDelete', async ({ params }) => controller.unsetSetting(params.path));
-
-  route('protocol', async () => controller.protocol());
-
-  route('config', async () => controller.configView());
-
-  route('reload', async () => controller.reload('api'));
-
-  route('shutdown', async (_input, _req, reply) => {
-    if (opts.shutdown) reply.raw.once('finish', () => setImmediate(() => opts.shutdown?.()));
-    return reply.code(202).send({ ok: true, stopping: true, pid });
-  });
-
-  // The document is generated on first request (its generator is loaded then, not before the daemon listens).
-  route('openapi', async () => (openapi ??= (await import('./openapi.js')).buildOpenApi(version)));
-
-  route('statechart', async ({ params, query }, _req, reply) => {
-    const pool = controller.pool(params.server);
-    const view = (await import('./statechart-view.js')).statechartView(pool);
-    if (query.format === 'html') {
-      return reply.type('text/html; charset=utf-8').send(statechartPage(view, { mermaidUrl: localMermaid() ? MERMAID_ASSET_URL : null }));
-    }
-    return view;
-  });
-
-  app.get(MERMAID_ASSET_URL, async (_req, reply) => {
+  // A file, not part of the API (no document entry): the chart page's Mermaid, which the page's cookie reads too.
+  app.get(MERMAID_ASSET_URL, { config: pageAdmits ? { admitsWithoutToken: pageAdmits } : {} }, async (_req, reply) => {
     const file = localMermaid();
     if (!file) return send(reply, 404, { code: 'MCPX_NOT_FOUND', message: 'no local copy of mermaid is installed' });
     return reply.type('text/javascript; charset=utf-8').send(createReadStream(file));
   });
-
-  route('events', async ({ query }, req, reply) => {
-    const types = query.type
-      ?.split(',')
-      .map((t) => t.trim())
-      .filter((t) => t.length > 0);
-    const wanted = (e: DaemonEvent): boolean => {
-      if (query.server !== undefined && (!('server' in e) || e.server !== query.server)) return false;
-      if (types && !types.some((t) => (t.endsWith('.') ? e.type.startsWith(t) : e.type === t))) return false;
-      return true;
-    };
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    res.write(': mcpx events\n\n');
-    const unsubscribe = controller.hub.subscribe((e, seq) => {
-      if (!wanted(e)) return;
-      res.write(`id: ${seq}\nevent: ${e.type}\ndata: ${scrub(JSON.stringify(e))}\n\n`);
-    });
-    const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
-    ping.unref();
-    const end = () => {
-      clearInterval(ping);
-      unsubscribe();
-      streams.delete(end);
-      if (!res.writableEnded) res.end();
-    };
-    streams.add(end);
-    req.raw.once('close', end);
-    res.once('close', end);
-  });
-
-  // ---- /v1/ask: a call the upstream may interrupt with questions (src/serve/asks.ts) ----
-
-  const connections = new WeakMap<object, number>();
-  let nextConnection = 0;
-  const connectionId = (socket: object): number => {
-    let id = connections.get(socket);
-    if (id === undefined) connections.set(socket, (id = ++nextConnection));
-    return id;
-  };
-
-  /** An ask error naming an answer (`data.path`), as a 4xx naming that body field. */
-  const askFailure = (reply: FastifyReply, err: unknown) => {
-    const path = err instanceof McpxError ? err.data?.['path'] : undefined;
-    if (!(err instanceof McpxError) || !Array.isArray(path)) throw err;
-    return send(reply, statusFor(err.code), { ...err.toJSON(), path: path as Array<string | number>, in: 'body' });
-  };
-
-  route('ask', async ({ body, headers }, req, reply) => {
-    controller.pool(body.server); // an unknown server is a 404 now, not a failed ask later
-    const callerProtocol = headers[CALLER_PROTOCOL_HEADER];
-    const session = body.session ?? headers[SESSION_HEADER];
-    const started = controller.asks.start({
-      // The per-caller bound: the caller's session, else its connection.
-      caller: session ? `session:${session}` : `connection:${connectionId(req.raw.socket)}`,
-      server: body.server,
-      tool: body.tool,
-      args: body.args,
-      ...(body.method === undefined ? {} : { method: body.method }),
-      ...(body.params === undefined ? {} : { params: body.params }),
-      ...(body.questionTimeoutMs === undefined ? {} : { questionTimeoutMs: body.questionTimeoutMs }),
-      // Unnamed: what this route can carry to a program (forms, URLs); the answer says what it refuses.
-      ...(body.capabilities === undefined ? {} : { capabilities: body.capabilities }),
-      ...(callerProtocol ? { callerProtocol } : {}),
-      ...(session ? { session } : {}),
-      ...(body.timeoutMs === undefined ? {} : { timeoutMs: body.timeoutMs }),
-    });
-    return reply.code(202).send({ id: started.id, status: started.status, capabilities: started.capabilities, refuses: started.refuses });
-  });
-
-  route('askGet', async ({ params, query }, req, reply) => {
-    // A poller that goes away stops waiting (the ask itself goes on).
-    const gone = new AbortController();
-    reply.raw.once('close', () => gone.abort());
-    if (!wantsStream(req)) return controller.asks.wait(params.id, query.waitMs ?? 0, gone.signal);
-    // Streamed: the call's progress while this poll waits, then the view.
-    controller.asks.get(params.id); // an unknown ask is still a plain 404
-    const stream = openStream(reply);
-    const view = await controller.asks
-      .wait(params.id, query.waitMs ?? 0, gone.signal, (p) => stream.frame('progress', p))
-      .catch((err: unknown) => ({ ok: false, error: toApiError(err).error }));
-    stream.end('result', view);
-    return undefined;
-  });
-
-  route('askAnswers', async ({ params, body }, _req, reply) => {
-    try {
-      return await controller.asks.answer(params.id, body.answers);
-    } catch (err) {
-      return askFailure(reply, err);
-    }
-  });
-
-  route('askAbandon', async ({ params }) => controller.asks.abandon(params.id));
-
-  // ---- /v1/auth: OAuth logins and credentials (src/auth); never a token in an answer ----
-
-  const auth = () => {
-    if (!controller.auth) throw new McpxError('MCPX_NOT_IMPLEMENTED', 'this daemon keeps no credentials (it has no state folder)');
-    return controller.auth;
-  };
-  /** A configured server (else 404), then one that can use authorization (else 400). */
-  const authServer = (server: string) => {
-    controller.pool(server);
-    return server;
-  };
-
-  route('authList', async () => ({ servers: auth().views() }));
-  route('authGet', async ({ params }) => ({ servers: auth().views(authServer(params.server)) }));
-  route('authLogin', async ({ params, body }, _req, reply) =>
-    reply.code(202).send(await auth().login(authServer(params.server), { stepUp: body?.stepUp === true })),
-  );
-  route('authLogout', async ({ params, body }) => auth().logout(authServer(params.server), { forgetClient: body?.forgetClient === true }));
-  route('authLoginGet', async ({ params, query }, _req, reply) => {
-    const gone = new AbortController();
-    reply.raw.once('close', () => gone.abort());
-    return auth().waitLogin(params.id, query.waitMs ?? 0, gone.signal);
-  });
-  route('authLoginCancel', async ({ params }) => auth().cancelLogin(params.id));
 };

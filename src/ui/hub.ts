@@ -6,9 +6,10 @@
  * src/server/app.ts) with one addition a browser needs, since a page cannot send `Authorization`:
  * `mcpx ui` asks the daemon (over its socket, or with the bearer token) for a one-time login code;
  * `GET /ui/login?code=…` trades it for an HttpOnly, SameSite=Strict cookie naming a random page
- * session. That cookie opens only GET requests of the page and the reads it makes (/ui/…,
- * /v1/events, /v1/status, /v1/protocol, /v1/statecharts/…), only from the page's own origin; it never
- * opens a write, /mcp, or a tool call. Codes live 10 minutes and work once; sessions end with the daemon.
+ * session. That cookie opens only GET requests of the routes that admit it — the page's own
+ * (./routes.ts) and the /v1 reads it makes, declared `page` (src/server/v1-routes.ts: /v1/events,
+ * /v1/status, /v1/protocol, /v1/statecharts/…) — and only from the page's own origin; it never opens a
+ * write, /mcp, or a tool call. Codes live 10 minutes and work once; sessions end with the daemon.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
@@ -18,9 +19,6 @@ export const LOGIN_CODE_TTL_MS = 10 * 60_000;
 export const UI_SESSION_TTL_MS = 12 * 3_600_000;
 const MAX_CODES = 32;
 const MAX_SESSIONS = 32;
-
-/** Paths (prefixes end with `/`) the page's cookie may read. */
-const COOKIE_READS = ['/ui', '/ui/', '/v1/events', '/v1/status', '/v1/protocol', '/v1/statecharts/'];
 
 export interface UiAddress {
   host: string;
@@ -102,14 +100,11 @@ export class UiHub {
   }
 
   /**
-   * Whether a request without the bearer token may go on: the login route (it checks its code
-   * itself), or a read of the page with a live page-session cookie, from the page's own origin.
+   * Whether a request without the bearer token to a route the page reads may go on: a read (GET,
+   * HEAD) with a live page-session cookie, from the page's own origin.
    */
   admits(req: FastifyRequest): boolean {
-    const path = req.url.split('?')[0]!;
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-    if (path === '/ui/login') return true;
-    if (!COOKIE_READS.some((p) => (p.endsWith('/') ? path.startsWith(p) : path === p))) return false;
     const host = req.headers.host;
     const origin = req.headers.origin;
     if (origin !== undefined && origin !== `http://${host}`) return false;

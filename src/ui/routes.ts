@@ -10,10 +10,12 @@
  *   GET  /ui/api/state             what the page draws (./view.ts)
  *
  * The page loads nothing from anywhere but the daemon (its Content-Security-Policy says so too) and
- * follows /v1/events for live updates.
+ * follows /v1/events for live updates. Its GET routes admit the page's cookie in place of the bearer
+ * token (route config, read by src/server/app.ts's access hook); /ui/login admits anyone (the code is
+ * the credential).
  */
 import { createReadStream } from 'node:fs';
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Controller } from '../server/controller.js';
 import { cookieName, UI_SESSION_TTL_MS, type UiHub } from './hub.js';
 import { localMermaid } from '../server/statechart-page.js';
@@ -60,6 +62,8 @@ const refused = (reply: FastifyReply, message: string) =>
 
 export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: FastifyInstance, opts: UiRoutesOptions) => {
   const { controller, hub, listener } = opts;
+  // A read of the page: its cookie stands in for the token (src/ui/hub.ts).
+  const pageRead = { config: { admitsWithoutToken: (req: FastifyRequest) => hub.admits(req) } };
 
   app.post('/v1/ui/login', async (req, reply) => {
     let address = await hub.address();
@@ -77,7 +81,7 @@ export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: Fastify
     return { ok: true, url: `${base}/ui/login?code=${code}`, page: `${base}/ui/`, expiresAt, inspector: hub.inspectorUrl };
   });
 
-  app.get('/ui/login', async (req, reply) => {
+  app.get('/ui/login', { config: { admitsWithoutToken: () => true } }, async (req, reply) => {
     const code = (req.query as { code?: unknown }).code;
     const secret = typeof code === 'string' && code.length > 0 && code.length < 200 ? hub.redeem(code) : undefined;
     if (!secret) return refused(reply, 'this login address is unknown, expired or already used: run `mcpx ui` again for a new one');
@@ -98,21 +102,21 @@ export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: Fastify
     return reply.code(303).header('location', '/ui/').header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').send();
   });
 
-  app.get('/ui', async (_req, reply) => reply.code(301).header('location', '/ui/').send());
+  app.get('/ui', pageRead, async (_req, reply) => reply.code(301).header('location', '/ui/').send());
 
-  app.get('/ui/', async (_req, reply) =>
+  app.get('/ui/', pageRead, async (_req, reply) =>
     pageHeaders(reply)
       .type('text/html; charset=utf-8')
       .send((await page()).UI_PAGE),
   );
 
-  app.get('/ui/assets/app.js', async (_req, reply) =>
+  app.get('/ui/assets/app.js', pageRead, async (_req, reply) =>
     pageHeaders(reply)
       .type('text/javascript; charset=utf-8')
       .send((await page()).UI_SCRIPT),
   );
 
-  app.get(UI_MERMAID_URL, async (_req, reply) => {
+  app.get(UI_MERMAID_URL, pageRead, async (_req, reply) => {
     const file = localMermaid();
     if (!file)
       return reply.code(404).send({
@@ -126,7 +130,7 @@ export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: Fastify
       .send(createReadStream(file));
   });
 
-  app.get('/ui/api/state', async (_req, reply) => {
+  app.get('/ui/api/state', pageRead, async (_req, reply) => {
     reply.header('cache-control', 'no-store');
     return (await view()).uiState(controller, hub);
   });

@@ -16,7 +16,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { ROUTES, type RouteDef } from '../../src/server/schemas.js';
+import type { RouteInput } from '../../src/server/routes.js';
+import * as schemas from '../../src/server/schemas.js';
+import { V1_ROUTES, type V1RouteName } from '../../src/server/v1-routes.js';
 import { harness, type Harness } from '../server/helpers.js';
 import { tempDir } from '../support/real.js';
 
@@ -118,6 +120,13 @@ function payloadOf(body: fc.Arbitrary<unknown>): fc.Arbitrary<string> {
 // ---- the check ----
 
 type Part = 'params' | 'query' | 'body' | 'headers';
+
+/** A route as the daemon checks it: its method, path and the schemas of the parts it validates. */
+type RouteDef = RouteInput & { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; url: string };
+const ROUTES = Object.fromEntries(Object.entries(V1_ROUTES).map(([name, r]) => [name, { method: r.method, url: r.url, ...r.input?.(schemas) }])) as Record<
+  V1RouteName,
+  RouteDef
+>;
 
 interface Sent {
   def: RouteDef;
@@ -304,7 +313,7 @@ describe('every /v1 input, generated: no 5xx; every rejection names its field as
 
   it('GET /v1/events (a query the schema accepts opens a stream: only refusals are sent)', async () => {
     const refused = queryOf({ server: fc.constantFrom('dual', ''), type: fc.constantFrom('server.', 'config.reloaded,call.finished', '') }).filter(
-      (q) => !ROUTES.events.query.safeParse(q).success,
+      (q) => !ROUTES.events.query!.safeParse(q).success,
     );
     await fc.assert(
       fc.asyncProperty(refused, async (query) => check({ def: ROUTES.events, url: '/v1/events', query })),
@@ -313,7 +322,7 @@ describe('every /v1 input, generated: no 5xx; every rejection names its field as
   });
 
   it('raw bytes as a body (any octets, any length up to 4 KB) on every POST route', async () => {
-    const posts = [ROUTES.call, ROUTES.request, ROUTES.ask, ROUTES.askAnswers, ROUTES.askAbandon] as RouteDef[];
+    const posts = [ROUTES.call, ROUTES.request, ROUTES.ask, ROUTES.askAnswers, ROUTES.askAbandon];
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...posts), fc.uint8Array({ maxLength: 4096 }), async (def, bytes) => {
         requests += 1;

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CANONICAL_PREFERENCES, PREFERENCE_ALIASES } from '../../src/machines/preference.js';
+import { cookieName, UiHub } from '../../src/ui/hub.js';
 import { tempDir } from '../support/real.js';
 import { collectEvents } from '../support/sse-events.js';
 import { harness, textOf, type Harness } from './helpers.js';
@@ -439,6 +440,43 @@ describe('TCP access rules', () => {
       expect((await tcp.inject({ method: 'GET', url: '/v1/health', headers: { host: 'evil.example' } })).statusCode).toBe(403);
     } finally {
       await h.controller.unsetSetting('daemon.auth');
+    }
+  });
+
+  it("the page's cookie stands in for the token on the routes that admit it (the page's reads), no other", async () => {
+    const ui = new UiHub();
+    const tcp = await h.app2({ listener: 'tcp', token: () => TOKEN, ui });
+    const secret = ui.redeem(ui.newCode().code)!;
+    const host = '127.0.0.1:7777';
+    const cookie = `${cookieName(7777)}=${secret}`;
+    const status = async (method: 'GET' | 'POST', url: string, headers: Record<string, string> = {}) =>
+      (await tcp.inject({ method, url, headers: { host, ...headers } })).statusCode;
+    for (const url of ['/v1/status', '/v1/protocol', '/v1/statecharts/dual', '/ui/', '/ui/api/state']) {
+      expect(await status('GET', url), url).toBe(401);
+      expect(await status('GET', url, { cookie }), url).toBe(200);
+    }
+    for (const url of ['/v1/servers', '/v1/config', '/v1/settings']) expect(await status('GET', url, { cookie }), url).toBe(401);
+    expect(await status('POST', '/v1/reload', { cookie })).toBe(401);
+    expect(await status('POST', '/v1/ui/login', { cookie })).toBe(401);
+    expect(await status('GET', '/v1/status', { cookie: `${cookieName(7777)}=forged` })).toBe(401);
+    // The login route needs no token: its code is the credential (a wrong one is its own 401).
+    const login = await tcp.inject({ method: 'GET', url: `/ui/login?code=${ui.newCode().code}`, headers: { host } });
+    expect(login.statusCode).toBe(303);
+  });
+
+  it('while the daemon stops, only the routes declared whileStopping (health, status) answer; the rest get 503', async () => {
+    const stopping = await h.app2({ isStopping: () => true });
+    for (const url of ['/v1/health', '/v1/status']) expect((await stopping.inject({ method: 'GET', url })).statusCode, url).toBe(200);
+    for (const [method, url] of <Array<['GET' | 'POST', string]>>[
+      ['GET', '/v1/servers'],
+      ['POST', '/v1/call'],
+      ['GET', '/v1/no-such-route'],
+      ['POST', '/mcp'],
+      ['GET', '/ui/'],
+    ]) {
+      const r = await stopping.inject({ method, url });
+      expect(r.statusCode, url).toBe(503);
+      expect(r.json().error.code, url).toBe('MCPX_SHUTTING_DOWN');
     }
   });
 });

@@ -1,24 +1,43 @@
 /**
- * The daemon registers its /v1 routes from the plain table of src/server/routes.ts and loads the zod
- * schemas on the first request that has something to validate: the table and the schemas must agree.
+ * The /v1 route table (src/server/v1-routes.ts): each declaration names its method, path and zod schemas
+ * once, and what the daemon registers, validates and documents comes from it. These hold the
+ * declarations to what the rest assumes of them.
  */
 import { describe, expect, it } from 'vitest';
-import { ROUTE_PATHS, VALIDATED_ROUTES } from '../../src/server/routes.js';
-import { ROUTES, type RouteDef } from '../../src/server/schemas.js';
+import type { z } from 'zod';
+import type { RouteInput } from '../../src/server/routes.js';
+import * as schemas from '../../src/server/schemas.js';
+import { V1_ROUTES } from '../../src/server/v1-routes.js';
+
+const routes = Object.entries(V1_ROUTES).map(([name, r]) => ({ name, ...r, parts: (r.input?.(schemas) ?? {}) as RouteInput }));
 
 describe('the route table', () => {
-  it('names the same routes, methods and paths as the schemas', () => {
-    expect(Object.keys(ROUTE_PATHS).sort()).toEqual(Object.keys(ROUTES).sort());
-    for (const [name, def] of Object.entries(ROUTES) as Array<[keyof typeof ROUTES, RouteDef]>) {
-      expect({ method: def.method, url: def.url }).toEqual(ROUTE_PATHS[name]);
+  it('names each method and path once', () => {
+    const keys = routes.map((r) => `${r.method} ${r.url}`);
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it("validates as params exactly its path's parameters, and only the parts a request has", () => {
+    for (const r of routes) {
+      const inPath = [...r.url.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1]!).sort();
+      const declared = r.parts.params ? Object.keys((r.parts.params as z.ZodObject).shape).sort() : [];
+      expect(declared, r.name).toEqual(inPath);
+      expect(
+        Object.keys(r.parts).every((p) => ['params', 'query', 'body', 'headers'].includes(p)),
+        r.name,
+      ).toBe(true);
     }
   });
 
-  it('lists as validated exactly the routes with params, query, body or headers to validate', () => {
-    const withParts = (Object.entries(ROUTES) as Array<[string, RouteDef]>)
-      .filter(([, d]) => d.params || d.query || d.body || d.headers)
-      .map(([n]) => n)
-      .sort();
-    expect([...VALIDATED_ROUTES].sort()).toEqual(withParts);
+  it('describes every answer it declares, each JSON answer with a schema', () => {
+    for (const r of routes) {
+      const responses = Object.entries(r.responses(schemas));
+      expect(responses.length, r.name).toBeGreaterThan(0);
+      for (const [status, answer] of responses) {
+        expect(answer.description.length, `${r.name} ${status}`).toBeGreaterThan(0);
+        // The document itself (openapi) is the one JSON answer described only in words.
+        if (!answer.contentType && r.name !== 'openapi') expect(answer.schema, `${r.name} ${status}`).toBeDefined();
+      }
+    }
   });
 });
