@@ -82,8 +82,6 @@ describe.skipIf(chromiumMissing !== undefined)(`mcpx and OAuth, end to end${chro
         });
         expect(reg.status).toBe(201);
         pre = (await reg.json()) as typeof pre;
-        process.env[PRE_ID_VAR] = pre.client_id;
-        process.env[PRE_SECRET_VAR] = pre.client_secret;
         return {
           preregistered: {
             oauth: { clientId: `\${${PRE_ID_VAR}}`, clientSecret: `\${${PRE_SECRET_VAR}}`, callbackPort: preCallbackPort, scopes: 'mcp:tools' },
@@ -91,8 +89,8 @@ describe.skipIf(chromiumMissing !== undefined)(`mcpx and OAuth, end to end${chro
           fixedport: { url: `${mcp['protected']!.origin}/elsewhere`, oauth: { callbackPort: takenPort } },
         };
       },
-      env: {},
     });
+    // The config's ${VAR}s, for the daemon and every CLI run.
     rig.env[PRE_ID_VAR] = pre.client_id;
     rig.env[PRE_SECRET_VAR] = pre.client_secret;
     await rig.startDaemon();
@@ -105,8 +103,6 @@ describe.skipIf(chromiumMissing !== undefined)(`mcpx and OAuth, end to end${chro
   });
 
   afterAll(async () => {
-    delete process.env[PRE_ID_VAR];
-    delete process.env[PRE_SECRET_VAR];
     await rig?.stop();
     blocker?.closeAllConnections();
     await new Promise((resolve) => blocker?.close(resolve));

@@ -5,7 +5,7 @@
  * daemon log line and secret the authorization server saw or issued is kept, so a test can prove that no secret
  * ever showed anywhere but credentials.json.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'undici';
 import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, readJson, until, type RunResult } from '../cli/helpers.js';
@@ -43,8 +43,6 @@ export interface RigOptions extends AuthorizationServerOptions {
   servers: string[];
   /** Extra keys per server entry (`oauth`); a name not in `servers` is an entry of its own (with its `url`). */
   entries?: (mcp: Record<string, ProtectedMcp>, as: AuthorizationServer) => Promise<Record<string, Record<string, unknown>>>;
-  /** Extra environment for every process (the config's `${VAR}`s). */
-  env?: Record<string, string>;
 }
 
 export class OAuthRig {
@@ -60,6 +58,7 @@ export class OAuthRig {
     readonly dir: string,
     readonly as: AuthorizationServer,
     readonly mcp: Record<string, ProtectedMcp>,
+    /** The environment of the daemon and every CLI run (a test adds its config's `${VAR}`s before the daemon starts). */
     readonly env: NodeJS.ProcessEnv,
     readonly secretsLog: string,
     readonly port: number,
@@ -92,7 +91,6 @@ export class OAuthRig {
       const names = [...new Set([...o.servers, ...Object.keys(extra)])];
       const mcpServers = Object.fromEntries(names.map((name) => [name, { ...(mcp[name] ? { url: mcp[name].url } : {}), ...extra[name] }]));
       const config = join(dir.path, 'mcpx.json');
-      const { writeFileSync } = await import('node:fs');
       writeFileSync(config, `${JSON.stringify({ mcpServers }, null, 2)}\n`);
       const port = await freePort();
       const env = cleanEnv(dir.path, {
@@ -101,7 +99,6 @@ export class OAuthRig {
         MCPX_DAEMON_PORT: String(port),
         MCPX_LOG_LEVEL: 'debug',
         BROWSER: browserCommand(CHROMIUM_BROWSER),
-        ...o.env,
       });
       return new OAuthRig(dir.path, as, mcp, env, secretsLog, port, dir.remove);
     } catch (err) {
