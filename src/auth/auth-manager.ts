@@ -164,19 +164,28 @@ export class AuthManager {
     return this.loginView(id);
   }
 
-  cancelLogin(id: string): LoginView {
-    this.logins.get(id)?.flow.cancel();
+  /** Cancels a login; its view once the outcome is recorded. */
+  async cancelLogin(id: string): Promise<LoginView> {
+    const l = this.logins.get(id);
+    if (l) {
+      l.flow.cancel();
+      await l.flow.done;
+      await Promise.resolve(); // `ended` records the outcome first
+    }
     return this.loginView(id);
   }
 
   /** Forgets a server's tokens (and, with `forgetClient`, its registration). */
   async logout(name: string, options: { forgetClient?: boolean } = {}): Promise<{ server: string; forgotTokens: boolean; forgotClient: boolean }> {
     const e = this.entry(name);
-    const held = this.opts.store.tokens(e.definition.url);
+    // Found before the tokens go: they name the issuer (and once gone, the client lists the server). A configured
+    // client is the config's: there is no registration of this server's to forget.
+    const configured = Boolean(e.definition.oauth && e.definition.oauth.clientId);
+    const client = options.forgetClient && !configured ? this.opts.store.clientOf(e.definition.url) : undefined;
     const forgotTokens = await this.opts.store.forgetTokens(e.definition.url);
     let forgotClient = false;
-    if (options.forgetClient && held && this.opts.store.client(held.issuer)) {
-      await this.opts.store.forgetClient(held.issuer);
+    if (client) {
+      await this.opts.store.forgetClient(client.issuer);
       forgotClient = true;
     }
     e.auth.forgotten();

@@ -45,3 +45,9 @@ export function scopeUnion(...scopes: Array<string | undefined>): string | undef
   for (const s of scopes) for (const x of scopeSet(s)) out.add(x);
   return out.size === 0 ? undefined : [...out].join(' ');
 }
+
+/** Whether every scope of `inner` is in `outer`. */
+export function scopeIncludes(outer: string | undefined, inner: string | undefined): boolean {
+  const have = scopeSet(outer);
+  return [...scopeSet(inner)].every((s) => have.has(s));
+}

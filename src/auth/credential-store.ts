@@ -22,7 +22,21 @@ export interface ClientRecord {
   redirectUri?: string;
   /** How the client came to be: a dynamic registration or a client ID metadata document. */
   source: 'registration' | 'metadata-document';
+  /**
+   * The scope the registration was made for, as the authorization server answered. Some servers (oidc-provider)
+   * let a client ask for no more: a login that needs more registers again.
+   */
+  scope?: string;
+  /** The servers (URLs) that logged in with it: `mcpx logout NAME --forget-client` finds it after the tokens are gone. */
+  servers?: string[];
   at: string;
+}
+
+/** The client a grant was issued to: its refresh must authenticate as that client, whichever registers later. */
+export interface GrantClient {
+  clientId: string;
+  clientSecret?: string;
+  tokenEndpointAuthMethod?: string;
 }
 
 /** One server's tokens from one authorization server, with what a refresh needs without discovery. */
@@ -45,6 +59,8 @@ export interface TokenRecord {
   authorizationServerUrl: string;
   /** Counts this credential's renewals: a failed refresh forgets only the generation it used. */
   generation: number;
+  /** The stored client the tokens were issued to (absent for a configured client: that one is the config's). */
+  client?: GrantClient;
 }
 
 export type CredentialRecord = ClientRecord | TokenRecord;
@@ -57,8 +73,9 @@ function checkRecord(value: unknown): CredentialRecord | undefined {
   const v = value as Record<string, unknown>;
   if (v['kind'] === 'client') {
     if (!str(v['issuer']) || !str(v['clientId']) || !str(v['at'])) return undefined;
-    if (!optStr(v['clientSecret']) || !optStr(v['tokenEndpointAuthMethod']) || !optStr(v['redirectUri'])) return undefined;
+    if (!optStr(v['clientSecret']) || !optStr(v['tokenEndpointAuthMethod']) || !optStr(v['redirectUri']) || !optStr(v['scope'])) return undefined;
     if (v['source'] !== 'registration' && v['source'] !== 'metadata-document') return undefined;
+    if (v['servers'] !== undefined && (!Array.isArray(v['servers']) || !v['servers'].every(str))) return undefined;
     return {
       kind: 'client',
       issuer: v['issuer'],
@@ -67,6 +84,8 @@ function checkRecord(value: unknown): CredentialRecord | undefined {
       ...(str(v['tokenEndpointAuthMethod']) ? { tokenEndpointAuthMethod: v['tokenEndpointAuthMethod'] } : {}),
       ...(str(v['redirectUri']) ? { redirectUri: v['redirectUri'] } : {}),
       source: v['source'],
+      ...(str(v['scope']) ? { scope: v['scope'] } : {}),
+      ...(Array.isArray(v['servers']) ? { servers: v['servers'] as string[] } : {}),
       at: v['at'],
     };
   }
@@ -75,6 +94,8 @@ function checkRecord(value: unknown): CredentialRecord | undefined {
     if (!optStr(v['refreshToken']) || !optStr(v['scope']) || !optStr(v['resource'])) return undefined;
     if (v['expiresAt'] !== undefined && typeof v['expiresAt'] !== 'number') return undefined;
     if (typeof v['issuedAt'] !== 'number' || typeof v['generation'] !== 'number' || !isPlainObject(v['metadata'])) return undefined;
+    const client = v['client'] === undefined ? undefined : checkGrantClient(v['client']);
+    if (v['client'] !== undefined && !client) return undefined;
     return {
       kind: 'tokens',
       server: v['server'],
@@ -89,9 +110,21 @@ function checkRecord(value: unknown): CredentialRecord | undefined {
       metadata: v['metadata'] as Record<string, unknown>,
       authorizationServerUrl: v['authorizationServerUrl'],
       generation: v['generation'],
+      ...(client ? { client } : {}),
     };
   }
   return undefined;
+}
+
+function checkGrantClient(value: unknown): GrantClient | undefined {
+  if (!isPlainObject(value)) return undefined;
+  const c = value as Record<string, unknown>;
+  if (!str(c['clientId']) || !optStr(c['clientSecret']) || !optStr(c['tokenEndpointAuthMethod'])) return undefined;
+  return {
+    clientId: c['clientId'],
+    ...(str(c['clientSecret']) ? { clientSecret: c['clientSecret'] } : {}),
+    ...(str(c['tokenEndpointAuthMethod']) ? { tokenEndpointAuthMethod: c['tokenEndpointAuthMethod'] } : {}),
+  };
 }
 
 const FORMAT: StateFileFormat<CredentialRecord> = {
@@ -127,6 +160,20 @@ export class CredentialStore extends LockedJsonFile<CredentialRecord> {
 
   async forgetClient(issuer: string): Promise<void> {
     await this.delete(clientKey(issuer));
+  }
+
+  /** The stored client a server last logged in with (its tokens' issuer's, else one that lists the server). */
+  clientOf(server: string): ClientRecord | undefined {
+    const held = this.tokens(server);
+    if (held) return this.client(held.issuer);
+    for (const [, r] of this.entries()) if (r.kind === 'client' && r.servers?.includes(server)) return r;
+    return undefined;
+  }
+
+  /** Notes that `server` logged in with the issuer's stored client. */
+  async usedClient(issuer: string, server: string): Promise<void> {
+    const c = this.client(issuer);
+    if (c && !c.servers?.includes(server)) await this.saveClient({ ...c, servers: [...(c.servers ?? []), server] });
   }
 
   /** The server's newest tokens (from whichever authorization server issued them last). */

@@ -17,8 +17,8 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpxError } from '../errors.js';
-import type { CredentialStore, TokenRecord } from './credential-store.js';
-import { parseChallenge, scopeUnion } from './challenge.js';
+import type { ClientRecord, CredentialStore, GrantClient, TokenRecord } from './credential-store.js';
+import { parseChallenge, scopeIncludes, scopeUnion } from './challenge.js';
 import { loadOAuthClient, oauthFetch } from './oauth-client.js';
 import type { OAuthSettings } from './settings.js';
 
@@ -68,6 +68,8 @@ export class LoginFlow {
   private scope: string | undefined;
   private resourceMetadataUrl: URL | undefined;
   private outcome: LoginOutcome | undefined;
+  /** The stored client this login uses (recorded with the tokens: their refreshes authenticate as it). */
+  private client: GrantClient | undefined;
 
   private constructor(private readonly opts: LoginOptions) {
     this.done = new Promise((resolve) => (this.settle = resolve));
@@ -90,7 +92,8 @@ export class LoginFlow {
     await this.listen();
     const challenge = await this.challenge();
     this.resourceMetadataUrl = challenge.resourceMetadata ? safeUrl(challenge.resourceMetadata) : undefined;
-    this.scope = settings.scopes ?? scopeUnion(challenge.scope, this.opts.extraScope);
+    // A step-up adds what was challenged to the configured scopes too: asking for them alone would be refused again.
+    this.scope = scopeUnion(settings.scopes ?? challenge.scope, this.opts.extraScope);
     if (settings.authServerMetadataUrl) this.discovery = await this.configuredMetadata(settings.authServerMetadataUrl);
     const sdk = await loadOAuthClient();
     const result = await sdk.auth(this.provider(), {
@@ -310,8 +313,11 @@ export class LoginFlow {
             ...(ctx?.issuer ? { issuer: ctx.issuer } : {}),
           };
         const c = ctx?.issuer ? store.client(ctx.issuer) : undefined;
-        // A registration made for another redirect URI may not match this one: register again.
-        if (!c || (c.source === 'registration' && c.redirectUri !== flow.redirectUri)) return undefined;
+        // A registration made for another redirect URI may not match this one, and one made for fewer scopes may
+        // not ask for more (oidc-provider refuses a step-up with invalid_scope): register again, for this scope.
+        if (!c || (c.source === 'registration' && (c.redirectUri !== flow.redirectUri || (c.scope !== undefined && !scopeIncludes(c.scope, flow.scope)))))
+          return undefined;
+        flow.client = grantClient(c);
         return {
           client_id: c.clientId,
           ...(c.clientSecret ? { client_secret: c.clientSecret } : {}),
@@ -322,7 +328,7 @@ export class LoginFlow {
       saveClientInformation: async (info, ctx) => {
         const issuer = ctx?.issuer ?? info.issuer;
         if (settings.clientId || !issuer) return; // a configured client lives in the config
-        await store.saveClient({
+        const record: ClientRecord = {
           kind: 'client',
           issuer,
           clientId: info.client_id,
@@ -330,8 +336,11 @@ export class LoginFlow {
           ...(typeof authMethod(info) === 'string' ? { tokenEndpointAuthMethod: authMethod(info)! } : {}),
           redirectUri: flow.redirectUri,
           source: settings.clientMetadataUrl && info.client_id === settings.clientMetadataUrl ? 'metadata-document' : 'registration',
+          ...(typeof registeredScope(info) === 'string' ? { scope: registeredScope(info)! } : {}),
           at: new Date().toISOString(),
-        });
+        };
+        await store.saveClient(record);
+        flow.client = grantClient(record);
       },
       // A login always asks afresh: held tokens are not refreshed in its place.
       tokens: () => undefined,
@@ -354,8 +363,10 @@ export class LoginFlow {
           metadata,
           authorizationServerUrl: String(flow.discovery?.authorizationServerUrl ?? issuer),
           generation: (previous?.generation ?? 0) + 1,
+          ...(flow.client && !settings.clientId ? { client: flow.client } : {}),
         };
         await store.saveTokens(record);
+        if (record.client) await store.usedClient(issuer, flow.opts.url);
         flow.opts.onTokens?.(record);
       },
       redirectToAuthorization: (url) => {
@@ -396,6 +407,18 @@ export function toOAuthError(err: unknown, name: string): McpxError {
   const kind = e.name && e.name !== 'Error' ? `${e.name}: ` : '';
   return new McpxError('MCPX_OAUTH_FAILED', `${name}: the authorization failed: ${kind}${what}`.slice(0, 600), { cause: err });
 }
+
+const grantClient = (c: ClientRecord): GrantClient => ({
+  clientId: c.clientId,
+  ...(c.clientSecret ? { clientSecret: c.clientSecret } : {}),
+  ...(c.tokenEndpointAuthMethod ? { tokenEndpointAuthMethod: c.tokenEndpointAuthMethod } : {}),
+});
+
+/** The scope a registration answer says the client may ask for (absent: the server did not say). */
+const registeredScope = (info: object): string | undefined => {
+  const s = (info as { scope?: unknown }).scope;
+  return typeof s === 'string' && s.trim() !== '' ? s : undefined;
+};
 
 /** A full registration answer says how the client authenticates; a bare client id does not. */
 const authMethod = (info: object): string | undefined => {

@@ -165,7 +165,9 @@ export class ServerAuth implements RequestAuthorizer {
 
   secrets(): readonly string[] {
     const r = this.record();
-    return r ? [r.accessToken, ...(r.refreshToken ? [r.refreshToken] : [])] : [];
+    if (!r) return [];
+    const clientSecret = (r.client ?? this.opts.store.client(r.issuer))?.clientSecret;
+    return [r.accessToken, ...(r.refreshToken ? [r.refreshToken] : []), ...(clientSecret ? [clientSecret] : [])];
   }
 
   // ---- keeping it alive ----
@@ -193,7 +195,7 @@ export class ServerAuth implements RequestAuthorizer {
     const r = this.record();
     if (!r?.refreshToken) return undefined;
     const sdk = await loadOAuthClient();
-    const client = this.clientInformation(r.issuer);
+    const client = this.clientInformation(r);
     if (!client) {
       this.fail(`no client registration is stored for ${r.issuer}: run \`mcpx login ${this.name}\``);
       return undefined;
@@ -247,10 +249,12 @@ export class ServerAuth implements RequestAuthorizer {
     return next;
   }
 
-  private clientInformation(issuer: string): { client_id: string; client_secret?: string; token_endpoint_auth_method?: string } | undefined {
+  /** The client a refresh authenticates as: the configured one, else the one the tokens were issued to. */
+  private clientInformation(r: TokenRecord): { client_id: string; client_secret?: string; token_endpoint_auth_method?: string } | undefined {
     const s = this.opts.settings;
     if (s.clientId) return { client_id: s.clientId, ...(s.clientSecret ? { client_secret: s.clientSecret } : {}) };
-    const c = this.opts.store.client(issuer);
+    // A later registration (another server's login, a step-up) replaces the issuer's record, not this grant's client.
+    const c = r.client ?? this.opts.store.client(r.issuer);
     if (!c) return undefined;
     return {
       client_id: c.clientId,

@@ -23,15 +23,17 @@ export const OAUTH_KEYS = ['clientId', 'clientSecret', 'callbackPort', 'authServ
 type Problem = (path: Array<string | number>, message: string) => void;
 
 /**
- * Checks one `oauth` value. `expand` applies the config's `${VAR}` rules to a string (secrets included);
- * problems name the key under `at`.
+ * Checks one `oauth` value. `expand` applies the config's `${VAR}` rules to a string; what it expands is a
+ * secret (blanked wherever it shows) unless `secret` is false. Only `clientSecret` is: the others go to the
+ * authorization server in the browser's address, and blanking them there would break the login. Problems name
+ * the key under `at`.
  */
 export function parseOAuthSettings(
   raw: unknown,
   at: Array<string | number>,
   problem: Problem,
   warn: Problem,
-  expand: (path: Array<string | number>, value: string) => string,
+  expand: (path: Array<string | number>, value: string, secret?: boolean) => string,
 ): OAuthSettings | false | undefined {
   if (raw === undefined) return undefined;
   if (raw === false) return false;
@@ -50,7 +52,7 @@ export function parseOAuthSettings(
       problem([...at, key], key === 'clientSecret' ? 'must be a non-empty string' : `${JSON.stringify(v)} is not a non-empty string`);
       return undefined;
     }
-    return expand([...at, key], v.trim());
+    return expand([...at, key], v.trim(), key === 'clientSecret');
   };
   const url = (key: 'authServerMetadataUrl' | 'clientMetadataUrl', httpsOnly: boolean): string | undefined => {
     const v = text(key);

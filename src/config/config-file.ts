@@ -608,13 +608,14 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
     c.problem(path, message);
   };
   const expanded = new Set<string>();
-  const expand = (path: KeyPath, value: string): string => {
+  // `secret: false`: a value public by its nature (an OAuth client id travels in the browser's address), never blanked.
+  const expand = (path: KeyPath, value: string, secret = true): string => {
     const r = expandVariables(value, c.expand);
     if (!r.ok) {
       problem(path, r.message);
       return value;
     }
-    for (const v of r.fromEnv) expanded.add(v);
+    if (secret) for (const v of r.fromEnv) expanded.add(v);
     for (const v of r.missingEnv) c.warn(path, `\${env:${v}} is not set in the environment; it expands to an empty string`);
     return r.value;
   };

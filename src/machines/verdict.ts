@@ -15,6 +15,8 @@ export interface HttpFailure {
   kind: 'unauthorized' | 'status' | 'connection';
   status?: number;
   message: string;
+  /** unauthorized: what to do about it, when the channel's credential knows (e.g. "run `mcpx login NAME`"). */
+  hint?: string;
 }
 
 /** One answer to a request: a JSON-RPC result, a JSON-RPC error, or (HTTP) a failed request. */
@@ -111,7 +113,11 @@ function identityFromDiscover(result: Record<string, unknown>): ServerIdentity {
 /** What an HTTP failure means for either probe request; null when it is era evidence (a plain 4xx). */
 function httpFailureVerdict(method: string, f: HttpFailure): ({ kind: 'unauthorized' | 'unavailable'; why: string } & Fails) | null {
   if (f.kind === 'unauthorized')
-    return { kind: 'unauthorized', why: `${method} was refused as unauthorized (HTTP ${f.status ?? '401'}); check the server's headers`, fails: UNAUTHORIZED };
+    return {
+      kind: 'unauthorized',
+      why: `${method} was refused as unauthorized (HTTP ${f.status ?? '401'}); ${f.hint ?? "check the server's headers"}`,
+      fails: UNAUTHORIZED,
+    };
   if (f.kind === 'connection') return { kind: 'unavailable', why: `${method} got no response: ${f.message}`, fails: UNAVAILABLE };
   if (f.status !== undefined && f.status >= 500)
     return { kind: 'unavailable', why: `${method} got HTTP ${f.status} (a server error says nothing about its era)`, fails: UNAVAILABLE };

@@ -105,16 +105,23 @@ export class UnauthorizedError extends McpxError {
   readonly method: string | undefined;
   /** The server's WWW-Authenticate challenge (redacted), for a later auth flow. */
   readonly wwwAuthenticate: string | undefined;
+  /** What the refused caller should do, from the channel's authorizer (e.g. "run `mcpx login NAME`"). */
+  readonly hint: string | undefined;
 
-  constructor(init: HttpFailureInit & { wwwAuthenticate?: string }) {
+  constructor(init: HttpFailureInit & { wwwAuthenticate?: string; hint?: string }) {
     const what = init.method ?? (init.httpMethod && init.httpMethod !== 'POST' ? init.httpMethod : 'the request');
-    super('MCPX_UPSTREAM_UNAUTHORIZED', `unauthorized (HTTP ${init.status}): ${init.url} refused ${what}; check the credentials configured for this server`, {
-      data: { ...failureData(init), ...(init.wwwAuthenticate !== undefined ? { wwwAuthenticate: init.wwwAuthenticate } : {}) },
-    });
+    super(
+      'MCPX_UPSTREAM_UNAUTHORIZED',
+      `unauthorized (HTTP ${init.status}): ${init.url} refused ${what}; ${init.hint ?? 'check the credentials configured for this server'}`,
+      {
+        data: { ...failureData(init), ...(init.wwwAuthenticate !== undefined ? { wwwAuthenticate: init.wwwAuthenticate } : {}) },
+      },
+    );
     this.status = init.status;
     this.url = init.url;
     this.method = init.method;
     this.wwwAuthenticate = init.wwwAuthenticate;
+    this.hint = init.hint;
   }
 }
 

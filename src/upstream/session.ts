@@ -459,7 +459,10 @@ function httpFailureOf(err: unknown): HttpFailure {
   const own = (err as { status?: unknown } | null)?.status;
   const status = typeof own === 'number' ? own : err instanceof McpxError && typeof err.data?.status === 'number' ? err.data.status : undefined;
   const message = err instanceof Error ? err.message : String(err);
-  if (code === 'MCPX_UPSTREAM_UNAUTHORIZED') return { kind: 'unauthorized', ...(status ? { status } : {}), message };
+  if (code === 'MCPX_UPSTREAM_UNAUTHORIZED') {
+    const hint = (err as { hint?: unknown }).hint;
+    return { kind: 'unauthorized', ...(status ? { status } : {}), message, ...(typeof hint === 'string' ? { hint } : {}) };
+  }
   if (code === 'MCPX_HTTP_STATUS' && status !== undefined) return { kind: 'status', status, message };
   return { kind: 'connection', message };
 }

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseChallenge, scopeUnion } from '../../src/auth/challenge.js';
+import { parseChallenge, scopeIncludes, scopeUnion } from '../../src/auth/challenge.js';
 import { CredentialStore, type TokenRecord } from '../../src/auth/credential-store.js';
 import { refreshMargin, ServerAuth, type AuthClock } from '../../src/auth/server-auth.js';
 
@@ -37,6 +37,8 @@ interface TokenServer {
   server: Server;
   /** refresh_token values presented, in order. */
   presented: string[];
+  /** The client each refresh authenticated as (client_id in the body, else HTTP Basic's user), in order. */
+  clients: string[];
   /** What the next answers are: a token lifetime, or an OAuth error. */
   mode: { expiresIn: number } | { error: string };
   /** Answer after this many ms (to hold a refresh open). */
@@ -44,7 +46,7 @@ interface TokenServer {
 }
 
 async function tokenServer(): Promise<TokenServer> {
-  const ts: TokenServer = { url: '', server: undefined as unknown as Server, presented: [], mode: { expiresIn: 60 }, delayMs: 0 };
+  const ts: TokenServer = { url: '', server: undefined as unknown as Server, presented: [], clients: [], mode: { expiresIn: 60 }, delayMs: 0 };
   let n = 0;
   ts.server = createServer((req, res) => {
     let body = '';
@@ -52,6 +54,15 @@ async function tokenServer(): Promise<TokenServer> {
     req.on('end', () => {
       const p = new URLSearchParams(body);
       ts.presented.push(p.get('refresh_token') ?? '');
+      const basic = /^Basic (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+      ts.clients.push(
+        p.get('client_id') ??
+          decodeURIComponent(
+            Buffer.from(basic ?? '', 'base64')
+              .toString()
+              .split(':')[0]!,
+          ),
+      );
       setTimeout(() => {
         if ('error' in ts.mode) {
           res.writeHead(400, { 'content-type': 'application/json' });
@@ -187,6 +198,22 @@ describe('ServerAuth', () => {
     expect(a.view().error).toContain('mcpx login remote');
   });
 
+  it('a refresh authenticates as the client the tokens were issued to, not a newer registration of the issuer', async () => {
+    // Another server's login (or a step-up) registered client-1 after these tokens were issued to client-0.
+    await seed(20, { client: { clientId: 'client-0', clientSecret: 'secret-of-client-0', tokenEndpointAuthMethod: 'client_secret_basic' } });
+    const a = make();
+    expect(a.secrets()).toEqual(['access-0', 'refresh-0', 'secret-of-client-0']);
+    clock.t += 19_000;
+    expect(await a.headers()).toEqual({ authorization: 'Bearer access-1' });
+    expect(ts.clients).toEqual(['client-0']);
+    // The renewed record keeps its client; a record without one (older stores) uses the issuer's.
+    expect(store.tokens(SERVER_URL)?.client?.clientId).toBe('client-0');
+    await seed(20, { generation: 7 });
+    clock.t += 19_000;
+    await a.headers();
+    expect(ts.clients).toEqual(['client-0', 'client-1']);
+  });
+
   it('a 401 with no token held says to log in; a 403 insufficient_scope records the missing scope', async () => {
     const a = make();
     expect(await a.challenged({ status: 401, wwwAuthenticate: 'Bearer resource_metadata="x"', sent: {} })).toBe(false);
@@ -221,5 +248,46 @@ describe('challenges', () => {
   it('unions scopes in order without repeats', () => {
     expect(scopeUnion('a b', 'b c', undefined)).toBe('a b c');
     expect(scopeUnion(undefined, '')).toBeUndefined();
+  });
+  it('knows when one scope string includes another', () => {
+    expect(scopeIncludes('mcp:tools offline_access', 'offline_access mcp:tools')).toBe(true);
+    expect(scopeIncludes('mcp:tools offline_access', 'mcp:tools mcp:write')).toBe(false);
+    expect(scopeIncludes(undefined, undefined)).toBe(true);
+  });
+});
+
+describe('CredentialStore', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'mcpx-store-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("keeps a registration's scope and servers and a grant's client across a reopen; finds a server's client once its tokens are gone", async () => {
+    const store = await CredentialStore.open(dir);
+    const issuer = 'http://127.0.0.1:1';
+    await store.saveClient({ kind: 'client', issuer, clientId: 'c', clientSecret: 's', source: 'registration', scope: 'a b', at: 'now' });
+    await store.usedClient(issuer, SERVER_URL);
+    await store.usedClient(issuer, SERVER_URL);
+    await store.saveTokens({
+      kind: 'tokens',
+      server: SERVER_URL,
+      issuer,
+      accessToken: 'x',
+      tokenType: 'Bearer',
+      issuedAt: 1,
+      metadata: {},
+      authorizationServerUrl: issuer,
+      generation: 1,
+      client: { clientId: 'c', clientSecret: 's' },
+    });
+    await store.whenIdle();
+    const again = await CredentialStore.open(dir);
+    expect(again.client(issuer)).toMatchObject({ scope: 'a b', servers: [SERVER_URL] });
+    expect(again.tokens(SERVER_URL)?.client).toEqual({ clientId: 'c', clientSecret: 's' });
+    expect(again.clientOf(SERVER_URL)?.clientId).toBe('c');
+    await again.forgetTokens(SERVER_URL);
+    expect(again.clientOf(SERVER_URL)?.clientId).toBe('c');
+    expect(again.clientOf('http://127.0.0.1:2/mcp')).toBeUndefined();
   });
 });

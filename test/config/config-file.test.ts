@@ -737,6 +737,20 @@ describe('oauth (Claude Code keys, read unchanged)', () => {
     expect(JSON.stringify(redactConfig(JSON.parse(server({ clientId: 'abc', clientSecret: 'literal-secret-1' }))))).not.toContain('literal-secret-1');
   });
 
+  it('a ${VAR} in clientId or scopes is not a secret (they go to the browser in the authorization URL); in clientSecret it is', () => {
+    const c = parse(server({ clientId: '${CLIENT_ID}', clientSecret: '${CLIENT_SECRET}', scopes: '${SCOPES}' }), '/cfg/.mcp.json', {
+      HOME: '/users/u',
+      CLIENT_ID: 'public-client-id',
+      CLIENT_SECRET: 'private-client-secret',
+      SCOPES: 'mcp:tools',
+    });
+    expect(c.errors).toEqual([]);
+    expect(c.servers[0]?.expanded).toEqual(['private-client-secret']);
+    const shown = JSON.stringify(redactConfig(c));
+    expect(shown).toContain('public-client-id');
+    expect(shown).not.toContain('private-client-secret');
+  });
+
   it('`oauth: false` turns authorization off; absent, everything is discovered', () => {
     expect(parse(server(false)).servers[0]?.definition).toMatchObject({ oauth: false });
     expect(parse(JSON.stringify({ mcpServers: { r: { url: 'https://h/mcp' } } })).servers[0]?.definition).not.toHaveProperty('oauth');

@@ -143,6 +143,12 @@ describe('HTTP failures (docs/behaviour.md §4)', () => {
     }
   });
 
+  it("an unauthorized failure says what its credential's hint says (run `mcpx login NAME`), else to check the headers", () => {
+    const hinted = { failure: { kind: 'unauthorized', status: 401, message: 'm', hint: 'remote needs authorization: run `mcpx login remote`' } as HttpFailure };
+    expect(discoverVerdict(hinted, OFFERED, false)).toMatchObject({ why: expect.stringContaining('; remote needs authorization: run `mcpx login remote`') });
+    expect(initializeVerdict(failure('unauthorized', 401))).toMatchObject({ why: expect.stringContaining("check the server's headers") });
+  });
+
   it('5xx and no connection conclude nothing: unavailable', () => {
     expect(discoverVerdict(failure('status', 503), OFFERED, false)).toMatchObject({ kind: 'unavailable', fails: { code: 'MCPX_UPSTREAM_UNAVAILABLE' } });
     expect(discoverVerdict(failure('connection'), OFFERED, false)).toMatchObject({ kind: 'unavailable' });

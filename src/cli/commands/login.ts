@@ -27,7 +27,11 @@ export function register(program: Command, cli: CliContext): void {
 /** Starts a login at the daemon, opens (or prints) its address and waits for it to end. */
 export async function runLogin(client: DaemonClient, server: string, o: { browser: boolean; json?: boolean; stepUp?: boolean }): Promise<LoginView> {
   const path = `/v1/auth/${encodeURIComponent(server)}`;
-  const { body: started } = await api<LoginView>(client, 'POST', `${path}/login`, o.stepUp ? { stepUp: true } : {});
+  const { body: started } = await api<LoginView>(client, 'POST', `${path}/login`, o.stepUp ? { stepUp: true } : {}).catch((err: unknown) => {
+    // A login that cannot start (its callback port taken) reports like one that failed later.
+    if (o.json && err instanceof McpxError) printJson({ server, status: 'failed', error: { code: err.code, message: err.message } });
+    throw err;
+  });
   if (started.status === 'waiting' && started.url) {
     const say = (text: string) => process.stderr.write(`${text}\n`);
     if (!o.browser) {
