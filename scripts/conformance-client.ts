@@ -5,8 +5,10 @@
  *
  * Per scenario, in a temp folder (its home, state folder and config, removed at the end):
  *   1. a config file naming the scenario's mock server (URL = last argument) as the HTTP server `s`,
- *      protocol prefer-discover and 10 s start/request timeouts;
- *   2. `mcpx daemon` in the foreground, as a child, until it answers on its socket;
+ *      protocol prefer-discover and 10 s start/request timeouts; for auth/*, its `oauth` settings from
+ *      MCP_CONFORMANCE_CONTEXT (a pre-registered client, else the client metadata document URL);
+ *   2. `mcpx daemon` in the foreground, as a child, until it answers on its socket; for auth/*, then
+ *      `mcpx login s` with BROWSER=scripts/conformance/follow-redirects.mjs (the mock approves at once);
  *   3. `mcpx tools s --json`;
  *   4. `mcpx call s TOOL JSON --json` per call: the ones MCP_CONFORMANCE_CONTEXT names (`toolCalls`, e.g.
  *      http-custom-headers), else every tool listed (tools mcpx excluded, such as those with invalid

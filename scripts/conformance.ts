@@ -1,18 +1,22 @@
 /**
  * `npm run conformance`: the official MCP conformance suite's *client* scenarios, with the built `mcpx`
  * binary as the client under test (scripts/conformance-client.ts: a daemon per run, driven through
- * `mcpx tools`, `mcpx call` and its socket; MCPX_TEST_BIN names an installed one), at 2025-11-25 and 2026-07-28.
+ * `mcpx login` for auth/*, `mcpx tools`, `mcpx call` and its socket; MCPX_TEST_BIN names an installed one),
+ * at every spec version the CLI tags a client scenario with, and its extension scenarios.
  *
  *   node dist/scripts/conformance.js [--spec-version V]… [--scenario NAME]… [--parallel N]
- *                                    [--timeout S] [--json FILE] [--output DIR]
+ *                                    [--timeout S] [--json FILE] [--markdown FILE] [--output DIR]
  *
- *   --spec-version V   2025-11-25 and/or 2026-07-28 (repeatable; default both)
- *   --scenario NAME    only these scenarios (repeatable; default every one `conformance list --client
- *                      --spec-version V` names)
+ *   --spec-version V   a spec version (2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28 in the pinned CLI) or
+ *                      `extension` (repeatable; default every one `conformance list --client` tags a
+ *                      scenario with). Extension scenarios run without --spec-version, at the CLI's default.
+ *   --scenario NAME    only these scenarios (repeatable; default every one `conformance list --client`
+ *                      tags with V)
  *   --parallel N       CLI runs at a time (default 2)
  *   --timeout S        per-run limit in seconds (default 30): the CLI gives the client S - 5 seconds, and
  *                      the CLI's process group is killed at S
  *   --json FILE        write the results (scenario, version, counts, failing checks, verdict) as JSON
+ *   --markdown FILE    write the table with verdicts only (pass, FAIL, xfail, STALE, n/a, -) as Markdown
  *   --output DIR       keep every run's checks.json and CLI output under DIR/<version>/<scenario>/
  *
  * The scenarios come from the CLI itself (`list --client`), so a new one is run as soon as the pinned
@@ -32,12 +36,15 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { children, DEFAULT_VERSIONS, failing, killGroup, printHelp, root, runCli, UsageError, type Check, type Status } from './conformance/common.js';
+import { children, failing, killGroup, printHelp, root, runCli, UsageError, type Check, type Status } from './conformance/common.js';
 
 const preloads = ['register.mjs', 'loopback.mjs'].flatMap((f) => ['--import', join(root, 'scripts', 'conformance', f)]);
 const adapter = join(root, 'dist', 'scripts', 'conformance-client.js');
 const NOT_APPLICABLE = join(root, 'conformance', 'client-not-applicable.yml');
 const EXPECTED_FAILURES = join(root, 'conformance', 'client-expected-failures.yml');
+
+/** The column for scenarios the CLI tags `[extension]`: not on the spec timeline, run without --spec-version. */
+const EXTENSION = 'extension';
 
 /** The client gets this much less than the run, so the CLI can still write its checks after killing it. */
 const CLIENT_MARGIN_MS = 5_000;
@@ -73,6 +80,7 @@ function parseOptions() {
       parallel: { type: 'string', default: '2' },
       timeout: { type: 'string', default: '30' },
       json: { type: 'string' },
+      markdown: { type: 'string' },
       output: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
@@ -86,11 +94,13 @@ function parseOptions() {
   if (!Number.isFinite(timeoutS) || timeoutS * 1000 <= CLIENT_MARGIN_MS)
     throw new UsageError(`--timeout wants more than ${CLIENT_MARGIN_MS / 1000} seconds, got ${values.timeout}`);
   return {
-    versions: values['spec-version'].length > 0 ? values['spec-version'] : DEFAULT_VERSIONS,
+    /** Empty: every version the CLI lists. */
+    versions: values['spec-version'],
     scenarios: values.scenario,
     parallel,
     timeoutMs: Math.round(timeoutS * 1000),
     json: values.json === undefined ? undefined : resolve(values.json),
+    markdown: values.markdown === undefined ? undefined : resolve(values.markdown),
     output: values.output === undefined ? undefined : resolve(values.output),
   };
 }
@@ -135,20 +145,24 @@ const versionKeys = (prefix: string) => (key: string) =>
 
 // ------------------------------------------------------------------ child processes
 
-/** `  - name [tags]` lines after the "Client scenarios" header of `conformance list`. */
-async function listClient(version: string): Promise<string[]> {
-  const r = await runCli(preloads, ['list', '--client', '--spec-version', version], 30_000);
+/**
+ * Every client scenario, in the CLI's order, by version: the `  - name [v1,v2]` lines after the "Client
+ * scenarios" header of `conformance list --client`. A scenario's tags are the spec versions it applies
+ * to (what `list --client --spec-version V` filters by), or `extension`. One CLI start for all versions.
+ */
+async function listClient(): Promise<Map<string, string[]>> {
+  const r = await runCli(preloads, ['list', '--client'], 30_000);
   const lines = r.out.split('\n');
   const start = lines.findIndex((l) => /^Client scenarios/.test(l));
-  const names: string[] = [];
+  const byVersion = new Map<string, string[]>();
   for (const line of start === -1 ? [] : lines.slice(start + 1)) {
-    const m = /^\s+- (\S+)/.exec(line);
+    const m = /^\s+- (\S+) \[([^\]]+)\]\s*$/.exec(line);
     if (!m) break;
-    names.push(m[1] as string);
+    for (const tag of (m[2] as string).split(',')) byVersion.set(tag, [...(byVersion.get(tag) ?? []), m[1] as string]);
   }
-  if (r.code !== 0 || names.length === 0)
-    throw new Error(`conformance list --client --spec-version ${version} failed (exit ${r.code}):\n${r.out.slice(-2000)}`);
-  return names;
+  if (r.code !== 0 || byVersion.size === 0) throw new Error(`conformance list --client failed (exit ${r.code}):\n${r.out.slice(-2000)}`);
+  // Dates sort as strings; the extension column goes last.
+  return new Map([...byVersion].sort(([a], [b]) => (a === EXTENSION ? 1 : b === EXTENSION ? -1 : a.localeCompare(b))));
 }
 
 // ------------------------------------------------------------------ one run
@@ -163,8 +177,7 @@ async function runScenario(scenario: string, version: string, timeoutMs: number,
     `${process.execPath} ${adapter}`,
     '--scenario',
     scenario,
-    '--spec-version',
-    version,
+    ...(version === EXTENSION ? [] : ['--spec-version', version]),
     '--timeout',
     String(timeoutMs - CLIENT_MARGIN_MS),
     '-o',
@@ -218,6 +231,39 @@ function cell(r: RunResult, expected: Entry[]): string {
   return `${verdictOf(r, expected)} ${counts}`;
 }
 
+/** A line of the table: a scenario (or a folded not-applicable pattern) and its run, or n/a, or '-', per version. */
+interface Row {
+  name: string;
+  cells: Array<RunResult | 'n/a' | '-'>;
+}
+
+/** --markdown: the table with verdicts only, auth/* scenarios apart from the rest. */
+function markdown(table: Row[], versions: string[], expected: Entry[]): string {
+  const part = (title: string, rows: Row[]) => {
+    const cols = versions.map((_, i) => i).filter((i) => rows.some((r) => r.cells[i] !== '-'));
+    const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+    return [
+      title,
+      '',
+      line(['scenario', ...cols.map((i) => versions[i] as string)]),
+      line(['---', ...cols.map(() => '---')]),
+      ...rows.map((r) =>
+        line([
+          `\`${r.name}\``,
+          ...cols.map((i) => {
+            const c = r.cells[i] as Row['cells'][number];
+            return typeof c === 'string' ? c : verdictOf(c, expected);
+          }),
+        ]),
+      ),
+    ].join('\n');
+  };
+  const auth = table.filter((r) => r.name.startsWith('auth/'));
+  const rest = table.filter((r) => !r.name.startsWith('auth/'));
+  const parts = [auth.length > 0 && part('Authorization (`auth/*`):', auth), rest.length > 0 && part('The others:', rest)];
+  return `${parts.filter((p) => p !== false).join('\n\n')}\n`;
+}
+
 function printTable(rows: string[][]): void {
   const widths = (rows[0] ?? []).map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
   for (const r of rows)
@@ -253,10 +299,15 @@ async function main(): Promise<number> {
   process.once('SIGTERM', onSignal);
 
   try {
-    const listed = new Map<string, string[]>();
-    for (const version of opts.versions) listed.set(version, await listClient(version));
-    const all = [...new Set([...listed.values()].flat())];
-    for (const s of opts.scenarios) if (!all.includes(s)) throw new UsageError(`no client scenario named ${s} at ${opts.versions.join(', ')}`);
+    const everything = await listClient();
+    for (const v of opts.versions)
+      if (!everything.has(v)) throw new UsageError(`no client scenario is tagged ${v}; the CLI lists ${[...everything.keys()].join(', ')}`);
+    const versions = opts.versions.length > 0 ? [...everything.keys()].filter((v) => opts.versions.includes(v)) : [...everything.keys()];
+    const listed = new Map(versions.map((v) => [v, everything.get(v) ?? []]));
+    // In the CLI's own order (every listing is one), whatever the versions.
+    const order = [...new Set([...everything.values()].flat())];
+    const all = order.filter((s) => [...listed.values()].some((names) => names.includes(s)));
+    for (const s of opts.scenarios) if (!all.includes(s)) throw new UsageError(`no client scenario named ${s} at ${versions.join(', ')}`);
 
     const plan: Array<{ scenario: string; version: string }> = [];
     const skipped: Array<{ scenario: string; version: string; entry: Entry }> = [];
@@ -268,14 +319,12 @@ async function main(): Promise<number> {
         else plan.push({ scenario, version });
       }
     }
-    // An entry matching nothing the CLI lists is stale (renamed or dropped upstream).
+    // An entry matching nothing the CLI lists, at any version, is stale (renamed or dropped upstream).
     const stale: string[] = [];
     if (opts.scenarios.length === 0) {
-      for (const e of notApplicable) if (!skipped.some((s) => s.entry === e)) stale.push(`${e.file}:${e.line}: ${e.pattern} matches no client scenario listed`);
-      for (const e of expected) {
-        if (![...listed].some(([v, names]) => names.some((n) => matches(e, n, v))))
+      for (const e of [...notApplicable, ...expected])
+        if (![...everything].some(([v, names]) => names.some((n) => matches(e, n, v))))
           stale.push(`${e.file}:${e.line}: ${e.pattern} matches no client scenario listed`);
-      }
     }
 
     console.log(`${plan.length} runs (${opts.parallel} at a time, ${opts.timeoutMs / 1000} s each at most); ${skipped.length} runs not applicable`);
@@ -286,7 +335,7 @@ async function main(): Promise<number> {
     });
 
     // The table: every scenario the CLI lists, in its order; not-applicable ones folded by their entry.
-    const rows: string[][] = [['SCENARIO', ...opts.versions]];
+    const table: Row[] = [];
     const seen = new Set<string>();
     for (const scenario of all) {
       if (opts.scenarios.length > 0 && !opts.scenarios.includes(scenario)) continue;
@@ -296,17 +345,17 @@ async function main(): Promise<number> {
       seen.add(key);
       const group = na.length > 0 ? new Set(skipped.filter((s) => s.entry.pattern === key).map((s) => s.scenario)) : new Set([scenario]);
       const name = na.length > 0 && key.endsWith('/*') ? `${key} (${group.size} scenarios)` : scenario;
-      rows.push([
+      table.push({
         name,
-        ...opts.versions.map((v) => {
+        cells: versions.map((v) => {
           const r = results.find((x) => x.scenario === scenario && x.version === v);
-          if (r) return cell(r, expected);
+          if (r) return r;
           return skipped.some((s) => group.has(s.scenario) && s.version === v) ? 'n/a' : '-';
         }),
-      ]);
+      });
     }
     console.log('');
-    printTable(rows);
+    printTable([['SCENARIO', ...versions], ...table.map((row) => [row.name, ...row.cells.map((c) => (typeof c === 'string' ? c : cell(c, expected)))])]);
     console.log("\npass / FAIL: the CLI's verdict (a failed or warning check, or a client that exits non-zero, fails);");
     console.log(`xfail: fails, as ${EXPECTED_FAILURES.slice(root.length + 1)} expects; STALE: listed there but passes;`);
     console.log(`n/a: not run (${NOT_APPLICABLE.slice(root.length + 1)}); '-': not a scenario of that spec version.`);
@@ -335,6 +384,7 @@ async function main(): Promise<number> {
       `\n${results.length} runs in ${seconds.toFixed(1)} s: ${n('pass')} passed, ${n('xfail')} expected failures, ${n('FAIL')} failed, ${stale.length} stale; ${skipped.length} runs not applicable`,
     );
     if (opts.output) console.log(`results kept in ${opts.output}`);
+    if (opts.markdown) writeFileSync(opts.markdown, markdown(table, versions, expected));
     if (opts.json) {
       const out = {
         seconds,
