@@ -19,7 +19,8 @@ export class MemoryUpstream {
   started = 0;
   alive = 0;
 
-  channel(): Channel {
+  /** A channel for any context type: nothing it delivers carries one. */
+  channel<C>(): Channel<C> {
     return new MemoryProcess(this);
   }
 

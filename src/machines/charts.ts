@@ -22,7 +22,7 @@ export const CHARTS: Chart[] = [
     title: 'Upstream session',
     description:
       'How mcpx decides which era to speak to one upstream (docs/behaviour.md §2–§5): spawn, route by preference and cached era, ' +
-      'discover / initialize, the probe-timeout race, respawns, and the verdict guards (src/machines/verdict.ts). ' +
+      'discover / initialize, the probe-timeout race, respawns, and where each state routes each verdict kind (src/machines/verdict.ts). ' +
       'Drawn from src/machines/session.machine.ts.',
     machine: sessionMachine,
   },

@@ -4,37 +4,32 @@
  *
  * The machine does no I/O. A transport adapter (src/upstream/session.ts) carries out what it
  * emits — `spawn`, `kill`, `request`, `notify`, `cache.write`, `era.stale` — and feeds back what
- * happened: `transport.ready`, `transport.closed`, `rpc.result`, `rpc.error`. What an answer means
- * comes from the pure verdict table in ./verdict.ts.
+ * happened: `transport.ready`, `transport.closed`, and each probe answer as a `verdict.discover` /
+ * `verdict.initialize` event whose verdict (./verdict.ts) was read once, where the answer arrived
+ * (`answered`). Every state that waits for an answer routes it by verdict kind through a table that
+ * names every kind (`discoverRoutes` / `initializeRoutes`); what the wire can do comes from
+ * src/transports/capabilities.ts.
  *
  * Shape: idle → connecting (spawn, route, discover / race / initialize, respawn) → ready → closed.
  * Errors end in `failed` with a typed error code and a message naming what the server answered.
  */
-import { and, assign, enqueueActions, setup } from 'xstate';
-import type { ErrorCode, RpcErrorObject } from '../errors.js';
+import { assign, enqueueActions, setup } from 'xstate';
+import type { ErrorCode } from '../errors.js';
+import { capabilitiesOf, TRANSPORT_CAPABILITIES, type WireTransport } from '../transports/capabilities.js';
 import { discoverParams, initializeParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import type { EraRecord } from '../upstream/era-cache.js';
 import { isForced, type SessionPreference } from './preference.js';
-import {
-  discoverVerdict,
-  initializeVerdict,
-  isFatal,
-  type Answer,
-  type DiscoverVerdict,
-  type HttpFailure,
-  type InitializeVerdict,
-  type ServerIdentity,
-} from './verdict.js';
+import { discoverVerdict, initializeVerdict, isFatal, type Answer, type DiscoverVerdict, type InitializeVerdict, type ServerIdentity } from './verdict.js';
+import { verdictRoutes, type VerdictGuardParams as RouteParams } from './verdict-routes.js';
 import { MODERN_VERSIONS, NEWEST_LEGACY, type Era } from './versions.js';
 
-export type TransportKind = 'stdio' | 'http';
-/** The wire a connection uses: a process, Streamable HTTP, or the deprecated HTTP+SSE transport. */
-export type WireTransport = 'stdio' | 'streamable-http' | 'sse';
+export type { WireTransport } from '../transports/capabilities.js';
 export type EraSource = 'probe' | 'cache' | 'forced';
 
 export interface SessionInput {
   server: string;
-  transport: TransportKind;
+  /** The wire the server's definition names (a probe over HTTP may fall back from it: capabilities `fallback`). */
+  wire: WireTransport;
   /** `follow` is resolved by the pool into prefer-discover (own lane) or force-initialize (legacy lane). */
   preference: SessionPreference;
   /** The era cache's record for this process definition; ignored under force-*. */
@@ -44,8 +39,6 @@ export interface SessionInput {
   /** Modern revisions to offer, newest first. Tests may offer more than mcpx ships. */
   modernVersions?: readonly string[];
   clientCapabilities?: ClientCapabilities;
-  /** The config declared the HTTP+SSE transport (`type: "sse"`): use it from the start. */
-  declaredSse?: boolean;
 }
 
 export interface SessionFailure {
@@ -56,7 +49,10 @@ export interface SessionFailure {
 
 export interface SessionContext extends ServerIdentity {
   server: string;
-  transport: TransportKind;
+  /** The wire the definition names. */
+  declaredWire: WireTransport;
+  /** The wire the current (or next) connection uses: the declared one, its fallback, or the one the era record names. */
+  wire: WireTransport;
   preference: SessionPreference;
   cached: EraRecord | null;
   probeTimeoutMs: number;
@@ -78,8 +74,6 @@ export interface SessionContext extends ServerIdentity {
   spawns: number;
   /** HTTP legacy sessions the server expired (404) and mcpx opened again with a fresh initialize. */
   renewals: number;
-  /** For HTTP upstreams: Streamable HTTP, or the HTTP+SSE fallback (remembered in the era record). */
-  httpTransport: 'streamable-http' | 'sse' | null;
   /** What the next process is for, after a respawn. */
   afterRespawn: 'initialize' | 'discover' | 'modern' | null;
   era: Era | null;
@@ -100,89 +94,117 @@ export interface SessionContext extends ServerIdentity {
   closeReason: string | null;
 }
 
+/**
+ * The answer to a probe request (or, over HTTP, its failure without one) with its verdict, read once by
+ * `answered` where the answer arrived. `answer` is what the server sent, for reports (the probe timeline).
+ */
+export type VerdictEvent =
+  | { type: 'verdict.discover'; id: string; answer: Answer; verdict: DiscoverVerdict }
+  | { type: 'verdict.initialize'; id: string; answer: Answer; verdict: InitializeVerdict };
+
 export type SessionEvent =
   | { type: 'start' }
   | { type: 'stop' }
   | { type: 'transport.ready'; pid?: number }
   | { type: 'transport.closed'; reason: string; detail?: string }
-  | { type: 'rpc.result'; id: string; result: unknown }
-  | { type: 'rpc.error'; id: string; error: RpcErrorObject }
-  /** HTTP only: the request failed without a JSON-RPC answer (status without a JSON-RPC body, no connection). */
-  | { type: 'rpc.failed'; id: string; failure: HttpFailure }
+  | VerdictEvent
   /** HTTP only: the server answered 404 to a request carrying the legacy session's id: that session is gone. */
   | { type: 'transport.expired' };
+
+/** A probe request, with what reading its answer takes (the -32022 rule needs the offered versions and whether this is the retry). */
+export type ProbeRequest = { id: string } & ({ method: 'server/discover'; offered: readonly string[]; retried: boolean } | { method: 'initialize' });
 
 export type SessionEmitted =
   | { type: 'spawn'; attempt: number; transport: WireTransport }
   | { type: 'kill' }
-  | { type: 'request'; id: string; method: 'server/discover' | 'initialize'; params: Record<string, unknown> }
+  | ({ type: 'request'; params: Record<string, unknown> } & ProbeRequest)
   | { type: 'notify'; method: string; params?: Record<string, unknown> }
   | { type: 'cache.write'; record: Omit<EraRecord, 'at'> }
   | { type: 'era.stale'; cached: EraRecord; found: Era };
 
-function answerOf(event: SessionEvent): Answer | null {
-  if (event.type === 'rpc.result') return { result: event.result };
-  if (event.type === 'rpc.error') return { error: event.error };
-  if (event.type === 'rpc.failed') return { failure: event.failure };
-  return null;
+/** The event the chart gets for `answer` to `request`: the verdict is worked out here, once. */
+export function answered(request: ProbeRequest, answer: Answer): VerdictEvent {
+  if (request.method === 'server/discover') {
+    return { type: 'verdict.discover', id: request.id, answer, verdict: discoverVerdict(answer, request.offered, request.retried) };
+  }
+  return { type: 'verdict.initialize', id: request.id, answer, verdict: initializeVerdict(answer) };
 }
 
-/** What an event means to the probe: an answer to the pending discover or initialize, with its verdict; or neither. */
-export type Classified = { to: 'discover'; verdict: DiscoverVerdict } | { to: 'initialize'; verdict: InitializeVerdict } | { to: null };
+export type DiscoverKind = DiscoverVerdict['kind'];
+export type InitializeKind = InitializeVerdict['kind'];
+export type VerdictKind = DiscoverKind | InitializeKind;
 
-const NEITHER: Classified = { to: null };
-const classifications = new WeakMap<SessionEvent, Classified>();
+/** The verdict in `event` when it is a discover (initialize) answer; actions run only on answers a verdict guard let in. */
+const discoverAnswer = (event: SessionEvent): DiscoverVerdict | null => (event.type === 'verdict.discover' ? event.verdict : null);
+const initializeAnswer = (event: SessionEvent): InitializeVerdict | null => (event.type === 'verdict.initialize' ? event.verdict : null);
 
-/**
- * Classify an event once, against the context it arrived in: which pending request it answers (by id) and
- * the verdict table's reading of the answer. Guards and actions of the same step all read this one
- * classification, so an action that forgets the answered request (`note`) cannot change what the others see,
- * whatever their order. The transport adapter sends a fresh event object for every message.
- */
-export function classify(context: SessionContext, event: SessionEvent): Classified {
-  const known = classifications.get(event);
-  if (known) return known;
-  const answer = answerOf(event);
-  const id = answer ? (event as { id: string }).id : null;
-  const classified: Classified =
-    !answer || id === null
-      ? NEITHER
-      : id === context.discoverId
-        ? { to: 'discover', verdict: discoverVerdict(answer, context.modernVersions, context.versionRetried) }
-        : id === context.initializeId
-          ? { to: 'initialize', verdict: initializeVerdict(answer) }
-          : NEITHER;
-  classifications.set(event, classified);
-  return classified;
+/** Whether `event` answers the request still pending (by id): an answer to any other moves nothing. */
+function answersPending(context: SessionContext, event: SessionEvent): event is VerdictEvent {
+  if (event.type === 'verdict.discover') return event.id === context.discoverId;
+  if (event.type === 'verdict.initialize') return event.id === context.initializeId;
+  return false;
 }
 
-/** The verdict of the discover answer in `event`, or null when the event is not that answer. */
-export function discoverVerdictOf(context: SessionContext, event: SessionEvent): DiscoverVerdict | null {
-  const c = classify(context, event);
-  return c.to === 'discover' ? c.verdict : null;
+const caps = (context: SessionContext) => capabilitiesOf(context.wire);
+
+/** The wire that falls back to `wire` (Streamable HTTP for HTTP+SSE), if any. */
+function fallingBackTo(wire: WireTransport): WireTransport | undefined {
+  return (Object.keys(TRANSPORT_CAPABILITIES) as WireTransport[]).find((w) => TRANSPORT_CAPABILITIES[w].fallback === wire);
 }
 
-export function initializeVerdictOf(context: SessionContext, event: SessionEvent): InitializeVerdict | null {
-  const c = classify(context, event);
-  return c.to === 'initialize' ? c.verdict : null;
+/** Where a session starts: the declared wire, or the fallback the era record says this server needs (unless forced). */
+function startingWire(input: SessionInput): WireTransport {
+  const remembered = isForced(input.preference) ? undefined : input.cached?.transport;
+  return remembered !== undefined && capabilitiesOf(input.wire).fallback === remembered ? remembered : input.wire;
 }
 
 /**
- * The one answer guard: `event` answers the pending `to` request and its verdict is one of `is` — a list of
- * kinds, `fatal` (a verdict that ends the probe, see verdict.ts `Fails`), or `any`.
+ * The guards that read only the context. A verdict route adds one of them to a kind by name (`when`),
+ * and the verdict guard evaluates it.
  */
-export interface AnswerGuardParams {
-  to: 'discover' | 'initialize';
-  is: readonly (DiscoverVerdict['kind'] | InitializeVerdict['kind'])[] | 'fatal' | 'any';
+const conditions = {
+  forceInitialize: ({ context }: { context: SessionContext }) => context.preference === 'force-initialize',
+  forceDiscover: ({ context }: { context: SessionContext }) => context.preference === 'force-discover',
+  /**
+   * Initialize goes first under prefer-initialize, and for a cached legacy era. A cached modern era moves
+   * discover first under prefer-initialize only when the record says initialize is refused: a dual server
+   * cached modern must still get its legacy session there (the outcome of §2 does not change with a cache).
+   */
+  initializeFirst: ({ context }: { context: SessionContext }) => {
+    if (isForced(context.preference)) return false;
+    if (context.cached?.era === 'legacy') return true;
+    if (context.preference !== 'prefer-initialize') return false;
+    return !(context.cached?.era === 'modern' && context.cached.initialize === 'refused');
+  },
+  respawnedForInitialize: ({ context }: { context: SessionContext }) => context.afterRespawn === 'initialize',
+  respawnedForDiscover: ({ context }: { context: SessionContext }) => context.afterRespawn === 'discover',
+  respawnedForModern: ({ context }: { context: SessionContext }) => context.afterRespawn === 'modern',
+  /** A legacy-only wire (HTTP+SSE): initialize, never discover. */
+  legacyOnlyWire: ({ context }: { context: SessionContext }) => caps(context).legacyOnly,
+  /** On a wire only because the era record named it: if that fails, the server may have moved on; probe afresh. */
+  wireFromCache: ({ context }: { context: SessionContext }) =>
+    context.cached?.transport === context.wire && context.spawns === 1 && fallingBackTo(context.wire) !== undefined,
+  /** An unanswered discover gets an initialize alongside where the wire races the probe (a process), not once initialize was tried. */
+  mayRace: ({ context }: { context: SessionContext }) => caps(context).probeRace && context.preference !== 'force-discover' && !context.initializeTried,
+  mayDiscoverAfterInitialize: ({ context }: { context: SessionContext }) => context.preference !== 'force-initialize' && !context.discoverTried,
+  mayInitializeAfterDiscover: ({ context }: { context: SessionContext }) => context.preference !== 'force-discover' && !context.initializeTried,
+  /** Only a legacy session has a server-side session that can expire. */
+  isLegacy: ({ context }: { context: SessionContext }) => context.era === 'legacy',
+  /** A bare 400/404/405 to initialize means "not this transport" only on a wire with a fallback to try. */
+  hasFallbackWire: ({ context }: { context: SessionContext }) => caps(context).fallback !== null,
+};
+type Condition = keyof typeof conditions;
+
+/** The verdict guard's params (./verdict-routes.ts builds them from a state's table). */
+export type VerdictGuardParams = RouteParams<VerdictKind, Condition>;
+
+function verdictGuard({ context, event }: { context: SessionContext; event: SessionEvent }, params: VerdictGuardParams): boolean {
+  if (!answersPending(context, event) || !params.is.includes(event.verdict.kind)) return false;
+  return params.when === undefined || conditions[params.when]({ context });
 }
 
-function answers(context: SessionContext, event: SessionEvent, p: AnswerGuardParams): boolean {
-  const c = classify(context, event);
-  if (c.to !== p.to) return false;
-  if (p.is === 'any') return true;
-  if (p.is === 'fatal') return isFatal(c.verdict);
-  return (p.is as readonly string[]).includes(c.verdict.kind);
-}
+const discoverRoutes = verdictRoutes<DiscoverKind, Condition>();
+const initializeRoutes = verdictRoutes<InitializeKind, Condition>();
 
 function eraSourceFor(c: SessionContext, era: Era): EraSource {
   if (isForced(c.preference)) return 'forced';
@@ -191,17 +213,17 @@ function eraSourceFor(c: SessionContext, era: Era): EraSource {
 
 /** The context update that fails the session: the error, with everything the server answered as evidence. */
 function failure(context: SessionContext, event: SessionEvent, code: ErrorCode, why: string, connecting = false): Pick<SessionContext, 'evidence' | 'error'> {
-  const last = discoverVerdictOf(context, event)?.why ?? initializeVerdictOf(context, event)?.why ?? describeClose(context, event, connecting);
+  const last = discoverAnswer(event)?.why ?? initializeAnswer(event)?.why ?? describeClose(context, event, connecting);
   const evidence = last && context.evidence[context.evidence.length - 1] !== last ? [...context.evidence, last] : context.evidence;
   const message = `${context.server}: ${why}${evidence.length ? ` — ${evidence.join('; ')}` : ''}`;
   return { evidence, error: { code, message, data: { preference: context.preference, evidence } } };
 }
 
-/** What ended the wire, in the upstream's terms: a process (stdio), or a connection (HTTP). */
+/** What ended the wire, in the upstream's terms: a process, or a connection. */
 function describeClose(context: SessionContext, event: SessionEvent, connecting = false): string {
   if (event.type !== 'transport.closed') return '';
   const why = `(${event.reason}${event.detail ? `: ${event.detail}` : ''})`;
-  if (context.transport === 'stdio') return `the process closed before answering ${why}`;
+  if (caps(context).processBound) return `the process closed before answering ${why}`;
   return connecting ? `the connection failed ${why}` : `the connection closed before answering ${why}`;
 }
 
@@ -210,27 +232,31 @@ function describeClose(context: SessionContext, event: SessionEvent, connecting 
  * could not be reached (MCPX_UPSTREAM_UNAVAILABLE: nothing was concluded about it, nothing is cached).
  */
 function startFailure(context: SessionContext, event: SessionEvent): Pick<SessionContext, 'evidence' | 'error'> {
-  if (context.transport === 'stdio') return failure(context, event, 'MCPX_SPAWN_FAILED', 'could not start the upstream');
-  const over = context.httpTransport === 'sse' ? 'HTTP+SSE' : 'Streamable HTTP';
-  return failure(context, event, 'MCPX_UPSTREAM_UNAVAILABLE', `could not connect to the upstream over ${over}`, true);
+  const wire = caps(context);
+  if (wire.processBound) return failure(context, event, 'MCPX_SPAWN_FAILED', 'could not start the upstream');
+  return failure(context, event, 'MCPX_UPSTREAM_UNAVAILABLE', `could not connect to the upstream over ${wire.label}`, true);
 }
 
-/** Guards of the answer rows, by request and verdict kind (AnswerGuardParams). */
-const discover = (is: AnswerGuardParams['is']) => ({ type: 'answer', params: { to: 'discover', is } }) as const;
-const initialize = (is: AnswerGuardParams['is']) => ({ type: 'answer', params: { to: 'initialize', is } }) as const;
 const failWith = (code: ErrorCode, why: string) => ({ type: 'fail', params: { code, why } }) as const;
 
-/**
- * The discover rows every state waiting for a discover answer shares: modern settles (into `modernTarget`),
- * a -32022 with a usable version asks again once (in `retryIn`), and a verdict that ends the probe fails it.
- * What a legacy verdict leads to differs by state and follows these rows.
- */
-const discoverRows = <M extends string, R extends string>(modernTarget: M, retryIn: R) =>
-  [
-    { guard: discover(['modern']), target: modernTarget, actions: ['settleModern', 'note'] },
-    { guard: discover(['retry']), target: retryIn, reenter: true, actions: 'sendDiscover' },
-    { guard: discover('fatal'), target: '#session.failed', actions: 'failOnVerdict' },
-  ] as const;
+// Rows several kinds share (one transition each, see routesFor).
+/** A verdict that ends the probe fails it as the verdict says (verdict.ts `Fails`). */
+const FAIL = { target: '#session.failed', actions: 'failOnVerdict' } as const;
+/** initialize refused while discover races it (what a modern-only server does): wait for discover alone. */
+const TO_DISCOVER_ONLY = { target: 'discoverOnly', actions: 'note' } as const;
+/** initialize refused with no fallback wire to try: discover next, if allowed (refusedInitialize). */
+const REFUSED_INITIALIZE = { target: 'refusedInitialize', actions: 'note' } as const;
+/** initialize refused on the process discover already pinned to 2026-07-28: that process is ours, modern. */
+const PINNED_REFUSAL = { target: '#session.ready', actions: 'notePinned' } as const;
+/** initialize answered (or unusable) on the process discover won: it may be pinned legacy now; speak modern to a fresh one. */
+const FRESH_FOR_MODERN = { target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'modern' } }] } as const;
+/** Once ready, any other discover answer is only noted. */
+const NOTE_ONLY = { actions: 'note' } as const;
+/** The server would not open the expired legacy session again: the session closes (its pool replaces it). */
+const NOT_RENEWED = {
+  target: 'closed',
+  actions: ['note', { type: 'closedBy', params: { reason: 'the server would not open the expired legacy session again' } }],
+} as const;
 
 export const sessionMachine = setup({
   types: {
@@ -244,57 +270,28 @@ export const sessionMachine = setup({
     startTimeout: ({ context }) => context.startTimeoutMs,
   },
   guards: {
-    forceInitialize: ({ context }) => context.preference === 'force-initialize',
-    forceDiscover: ({ context }) => context.preference === 'force-discover',
-    /**
-     * Initialize goes first under prefer-initialize, and for a cached legacy era. A cached modern era moves
-     * discover first under prefer-initialize only when the record says initialize is refused: a dual server
-     * cached modern must still get its legacy session there (the outcome of §2 does not change with a cache).
-     */
-    initializeFirst: ({ context }) => {
-      if (isForced(context.preference)) return false;
-      if (context.cached?.era === 'legacy') return true;
-      if (context.preference !== 'prefer-initialize') return false;
-      return !(context.cached?.era === 'modern' && context.cached.initialize === 'refused');
-    },
-    respawnedForInitialize: ({ context }) => context.afterRespawn === 'initialize',
-    /** The HTTP+SSE transport is legacy-only: initialize, never discover. */
-    onSse: ({ context }) => context.httpTransport === 'sse',
-    /** On HTTP+SSE only because the cache said so: if that fails, the server may have moved on; probe afresh. */
-    sseFromCache: ({ context }) => context.httpTransport === 'sse' && context.cached?.transport === 'sse' && context.spawns === 1,
-    respawnedForDiscover: ({ context }) => context.afterRespawn === 'discover',
-    respawnedForModern: ({ context }) => context.afterRespawn === 'modern',
-    /** On stdio an unanswered discover gets an initialize alongside; not on HTTP, not once initialize was tried. */
-    mayRace: ({ context }) => context.transport === 'stdio' && context.preference !== 'force-discover' && !context.initializeTried,
-    mayDiscoverAfterInitialize: ({ context }) => context.preference !== 'force-initialize' && !context.discoverTried,
-    mayInitializeAfterDiscover: ({ context }) => context.preference !== 'force-discover' && !context.initializeTried,
-
-    /** Every answer row: see AnswerGuardParams. */
-    answer: ({ context, event }, params: AnswerGuardParams) => answers(context, event, params),
-    /** Only a legacy session has a server-side session that can expire. */
-    isLegacy: ({ context }) => context.era === 'legacy',
-    /** A bare 400/404/405 to initialize means HTTP+SSE only while mcpx is still on Streamable HTTP. */
-    onStreamableHttp: ({ context }) => context.httpTransport === 'streamable-http',
+    ...conditions,
+    /** Every verdict route: see VerdictGuardParams. */
+    verdict: verdictGuard,
   },
   actions: {
     spawn: enqueueActions(({ context, enqueue }) => {
       enqueue.assign({ spawns: context.spawns + 1, discoverId: null, initializeId: null });
-      enqueue.emit({
-        type: 'spawn',
-        attempt: context.spawns + 1,
-        transport: context.transport === 'stdio' ? 'stdio' : (context.httpTransport ?? 'streamable-http'),
-      });
+      enqueue.emit({ type: 'spawn', attempt: context.spawns + 1, transport: context.wire });
     }),
     kill: enqueueActions(({ enqueue }) => enqueue.emit({ type: 'kill' })),
     respawnFor: assign((_, params: { next: 'initialize' | 'discover' | 'modern' | null }) => ({ afterRespawn: params.next })),
-    useTransport: assign((_, params: { transport: 'streamable-http' | 'sse' }) => ({ httpTransport: params.transport })),
+    /** Initialize said this is not an endpoint of the wire: try its fallback (HTTP+SSE for Streamable HTTP). */
+    useFallbackWire: assign(({ context }) => ({ wire: caps(context).fallback ?? context.wire })),
+    /** Leave the wire the era record named for the one that falls back to it, and probe afresh. */
+    leaveCachedWire: assign(({ context }) => ({ wire: fallingBackTo(context.wire) ?? context.wire })),
 
     /**
      * Send server/discover at the newest offered version, or — the one retry a -32022 allows — at the version
      * the verdict picked (possibly the one just refused).
      */
     sendDiscover: enqueueActions(({ context, event, enqueue }) => {
-      const verdict = discoverVerdictOf(context, event);
+      const verdict = discoverAnswer(event);
       const retry = verdict?.kind === 'retry';
       const version = retry ? verdict.version : context.modernVersions[0]!;
       const id = `mcpx-discover-${context.nextId}`;
@@ -306,11 +303,18 @@ export const sessionMachine = setup({
         versionRetried: retry,
         evidence: verdict ? [...context.evidence, verdict.why] : context.evidence,
       });
-      enqueue.emit({ type: 'request', id, method: 'server/discover', params: discoverParams(version, context.clientCapabilities) });
+      enqueue.emit({
+        type: 'request',
+        id,
+        method: 'server/discover',
+        params: discoverParams(version, context.clientCapabilities),
+        offered: context.modernVersions,
+        retried: retry,
+      });
     }),
     /** Send initialize offering 2025-11-25, or the newest legacy revision a discover answer named. */
     sendInitialize: enqueueActions(({ context, event, enqueue }) => {
-      const verdict = discoverVerdictOf(context, event);
+      const verdict = discoverAnswer(event);
       const version = verdict?.kind === 'legacy' && verdict.legacyVersions[0] ? verdict.legacyVersions[0] : NEWEST_LEGACY;
       const id = `mcpx-initialize-${context.nextId}`;
       enqueue.assign({ nextId: context.nextId + 1, initializeId: id, initializeTried: true });
@@ -326,8 +330,8 @@ export const sessionMachine = setup({
 
     /** Record what an answer (or a close) said, for error messages, and forget the answered request. */
     note: enqueueActions(({ context, event, enqueue }) => {
-      const d = discoverVerdictOf(context, event);
-      const i = initializeVerdictOf(context, event);
+      const d = discoverAnswer(event);
+      const i = initializeAnswer(event);
       const line = d?.why ?? i?.why ?? describeClose(context, event);
       // A refusal, or a process dying with initialize pending, marks initialize as refused for the cache.
       const refused = i?.kind === 'refused' || i?.kind === 'http-refused' || (event.type === 'transport.closed' && context.initializeId !== null);
@@ -346,7 +350,7 @@ export const sessionMachine = setup({
      * A process that exits there is read the same way.
      */
     notePinned: enqueueActions(({ context, event, enqueue }) => {
-      const i = initializeVerdictOf(context, event);
+      const i = initializeAnswer(event);
       const what = i?.why ?? describeClose(context, event);
       const line = what ? `${what}, on the process server/discover had already pinned to 2026-07-28 (not evidence about a fresh process)` : '';
       enqueue.assign({
@@ -357,7 +361,7 @@ export const sessionMachine = setup({
     }),
 
     settleModern: assign(({ context, event }) => {
-      const v = discoverVerdictOf(context, event);
+      const v = discoverAnswer(event);
       if (v?.kind !== 'modern') return {};
       const { serverInfo, capabilities, instructions } = v;
       return {
@@ -371,7 +375,7 @@ export const sessionMachine = setup({
       };
     }),
     settleLegacy: assign(({ context, event }) => {
-      const v = initializeVerdictOf(context, event);
+      const v = initializeAnswer(event);
       if (v?.kind !== 'legacy') return {};
       const { serverInfo, capabilities, instructions } = v;
       return { era: 'legacy' as const, negotiated: v.version, eraSource: eraSourceFor(context, 'legacy'), serverInfo, capabilities, instructions };
@@ -380,21 +384,22 @@ export const sessionMachine = setup({
      * On reaching ready: what the era cache should now say about this server, and whether the cached
      * record was wrong. The cache describes the server, not this session: legacy is only recorded when
      * discover was asked and did not prove modern (a dual server reached initialize-first must not be
-     * cached legacy, or discover-first starts would never find its modern side); an HTTP+SSE server is
-     * legacy-only by its transport, so that is worth recording whatever came first.
+     * cached legacy, or discover-first starts would never find its modern side); a server on a legacy-only
+     * wire (HTTP+SSE) is legacy by its transport, so that is worth recording whatever came first, with the wire.
      */
     recordEra: enqueueActions(({ context, enqueue }) => {
       // A renewed session is the same server as before: what the probe learned was recorded then.
       if (isForced(context.preference) || !context.era || !context.negotiated || context.renewals > 0) return;
       const cached = context.cached;
+      const legacyOnly = caps(context).legacyOnly;
       let record: Omit<EraRecord, 'at'> | null = null;
       if (context.era === 'modern') {
         // A cached refusal stands unless this session heard initialize answered on a process of its own.
         const refused =
           context.initializeRefused || (cached?.era === 'modern' && cached.initialize === 'refused' && (!context.initializeTried || context.initializePinned));
         record = { era: 'modern', version: context.negotiated, source: 'probe', ...(refused ? { initialize: 'refused' as const } : {}) };
-      } else if ((context.discoverTried || context.httpTransport === 'sse') && !context.supportsModern) {
-        record = { era: 'legacy', version: context.negotiated, source: 'probe', ...(context.httpTransport === 'sse' ? { transport: 'sse' as const } : {}) };
+      } else if ((context.discoverTried || legacyOnly) && !context.supportsModern) {
+        record = { era: 'legacy', version: context.negotiated, source: 'probe', ...(legacyOnly ? { transport: context.wire } : {}) };
       }
       if (!record) return;
       if (cached && cached.era !== record.era) enqueue.emit({ type: 'era.stale', cached, found: record.era });
@@ -408,7 +413,7 @@ export const sessionMachine = setup({
     }),
     /** A discover answered after a legacy session won the race: the server speaks modern too; tell the cache. */
     learnLateModern: enqueueActions(({ context, event, enqueue }) => {
-      const v = discoverVerdictOf(context, event);
+      const v = discoverAnswer(event);
       if (v?.kind !== 'modern') return;
       enqueue.assign({ supportsModern: true });
       if (!isForced(context.preference)) enqueue.emit({ type: 'cache.write', record: { era: 'modern', version: v.version, source: 'probe' } });
@@ -417,10 +422,14 @@ export const sessionMachine = setup({
     fail: assign(({ context, event }, params: { code: ErrorCode; why: string }) => failure(context, event, params.code, params.why)),
     /** Fail a start: worded and coded for the wire (a process, or an HTTP connection). */
     failToStart: assign(({ context, event }) => startFailure(context, event)),
+    /** A legacy-only wire whose server refused initialize: there is nothing else to ask over it. */
+    failLegacyOnlyRefused: assign(({ context, event }) =>
+      failure(context, event, 'MCPX_PROBE_REFUSED', `the ${caps(context).label} server refused initialize (that transport has no server/discover)`),
+    ),
     /** Fail as the answer's verdict says (verdict.ts `Fails`). */
     failOnVerdict: assign(({ context, event }) => {
-      const c = classify(context, event);
-      return c.to !== null && isFatal(c.verdict) ? failure(context, event, c.verdict.fails.code, c.verdict.fails.headline) : {};
+      const verdict = discoverAnswer(event) ?? initializeAnswer(event);
+      return verdict && isFatal(verdict) ? failure(context, event, verdict.fails.code, verdict.fails.headline) : {};
     }),
     closedBy: assign((_, params: { reason: string }) => ({ closeReason: params.reason })),
   },
@@ -428,7 +437,8 @@ export const sessionMachine = setup({
   id: 'session',
   context: ({ input }) => ({
     server: input.server,
-    transport: input.transport,
+    declaredWire: input.wire,
+    wire: startingWire(input),
     preference: input.preference,
     // force-* never reads the era cache (nor writes it: recordEra, learnLateModern).
     cached: isForced(input.preference) ? null : (input.cached ?? null),
@@ -445,14 +455,6 @@ export const sessionMachine = setup({
     initializeTried: false,
     spawns: 0,
     renewals: 0,
-    httpTransport:
-      input.transport === 'stdio'
-        ? null
-        : input.declaredSse
-          ? 'sse'
-          : !isForced(input.preference) && input.cached?.transport === 'sse'
-            ? 'sse'
-            : 'streamable-http',
     afterRespawn: null,
     era: null,
     negotiated: null,
@@ -487,14 +489,7 @@ export const sessionMachine = setup({
           on: {
             'transport.ready': 'routing',
             'transport.closed': [
-              {
-                guard: 'sseFromCache',
-                target: 'respawning',
-                actions: [
-                  { type: 'useTransport', params: { transport: 'streamable-http' } },
-                  { type: 'respawnFor', params: { next: null } },
-                ],
-              },
+              { guard: 'wireFromCache', target: 'respawning', actions: ['leaveCachedWire', { type: 'respawnFor', params: { next: null } }] },
               { target: '#session.failed', actions: 'failToStart' },
             ],
           },
@@ -506,7 +501,7 @@ export const sessionMachine = setup({
             { guard: 'respawnedForModern', target: '#session.ready' },
             { guard: 'respawnedForInitialize', target: 'initializing', actions: 'sendInitialize' },
             { guard: 'respawnedForDiscover', target: 'discovering', actions: 'sendDiscover' },
-            { guard: 'onSse', target: 'initializing', actions: 'sendInitialize' },
+            { guard: 'legacyOnlyWire', target: 'initializing', actions: 'sendInitialize' },
             { guard: 'forceInitialize', target: 'initializing', actions: 'sendInitialize' },
             { guard: 'initializeFirst', target: 'initializing', actions: 'sendInitialize' },
             { target: 'discovering', actions: 'sendDiscover' },
@@ -519,23 +514,26 @@ export const sessionMachine = setup({
             probeTimeout: { guard: 'mayRace', target: 'racing', actions: 'sendInitialize' },
           },
           on: {
-            'rpc.*': [
-              ...discoverRows('#session.ready', 'discovering'),
-              {
-                guard: and([discover(['legacy']), 'forceDiscover']),
-                target: '#session.failed',
-                actions: failWith(
-                  'MCPX_ERA_MISMATCH',
-                  'upstream.protocol is force-discover (no fallback to initialize), and the server does not speak 2026-07-28',
-                ),
-              },
-              { guard: and([discover(['legacy']), 'mayInitializeAfterDiscover']), target: 'initializing', actions: ['sendInitialize', 'note'] },
-              {
-                guard: discover(['legacy']),
-                target: '#session.failed',
-                actions: failWith('MCPX_PROBE_REFUSED', 'the server refused both initialize and server/discover'),
-              },
-            ],
+            'verdict.discover': discoverRoutes({
+              modern: { target: '#session.ready', actions: ['settleModern', 'note'] },
+              retry: { target: 'discovering', reenter: true, actions: 'sendDiscover' },
+              'modern-error': FAIL,
+              'no-common': FAIL,
+              unauthorized: FAIL,
+              unavailable: FAIL,
+              legacy: [
+                {
+                  when: 'forceDiscover',
+                  target: '#session.failed',
+                  actions: failWith(
+                    'MCPX_ERA_MISMATCH',
+                    'upstream.protocol is force-discover (no fallback to initialize), and the server does not speak 2026-07-28',
+                  ),
+                },
+                { when: 'mayInitializeAfterDiscover', target: 'initializing', actions: ['sendInitialize', 'note'] },
+                { target: '#session.failed', actions: failWith('MCPX_PROBE_REFUSED', 'the server refused both initialize and server/discover') },
+              ],
+            }),
             'transport.closed': [
               {
                 guard: 'forceDiscover',
@@ -554,13 +552,24 @@ export const sessionMachine = setup({
         /** discover unanswered past probeTimeout: initialize was sent alongside; the first answer that settles the era wins. */
         racing: {
           on: {
-            'rpc.*': [
-              ...discoverRows('awaitingInitialize', 'racing'),
-              { guard: discover(['legacy']), target: 'initializing', actions: 'note' },
-              { guard: initialize(['legacy']), target: '#session.ready', actions: ['settleLegacy', 'note', 'sendInitialized'] },
-              { guard: initialize('fatal'), target: '#session.failed', actions: 'failOnVerdict' },
-              { guard: initialize(['refused', 'http-refused']), target: 'discoverOnly', actions: 'note' },
-            ],
+            'verdict.discover': discoverRoutes({
+              modern: { target: 'awaitingInitialize', actions: ['settleModern', 'note'] },
+              retry: { target: 'racing', reenter: true, actions: 'sendDiscover' },
+              'modern-error': FAIL,
+              'no-common': FAIL,
+              unauthorized: FAIL,
+              unavailable: FAIL,
+              legacy: { target: 'initializing', actions: 'note' },
+            }),
+            'verdict.initialize': initializeRoutes({
+              legacy: { target: '#session.ready', actions: ['settleLegacy', 'note', 'sendInitialized'] },
+              'bad-version': FAIL,
+              malformed: FAIL,
+              unauthorized: FAIL,
+              unavailable: FAIL,
+              refused: TO_DISCOVER_ONLY,
+              'http-refused': TO_DISCOVER_ONLY,
+            }),
             // Both requests were out; the likeliest killer is the initialize (a slow modern server exiting on
             // it), since a server that dies on discover does so before the probe timeout. Try discover alone.
             'transport.closed': { target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'discover' } }] },
@@ -577,10 +586,15 @@ export const sessionMachine = setup({
             probeTimeout: { target: 'respawning', actions: { type: 'respawnFor', params: { next: 'modern' } } },
           },
           on: {
-            'rpc.*': [
-              { guard: initialize(['refused', 'http-refused']), target: '#session.ready', actions: 'notePinned' },
-              { guard: initialize('any'), target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'modern' } }] },
-            ],
+            'verdict.initialize': initializeRoutes({
+              refused: PINNED_REFUSAL,
+              'http-refused': PINNED_REFUSAL,
+              legacy: FRESH_FOR_MODERN,
+              'bad-version': FRESH_FOR_MODERN,
+              malformed: FRESH_FOR_MODERN,
+              unauthorized: FRESH_FOR_MODERN,
+              unavailable: FRESH_FOR_MODERN,
+            }),
             'transport.closed': { target: 'respawning', actions: ['notePinned', { type: 'respawnFor', params: { next: 'modern' } }] },
           },
         },
@@ -588,14 +602,15 @@ export const sessionMachine = setup({
         /** initialize was refused (what a modern-only server does); keep waiting for discover. */
         discoverOnly: {
           on: {
-            'rpc.*': [
-              ...discoverRows('#session.ready', 'discoverOnly'),
-              {
-                guard: discover('any'),
-                target: '#session.failed',
-                actions: failWith('MCPX_PROBE_REFUSED', 'the server refused both initialize and server/discover'),
-              },
-            ],
+            'verdict.discover': discoverRoutes({
+              modern: { target: '#session.ready', actions: ['settleModern', 'note'] },
+              retry: { target: 'discoverOnly', reenter: true, actions: 'sendDiscover' },
+              'modern-error': FAIL,
+              'no-common': FAIL,
+              unauthorized: FAIL,
+              unavailable: FAIL,
+              legacy: { target: '#session.failed', actions: failWith('MCPX_PROBE_REFUSED', 'the server refused both initialize and server/discover') },
+            }),
             'transport.closed': { target: 'respawning', actions: ['note', { type: 'respawnFor', params: { next: 'discover' } }] },
           },
         },
@@ -603,16 +618,22 @@ export const sessionMachine = setup({
         /** initialize is pending (first, as a fallback, or after a respawn). */
         initializing: {
           on: {
-            'rpc.*': [
-              { guard: initialize(['legacy']), target: '#session.ready', actions: ['settleLegacy', 'note', 'sendInitialized'] },
-              { guard: initialize('fatal'), target: '#session.failed', actions: 'failOnVerdict' },
-              {
-                guard: and([initialize(['http-refused']), 'onStreamableHttp']),
-                target: 'respawning',
-                actions: ['note', { type: 'useTransport', params: { transport: 'sse' } }, { type: 'respawnFor', params: { next: 'initialize' } }],
-              },
-              { guard: initialize(['refused', 'http-refused']), target: 'refusedInitialize', actions: 'note' },
-            ],
+            'verdict.initialize': initializeRoutes({
+              legacy: { target: '#session.ready', actions: ['settleLegacy', 'note', 'sendInitialized'] },
+              'bad-version': FAIL,
+              malformed: FAIL,
+              unauthorized: FAIL,
+              unavailable: FAIL,
+              refused: REFUSED_INITIALIZE,
+              'http-refused': [
+                {
+                  when: 'hasFallbackWire',
+                  target: 'respawning',
+                  actions: ['note', 'useFallbackWire', { type: 'respawnFor', params: { next: 'initialize' } }],
+                },
+                REFUSED_INITIALIZE,
+              ],
+            }),
             'transport.closed': [
               {
                 guard: 'forceInitialize',
@@ -634,35 +655,15 @@ export const sessionMachine = setup({
             {
               guard: 'forceInitialize',
               target: '#session.failed',
-              actions: {
-                type: 'fail',
-                params: {
-                  code: 'MCPX_ERA_MISMATCH',
-                  why: 'upstream.protocol is force-initialize (no fallback to server/discover), and the server refused initialize',
-                },
-              },
+              actions: failWith(
+                'MCPX_ERA_MISMATCH',
+                'upstream.protocol is force-initialize (no fallback to server/discover), and the server refused initialize',
+              ),
             },
-            {
-              guard: 'sseFromCache',
-              target: 'respawning',
-              actions: [
-                { type: 'useTransport', params: { transport: 'streamable-http' } },
-                { type: 'respawnFor', params: { next: null } },
-              ],
-            },
-            {
-              guard: 'onSse',
-              target: '#session.failed',
-              actions: {
-                type: 'fail',
-                params: { code: 'MCPX_PROBE_REFUSED', why: 'the HTTP+SSE server refused initialize (that transport has no server/discover)' },
-              },
-            },
+            { guard: 'wireFromCache', target: 'respawning', actions: ['leaveCachedWire', { type: 'respawnFor', params: { next: null } }] },
+            { guard: 'legacyOnlyWire', target: '#session.failed', actions: 'failLegacyOnlyRefused' },
             { guard: 'mayDiscoverAfterInitialize', target: 'discovering', actions: 'sendDiscover' },
-            {
-              target: '#session.failed',
-              actions: { type: 'fail', params: { code: 'MCPX_PROBE_REFUSED', why: 'the server refused both server/discover and initialize' } },
-            },
+            { target: '#session.failed', actions: failWith('MCPX_PROBE_REFUSED', 'the server refused both server/discover and initialize') },
           ],
         },
 
@@ -680,10 +681,16 @@ export const sessionMachine = setup({
     ready: {
       entry: 'recordEra',
       on: {
-        'rpc.*': [
-          { guard: discover(['modern']), actions: ['learnLateModern', 'note'] },
-          { guard: discover('any'), actions: 'note' },
-        ],
+        // A discover still pending after a legacy race win: its answer is noted (and a modern one tells the cache).
+        'verdict.discover': discoverRoutes({
+          modern: { actions: ['learnLateModern', 'note'] },
+          retry: NOTE_ONLY,
+          'modern-error': NOTE_ONLY,
+          'no-common': NOTE_ONLY,
+          unauthorized: NOTE_ONLY,
+          unavailable: NOTE_ONLY,
+          legacy: NOTE_ONLY,
+        }),
         'transport.expired': { guard: 'isLegacy', target: 'renewing' },
         'transport.closed': { target: 'closed', actions: { type: 'closedBy', params: { reason: 'upstream closed' } } },
         stop: { target: 'stopped', actions: { type: 'closedBy', params: { reason: 'stopped' } } },
@@ -704,14 +711,15 @@ export const sessionMachine = setup({
         },
       },
       on: {
-        'rpc.*': [
-          { guard: initialize(['legacy']), target: 'ready', actions: ['settleLegacy', 'note', 'sendInitialized'] },
-          {
-            guard: initialize('any'),
-            target: 'closed',
-            actions: ['note', { type: 'closedBy', params: { reason: 'the server would not open the expired legacy session again' } }],
-          },
-        ],
+        'verdict.initialize': initializeRoutes({
+          legacy: { target: 'ready', actions: ['settleLegacy', 'note', 'sendInitialized'] },
+          'bad-version': NOT_RENEWED,
+          malformed: NOT_RENEWED,
+          refused: NOT_RENEWED,
+          'http-refused': NOT_RENEWED,
+          unauthorized: NOT_RENEWED,
+          unavailable: NOT_RENEWED,
+        }),
         'transport.closed': { target: 'closed', actions: { type: 'closedBy', params: { reason: 'upstream closed' } } },
         stop: { target: 'stopped', actions: { type: 'closedBy', params: { reason: 'stopped' } } },
       },

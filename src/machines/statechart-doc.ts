@@ -137,14 +137,15 @@ export function guardText(guard: unknown): string {
   return 'guard';
 }
 
-/** A parametrized guard: the session chart's answer guard as `discover answered modern`; others by name. */
+/** A parametrized guard: the session chart's verdict guard as its kinds and condition (`legacy and forceDiscover`); others by name. */
 function withParams(guard: { type: string; params?: unknown }): string {
   const p = guard.params;
   if (!p || typeof p !== 'object') return guard.type;
-  const value = (v: unknown): string => (Array.isArray(v) ? v.join(' or ') : String(v));
-  const { to, is } = p as { to?: unknown; is?: unknown };
-  if (typeof to === 'string' && is !== undefined) return `${to} answered ${value(is)}`;
-  return guard.type;
+  const { is, when } = p as { is?: unknown; when?: unknown };
+  if (!Array.isArray(is) || is.length === 0) return guard.type;
+  const kinds = is.join(' or ');
+  if (typeof when !== 'string') return kinds;
+  return `${is.length > 1 ? `(${kinds})` : kinds} and ${when}`;
 }
 
 function eventLabel(t: AnyTransitionDefinition, node: AnyStateNode, ids: Ids, always: boolean): string {

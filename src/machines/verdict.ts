@@ -1,6 +1,6 @@
 /**
  * The verdict table: what one answer from an upstream means for its era (docs/behaviour.md §3, §4).
- * Pure functions, no I/O and no state: the session machine's guards call them, and
+ * Pure functions, no I/O and no state: each probe answer is read once (session.machine.ts `answered`), and
  * test/machines/verdict.test.ts checks them row by row. Nothing else in mcpx decides eras. The -32022
  * rule (versionRefusal) is here too, because ordinary modern requests follow the same rule as the probe.
  */

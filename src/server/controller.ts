@@ -24,6 +24,8 @@ import { laneCap } from '../pool/pool.machine.js';
 import { PoolRegistry } from '../pool/pool-registry.js';
 import { ServerPool, type ServerPoolDeps, type SessionFactory } from '../pool/server-pool.js';
 import type { CallContext, InstanceStatus, PoolEvent, PoolServerConfig } from '../pool/types.js';
+import { capabilitiesOf } from '../transports/capabilities.js';
+import { wireOf } from '../upstream/definition.js';
 import type { EraCache } from '../upstream/era-cache.js';
 import type { Tool } from '../upstream/session.js';
 import type { CatalogStore } from '../catalog/catalog-store.js';
@@ -320,7 +322,7 @@ export class Controller {
       }
       return {
         server: pool.name,
-        transport: 'command' in c.definition ? 'stdio' : 'http',
+        transport: capabilitiesOf(wireOf(c.definition)).kind,
         preference: c.preference,
         lanes,
         instances: instances.map(instanceView),

@@ -5,18 +5,19 @@
 import type { TransportLogger } from './jsonrpc.js';
 import type { CloseInfo, JsonRpcId, JsonRpcMessage } from './types.js';
 
-export type MessageListener = (message: JsonRpcMessage, context?: unknown) => void;
+export type MessageListener<C = unknown> = (message: JsonRpcMessage, context?: C) => void;
 export type CloseListener = (info: CloseInfo) => void;
 export type RequestErrorListener = (id: JsonRpcId, error: Error) => void;
 
-export abstract class ChannelBase {
+/** `C`: the context the owner sends messages with (see Channel). */
+export abstract class ChannelBase<C = unknown> {
   protected abstract readonly log: TransportLogger;
-  private readonly messageListeners: MessageListener[] = [];
+  private readonly messageListeners: MessageListener<C>[] = [];
   private readonly closeListeners: CloseListener[] = [];
   private readonly requestErrorListeners: RequestErrorListener[] = [];
   private closeReported = false;
 
-  onMessage(listener: MessageListener): void {
+  onMessage(listener: MessageListener<C>): void {
     this.messageListeners.push(listener);
   }
 
@@ -33,7 +34,7 @@ export abstract class ChannelBase {
     return this.closeReported;
   }
 
-  protected deliverMessage(message: JsonRpcMessage, context: unknown): void {
+  protected deliverMessage(message: JsonRpcMessage, context: C | undefined): void {
     this.each(this.messageListeners, 'message', (l) => l(message, context));
   }
 

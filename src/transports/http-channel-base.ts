@@ -96,7 +96,7 @@ export interface HttpChannelOptions {
   authorizer?: RequestAuthorizer;
 }
 
-export abstract class HttpChannelBase extends ChannelBase {
+export abstract class HttpChannelBase<C = unknown> extends ChannelBase<C> {
   readonly url: URL;
   /** The URL as it may appear in errors and logs (secrets redacted). */
   readonly displayUrl: string;

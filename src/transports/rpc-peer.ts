@@ -28,13 +28,13 @@ import type {
 /** The longest delay setTimeout honours (2^31−1 ms, ~24.8 days); a longer one fires at once. */
 const MAX_TIMER_MS = 2_147_483_647;
 
-export interface ServerRequestContext {
+export interface ServerRequestContext<C = unknown> {
   /** The context the channel delivered with the request (HTTP: the provoking request's context). */
-  context?: unknown;
+  context?: C;
 }
 
-export type PeerRequestHandler = (request: JsonRpcRequest, ctx: ServerRequestContext) => Promise<unknown>;
-export type NotificationListener = (notification: JsonRpcNotification, ctx: ServerRequestContext) => void;
+export type PeerRequestHandler<C = unknown> = (request: JsonRpcRequest, ctx: ServerRequestContext<C>) => Promise<unknown>;
+export type NotificationListener<C = unknown> = (notification: JsonRpcNotification, ctx: ServerRequestContext<C>) => void;
 
 export interface RpcPeerOptions {
   logger?: TransportLogger;
@@ -47,16 +47,17 @@ interface Pending {
   cleanup: () => void;
 }
 
-export class RpcPeer {
-  readonly channel: Channel;
+/** `C`: the context requests carry through the channel (RequestOptions.context), and messages come back with. */
+export class RpcPeer<C = unknown> {
+  readonly channel: Channel<C>;
   private readonly log: TransportLogger;
   private readonly pending = new Map<JsonRpcId, Pending>();
   private nextId = 1;
-  private requestHandler: PeerRequestHandler | undefined;
-  private readonly notificationListeners: NotificationListener[] = [];
+  private requestHandler: PeerRequestHandler<C> | undefined;
+  private readonly notificationListeners: NotificationListener<C>[] = [];
   private closeInfo: CloseInfo | undefined;
 
-  constructor(channel: Channel, options: RpcPeerOptions = {}) {
+  constructor(channel: Channel<C>, options: RpcPeerOptions = {}) {
     this.channel = channel;
     this.log = options.logger ?? silentLogger;
     channel.onMessage((message, context) => this.handleMessage(message, context));
@@ -79,7 +80,7 @@ export class RpcPeer {
    * RequestTimeoutError, McpxError MCPX_REQUEST_CANCELLED (opts.signal aborted) or
    * TransportClosedError (the channel closed first, or was already closed).
    */
-  request(method: string, params?: Record<string, unknown>, opts: RequestOptions = {}): Promise<unknown> {
+  request(method: string, params?: Record<string, unknown>, opts: RequestOptions<C> = {}): Promise<unknown> {
     if (this.closeInfo) return Promise.reject(closedError(method, this.closeInfo));
     const id = opts.id ?? this.nextId++;
     if (this.pending.has(id)) {
@@ -132,23 +133,23 @@ export class RpcPeer {
   }
 
   /** Send a notification. Throws TransportClosedError when the channel is closed. */
-  notify(method: string, params?: Record<string, unknown>, context?: unknown): void {
+  notify(method: string, params?: Record<string, unknown>, context?: C): void {
     const message: JsonRpcNotification = params === undefined ? { jsonrpc: '2.0', method } : { jsonrpc: '2.0', method, params };
     this.channel.send(message, context);
   }
 
   /** Answer server→client requests. Only one handler; a second call replaces the first. */
-  onRequest(handler: PeerRequestHandler): void {
+  onRequest(handler: PeerRequestHandler<C>): void {
     this.requestHandler = handler;
   }
 
-  onNotification(listener: NotificationListener): void {
+  onNotification(listener: NotificationListener<C>): void {
     this.notificationListeners.push(listener);
   }
 
   // ---------------------------------------------------------------------------------- inbound
 
-  private handleMessage(message: JsonRpcMessage, context: unknown): void {
+  private handleMessage(message: JsonRpcMessage, context: C | undefined): void {
     if (isResponse(message)) {
       this.handleResponse(message);
     } else if (isRequest(message)) {
@@ -176,7 +177,7 @@ export class RpcPeer {
     else entry.resolve(message.result);
   }
 
-  private async answer(request: JsonRpcRequest, context: unknown): Promise<void> {
+  private async answer(request: JsonRpcRequest, context: C | undefined): Promise<void> {
     let response: JsonRpcSuccess | JsonRpcFailure;
     const handler = this.requestHandler;
     if (!handler) {
@@ -208,7 +209,7 @@ export class RpcPeer {
     }
   }
 
-  private sendCancelled(method: string, id: JsonRpcId, reason: string, context: unknown): void {
+  private sendCancelled(method: string, id: JsonRpcId, reason: string, context: C | undefined): void {
     if (method === 'initialize' || this.closeInfo) return; // the spec forbids cancelling initialize
     try {
       this.notify('notifications/cancelled', { requestId: id, reason }, context);

@@ -29,7 +29,7 @@ export interface LegacySseChannelOptions extends HttpChannelOptions {
   timeoutMs?: number;
 }
 
-export class LegacySseChannel extends HttpChannelBase implements Channel {
+export class LegacySseChannel<C = unknown> extends HttpChannelBase<C> implements Channel<C> {
   private readonly timeoutMs: number;
 
   private endpoint: URL | undefined;
@@ -54,7 +54,7 @@ export class LegacySseChannel extends HttpChannelBase implements Channel {
     return this.startPromise;
   }
 
-  send(message: JsonRpcMessage, _context?: unknown): void {
+  send(message: JsonRpcMessage, _context?: C): void {
     const endpoint = this.endpoint;
     if (this.isClosed || !endpoint) {
       const state = this.isClosed ? 'the HTTP+SSE channel is closed' : 'the HTTP+SSE channel is not started';

@@ -83,7 +83,7 @@ const POLL_MS = 20;
 /** Messages sent in one turn of the event loop go to stdin in one write, up to this many characters. */
 const WRITE_BATCH_CHARS = 64 * 1024;
 
-export class StdioChannel extends ChannelBase implements Channel {
+export class StdioChannel<C = unknown> extends ChannelBase<C> implements Channel<C> {
   private readonly command: string;
   private readonly args: string[];
   private readonly env: Record<string, string> | undefined;
@@ -161,7 +161,7 @@ export class StdioChannel extends ChannelBase implements Channel {
     return this.startPromise;
   }
 
-  send(message: JsonRpcMessage, _context?: unknown): void {
+  send(message: JsonRpcMessage, _context?: C): void {
     const stdin = this.child?.stdin;
     if (this.isClosed || this.exited || !this.spawned || !stdin || stdin.destroyed || !stdin.writable) {
       const state = !this.spawned

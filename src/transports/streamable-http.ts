@@ -78,13 +78,13 @@ async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 
 export type StreamableHttpChannelOptions = HttpChannelOptions;
 
-/** One POST (and, after a session renewal, its retry). */
-interface Flight {
+/** One POST (and, after a session renewal, its retry); `C` is the context its sender gave it. */
+interface Flight<C> {
   message: JsonRpcMessage;
   /** Set for requests: the id whose answer this POST waits for. */
   id: JsonRpcId | undefined;
   method: string | undefined;
-  context: unknown;
+  context: C | undefined;
   /** Extra headers from send() (modern POSTs only). */
   headers?: Record<string, string>;
   controller: AbortController;
@@ -133,9 +133,9 @@ export function modernVersionOf(message: JsonRpcMessage): string | undefined {
 
 // ------------------------------------------------------------------------------------ the channel
 
-export class StreamableHttpChannel extends HttpChannelBase implements Channel {
-  private readonly inflight = new Set<Flight>();
-  private readonly requestsById = new Map<JsonRpcId, Flight>();
+export class StreamableHttpChannel<C = unknown> extends HttpChannelBase<C> implements Channel<C> {
+  private readonly inflight = new Set<Flight<C>>();
+  private readonly requestsById = new Map<JsonRpcId, Flight<C>>();
   private legacy: LegacySession | undefined;
   private renewal: Promise<void> | undefined;
   private expiredHandler: (() => Promise<void>) | undefined;
@@ -165,14 +165,14 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     return Promise.resolve();
   }
 
-  send(message: JsonRpcMessage, context?: unknown, options?: SendOptions): void {
+  send(message: JsonRpcMessage, context?: C, options?: SendOptions): void {
     if (this.isClosed) {
       throw new TransportClosedError(`cannot send to ${this.displayUrl}: the HTTP channel is closed`, { url: this.displayUrl });
     }
     if (isNotification(message) && message.method === 'notifications/cancelled' && this.cancel(message.params?.requestId)) return;
 
     const id = isRequest(message) ? message.id : undefined;
-    const flight: Flight = {
+    const flight: Flight<C> = {
       message,
       id,
       method: 'method' in message ? message.method : undefined,
@@ -216,7 +216,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     return false;
   }
 
-  private async run(flight: Flight): Promise<void> {
+  private async run(flight: Flight<C>): Promise<void> {
     const initialized = flight.method === 'notifications/initialized' && !isRequest(flight.message);
     // Before the first await: send() runs this synchronously, so requests sent after it find the gate.
     if (initialized) this.expectStandalone();
@@ -235,7 +235,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     }
   }
 
-  private failFlight(flight: Flight, error: Error): void {
+  private failFlight(flight: Flight<C>, error: Error): void {
     if (flight.settled || flight.cancelled || this.isClosed) {
       this.log.debug({ err: error, method: flight.method, id: flight.id }, 'ignoring the failure of a finished or cancelled HTTP message');
       return;
@@ -302,7 +302,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
   }
 
   /** POST one message and process the answer; throws what the flight should fail with. */
-  private async exchange(flight: Flight, mayRenew: boolean): Promise<void> {
+  private async exchange(flight: Flight<C>, mayRenew: boolean): Promise<void> {
     const what = flight.method ?? 'a response';
     const { headers, sessionId } = this.headersFor(flight.message, flight.headers);
     const res = await this.post(JSON.stringify(flight.message), headers, flight.controller.signal, what);
@@ -345,7 +345,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     }
   }
 
-  private async readSuccess(flight: Flight, res: Dispatcher.ResponseData, what: string): Promise<StreamEnd | undefined> {
+  private async readSuccess(flight: Flight<C>, res: Dispatcher.ResponseData, what: string): Promise<StreamEnd | undefined> {
     if (mediaType(res.headers) === 'text/event-stream') {
       return this.readEventStream(flight, res, what);
     }
@@ -369,7 +369,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     return undefined;
   }
 
-  private readEventStream(flight: Flight, res: Dispatcher.ResponseData, what: string): Promise<StreamEnd> {
+  private readEventStream(flight: Flight<C>, res: Dispatcher.ResponseData, what: string): Promise<StreamEnd> {
     return new Promise<StreamEnd>((resolve, reject) => {
       let done = false;
       let events = 0;
@@ -428,7 +428,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     });
   }
 
-  private async readFailure(flight: Flight, res: Dispatcher.ResponseData, what: string): Promise<void> {
+  private async readFailure(flight: Flight<C>, res: Dispatcher.ResponseData, what: string): Promise<void> {
     const status = res.statusCode;
     const prefix = await readPrefix(res.body, ERROR_BODY_READ_BYTES);
     const messages = prefix.complete ? this.parseBody(prefix.text, mediaType(res.headers)) : [];
@@ -488,7 +488,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     return out;
   }
 
-  private deliverValue(flight: Flight, value: unknown, headers: ResponseHeaders): void {
+  private deliverValue(flight: Flight<C>, value: unknown, headers: ResponseHeaders): void {
     const c = classifyMessage(value);
     if (!c.ok) {
       this.log.warn({ url: this.displayUrl, reason: c.reason }, 'ignoring a body that is not a JSON-RPC message');
@@ -497,7 +497,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
     this.deliver(flight, c.message, headers);
   }
 
-  private deliver(flight: Flight, message: JsonRpcMessage, headers: ResponseHeaders): void {
+  private deliver(flight: Flight<C>, message: JsonRpcMessage, headers: ResponseHeaders): void {
     if (this.isClosed) return;
     if (isResponse(message) && flight.id !== undefined && message.id === flight.id) {
       if (flight.settled) return;
@@ -541,7 +541,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
    * Wait `retry` ms (or the default), then GET with `Last-Event-ID`; whatever arrives belongs to the
    * request. Repeated while the streams make progress, bounded.
    */
-  private async resume(flight: Flight, end: StreamEnd, what: string): Promise<void> {
+  private async resume(flight: Flight<C>, end: StreamEnd, what: string): Promise<void> {
     let { lastEventId, retry } = end;
     let attempts = 0;
     while (lastEventId !== undefined && attempts < MAX_RESUME_ATTEMPTS) {
@@ -612,7 +612,7 @@ export class StreamableHttpChannel extends HttpChannelBase implements Channel {
   private async runStandalone(stream: { session: LegacySession; controller: AbortController }): Promise<void> {
     const what = 'the standalone GET stream';
     const signal = stream.controller.signal;
-    const flight: Flight = {
+    const flight: Flight<C> = {
       message: { jsonrpc: '2.0', method: 'GET' },
       id: undefined,
       method: undefined,

@@ -46,13 +46,13 @@ export interface CloseInfo {
 }
 
 /** What a request carries besides its method and params: who asked, and how long they will wait. */
-export interface RequestOptions {
+export interface RequestOptions<C = unknown> {
   /** Use this id on the wire instead of the peer's own counter (the probe chooses its ids). */
   id?: JsonRpcId;
   timeoutMs?: number;
   signal?: AbortSignal;
-  /** Opaque caller context; handed back to the server-request handler for requests this one provoked. */
-  context?: unknown;
+  /** The caller's context, opaque to the transport; handed back with the messages this request provoked. */
+  context?: C;
   /** Extra HTTP headers for this request (SEP-2243 `Mcp-Param-*`); handed to the channel's send(). */
   headers?: Record<string, string>;
 }
@@ -66,16 +66,21 @@ export interface SendOptions {
   headers?: Record<string, string>;
 }
 
-export interface Channel {
+/**
+ * `C` is the context its owner sends with a message. A channel that can attribute what arrives to the
+ * message that provoked it (capabilities.ts `attributesServerRequests`) delivers that message's context
+ * with it; otherwise messages arrive with none.
+ */
+export interface Channel<C = unknown> {
   /** Open the channel (spawn the process / nothing for HTTP). Rejects with a typed McpxError. */
   start(): Promise<void>;
-  send(message: JsonRpcMessage, context?: unknown, options?: SendOptions): void;
+  send(message: JsonRpcMessage, context?: C, options?: SendOptions): void;
   /**
    * Orderly stop. Resolves when nothing is left running. Safe to call twice or after a crash. `error`, when
    * given, is why the owner closes it: requests still waiting fail with it (transports that have none ignore it).
    */
   close(error?: Error): Promise<void>;
-  onMessage(listener: (message: JsonRpcMessage, context?: unknown) => void): void;
+  onMessage(listener: (message: JsonRpcMessage, context?: C) => void): void;
   onClose(listener: (info: CloseInfo) => void): void;
   /**
    * Message transports (HTTP) can fail one request without closing: a non-2xx status with no JSON-RPC

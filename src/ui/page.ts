@@ -271,7 +271,7 @@ export const UI_SCRIPT = String.raw`'use strict';
 
   // The probe's path: the state after each step (from the probe timeline), each change of state as the
   // transition of the chart it took, numbered in order.
-  var EVENT_OF = { answer: 'rpc.', timeout: 'after probeTimeout', 'process.ready': 'transport.ready', closed: 'transport.closed', start: 'start', respawn: 'transport.closed', stopped: 'stop' };
+  var EVENT_OF = { answer: 'verdict.', timeout: 'after probeTimeout', 'process.ready': 'transport.ready', closed: 'transport.closed', start: 'start', respawn: 'transport.closed', stopped: 'stop' };
   function within(id, ancestor) { return id === ancestor || id.indexOf(ancestor + '_') === 0; }
   function probePath(probe, text) {
     var edges = edgesOf(text);

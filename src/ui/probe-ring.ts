@@ -13,6 +13,7 @@ import type { InspectionEvent } from 'xstate';
 import type { SessionContext, SessionEvent } from '../machines/session.machine.js';
 import type { Lane } from '../machines/preference.js';
 import { stateName } from '../machines/state-name.js';
+import { capabilitiesOf } from '../transports/capabilities.js';
 import type { InspectSource } from '../pool/types.js';
 import type { SessionSnapshot } from '../upstream/session.js';
 
@@ -215,9 +216,7 @@ export class ProbeRing {
     const e = event as {
       type: string;
       id?: unknown;
-      result?: unknown;
-      error?: { code?: unknown; message?: unknown };
-      failure?: { kind?: unknown; status?: unknown; message?: unknown };
+      answer?: { result?: unknown; error?: { code?: unknown; message?: unknown }; failure?: { kind?: unknown; status?: unknown; message?: unknown } };
       reason?: unknown;
       detail?: unknown;
       pid?: unknown;
@@ -225,7 +224,7 @@ export class ProbeRing {
 
     if (e.type === 'start') {
       const cached = c.cached ? `, cached ${c.cached.era} ${c.cached.version}` : ', nothing cached';
-      add('start', `probe started: ${c.preference}${cached}; probe timeout ${c.probeTimeoutMs} ms; ${c.transport}`);
+      add('start', `probe started: ${c.preference}${cached}; probe timeout ${c.probeTimeoutMs} ms; ${capabilitiesOf(c.wire).kind}`);
     }
     if (e.type.startsWith('xstate.after.')) {
       if (e.type.includes('probeTimeout')) {
@@ -236,11 +235,12 @@ export class ProbeRing {
       }
     }
     if (e.type === 'transport.ready') add('process.ready', typeof e.pid === 'number' ? `process ready (pid ${e.pid})` : 'connection ready');
-    if (e.type === 'rpc.result' || e.type === 'rpc.error' || e.type === 'rpc.failed') {
+    if ((e.type === 'verdict.discover' || e.type === 'verdict.initialize') && e.answer) {
       const to = p && e.id === p.discoverId ? 'server/discover' : p && e.id === p.initializeId ? 'initialize' : `${String(e.id)}`;
+      const a = e.answer;
       let what: string;
-      if (e.type === 'rpc.result') {
-        const r = e.result as { protocolVersion?: unknown; supportedVersions?: unknown } | null;
+      if ('result' in a) {
+        const r = a.result as { protocolVersion?: unknown; supportedVersions?: unknown } | null;
         const v =
           r && typeof r === 'object'
             ? typeof r.protocolVersion === 'string'
@@ -250,10 +250,10 @@ export class ProbeRing {
                 : ''
             : '';
         what = `result${v}`;
-      } else if (e.type === 'rpc.error') {
-        what = `error ${String(e.error?.code)}: ${String(e.error?.message ?? '')}`;
+      } else if ('error' in a) {
+        what = `error ${String(a.error?.code)}: ${String(a.error?.message ?? '')}`;
       } else {
-        what = `failed (${String(e.failure?.kind)}${typeof e.failure?.status === 'number' ? ` ${e.failure.status}` : ''}): ${String(e.failure?.message ?? '')}`;
+        what = `failed (${String(a.failure?.kind)}${typeof a.failure?.status === 'number' ? ` ${a.failure.status}` : ''}): ${String(a.failure?.message ?? '')}`;
       }
       const late = t.record.verdict ? ' (after the verdict)' : '';
       const why = p ? c.evidence.slice(p.evidence.length).join('; ') : '';
@@ -264,8 +264,8 @@ export class ProbeRing {
       add(
         'spawn',
         c.spawns === 1
-          ? `process started (${c.transport === 'stdio' ? 'stdio' : (c.httpTransport ?? 'http')})`
-          : `process started again (attempt ${c.spawns}${c.httpTransport ? `, ${c.httpTransport}` : ''})`,
+          ? `process started (${c.wire})`
+          : `process started again (attempt ${c.spawns}${capabilitiesOf(c.wire).processBound ? '' : `, ${c.wire}`})`,
       );
     if (p && c.discoverId && c.discoverId !== p.discoverId) {
       add(

@@ -1,4 +1,5 @@
 import type { OAuthSettings } from '../auth/settings.js';
+import type { WireTransport } from '../transports/capabilities.js';
 
 /** How a configured upstream is reached: a process to spawn, or a URL. */
 export interface StdioDefinition {
@@ -26,4 +27,9 @@ export type ServerDefinition = StdioDefinition | HttpDefinition;
 
 export function isStdioDefinition(def: ServerDefinition): def is StdioDefinition {
   return typeof (def as StdioDefinition).command === 'string';
+}
+
+/** The wire a definition names: stdio for a command, else its declared HTTP transport (Streamable HTTP by default). */
+export function wireOf(def: ServerDefinition): WireTransport {
+  return isStdioDefinition(def) ? 'stdio' : (def.transport ?? 'streamable-http');
 }

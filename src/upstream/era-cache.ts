@@ -9,6 +9,7 @@
  * and atomic 0600 rename (src/state/locked-json-file.ts has the rules).
  */
 import { eraRecordOf } from '../state/record-checks.js';
+import type { WireTransport } from '../transports/capabilities.js';
 import { LockedJsonFile, type StateFileFormat, type StateFileLogger, type StateFileOptions } from '../state/locked-json-file.js';
 
 export const ERA_CACHE_FILE = 'upstream-eras.json';
@@ -22,8 +23,8 @@ export interface EraRecord {
   at: string;
   /** How it was learned. */
   source: 'probe' | 'cache' | (string & {});
-  /** For HTTP servers: which transport answered (room for the HTTP+SSE fallback). */
-  transport?: 'streamable-http' | 'sse';
+  /** The legacy-only wire that answered (HTTP+SSE), where the next start begins; the file holds only HTTP wires. */
+  transport?: WireTransport;
   /**
    * `refused`: a modern server that refused initialize (or died on it). Lets prefer-initialize skip a
    * doomed initialize; without it a cached modern era says nothing about the server's legacy side.

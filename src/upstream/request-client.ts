@@ -11,10 +11,10 @@ import { basename } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { McpxError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { WireTransport } from '../machines/session.machine.js';
 import { versionRefusal } from '../machines/verdict.js';
 import type { Era } from '../machines/versions.js';
 import { RPC } from '../protocol/constants.js';
+import type { TransportCapabilities } from '../transports/capabilities.js';
 import { requestParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import type { RpcPeer } from '../transports/rpc-peer.js';
 import type { JsonRpcNotification, JsonRpcRequest } from '../transports/types.js';
@@ -81,20 +81,22 @@ export interface Tool {
   [key: string]: unknown;
 }
 
-/** A call in flight, as it travels with its upstream request (HTTP hands it back with the questions it provokes). */
+/**
+ * A call in flight: the context its upstream requests carry through the channel, handed back with the
+ * questions and progress they provoke where the wire attributes them (capabilities `attributesServerRequests`).
+ */
 export interface InFlightCall {
   context: unknown;
   onServerRequest?: ServerRequestHandler;
 }
 
-export const isInFlightCall = (v: unknown): v is InFlightCall => typeof v === 'object' && v !== null && 'context' in v;
-
 /** What a request needs from the ready session: its connection and what the chart settled. */
 export interface ReadyConnection {
-  peer: RpcPeer;
+  peer: RpcPeer<InFlightCall>;
   era: Era;
   negotiated: string;
-  transport: WireTransport;
+  /** What the connection's wire can do. */
+  transport: Readonly<TransportCapabilities>;
   /** The server's declared capabilities (from discover or initialize); undefined when it declared none. */
   capabilities: unknown;
   /** Modern revisions mcpx offers, newest first (for the -32022 rule). */
@@ -166,9 +168,9 @@ export class RequestClient {
     const maxRounds = opts.maxInputRounds ?? 8;
     // The call travels with its request: HTTP hands it back with any question that request provokes.
     const call: InFlightCall = { context: opts.context, ...(opts.onServerRequest ? { onServerRequest: opts.onServerRequest } : {}) };
-    // stdio says nothing of which call a legacy server's question is for: calls that can answer
-    // questions take turns there, so a question always has exactly one call to go to.
-    if (call.onServerRequest && conn.transport === 'stdio' && conn.era === 'legacy') await this.askTurn(call, opts.signal);
+    // Where the wire says nothing of which call a legacy server's question is for, calls that can
+    // answer questions take turns, so a question always has exactly one call to go to.
+    if (call.onServerRequest && turnsFor(conn) && conn.era === 'legacy') await this.askTurn(call, opts.signal);
     else if (call.onServerRequest) this.askers.add(call);
     try {
       return await this.requestRounds(conn, method, params, opts, call, maxRounds, headers);
@@ -458,10 +460,10 @@ export class RequestClient {
    * A `notifications/progress`: delivered to the request in flight whose token it names (over HTTP it also
    * arrives with the context of the POST that carried it, which must be that request's); otherwise dropped.
    */
-  progressArrived(n: JsonRpcNotification, context: unknown): void {
+  progressArrived(n: JsonRpcNotification, context: InFlightCall | undefined): void {
     const p = n.params ?? {};
     const entry = typeof p.progressToken === 'string' ? this.progress.get(p.progressToken) : undefined;
-    if (!entry || (isInFlightCall(context) && context !== entry.call) || typeof p.progress !== 'number' || !Number.isFinite(p.progress)) {
+    if (!entry || (context !== undefined && context !== entry.call) || typeof p.progress !== 'number' || !Number.isFinite(p.progress)) {
       this.log.debug({ progressToken: p.progressToken }, 'dropping a progress notification that matches no request in flight');
       return;
     }
@@ -483,17 +485,17 @@ export class RequestClient {
    * flight can answer questions it is that one; otherwise mcpx does not guess. `fallback` answers for a
    * session-wide handler when the call has none.
    */
-  async answerServerRequest(req: JsonRpcRequest, context: unknown, fallback: ServerRequestHandler | undefined): Promise<unknown> {
+  async answerServerRequest(req: JsonRpcRequest, context: InFlightCall | undefined, fallback: ServerRequestHandler | undefined): Promise<unknown> {
     if (req.method === 'ping') return {};
     // A legacy server keeps the roots it was given for the whole session (server-filesystem asks right
     // after initialize, whoever's call is in flight): on a session callers share they are mcpx's answer,
     // the same for every caller. Only a session that is one caller's alone asks that caller.
     const ownRoots = () => ({ roots: this.link.roots!().map((dir) => ({ uri: pathToFileURL(dir).href, name: basename(dir) || dir })) });
     if (req.method === 'roots/list' && this.link.roots && !this.link.rootsPerCaller) return ownRoots();
-    let call = isInFlightCall(context) ? context : this.soleAsker();
+    let call = context ?? this.soleAsker();
     // Two asking calls running (a parked one was answered while one went ahead): the question is held
     // until one of them ends, then it is the other's; held too long, it is refused, never guessed.
-    if (!call && !isInFlightCall(context) && this.askers.size > 1) call = await this.soleAskerWithin(AMBIGUOUS_HOLD_MS);
+    if (!call && context === undefined && this.askers.size > 1) call = await this.soleAskerWithin(AMBIGUOUS_HOLD_MS);
     if (req.method === 'roots/list' && this.link.roots && !call?.onServerRequest) return ownRoots();
     if (call?.onServerRequest) {
       // While its caller is asked, the call is parked: the session's next asking call may start (askTurn).
@@ -553,9 +555,20 @@ export class RequestClient {
   }
 }
 
-/** "Clients using other transports (e.g., stdio) MAY ignore x-mcp-header annotations entirely": mcpx does, and legacy eras have none. */
+/**
+ * "Clients using other transports (e.g., stdio) MAY ignore x-mcp-header annotations entirely": mcpx does
+ * wherever a message cannot carry headers of its own, and legacy eras have none.
+ */
 function mirrorsParams(conn: ReadyConnection): boolean {
-  return conn.transport === 'streamable-http' && conn.era === 'modern';
+  return conn.transport.perMessageHeaders && conn.era === 'modern';
+}
+
+/**
+ * Whether asking calls take turns on the connection (askTurn): on a process, which cannot say which call a
+ * question is for. HTTP+SSE cannot say either, but its calls do not take turns (they never have).
+ */
+function turnsFor(conn: ReadyConnection): boolean {
+  return conn.transport.processBound && !conn.transport.attributesServerRequests;
 }
 
 /** Whether the server declared a capability (from discover or initialize); with nothing known, assume it did. */

@@ -11,19 +11,26 @@ import { EventEmitter } from 'node:events';
 import { createActor, type Actor, type ActorOptions, type AnyActorLogic, type InspectionEvent, type SnapshotFrom } from 'xstate';
 import { McpxError, UpstreamRpcError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { sessionMachine, type EraSource, type SessionEmitted, type SessionFailure, type WireTransport } from '../machines/session.machine.js';
+import { answered, sessionMachine, type EraSource, type SessionEmitted, type SessionFailure } from '../machines/session.machine.js';
 import type { SessionPreference } from '../machines/preference.js';
-import type { HttpFailure } from '../machines/verdict.js';
+import type { Answer, HttpFailure } from '../machines/verdict.js';
 import { stateName } from '../machines/state-name.js';
 import type { Era } from '../machines/versions.js';
+import { capabilitiesOf, type WireTransport } from '../transports/capabilities.js';
 import { requestParams, type ClientCapabilities } from '../transports/mcp-messages.js';
-import { RequestClient, type CallOptions, type ListKind, type ReadyConnection, type ServerRequestHandler, type Tool } from './request-client.js';
+import { createChannel } from '../transports/registry.js';
+import {
+  RequestClient,
+  type CallOptions,
+  type InFlightCall,
+  type ListKind,
+  type ReadyConnection,
+  type ServerRequestHandler,
+  type Tool,
+} from './request-client.js';
 import { RpcPeer } from '../transports/rpc-peer.js';
-import { LegacySseChannel } from '../transports/sse-legacy.js';
-import { StdioChannel } from '../transports/stdio.js';
-import { StreamableHttpChannel } from '../transports/streamable-http.js';
 import type { Channel, CloseInfo, JsonRpcNotification } from '../transports/types.js';
-import { isStdioDefinition, type ServerDefinition } from './definition.js';
+import { wireOf, type ServerDefinition } from './definition.js';
 import type { EraCache, EraRecord } from './era-cache.js';
 import { eraCacheKey } from './process-key.js';
 
@@ -73,7 +80,7 @@ export interface UpstreamSessionOptions {
   clientCapabilities?: ClientCapabilities;
   logger?: Logger;
   /** Replaces the real transport (model-based tests run the machine against simulated upstreams). */
-  channelFactory?: (attempt: number, transport: WireTransport) => Channel;
+  channelFactory?: (attempt: number, transport: WireTransport) => Channel<InFlightCall>;
   onServerRequest?: ServerRequestHandler;
   /**
    * The folders mcpx answers a legacy `roots/list` with itself (absolute paths), read when asked. Given,
@@ -103,12 +110,12 @@ export class UpstreamSession extends EventEmitter {
   readonly cacheKey: string;
   private readonly actor: Actor<typeof sessionMachine>;
   private readonly log: Logger;
-  private channel: Channel | undefined;
-  private peer: RpcPeer | undefined;
+  private channel: Channel<InFlightCall> | undefined;
+  private peer: RpcPeer<InFlightCall> | undefined;
   private readonly closing = new Set<Promise<void>>();
   private readonly opts: UpstreamSessionOptions;
   private startPromise: Promise<SessionInfo> | undefined;
-  private transport: WireTransport | undefined;
+  private wire: WireTransport | undefined;
   private lastClose: CloseInfo | undefined;
   private closedAnnounced = false;
   /** isReady of the snapshot `readyOf`. */
@@ -140,8 +147,7 @@ export class UpstreamSession extends EventEmitter {
       id: `session:${opts.name}`,
       input: {
         server: opts.name,
-        transport: isStdioDefinition(opts.definition) ? 'stdio' : 'http',
-        ...(!isStdioDefinition(opts.definition) && opts.definition.transport === 'sse' ? { declaredSse: true } : {}),
+        wire: wireOf(opts.definition),
         preference: opts.preference,
         cached,
         ...(opts.probeTimeoutMs === undefined ? {} : { probeTimeoutMs: opts.probeTimeoutMs }),
@@ -243,10 +249,10 @@ export class UpstreamSession extends EventEmitter {
     if (this.renewal) await this.renewal.catch(() => undefined);
     if (!this.isReady) await this.start();
     const { era, negotiated, capabilities, modernVersions } = this.actor.getSnapshot().context;
-    if (!this.peer || !era || !negotiated || !this.transport || !this.isReady) {
+    if (!this.peer || !era || !negotiated || !this.wire || !this.isReady) {
       throw new McpxError('MCPX_SESSION_CLOSED', `${this.name}: the session is not open (${stateName(this.actor.getSnapshot())})`);
     }
-    return { peer: this.peer, era, negotiated, transport: this.transport, capabilities, modernVersions };
+    return { peer: this.peer, era, negotiated, transport: capabilitiesOf(this.wire), capabilities, modernVersions };
   }
 
   // ---- requests (RequestClient) ----
@@ -300,9 +306,9 @@ export class UpstreamSession extends EventEmitter {
 
   // ---- carrying out what the machine emits ----
 
-  private onSpawn(attempt: number, transport: WireTransport): void {
-    this.transport = transport;
-    const channel = this.opts.channelFactory ? this.opts.channelFactory(attempt, transport) : createChannel(this.definition, transport, this.opts, this.log);
+  private onSpawn(attempt: number, wire: WireTransport): void {
+    this.wire = wire;
+    const channel = this.opts.channelFactory ? this.opts.channelFactory(attempt, wire) : this.createChannel(wire);
     const peer = new RpcPeer(channel, { logger: this.log });
     this.channel = channel;
     this.peer = peer;
@@ -317,7 +323,7 @@ export class UpstreamSession extends EventEmitter {
       this.log.info({ reason: info.reason, code: info.code, signal: info.signal }, 'upstream closed');
       this.actor.send({ type: 'transport.closed', reason: info.reason, ...(detail ? { detail } : {}) });
     });
-    channel.onSessionExpired?.(() => this.renew(channel));
+    if (capabilitiesOf(wire).serverSessions) channel.onSessionExpired?.(() => this.renew(channel));
     channel.start().then(
       () => {
         if (channel !== this.channel) return;
@@ -370,19 +376,31 @@ export class UpstreamSession extends EventEmitter {
     void done.finally(() => this.closing.delete(done));
   }
 
+  /** A channel over `wire` to this session's server (the per-session limits and log go with it). */
+  private createChannel(wire: WireTransport): Channel<InFlightCall> {
+    return createChannel<InFlightCall>(this.definition, wire, {
+      logger: this.log,
+      ...(this.opts.maxMessageBytes === undefined ? {} : { maxMessageBytes: this.opts.maxMessageBytes }),
+      ...(this.opts.stopGraceMs === undefined ? {} : { stopGraceMs: this.opts.stopGraceMs }),
+      ...(this.opts.authorizer ? { authorizer: this.opts.authorizer } : {}),
+    });
+  }
+
+  /** Sends a probe request; its answer reaches the chart with its verdict, read here once (`answered`). */
   private onProbeRequest(e: Extract<SessionEmitted, { type: 'request' }>): void {
     const peer = this.peer;
     if (!peer) return;
     this.log.debug({ id: e.id, method: e.method }, 'probe request');
+    const deliver = (answer: Answer) => this.actor.send(answered(e, answer));
     // No timeout here: the machine owns probe timing (probeTimeout, startTimeout).
     peer.request(e.method, e.params, { id: e.id }).then(
       (result) => {
-        if (peer === this.peer) this.actor.send({ type: 'rpc.result', id: e.id, result });
+        if (peer === this.peer) deliver({ result });
       },
       (err: unknown) => {
         if (peer !== this.peer) return;
-        if (err instanceof UpstreamRpcError) this.actor.send({ type: 'rpc.error', id: e.id, error: err.rpc });
-        else if (!peer.channel.closed) this.actor.send({ type: 'rpc.failed', id: e.id, failure: httpFailureOf(err) });
+        if (err instanceof UpstreamRpcError) deliver({ error: err.rpc });
+        else if (!peer.channel.closed) deliver({ failure: httpFailureOf(err) });
         // Otherwise the channel closed; its close event reaches the machine on its own.
       },
     );
@@ -433,7 +451,7 @@ export class UpstreamSession extends EventEmitter {
    * Notifications mcpx acts on: progress for a request in flight (RequestClient), and `list_changed`,
    * re-emitted as a `list_changed` event once the session is ready. The rest are logged and dropped.
    */
-  private onNotification(n: JsonRpcNotification, context: unknown): void {
+  private onNotification(n: JsonRpcNotification, context: InFlightCall | undefined): void {
     if (n.method === 'notifications/progress') return this.client.progressArrived(n, context);
     const list = LIST_CHANGED.get(n.method);
     if (list !== undefined) {
@@ -465,29 +483,6 @@ function httpFailureOf(err: unknown): HttpFailure {
   }
   if (code === 'MCPX_HTTP_STATUS' && status !== undefined) return { kind: 'status', status, message };
   return { kind: 'connection', message };
-}
-
-function createChannel(def: ServerDefinition, transport: WireTransport, opts: UpstreamSessionOptions, log: Logger): Channel {
-  if (!isStdioDefinition(def)) {
-    const httpOpts = {
-      url: def.url,
-      ...(def.headers ? { headers: def.headers } : {}),
-      ...(opts.maxMessageBytes === undefined ? {} : { maxMessageBytes: opts.maxMessageBytes }),
-      ...(opts.authorizer ? { authorizer: opts.authorizer } : {}),
-      logger: log,
-    };
-    return transport === 'sse' ? new LegacySseChannel(httpOpts) : new StreamableHttpChannel(httpOpts);
-  }
-  return new StdioChannel({
-    command: def.command,
-    ...(def.args ? { args: def.args } : {}),
-    ...(def.env ? { env: def.env } : {}),
-    ...(def.inheritEnv ? { inheritEnv: true } : {}),
-    ...(def.cwd ? { cwd: def.cwd } : {}),
-    ...(opts.stopGraceMs === undefined ? {} : { stopGraceMs: opts.stopGraceMs }),
-    ...(opts.maxMessageBytes === undefined ? {} : { maxMessageBytes: opts.maxMessageBytes }),
-    logger: log,
-  });
 }
 
 function closeDetail(info: CloseInfo | undefined): string | undefined {

@@ -12,7 +12,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { SimulatedClock, __unsafe_getAllOwnEventDescriptors } from 'xstate';
 import { getSimplePaths, type StatePath } from 'xstate/graph';
-import { sessionMachine, type SessionEvent, type SessionInput } from '../../src/machines/session.machine.js';
+import { answered as answerEvent, sessionMachine, type ProbeRequest, type SessionEvent, type SessionInput } from '../../src/machines/session.machine.js';
+import { capabilitiesOf } from '../../src/transports/capabilities.js';
 import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
 import { UpstreamSession, type SessionSnapshot } from '../../src/upstream/session.js';
 import { MODERN_VERSIONS } from '../../src/machines/versions.js';
@@ -46,7 +47,7 @@ function modelEvents(p: Profile) {
     if (s.status !== 'active') return [];
     if (s.matches('idle')) return [{ type: 'start' }];
     if (s.matches({ connecting: 'spawning' })) {
-      const wire = s.context.transport === 'stdio' ? 'stdio' : (s.context.httpTransport ?? 'streamable-http');
+      const wire = s.context.wire;
       const fails = p.spawnFails === true || (Array.isArray(p.spawnFails) && p.spawnFails.includes(wire));
       return [fails ? { type: 'transport.closed', reason: 'spawn-failed', detail: 'spawn ENOENT' } : { type: 'transport.ready' }];
     }
@@ -60,10 +61,9 @@ function modelEvents(p: Profile) {
           .filter((t) => t.includes('startTimeout'))
           .map((type) => ({ type }) as unknown as SessionEvent);
       if (r.kind === 'exit') return [{ type: 'transport.closed', reason: 'connection-lost', detail: 'connection lost' }];
-      if (r.kind === 'fail') return [{ type: 'rpc.failed', id, failure: r.failure }];
-      return 'result' in r.answer
-        ? [{ type: 'rpc.result', id, result: r.answer.result }]
-        : [{ type: 'rpc.error', id, error: (r.answer as { error: never }).error }];
+      const renewal: ProbeRequest = { id, method: 'initialize' };
+      if (r.kind === 'fail') return [answerEvent(renewal, { failure: r.failure })];
+      return [answerEvent(renewal, 'result' in r.answer ? { result: r.answer.result } : { error: (r.answer as { error: never }).error })];
     }
     // No probe needs this many requests; a chart that loops (say, retrying -32022 forever) would make the
     // graph infinite, so its paths end here, still open, and fail the oracle instead of exhausting memory.
@@ -76,7 +76,7 @@ function modelEvents(p: Profile) {
     let exits = false;
     for (const id of pending) {
       const method = id.startsWith('mcpx-discover') ? 'server/discover' : 'initialize';
-      const wire = c.transport === 'stdio' ? 'stdio' : (c.httpTransport ?? 'streamable-http');
+      const wire = c.wire;
       // A process gets one initialize, and one discover plus at most the one -32022 retry.
       // What this process already answered with success: discover won (awaitingInitialize), or initialize did.
       const pinnedBy = s.matches({ connecting: 'awaitingInitialize' })
@@ -99,9 +99,11 @@ function modelEvents(p: Profile) {
       }
       if (answered && !p.outOfOrder) continue;
       answered = true;
-      if (r.kind === 'fail') events.push({ type: 'rpc.failed', id, failure: r.failure });
-      else if ('result' in r.answer) events.push({ type: 'rpc.result', id, result: r.answer.result });
-      else if ('error' in r.answer) events.push({ type: 'rpc.error', id, error: r.answer.error });
+      // What the adapter sends for the answer: the verdict read against the request as the chart sent it.
+      const request: ProbeRequest = method === 'server/discover' ? { id, method, offered: c.modernVersions, retried: c.versionRetried } : { id, method };
+      if (r.kind === 'fail') events.push(answerEvent(request, { failure: r.failure }));
+      else if ('result' in r.answer) events.push(answerEvent(request, { result: r.answer.result }));
+      else if ('error' in r.answer) events.push(answerEvent(request, { error: r.answer.error }));
       timersAllowed &&= r.kind === 'answer' && r.late === true;
     }
     if (exits) {
@@ -115,7 +117,7 @@ function modelEvents(p: Profile) {
       // Once ready, only a late discover answer (after a legacy race win) or a crash can follow.
       const late = events.filter((e) => e.type !== 'transport.closed');
       // An HTTP legacy session the server expires, once (it is then opened again, or closed).
-      if (p.expires && c.era === 'legacy' && c.httpTransport === 'streamable-http' && c.renewals === 0) late.push({ type: 'transport.expired' });
+      if (p.expires && c.era === 'legacy' && capabilitiesOf(c.wire).serverSessions && c.renewals === 0) late.push({ type: 'transport.expired' });
       return p.crashAfterReady ? [...late, { type: 'transport.closed', reason: 'exit', detail: 'exit code 3' }] : late;
     }
     const timers = __unsafe_getAllOwnEventDescriptors(s).filter((t) => t.startsWith('xstate.after.'));
@@ -155,7 +157,7 @@ const serializeState = (s: SessionSnapshot) =>
     era: s.context.era,
     m: s.context.supportsModern,
     e: s.context.error?.code,
-    w: s.context.httpTransport,
+    w: s.context.wire,
   });
 
 function cachedRecord(cache: CacheState): EraRecord | null {
@@ -168,7 +170,7 @@ function cachedRecord(cache: CacheState): EraRecord | null {
 function inputFor(p: Profile, pref: MachinePreference, cache: CacheState): SessionInput {
   return {
     server: 'sim',
-    transport: p.http ? 'http' : 'stdio',
+    wire: p.http ? 'streamable-http' : 'stdio',
     preference: pref,
     cached: cachedRecord(cache),
     probeTimeoutMs: PROBE_TIMEOUT,
@@ -239,8 +241,8 @@ async function replay(p: Profile, pref: MachinePreference, cache: CacheState, pa
     else if (e.type === 'transport.ready') upstream.current.ready();
     else if (e.type === 'transport.closed' && e.reason === 'spawn-failed') upstream.current.ready();
     else if (e.type === 'transport.closed') upstream.current.exit(1);
-    else if (e.type === 'rpc.result' || e.type === 'rpc.error') expect(upstream.current.answer(e.id)).toBe('answered');
-    else if (e.type === 'rpc.failed') expect(upstream.current.answer(e.id)).toBe('failed');
+    else if (e.type === 'verdict.discover' || e.type === 'verdict.initialize')
+      expect(upstream.current.answer(e.id)).toBe('failure' in e.answer ? 'failed' : 'answered');
     else if (e.type === 'transport.expired') upstream.current.expire();
     else if (e.type.includes('probeTimeout')) clock.increment(PROBE_TIMEOUT);
     else if (e.type.includes('startTimeout')) clock.increment(START_TIMEOUT);
@@ -314,7 +316,9 @@ describe.each(combos)('%s under %s, cached era: %s', (_name, pref, cache, p) => 
     let want = expected(p, pref, cache);
     if (path.steps.some((st) => st.event.type === 'transport.expired')) want = p.afterExpiry!;
     if ('firstWins' in want) {
-      const first = path.steps.find((st) => st.event.type === 'rpc.result' || st.event.type === 'rpc.error')?.event as { id: string };
+      const first = path.steps.find((st) => st.event.type.startsWith('verdict.') && !('failure' in (st.event as { answer: object }).answer))?.event as {
+        id: string;
+      };
       want = { era: first.id.startsWith('mcpx-initialize') ? 'legacy' : 'modern' };
     }
     expect(outcomeOf(path.state), 'the model path ends where §2/§3 predict').toEqual(want);
@@ -348,7 +352,7 @@ describe.each(combos)('%s under %s, cached era: %s', (_name, pref, cache, p) => 
     // A start that fails writes nothing to the cache (no common version, unauthorized, unavailable, refused…).
     if ('error' in want) expect(writes).toEqual([]);
     // A server reached over HTTP+SSE is remembered with that transport (unless forced).
-    if (!pref.startsWith('force-') && session.snapshot.matches('ready') && session.snapshot.context.httpTransport === 'sse') {
+    if (!pref.startsWith('force-') && session.snapshot.matches('ready') && session.snapshot.context.wire === 'sse') {
       expect(writes.at(-1) ?? cachedRecord(cache)).toMatchObject({ era: 'legacy', transport: 'sse' });
     }
     await session.stop();

@@ -402,7 +402,7 @@ describe('events, reports, era cache', () => {
       'xstate.init → idle',
       'start → connecting.spawning',
       'transport.ready → connecting.discovering',
-      'rpc.result → ready',
+      'verdict.discover → ready',
       'stop → stopped',
     ]);
     expect(s.stops()).toEqual([{ type: 'server.stop', server: 'sim', instance: 'i1', lane: 'own', reason: 'call-finished' }]);

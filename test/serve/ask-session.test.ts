@@ -9,6 +9,7 @@ import { AskingSession } from '../../src/serve/ask-session.js';
 import { StdioChannel } from '../../src/transports/stdio.js';
 import { StreamableHttpChannel } from '../../src/transports/streamable-http.js';
 import type { JsonRpcMessage } from '../../src/transports/types.js';
+import type { InFlightCall } from '../../src/upstream/request-client.js';
 import { fixtureCommand } from '../fixtures/index.js';
 import { startHttpFixture } from '../fixtures/http/index.js';
 import { tempDir } from '../support/real.js';
@@ -35,7 +36,7 @@ describe('AskingSession in the modern era', () => {
       startTimeoutMs: 20_000,
       stopGraceMs: 500,
       channelFactory: () => {
-        const ch = new StdioChannel({ command: cmd.command, args: cmd.args, env: cmd.env, stopGraceMs: 500 });
+        const ch = new StdioChannel<InFlightCall>({ command: cmd.command, args: cmd.args, env: cmd.env, stopGraceMs: 500 });
         const send = ch.send.bind(ch);
         ch.send = (m, c) => {
           sent.push(m);
@@ -72,7 +73,7 @@ describe('AskingSession in the modern era', () => {
       definition: { url: f.url },
       preference: 'prefer-discover',
       channelFactory: () => {
-        const ch = new StreamableHttpChannel({ url: f.url });
+        const ch = new StreamableHttpChannel<InFlightCall>({ url: f.url });
         const send = ch.send.bind(ch);
         ch.send = (m, c, o) => {
           sent.push(m);

@@ -49,8 +49,8 @@ export class AutoUpstream {
   readonly calls: CallRecord[] = [];
   constructor(readonly opts: AutoUpstreamOptions) {}
 
-  /** A channel factory for one session (tagged with its pool instance id, when given). */
-  factoryFor(instance?: string): (attempt: number) => Channel {
+  /** A channel factory for one session (tagged with its pool instance id, when given); its channels deliver no context. */
+  factoryFor<C>(instance?: string): (attempt: number) => Channel<C> {
     return (attempt) => {
       const p = new AutoProcess(this, instance, attempt);
       this.processes.push(p);
@@ -94,7 +94,7 @@ export class AutoProcess implements Channel {
   private started = false;
   private startSettle: { resolve: () => void; reject: (e: Error) => void } | undefined;
   private stopSettle: (() => void) | undefined;
-  private readonly messageListeners: Array<(m: JsonRpcMessage, ctx?: unknown) => void> = [];
+  private readonly messageListeners: Array<(m: JsonRpcMessage) => void> = [];
   private readonly closeListeners: Array<(info: CloseInfo) => void> = [];
   private readonly holding = new Map<string, JsonRpcRequest[]>();
   readonly received: string[] = [];
@@ -184,7 +184,7 @@ export class AutoProcess implements Channel {
     this.gone({ reason: 'exit', code, signal: null, stderrTail: ['simulated crash'] });
   }
 
-  onMessage(listener: (m: JsonRpcMessage, ctx?: unknown) => void): void {
+  onMessage(listener: (m: JsonRpcMessage) => void): void {
     this.messageListeners.push(listener);
   }
 

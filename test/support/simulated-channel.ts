@@ -25,7 +25,8 @@ export class SimulatedUpstream {
   readonly wire: WireRecord[] = [];
   constructor(readonly profile: Profile) {}
 
-  readonly factory = (attempt: number, transport: WireTransport = 'stdio'): Channel => {
+  /** A channel for any context type: nothing a simulated process delivers carries one. */
+  readonly factory = <C>(attempt: number, transport: WireTransport = 'stdio'): Channel<C> => {
     const channel = new SimulatedChannel(this, attempt, transport);
     this.processes.push(channel);
     return channel;
@@ -40,7 +41,7 @@ export class SimulatedUpstream {
 
 export class SimulatedChannel implements Channel {
   readonly pending: JsonRpcRequest[] = [];
-  private messageListeners: Array<(m: JsonRpcMessage, ctx?: unknown) => void> = [];
+  private messageListeners: Array<(m: JsonRpcMessage) => void> = [];
   private closeListeners: Array<(info: CloseInfo) => void> = [];
   private requestErrorListeners: Array<(id: JsonRpcId, error: Error) => void> = [];
   private startResolve: (() => void) | undefined;
@@ -149,7 +150,7 @@ export class SimulatedChannel implements Channel {
     for (const l of this.closeListeners) l({ reason: 'stopped', code: 0, signal: null });
   }
 
-  onMessage(listener: (m: JsonRpcMessage, ctx?: unknown) => void): void {
+  onMessage(listener: (m: JsonRpcMessage) => void): void {
     this.messageListeners.push(listener);
   }
 

@@ -277,8 +277,8 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
       'session_ready',
     ]);
     expect(legacy[2]![1]).toBe('always');
-    expect(legacy[3]![1]).toBe('rpc.*[discoveransweredlegacyandmayInitializeAfterDiscover]'); // its -32601
-    expect(legacy[4]![1]).toBe('rpc.*[initializeansweredlegacy]');
+    expect(legacy[3]![1]).toBe('verdict.discover[legacyandmayInitializeAfterDiscover]'); // its -32601
+    expect(legacy[4]![1]).toBe('verdict.initialize[legacy]');
     const silent = await drawnPath('silent');
     expect(silent.map((x) => x[0])).toEqual([
       'session_connecting_spawning',
@@ -288,7 +288,7 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
       'session_ready',
     ]);
     expect(silent[3]![1]).toBe('afterprobeTimeout[mayRace]');
-    expect(silent[4]![1]).toBe('rpc.*[initializeansweredlegacy]');
+    expect(silent[4]![1]).toBe('verdict.initialize[legacy]');
     for (const server of ['legacy-only', 'silent']) {
       expect(await page.getAttribute(`#chart-${server} .mark.verdict-mark`, 'data-verdict')).toBe('legacy');
       expect(await page.textContent(`#server-${server} .path-box .path-summary`)).toContain('verdict: legacy 2025-11-25');
@@ -313,7 +313,7 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     await page.click('#chart-silent g.node[data-state="session_connecting_racing"]');
     const detail = await page.textContent('#server-silent .session-box .detail');
     expect(detail).toContain('racing');
-    expect(detail).toContain('→ ready : rpc.* [initialize answered legacy]');
+    expect(detail).toContain('→ ready : verdict.initialize [legacy]');
     expect(detail).toContain('← connecting.discovering : after probeTimeout [mayRace]');
 
     await page.click('#server-modern-only .stale a.stale-link');

@@ -98,7 +98,7 @@ describe('mcpx daemon --inspect', () => {
             sessionId: string;
             definition?: string;
             snapshot?: { value?: unknown; context?: Record<string, unknown> };
-            event?: { type: string };
+            event?: { type: string; answer?: Record<string, unknown> };
           },
       );
     await until(
@@ -115,7 +115,16 @@ describe('mcpx daemon --inspect', () => {
     const actors = new Set(all.filter((f) => f.type === '@xstate.actor').map((f) => f.sessionId));
     expect([...actors].sort()).toEqual(expect.arrayContaining(['pool:leaky', 'pool:web', 'session:leaky:i1', 'session:web:i1']));
     expect(all.find((f) => f.type === '@xstate.actor' && f.sessionId === 'session:leaky:i1')!.definition).toContain('"id":"session"');
-    expect(all.some((f) => f.type === '@xstate.event' && f.sessionId === 'session:leaky:i1' && f.event?.type === 'rpc.result')).toBe(true);
+    expect(
+      all.some(
+        (f) =>
+          f.type === '@xstate.event' &&
+          f.sessionId === 'session:leaky:i1' &&
+          f.event?.type.startsWith('verdict.') &&
+          f.event.answer &&
+          'result' in f.event.answer,
+      ),
+    ).toBe(true);
 
     // The daemon did see the secret (the server echoed it) …
     expect(JSON.stringify(daemon.controller.pool('leaky').upstreamInfo())).toContain(SENTINEL);

@@ -1,7 +1,7 @@
 /** The probe timeline ring (src/ui/probe-ring.ts), fed by a real session actor driven by hand. */
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
-import { sessionMachine } from '../../src/machines/session.machine.js';
+import { answered, sessionMachine, type ProbeRequest } from '../../src/machines/session.machine.js';
 import { ProbeRing } from '../../src/ui/probe-ring.js';
 
 const SECRET = 'sEnTiNeL-ring-7f3a9c';
@@ -11,15 +11,15 @@ function legacyProbe(ring: ProbeRing, server: string, instance: string, opts: { 
   const actor = createActor(sessionMachine, {
     input: {
       server,
-      transport: 'stdio',
+      wire: 'stdio',
       preference: 'prefer-discover',
       probeTimeoutMs: 5,
       ...(opts.cached ? { cached: { era: 'modern' as const, version: '2026-07-28', at: new Date().toISOString(), source: 'probe' } } : {}),
     },
     inspect: (ev) => ring.inspect(ev, { actor: 'session', server, instance, lane: 'own' }),
   });
-  const sent: Array<{ id: string; method: string }> = [];
-  actor.on('request', (e) => sent.push({ id: e.id, method: e.method }));
+  const sent: ProbeRequest[] = [];
+  actor.on('request', (e) => sent.push(e));
   actor.start();
   actor.send({ type: 'start' });
   actor.send({ type: 'transport.ready', pid: 4242 });
@@ -31,13 +31,13 @@ describe('ProbeRing', () => {
     const ring = new ProbeRing({ scrub: (t) => t.replaceAll(SECRET, '<redacted>') });
     const { actor, sent } = legacyProbe(ring, 'legacy', 'i1');
     expect(sent[0]!.method).toBe('server/discover');
-    actor.send({ type: 'rpc.error', id: sent[0]!.id, error: { code: -32601, message: 'Method not found' } });
+    actor.send(answered(sent[0]!, { error: { code: -32601, message: 'Method not found' } }));
     expect(sent[1]!.method).toBe('initialize');
-    actor.send({
-      type: 'rpc.result',
-      id: sent[1]!.id,
-      result: { protocolVersion: '2025-11-25', capabilities: {}, serverInfo: { name: 'x', version: '1' }, instructions: `token ${SECRET}` },
-    });
+    actor.send(
+      answered(sent[1]!, {
+        result: { protocolVersion: '2025-11-25', capabilities: {}, serverInfo: { name: 'x', version: '1' }, instructions: `token ${SECRET}` },
+      }),
+    );
     expect(actor.getSnapshot().value).toBe('ready');
     const [probe] = ring.probes('legacy');
     expect(probe!.steps.map((s) => s.kind)).toEqual(['start', 'spawn', 'process.ready', 'discover.sent', 'answer', 'initialize.sent', 'answer', 'verdict']);
@@ -59,7 +59,7 @@ describe('ProbeRing', () => {
         }
       });
     });
-    actor.send({ type: 'rpc.result', id: sent[1]!.id, result: { protocolVersion: '2025-11-25', capabilities: {}, serverInfo: { name: 'x', version: '1' } } });
+    actor.send(answered(sent[1]!, { result: { protocolVersion: '2025-11-25', capabilities: {}, serverInfo: { name: 'x', version: '1' } } }));
     const kinds = ring.probes('silent')[0]!.steps.map((s) => s.kind);
     expect(kinds).toEqual(['start', 'spawn', 'process.ready', 'discover.sent', 'timeout', 'initialize.sent', 'answer', 'verdict']);
     expect(ring.probes('silent')[0]!.steps[5]!.text).toContain('alongside');
@@ -69,8 +69,8 @@ describe('ProbeRing', () => {
   it('a wrong cached era shows server.era.stale in the timeline and in the view', () => {
     const ring = new ProbeRing();
     const { actor, sent } = legacyProbe(ring, 'moved', 'i1', { cached: 'modern' });
-    actor.send({ type: 'rpc.error', id: sent[0]!.id, error: { code: -32601, message: 'Method not found' } });
-    actor.send({ type: 'rpc.result', id: sent[1]!.id, result: { protocolVersion: '2025-11-25', capabilities: {}, serverInfo: { name: 'x', version: '1' } } });
+    actor.send(answered(sent[0]!, { error: { code: -32601, message: 'Method not found' } }));
+    actor.send(answered(sent[1]!, { result: { protocolVersion: '2025-11-25', capabilities: {}, serverInfo: { name: 'x', version: '1' } } }));
     const view = ring.view()['moved']!;
     expect(view.probes[0]!.steps.map((s) => s.kind)).toContain('stale');
     expect(view.stale).toMatchObject({ cached: { era: 'modern' }, found: 'legacy', instance: 'i1' });
@@ -82,7 +82,7 @@ describe('ProbeRing', () => {
     for (let s = 0; s < 5; s++) {
       for (let i = 0; i < 4; i++) {
         const { actor, sent } = legacyProbe(ring, `s${s}`, `i${i}`);
-        actor.send({ type: 'rpc.error', id: sent[0]!.id, error: { code: -32601, message: 'Method not found' } });
+        actor.send(answered(sent[0]!, { error: { code: -32601, message: 'Method not found' } }));
         actor.stop();
       }
     }
