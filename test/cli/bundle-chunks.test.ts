@@ -266,7 +266,14 @@ describe.concurrent('each path through the binary to a lazily loaded chunk works
     expect(script.status).toBe(200);
     expect(script.text).toContain('window.mcpxUi');
     expect(state.status).toBe(200);
-    expect((JSON.parse(state.text) as { servers: Array<{ server: string }> }).servers.map((s) => s.server)).toEqual(['dual', 'asking', 'slow', 'web', 'old', 'locked']);
+    expect((JSON.parse(state.text) as { servers: Array<{ server: string }> }).servers.map((s) => s.server)).toEqual([
+      'dual',
+      'asking',
+      'slow',
+      'web',
+      'old',
+      'locked',
+    ]);
   });
 
   it('the Stately inspector (--inspect): its relay page, and the pools streamed to a viewer', async ({ expect }) => {

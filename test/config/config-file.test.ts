@@ -704,7 +704,8 @@ describe('redaction', () => {
 });
 
 describe('oauth (Claude Code keys, read unchanged)', () => {
-  const server = (oauth: unknown, extra: Record<string, unknown> = {}) => JSON.stringify({ mcpServers: { r: { type: 'http', url: 'https://mcp.example.com/mcp', oauth, ...extra } } });
+  const server = (oauth: unknown, extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ mcpServers: { r: { type: 'http', url: 'https://mcp.example.com/mcp', oauth, ...extra } } });
 
   it('reads clientId, callbackPort, authServerMetadataUrl and scopes as Claude Code writes them, plus clientSecret and clientMetadataUrl', () => {
     const c = parse(
