@@ -139,15 +139,21 @@ export const openQuestions = (context: AskContext): AskQuestion[] => context.que
 
 /** The status a snapshot of this machine stands for. */
 export function askStatus(value: unknown): AskStatus {
-  const v = value as { running?: string; ended?: string };
-  return (v.running ?? v.ended) as AskStatus;
+  return (typeof value === 'string' ? value : (value as { running: string }).running) as AskStatus;
 }
 
 /**
  * Refuses open questions (pure on the copy it is handed): each refused question's round is refused
  * once, by its first refused question, and its siblings close with it.
  */
-function refuseQuestions(questions: AskQuestion[], refused: RefusalView[], first: AskQuestion[], reason: RefusalReason, message: string, emit: (e: AskEmitted) => void) {
+function refuseQuestions(
+  questions: AskQuestion[],
+  refused: RefusalView[],
+  first: AskQuestion[],
+  reason: RefusalReason,
+  message: string,
+  emit: (e: AskEmitted) => void,
+) {
   for (const q of first) {
     if (q.state !== 'open') continue;
     const close = (x: AskQuestion) => {
@@ -173,7 +179,14 @@ function refuse(
   const questions = context.questions.map((q) => ({ ...q }));
   const refused = [...context.refused];
   const emitted: AskEmitted[] = [];
-  refuseQuestions(questions, refused, questions.filter((q) => q.state === 'open' && which(q)), reason, message, (e) => emitted.push(e));
+  refuseQuestions(
+    questions,
+    refused,
+    questions.filter((q) => q.state === 'open' && which(q)),
+    reason,
+    message,
+    (e) => emitted.push(e),
+  );
   return { next: { questions, refused }, emitted };
 }
 
@@ -199,7 +212,14 @@ export const askMachine = setup({
       const refusal: RefusalView = { method: r.entry.method, reason: r.reason, message: r.message };
       enqueue.assign({ refused: [...context.refused, refusal] });
       enqueue.emit({ type: 'refused', refusal });
-      enqueue.emit({ type: 'round.refused', round: event.round, reason: r.reason, message: r.message, method: r.entry.method, ...(r.entry.key === undefined ? {} : { key: r.entry.key }) });
+      enqueue.emit({
+        type: 'round.refused',
+        round: event.round,
+        reason: r.reason,
+        message: r.message,
+        method: r.entry.method,
+        ...(r.entry.key === undefined ? {} : { key: r.entry.key }),
+      });
     }),
     openRound: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'round') return;
@@ -276,11 +296,11 @@ export const askMachine = setup({
           { target: '.input_required', actions: 'openRound' },
         ],
         settled: [
-          { guard: 'succeeded', target: 'ended.completed', actions: 'settle' },
-          { target: 'ended.failed', actions: 'settle' },
+          { guard: 'succeeded', target: 'completed', actions: 'settle' },
+          { target: 'failed', actions: 'settle' },
         ],
-        abandon: { target: 'ended.abandoned', actions: 'giveUp' },
-        expire: { target: 'ended.expired', actions: 'giveUp' },
+        abandon: { target: 'abandoned', actions: 'giveUp' },
+        expire: { target: 'expired', actions: 'giveUp' },
       },
       states: {
         working: {},
@@ -293,11 +313,11 @@ export const askMachine = setup({
         },
       },
     },
-    /** Kept for its pollers; a question arriving now is refused at once. */
-    ended: {
-      on: { round: { actions: 'refuseRound' } },
-      states: { completed: {}, failed: {}, abandoned: {}, expired: {} },
-    },
+    // Ended, kept for its pollers: a question arriving now is refused at once.
+    completed: { on: { round: { actions: 'refuseRound' } } },
+    failed: { on: { round: { actions: 'refuseRound' } } },
+    abandoned: { on: { round: { actions: 'refuseRound' } } },
+    expired: { on: { round: { actions: 'refuseRound' } } },
   },
 });
 
