@@ -3,6 +3,7 @@
  * them; test/statecharts.test.ts fails when a committed drawing no longer matches its machine.
  */
 import type { AnyStateMachine } from 'xstate';
+import { askMachine } from '../asks/ask.machine.js';
 import { poolMachine } from '../pool/pool.machine.js';
 import { reconcileMachine } from '../server/reconcile.machine.js';
 import { sessionMachine } from './session.machine.js';
@@ -46,6 +47,19 @@ export const CHARTS: Chart[] = [
       'else added, replaced or removed in one apply), and one catch-up run when a deferred server has nothing running any more. ' +
       'Self-loops are the requests queued while a run is under way. Drawn from src/server/reconcile.machine.ts.',
     machine: reconcileMachine,
+    options: { selfLoops: true },
+  },
+  {
+    file: 'ask.md',
+    title: 'Ask',
+    description:
+      'One ask (`/v1/ask`, and the asks of the MCP fronts): a call the upstream may interrupt with questions. It runs (working while nothing ' +
+      'is asked, input_required while a question is open) until the call settles (completed / failed), the caller abandons it or it expires. ' +
+      'The upstream asks in rounds (a legacy request is a round of one, a modern input_required a round of its inputRequests); each question ' +
+      'of a round is open until answered or refused (its capability undeclared, too many, misrouted, timed out, or the ask ended), and one ' +
+      'refused question refuses its round. Self-loops are the rounds, answers and timeouts taken in place; an ended ask refuses what still ' +
+      'arrives. Drawn from src/asks/ask.machine.ts; src/serve/asks.ts is its shell.',
+    machine: askMachine,
     options: { selfLoops: true },
   },
 ];

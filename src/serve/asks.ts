@@ -20,25 +20,32 @@
  * behalf: an undeclared capability gets -32601 (what a legacy client without that capability answers),
  * every other refusal -32603, each with a message naming why. Not `{action:"decline"}` for elicitation:
  * a decline is a person's decision, and the upstream should be able to tell it from "could not ask".
+ *
+ * The rules of an ask's life and its questions are its statechart's (src/asks/ask.machine.ts, one actor
+ * per ask); the store is its shell: it runs the call, keeps the timers, the per-store bounds and the
+ * promises the upstream waits on, checks answers against their schemas, and carries out what the chart emits.
  */
 import { randomUUID } from 'node:crypto';
+import { createActor, type Actor } from 'xstate';
 import { McpxError, type ErrorCode, type RpcErrorObject } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { RPC } from '../protocol/constants.js';
 import type { CallContext } from '../pool/types.js';
+import {
+  askMachine,
+  askStatus,
+  answerProblem,
+  openQuestions,
+  type AskContext,
+  type AskEmitted,
+  type AskError,
+  type AskEvent,
+  type AskOutcome,
+  type AskStatus,
+} from '../asks/ask.machine.js';
+import { DEFAULT_ASK_CAPABILITIES, isObject, refusedKinds, type QuestionMethod, type RefusalReason, type RefusalView } from '../asks/questions.js';
 import type { JsonRpcRequest } from '../transports/types.js';
 import type { ProgressUpdate } from '../upstream/session.js';
-
-/** What an upstream may ask its caller (in either era). */
-export const QUESTION_METHODS = ['elicitation/create', 'sampling/createMessage', 'roots/list'] as const;
-export type QuestionMethod = (typeof QUESTION_METHODS)[number];
-
-/**
- * `working`: the call runs and nothing is asked; `input_required`: questions wait for answers;
- * `completed` / `failed`: the call finished (`result` / `error`); `abandoned`: the caller gave up;
- * `expired`: the ask outlived its maximum age (or the daemon stopped under it).
- */
-export type AskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'abandoned' | 'expired';
 
 /** What starts an ask: the `/v1/call` body, and the capabilities the caller can answer. */
 export interface AskStart {
@@ -70,15 +77,6 @@ export interface AskStart {
   authorizeInPlace?: boolean;
 }
 
-export interface AskError {
-  code: string;
-  message: string;
-  data?: Record<string, unknown>;
-}
-
-/** What the call came to (Controller.call's outcome). */
-export type AskOutcome = { ok: true; result: Record<string, unknown> } | { ok: false; error: AskError };
-
 export interface QuestionView {
   /** Fresh per question; the key of `answers`. */
   id: string;
@@ -90,16 +88,6 @@ export interface QuestionView {
   /** A modern question's key in the upstream's `inputRequests` (unique within its round only), for a relay that keeps it. */
   key?: string;
   askedAt: string;
-}
-
-export type RefusalReason = 'capability' | 'unsupported' | 'limit' | 'timeout' | 'abandoned' | 'expired' | 'finished' | 'misrouted';
-
-/** A question mcpx refused on the caller's behalf (`questionId` when it had been put to the caller). */
-export interface RefusalView {
-  questionId?: string;
-  method: string;
-  reason: RefusalReason;
-  message: string;
 }
 
 export interface AskView {
@@ -174,32 +162,23 @@ let answerSchemas: typeof import('./answer-schemas.js').ANSWER_SCHEMAS | undefin
 
 // ---------------------------------------------------------------------------------------------
 
-interface Question {
-  id: string;
-  method: QuestionMethod;
-  params: Record<string, unknown>;
+/** What one round of questions hands back to the upstream that waits on it. */
+interface Round {
   via: QuestionView['via'];
-  key: string | undefined;
-  askedAt: number;
-  state: 'open' | 'answered' | 'refused';
-  timer: NodeJS.Timeout | undefined;
-  /** Hands the caller's answer on (legacy: the JSON-RPC result; modern: its round's inputResponse). */
-  deliver: (answer: Record<string, unknown>) => void;
-  /** Hands a refusal on (legacy: a JSON-RPC error; modern: the round fails). */
-  refuse: (reason: RefusalReason, message: string) => void;
+  resolve: (answers: Record<string, Record<string, unknown>>) => void;
+  reject: (reason: RefusalReason, message: string, data: { method: string; key?: string; question?: string }) => void;
 }
 
 interface Ask {
   id: string;
   start: AskStart;
-  capabilities: Record<string, unknown>;
   createdAt: number;
-  finishedAt: number | undefined;
-  status: AskStatus;
-  outcome: AskOutcome | undefined;
-  /** Every question put (open or closed), in order. */
-  questions: Map<string, Question>;
-  refused: RefusalView[];
+  /** Its statechart (../asks/ask.machine.ts): status, questions, refusals and outcome are its context. */
+  actor: Actor<typeof askMachine>;
+  /** The rounds the upstream waits on, by round id. */
+  rounds: Map<string, Round>;
+  /** The timeout of each open question. */
+  questionTimers: Map<string, NodeJS.Timeout>;
   ac: AbortController;
   settled: boolean;
   waiters: Set<() => void>;
@@ -210,40 +189,6 @@ interface Ask {
 }
 
 const FINAL: ReadonlySet<AskStatus> = new Set(['completed', 'failed', 'abandoned', 'expired']);
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** The capability a question needs that the caller did not declare, or undefined when it may be asked. */
-export function missingCapability(method: QuestionMethod, params: Record<string, unknown>, caps: Record<string, unknown>): string | undefined {
-  switch (method) {
-    case 'elicitation/create': {
-      const e = caps['elicitation'];
-      if (!isObject(e)) return 'elicitation';
-      if (params['mode'] === 'url') return isObject(e['url']) ? undefined : 'elicitation.url';
-      // An empty `elicitation: {}` declares form mode (2025-11-25's backwards-compatible reading).
-      return isObject(e['form']) || Object.keys(e).length === 0 ? undefined : 'elicitation.form';
-    }
-    case 'sampling/createMessage':
-      return isObject(caps['sampling']) ? undefined : 'sampling';
-    case 'roots/list':
-      return isObject(caps['roots']) ? undefined : 'roots';
-  }
-}
-
-/** What `/v1/ask` declares for a caller that names no capabilities: what the route can carry to a program (forms and URLs). */
-export const DEFAULT_ASK_CAPABILITIES: Readonly<Record<string, unknown>> = Object.freeze({ elicitation: { form: {}, url: {} } });
-
-/** The kinds of question an ask with these capabilities refuses at once (said in its answer). */
-export function refusedKinds(caps: Record<string, unknown>): string[] {
-  const kinds: Array<[string, QuestionMethod, Record<string, unknown>]> = [
-    ['elicitation.form', 'elicitation/create', {}],
-    ['elicitation.url', 'elicitation/create', { mode: 'url' }],
-    ['sampling', 'sampling/createMessage', {}],
-    ['roots', 'roots/list', {}],
-  ];
-  return kinds.filter(([, method, params]) => missingCapability(method, params, caps) !== undefined).map(([kind]) => kind);
-}
-
-const isQuestionMethod = (m: string): m is QuestionMethod => (QUESTION_METHODS as readonly string[]).includes(m);
 
 /** The upstream's params as the caller should see them: the upstream's own progress token is meaningless to it. */
 function questionParams(params: unknown): Record<string, unknown> {
@@ -279,6 +224,9 @@ function errorOf(err: unknown): AskError {
   return { code: 'MCPX_INTERNAL', message: err instanceof Error ? err.message : String(err) };
 }
 
+const stateOf = (ask: Ask): AskContext => ask.actor.getSnapshot().context;
+const statusOf = (ask: Ask): AskStatus => askStatus(ask.actor.getSnapshot().value);
+
 export class AskStore {
   /** Tunable at run time (tests lower them); read when each ask, question or wait starts. */
   readonly limits: AskLimits;
@@ -286,6 +234,7 @@ export class AskStore {
   private readonly log: Logger;
   private readonly asks = new Map<string, Ask>();
   private nextQuestion = 0;
+  private nextRound = 0;
   private inFlight = 0;
   private stopped = false;
 
@@ -302,10 +251,10 @@ export class AskStore {
   start(start: AskStart): AskView {
     if (this.stopped) throw new McpxError('MCPX_SHUTTING_DOWN', 'the daemon is shutting down');
     if (start.caller !== undefined) {
-      const mine = [...this.asks.values()].filter((a) => a.start.caller === start.caller && !FINAL.has(a.status));
+      const mine = [...this.asks.values()].filter((a) => a.start.caller === start.caller && !FINAL.has(statusOf(a)));
       if (mine.length >= this.limits.maxPerCaller) {
         // A caller asking again while its oldest ask waits on it, unpolled, has walked away from that one.
-        const left = mine.find((a) => a.status === 'input_required' && a.waiters.size === 0);
+        const left = mine.find((a) => statusOf(a) === 'input_required' && a.waiters.size === 0);
         if (!left) {
           throw new McpxError(
             'MCPX_TOO_MANY_ASKS',
@@ -315,7 +264,11 @@ export class AskStore {
             },
           );
         }
-        this.end(left, 'abandoned', `reclaimed: its caller started more than ${this.limits.maxPerCaller} asks without answering this one`);
+        this.send(left, {
+          type: 'abandon',
+          why: `reclaimed: its caller started more than ${this.limits.maxPerCaller} asks without answering this one`,
+          at: Date.now(),
+        });
       }
     }
     const running = this.countRunning();
@@ -328,30 +281,34 @@ export class AskStore {
         },
       );
     }
-    const now = Date.now();
+    const id = `ask-${randomUUID()}`;
+    const capabilities = start.capabilities ?? { ...DEFAULT_ASK_CAPABILITIES };
     const ask: Ask = {
-      id: `ask-${randomUUID()}`,
+      id,
       start,
-      capabilities: start.capabilities ?? { ...DEFAULT_ASK_CAPABILITIES },
-      createdAt: now,
-      finishedAt: undefined,
-      status: 'working',
-      outcome: undefined,
-      questions: new Map(),
-      refused: [],
+      createdAt: Date.now(),
+      actor: createActor(askMachine, { id, input: { id, capabilities } }),
+      rounds: new Map(),
+      questionTimers: new Map(),
       ac: new AbortController(),
       settled: false,
       waiters: new Set(),
       progress: new Set(),
       timer: undefined,
     };
+    ask.actor.on('*', (e) => this.perform(ask, e as AskEmitted));
+    ask.actor.subscribe({ error: (err) => this.log.error({ err, ask: id }, 'ask actor failed') });
+    ask.actor.start();
     this.asks.set(ask.id, ask);
-    ask.timer = setTimeout(() => this.end(ask, 'expired'), this.limits.maxAgeMs).unref();
+    ask.timer = setTimeout(
+      () => this.send(ask, { type: 'expire', shutdown: false, maxAgeMs: this.limits.maxAgeMs, at: Date.now() }),
+      this.limits.maxAgeMs,
+    ).unref();
     const ctx: CallContext = {
       callId: ask.id,
       signal: ask.ac.signal,
       // Declared upstream in each modern request's _meta; a legacy session declared what mcpx relays at initialize.
-      capabilities: ask.capabilities,
+      capabilities,
       ...(start.callerProtocol === undefined ? {} : { callerProtocol: start.callerProtocol }),
       ...(start.session === undefined ? {} : { session: start.session }),
       ...(start.timeoutMs === undefined ? {} : { timeoutMs: start.timeoutMs }),
@@ -391,7 +348,7 @@ export class AskStore {
   async wait(id: string, waitMs = 0, signal?: AbortSignal, onProgress?: (p: ProgressUpdate) => void): Promise<AskView> {
     const ask = this.find(id);
     const ms = Math.min(Math.max(0, waitMs), this.limits.maxWaitMs);
-    if (ms > 0 && ask.status === 'working' && !signal?.aborted) {
+    if (ms > 0 && statusOf(ask) === 'working' && !signal?.aborted) {
       if (onProgress) ask.progress.add(onProgress);
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -420,13 +377,14 @@ export class AskStore {
     const ask = this.find(id);
     const entries = Object.entries(answers);
     if (entries.length === 0) throw new McpxError('MCPX_BAD_REQUEST', 'body field answers: name at least one question', { data: { path: ['answers'] } });
-    const checked: Array<[Question, Record<string, unknown>]> = [];
+    const state = stateOf(ask);
+    const checked: Array<{ question: string; answer: Record<string, unknown> }> = [];
     for (const [qid, answer] of entries) {
       const path = ['answers', qid];
       const field = `body field answers.${qid}`;
-      const q = ask.questions.get(qid);
-      if (!q) {
-        const open = this.open(ask).map((x) => x.id);
+      const problem = answerProblem(state, qid);
+      if (problem === 'unknown') {
+        const open = openQuestions(state).map((x) => x.id);
         throw new McpxError(
           'MCPX_UNKNOWN_QUESTION',
           `${field}: ${ask.id} has no question ${JSON.stringify(qid)} (open: ${open.length > 0 ? open.join(', ') : 'none'})`,
@@ -435,14 +393,15 @@ export class AskStore {
           },
         );
       }
-      if (q.state === 'answered')
+      if (problem === 'answered')
         throw new McpxError('MCPX_ALREADY_ANSWERED', `${field}: question ${qid} was answered already`, { data: { path, ask: ask.id, question: qid } });
-      if (q.state === 'refused') {
-        const why = ask.refused.find((r) => r.questionId === qid);
+      if (problem === 'refused') {
+        const why = state.refused.find((r) => r.questionId === qid);
         throw new McpxError('MCPX_QUESTION_CLOSED', `${field}: question ${qid} is closed${why ? ` (${why.reason}: ${why.message})` : ''}`, {
           data: { path, ask: ask.id, question: qid, ...(why ? { reason: why.reason } : {}) },
         });
       }
+      const q = state.questions.find((x) => x.id === qid)!;
       const { schema, shape } = schemas[q.method];
       const parsed = schema.safeParse(answer);
       if (!parsed.success) {
@@ -452,40 +411,35 @@ export class AskStore {
           data: { path: full },
         });
       }
-      checked.push([q, answer as Record<string, unknown>]);
+      checked.push({ question: qid, answer: answer as Record<string, unknown> });
     }
-    for (const [q, answer] of checked) {
-      q.state = 'answered';
-      clearTimeout(q.timer);
-      q.deliver(answer);
-    }
-    this.log.debug({ ask: ask.id, questions: checked.map(([q]) => q.id) }, 'questions answered');
-    this.changed(ask);
+    this.send(ask, { type: 'answer', answers: checked });
+    this.log.debug({ ask: ask.id, questions: checked.map((c) => c.question) }, 'questions answered');
     return this.view(ask);
   }
 
   /** Gives up: the call is cancelled upstream and its open questions refused. Idempotent. @throws McpxError MCPX_NOT_FOUND */
   abandon(id: string): AskView {
     const ask = this.find(id);
-    this.end(ask, 'abandoned');
+    this.send(ask, { type: 'abandon', at: Date.now() });
     return this.view(ask);
   }
 
   stats(): AskStats {
     let running = 0;
-    let openQuestions = 0;
+    let openCount = 0;
     for (const ask of this.asks.values()) {
-      if (!FINAL.has(ask.status)) running++;
-      openQuestions += this.open(ask).length;
+      if (!FINAL.has(statusOf(ask))) running++;
+      openCount += openQuestions(stateOf(ask)).length;
     }
-    return { asks: this.asks.size, running, finished: this.asks.size - running, openQuestions, callsInFlight: this.inFlight };
+    return { asks: this.asks.size, running, finished: this.asks.size - running, openQuestions: openCount, callsInFlight: this.inFlight };
   }
 
   /** The daemon stops: every running ask ends (its call cancelled, its questions refused), nothing is kept. */
   close(): void {
     this.stopped = true;
     for (const ask of this.asks.values()) {
-      this.end(ask, 'expired', 'the daemon is shutting down');
+      this.send(ask, { type: 'expire', shutdown: true, maxAgeMs: this.limits.maxAgeMs, at: Date.now() });
       clearTimeout(ask.timer);
     }
     this.asks.clear();
@@ -495,16 +449,11 @@ export class AskStore {
 
   /** A legacy server-to-client request of this ask's call: its answer, or a JSON-RPC error. */
   private serverRequest(ask: Ask, req: JsonRpcRequest, context: unknown): Promise<unknown> {
-    const params = questionParams(req.params);
-    const refusal = this.refusal(ask, req.method, params, 1, context);
-    if (refusal) {
-      this.refuseUnasked(ask, req.method, refusal.reason, refusal.message);
-      return Promise.reject(rpcRefusal(refusal.reason, refusal.message));
-    }
     return new Promise((resolve, reject) => {
-      this.put(ask, req.method as QuestionMethod, params, 'server-request', undefined, {
-        deliver: resolve,
-        refuse: (reason, message) => reject(rpcRefusal(reason, message)),
+      this.ask(ask, 'server-request', [{ method: req.method, params: questionParams(req.params) }], context, {
+        via: 'server-request',
+        resolve: (answers) => resolve(Object.values(answers)[0]),
+        reject: (reason, message) => reject(rpcRefusal(reason, message)),
       });
     });
   }
@@ -516,116 +465,55 @@ export class AskStore {
       method: isObject(r) && typeof r.method === 'string' ? r.method : String(r?.method),
       params: questionParams(isObject(r) ? r.params : undefined),
     }));
-    for (const e of entries) {
-      const refusal = this.refusal(ask, e.method, e.params, entries.length, context);
-      if (refusal) {
-        this.refuseUnasked(ask, e.method, refusal.reason, refusal.message);
-        return Promise.reject(roundRefusal(refusal.reason, refusal.message, { method: e.method, key: e.key }));
-      }
-    }
     return new Promise((resolve, reject) => {
-      const responses: Record<string, unknown> = {};
-      const round: Question[] = [];
-      let waiting = entries.length;
-      let over = false;
-      for (const e of entries) {
-        const q = this.put(ask, e.method as QuestionMethod, e.params, 'input-required', e.key, {
-          deliver: (answer) => {
-            responses[e.key] = answer;
-            if (--waiting === 0 && !over) {
-              over = true;
-              resolve(responses);
-            }
-          },
-          refuse: (reason, message) => {
-            if (over) return;
-            over = true;
-            // One question of the round cannot be answered: the round (so the call) ends, and its siblings close with it.
-            for (const other of round) if (other !== q) this.closeQuestion(ask, other, reason, message);
-            reject(roundRefusal(reason, message, { method: e.method, key: e.key, question: q.id }));
-          },
-        });
-        round.push(q);
-      }
+      const keys = new Map<string, string>();
+      const ids = this.ask(ask, 'input-required', entries, context, {
+        via: 'input-required',
+        resolve: (answers) => resolve(Object.fromEntries(Object.entries(answers).map(([qid, a]) => [keys.get(qid)!, a]))),
+        reject: (reason, message, data) => reject(roundRefusal(reason, message, data)),
+      });
+      ids.forEach((qid, i) => keys.set(qid, entries[i]!.key));
     });
   }
 
-  /** Why a question may not be put to this ask's caller, if it may not. */
-  private refusal(
+  /** Hands a round to the ask's chart; the ids its questions get, should they be put. */
+  private ask(
     ask: Ask,
-    method: string,
-    params: Record<string, unknown>,
-    n: number,
+    via: Round['via'],
+    entries: Array<{ method: string; params: Record<string, unknown>; key?: string }>,
     context: unknown,
-  ): { reason: RefusalReason; message: string } | undefined {
-    // The session hands each question the provoking call's context: one naming another call is never this ask's.
+    round: Round,
+  ): string[] {
+    const id = `r${++this.nextRound}`;
+    const ids = entries.map((_, i) => `q${this.nextQuestion + i + 1}`);
+    ask.rounds.set(id, round);
+    const before = stateOf(ask).questions.length;
     const callId = isObject(context) ? context['callId'] : undefined;
-    if (callId !== undefined && callId !== ask.id)
-      return { reason: 'misrouted', message: `${method} came with the context of another call (${String(callId)})` };
-    if (FINAL.has(ask.status))
-      return {
-        reason: ask.status === 'expired' ? 'expired' : ask.status === 'abandoned' ? 'abandoned' : 'finished',
-        message: `${method} arrived after the ask ended (${ask.status})`,
-      };
-    if (!isQuestionMethod(method)) return { reason: 'unsupported', message: `mcpx relays only ${QUESTION_METHODS.join(', ')} to a caller, not ${method}` };
-    const missing = missingCapability(method, params, ask.capabilities);
-    if (missing !== undefined)
-      return { reason: 'capability', message: `the caller did not declare the ${missing} capability, so ${method} cannot be put to it` };
-    const max = this.limits.maxQuestionsPerAsk;
-    if (ask.questions.size + n > max) return { reason: 'limit', message: `this call asked more than ${max} questions (the limit per ask)` };
-    return undefined;
-  }
-
-  private refuseUnasked(ask: Ask, method: string, reason: RefusalReason, message: string): void {
-    ask.refused.push({ method, reason, message });
-    this.log.info({ ask: ask.id, server: ask.start.server, method, reason }, `question refused: ${message}`);
-    this.changed(ask);
-  }
-
-  /** Opens a question: the caller sees it on its next poll; it closes when answered, refused or timed out. */
-  private put(
-    ask: Ask,
-    method: QuestionMethod,
-    params: Record<string, unknown>,
-    via: QuestionView['via'],
-    key: string | undefined,
-    hand: Pick<Question, 'deliver' | 'refuse'>,
-  ): Question {
-    const q: Question = { id: `q${++this.nextQuestion}`, method, params, via, key, askedAt: Date.now(), state: 'open', timer: undefined, ...hand };
-    ask.questions.set(q.id, q);
-    // A front's caller cannot answer after its requestState expires: no need to wait longer than that.
-    const ms = Math.min(this.opts.questionTimeoutMs(ask.start.server), ask.start.questionTimeoutMs ?? Infinity);
-    q.timer = setTimeout(() => this.closeQuestion(ask, q, 'timeout', `nobody answered ${method} within ${ms} ms`), ms).unref();
-    this.log.debug({ ask: ask.id, question: q.id, method, via }, 'question put');
-    this.changed(ask);
-    return q;
-  }
-
-  private closeQuestion(ask: Ask, q: Question, reason: RefusalReason, message: string): void {
-    if (q.state !== 'open') return;
-    q.state = 'refused';
-    clearTimeout(q.timer);
-    ask.refused.push({ questionId: q.id, method: q.method, reason, message });
-    this.log.info({ ask: ask.id, question: q.id, method: q.method, reason }, `question refused: ${message}`);
-    q.refuse(reason, message);
-    this.changed(ask);
+    this.send(ask, {
+      type: 'round',
+      round: id,
+      via,
+      entries: entries.map((e, i) => ({ ...e, id: ids[i]! })),
+      callId,
+      maxQuestions: this.limits.maxQuestionsPerAsk,
+      at: Date.now(),
+    });
+    // Ids are spent only by questions put (a refused round puts none).
+    this.nextQuestion += stateOf(ask).questions.length - before;
+    return ids;
   }
 
   // ---- the ask's life ----
 
   /** The call settled. An ask the caller abandoned (or that expired) keeps what it said then. */
   private finish(ask: Ask, outcome: AskOutcome): void {
-    if (!FINAL.has(ask.status)) {
-      ask.outcome = outcome;
-      ask.status = outcome.ok ? 'completed' : 'failed';
-      this.ended(ask, 'finished', 'the call ended first');
-    }
+    this.send(ask, { type: 'settled', outcome, at: Date.now() });
     this.log.info(
       {
         ask: ask.id,
         server: ask.start.server,
         tool: ask.start.tool,
-        status: ask.status,
+        status: statusOf(ask),
         ...(outcome.ok ? {} : { code: outcome.error.code }),
         ms: Date.now() - ask.createdAt,
       },
@@ -633,25 +521,57 @@ export class AskStore {
     );
   }
 
-  /** Abandoned or expired: the call is cancelled upstream (its signal aborts) and every open question refused. */
-  private end(ask: Ask, how: 'abandoned' | 'expired', why?: string): void {
-    if (FINAL.has(ask.status)) return;
-    const message = why ?? (how === 'abandoned' ? 'the caller abandoned the ask' : `the ask was not done within ${this.limits.maxAgeMs} ms`);
-    const code: ErrorCode = how === 'abandoned' ? 'MCPX_REQUEST_CANCELLED' : why !== undefined ? 'MCPX_SHUTTING_DOWN' : 'MCPX_ASK_EXPIRED';
-    ask.status = how;
-    ask.outcome = { ok: false, error: { code, message } };
-    ask.ac.abort(new McpxError(code, message));
-    this.ended(ask, how, message);
-    this.log.info({ ask: ask.id, server: ask.start.server, tool: ask.start.tool, status: how }, message);
+  private send(ask: Ask, event: AskEvent): void {
+    const before = ask.actor.getSnapshot();
+    ask.actor.send(event);
+    const after = ask.actor.getSnapshot();
+    if (after.context !== before.context || after.value !== before.value) this.changed(ask);
   }
 
-  /** Common to every end: nothing stays open, pollers hear of it, the ask is kept for finishedTtlMs. */
-  private ended(ask: Ask, reason: RefusalReason, message: string): void {
-    ask.finishedAt = Date.now();
-    for (const q of this.open(ask)) this.closeQuestion(ask, q, reason, message);
-    clearTimeout(ask.timer);
-    if (!this.stopped) ask.timer = setTimeout(() => this.asks.delete(ask.id), this.limits.finishedTtlMs).unref();
-    this.changed(ask);
+  /** Carries out what the ask's chart says. */
+  private perform(ask: Ask, e: AskEmitted): void {
+    switch (e.type) {
+      case 'question.opened': {
+        // A front's caller cannot answer after its requestState expires: no need to wait longer than that.
+        const ms = Math.min(this.opts.questionTimeoutMs(ask.start.server), ask.start.questionTimeoutMs ?? Infinity);
+        const message = `nobody answered ${e.method} within ${ms} ms`;
+        ask.questionTimers.set(e.question, setTimeout(() => this.send(ask, { type: 'question.timeout', question: e.question, message }), ms).unref());
+        this.log.debug({ ask: ask.id, question: e.question, method: e.method, via: e.via }, 'question put');
+        return;
+      }
+      case 'question.closed':
+        clearTimeout(ask.questionTimers.get(e.question));
+        ask.questionTimers.delete(e.question);
+        return;
+      case 'round.answered':
+        ask.rounds.get(e.round)?.resolve(e.answers);
+        ask.rounds.delete(e.round);
+        return;
+      case 'round.refused': {
+        const { reason, message, round: _round, type: _type, ...data } = e;
+        ask.rounds.get(e.round)?.reject(reason, message, data);
+        ask.rounds.delete(e.round);
+        return;
+      }
+      case 'refused': {
+        const r = e.refusal;
+        this.log.info(
+          { ask: ask.id, ...(r.questionId === undefined ? { server: ask.start.server } : { question: r.questionId }), method: r.method, reason: r.reason },
+          `question refused: ${r.message}`,
+        );
+        return;
+      }
+      case 'cancel':
+        ask.ac.abort(new McpxError(e.code as ErrorCode, e.message));
+        return;
+      case 'ended':
+        // Kept for finishedTtlMs, for its pollers.
+        clearTimeout(ask.timer);
+        if (!this.stopped) ask.timer = setTimeout(() => this.asks.delete(ask.id), this.limits.finishedTtlMs).unref();
+        if (e.status === 'abandoned' || e.status === 'expired')
+          this.log.info({ ask: ask.id, server: ask.start.server, tool: ask.start.tool, status: e.status }, e.message);
+        return;
+    }
   }
 
   /** Keeps at most maxKept finished asks (beyond the running ones): the oldest go first. */
@@ -659,7 +579,7 @@ export class AskStore {
     let excess = this.asks.size - this.countRunning() - this.limits.maxKept;
     for (const ask of this.asks.values()) {
       if (excess <= 0) break;
-      if (!FINAL.has(ask.status)) continue;
+      if (!FINAL.has(statusOf(ask))) continue;
       clearTimeout(ask.timer);
       this.asks.delete(ask.id);
       excess--;
@@ -667,17 +587,12 @@ export class AskStore {
   }
 
   private changed(ask: Ask): void {
-    if (!FINAL.has(ask.status)) ask.status = this.open(ask).length > 0 ? 'input_required' : 'working';
     for (const wake of [...ask.waiters]) wake();
-  }
-
-  private open(ask: Ask): Question[] {
-    return [...ask.questions.values()].filter((q) => q.state === 'open');
   }
 
   private countRunning(): number {
     let n = 0;
-    for (const ask of this.asks.values()) if (!FINAL.has(ask.status)) n++;
+    for (const ask of this.asks.values()) if (!FINAL.has(statusOf(ask))) n++;
     return n;
   }
 
@@ -691,7 +606,8 @@ export class AskStore {
   }
 
   private view(ask: Ask): AskView {
-    const o = ask.outcome;
+    const state = stateOf(ask);
+    const o = state.outcome;
     // A tool that reported an error (isError) still has a result, which a relaying front passes on as it is.
     const result =
       o === undefined
@@ -705,10 +621,10 @@ export class AskStore {
       id: ask.id,
       server: ask.start.server,
       tool: ask.start.tool,
-      status: ask.status,
-      capabilities: ask.capabilities,
-      refuses: refusedKinds(ask.capabilities),
-      questions: this.open(ask).map((q) => ({
+      status: statusOf(ask),
+      capabilities: state.capabilities,
+      refuses: refusedKinds(state.capabilities),
+      questions: openQuestions(state).map((q) => ({
         id: q.id,
         method: q.method,
         params: q.params,
@@ -716,10 +632,10 @@ export class AskStore {
         ...(q.key === undefined ? {} : { key: q.key }),
         askedAt: new Date(q.askedAt).toISOString(),
       })),
-      asked: ask.questions.size,
-      refused: [...ask.refused],
+      asked: state.questions.length,
+      refused: [...state.refused],
       createdAt: new Date(ask.createdAt).toISOString(),
-      ...(ask.finishedAt === undefined ? {} : { finishedAt: new Date(ask.finishedAt).toISOString() }),
+      ...(state.ended === undefined ? {} : { finishedAt: new Date(state.ended.at).toISOString() }),
       ...(result === undefined ? {} : { result }),
       ...(o === undefined || o.ok ? {} : { error: o.error }),
     };

@@ -5,7 +5,9 @@
  * The real upstreams of both eras are in test/server/asks.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { AskStore, missingCapability, type AskOutcome, type AskStoreOptions } from '../../src/serve/asks.js';
+import type { AskOutcome } from '../../src/asks/ask.machine.js';
+import { missingCapability } from '../../src/asks/questions.js';
+import { AskStore, type AskStoreOptions } from '../../src/serve/asks.js';
 import type { CallContext } from '../../src/pool/types.js';
 import type { JsonRpcRequest } from '../../src/transports/types.js';
 
