@@ -113,7 +113,7 @@ describe('ask statechart (model)', () => {
       });
       actor.start();
       for (const step of path.steps) {
-        if (step.event.type === 'xstate.init') continue;
+        if ((step.event.type as string) === 'xstate.init') continue;
         // Each round the upstream asks is a round of its own (the store numbers them).
         const ev = step.event.type === 'round' ? { ...(step.event as Extract<AskEvent, { type: 'round' }>), round: `r${++roundNo}` } : (step.event as AskEvent);
         actor.send(ev);

@@ -54,6 +54,7 @@ async function connect(era: Era, way: Way, d: ServeDaemon, asked: Asked[], url: 
     );
     return {
       call: (args: Record<string, unknown>) => c.callTool({ name: 'locked__echo', arguments: args }, undefined, { timeout: 60_000 }),
+      tools: async () => (await c.listTools()).tools.map((t) => t.name),
       close: () => c.close(),
     };
   }
@@ -64,7 +65,11 @@ async function connect(era: Era, way: Way, d: ServeDaemon, asked: Asked[], url: 
       ? new StdioV2({ command: process.execPath, args: [MCPX, 'serve'], env: d.env as Record<string, string>, stderr: 'pipe' })
       : new HttpV2(new URL(d.url), { requestInit: { headers } } as never),
   );
-  return { call: (args: Record<string, unknown>) => c.callTool({ name: 'locked__echo', arguments: args }, { timeout: 60_000 }), close: () => c.close() };
+  return {
+    call: (args: Record<string, unknown>) => c.callTool({ name: 'locked__echo', arguments: args }, { timeout: 60_000 }),
+    tools: async () => (await c.listTools()).tools.map((t: { name: string }) => t.name),
+    close: () => c.close(),
+  };
 }
 
 describe('an MCP client meets a server that needs authorization', () => {
@@ -123,4 +128,15 @@ describe('an MCP client meets a server that needs authorization', () => {
       }
     });
   }
+
+  it('a server that needs a login again still lists its last tools (from the catalogue)', async () => {
+    await logout();
+    const c = await connect('modern', 'http', d, [], false);
+    try {
+      expect(await c.tools()).toContain('locked__echo');
+      expect((await c.call({ text: 'x' })) as Record<string, any>).toMatchObject({ isError: true });
+    } finally {
+      await c.close();
+    }
+  });
 });
