@@ -30,8 +30,6 @@ export interface Target {
   configFlag?: string;
   /** The state folder named by --state-dir, absolute (likewise; from the environment or config the daemon finds it itself). */
   stateDirFlag?: string;
-  /** `serve.questionTtl` as these options resolve it (for `mcpx serve`). */
-  questionTtlMs?: number;
 }
 
 /** Where the daemon of these options lives: settings from the config file (when it reads), env and flags. */
@@ -50,7 +48,6 @@ export async function resolveTarget(opts: ClientOptions): Promise<Target> {
   return {
     stateDir: settings.get('paths.state'),
     socket: settings.get('daemon.socket'),
-    questionTtlMs: settings.get('serve.questionTtl'),
     ...(opts.config === undefined ? {} : { configFlag: resolvePath(cwd, opts.config) }),
     ...(opts.stateDir === undefined ? {} : { stateDirFlag: settings.get('paths.state') }),
   };

@@ -22,6 +22,7 @@ import { Settings, type SettingsSources } from '../config/settings.js';
 import { EraCache } from '../upstream/era-cache.js';
 import { CatalogStore } from '../catalog/catalog-store.js';
 import type { McpHttpEntry } from '../serve/http-entry.js';
+import type { SocketEntry } from '../serve/socket-entry.js';
 import { buildApp, type DaemonInfo } from './app.js';
 import { boundConnections } from './connection-limit.js';
 import { loadDaemonConfig } from './config-source.js';
@@ -270,11 +271,25 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
           }),
       ));
     cleanups.push(async () => (mcpEntry ? (await mcpEntry).close() : undefined));
+    // The front of every `mcpx serve`: one stream per serve on the socket, made on the first one.
+    let serveEntry: Promise<SocketEntry> | undefined;
+    const serve = (): Promise<SocketEntry> =>
+      (serveEntry ??= Promise.all([import('../serve/socket-entry.js'), import('../serve/controller-backend.js')]).then(
+        ([{ SocketEntry }, { ControllerBackend }]) =>
+          new SocketEntry({
+            backend: new ControllerBackend(controller),
+            version,
+            logger,
+            questionTtlSeconds: () => Math.ceil(settings.get('serve.questionTtl') / 1000),
+          }),
+      ));
     const common = { controller, logger, version, startedAt, info, shutdown, isStopping: () => stopping, mcp, ui };
     buildCommon = () => common;
-    const socketApp = await buildApp({ ...common, listener: 'socket' });
+    const socketApp = await buildApp({ ...common, listener: 'socket', serve });
     apps.push(socketApp);
     cleanups.push(() => socketApp.close());
+    // Before the listener closes (it waits for every connection, streams included).
+    cleanups.push(async () => (serveEntry ? (await serveEntry).close() : undefined));
     // Bound 0600 from the start: a client refuses a socket others could write, even before the chmod.
     const umask = process.umask(0o177);
     try {
