@@ -219,8 +219,10 @@ export class Pipe {
       }
     }
     if (l.sentTo) {
-      // Streamed as it came: cut off if its stream closed meanwhile (never sent whole anywhere).
-      if ((l.sentTo.closed || l.sentTo !== this.stream) && entry) this.answerGone(entry, GONE_MIDWAY);
+      // Streamed as it came; cut off if its stream closed meanwhile (never sent whole anywhere).
+      if (!entry) return;
+      if (l.sentTo.closed || l.sentTo !== this.stream) this.answerGone(entry, GONE_MIDWAY);
+      else entry.stream = l.sentTo;
       return;
     }
     if (!text) {

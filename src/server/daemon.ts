@@ -1,8 +1,9 @@
 /**
  * `startDaemon`: the mcpx daemon (`mcpx daemon`, `npm start`).
  *
- * Config → settings (file < env < flags) → pools; the /v1 API on `<state>/daemon.sock` (0600) and,
- * when daemon.port is set, on loopback TCP (bearer token in `<state>/daemon.json`, 0600). One daemon
+ * Config → settings (file < env < flags) → pools; the /v1 API and `/mcp` on `<state>/daemon.sock` (0600)
+ * and, when daemon.port is set, on loopback TCP (bearer token in `<state>/daemon.json`, 0600); on the
+ * socket also every `mcpx serve`'s stream (its client answered by the same MCP front as `/mcp`). One daemon
  * per state folder (daemon.lock; a crashed daemon's leftovers are cleaned up, its upstream processes
  * included: src/server/orphans.ts). The config file is watched (its folder, debounced) and reloaded
  * on change, on `POST /v1/reload` and on SIGHUP; a broken edit is reported and the last good config
