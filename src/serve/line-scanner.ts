@@ -56,8 +56,8 @@ export class LineScanner {
   /** Something other than one object on the line: it says nothing. */
   private junk = false;
 
-  /** `onLine` is called at each newline with what that line's top level said. */
-  constructor(private readonly onLine: (facts: LineFacts) => void) {}
+  /** `onLine` is called at each newline with what that line's top level said, and where in the pushed bytes the line ended (past its newline). */
+  constructor(private readonly onLine: (facts: LineFacts, end: number) => void) {}
 
   push(buf: Uint8Array): void {
     const end = buf.length;
@@ -89,7 +89,7 @@ export class LineScanner {
           }
         } else if (c === NEWLINE) {
           this.bytes += i - from;
-          this.endLine();
+          this.endLine(i + 1);
           from = ++i;
           continue;
         }
@@ -106,7 +106,7 @@ export class LineScanner {
       switch (c) {
         case NEWLINE:
           this.bytes += i - from;
-          this.endLine();
+          this.endLine(i + 1);
           from = i + 1;
           break;
         case QUOTE:
@@ -166,16 +166,20 @@ export class LineScanner {
     this.current = '';
     if (raw === undefined) return;
     let v: unknown;
-    try {
-      v = JSON.parse(Buffer.from(raw).toString('utf8'));
-    } catch {
-      return;
+    if (raw.length > 0 && raw.length < 16 && raw.every((c) => c >= 0x30 && c <= 0x39))
+      v = Number(String.fromCharCode(...raw)); // a plain id
+    else {
+      try {
+        v = JSON.parse(Buffer.from(raw).toString('utf8'));
+      } catch {
+        return;
+      }
     }
     if (key === 'id' && (typeof v === 'string' || typeof v === 'number' || v === null)) this.facts.id = v;
     else if (key === 'method' && typeof v === 'string') this.facts.method = v;
   }
 
-  private endLine(): void {
+  private endLine(end: number): void {
     const facts: LineFacts = this.closed && !this.junk ? { ...this.facts, bytes: this.bytes } : { bytes: this.bytes };
     this.depth = 0;
     this.inString = false;
@@ -188,12 +192,13 @@ export class LineScanner {
     this.bytes = 0;
     this.closed = false;
     this.junk = false;
-    this.onLine(facts);
+    this.onLine(facts, end);
   }
 }
 
 /** A key's characters as written between its quotes. */
 function decodeKey(raw: number[]): string {
+  if (!raw.includes(BACKSLASH)) return String.fromCharCode(...raw); // the keys looked for are ASCII
   try {
     return JSON.parse(`"${String.fromCharCode(...raw)}"`) as string;
   } catch {

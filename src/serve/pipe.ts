@@ -104,6 +104,8 @@ export class Pipe {
   /** The client's line being read: its bytes while it is short enough to keep, where it was streamed otherwise. */
   private line: { parts: Buffer[]; bytes: number; kept: boolean; sentTo?: Stream } = { parts: [], bytes: 0, kept: true };
   private lineFacts: LineFacts | undefined;
+  /** What the chunk being read sends the open stream. */
+  private outgoing: Buffer[] = [];
   private readonly clientScanner = new LineScanner((f) => (this.lineFacts = f));
   /** The client's era: its answered initialize (and whether it sent initialized), or its first envelope. */
   private era: { initialize: Record<string, unknown>; initialized: boolean } | { meta: Record<string, unknown> } | undefined;
@@ -111,6 +113,10 @@ export class Pipe {
   /** While a stream is opened again: the id of the handshake answer to swallow, and the lines read before it. */
   private swallow: { id: string; settle: (err?: Error) => void; buf: Buffer } | undefined;
   private replays = 0;
+  /** In the daemon's chunk being read: where its first message with a method ended (-1: none). */
+  private cut = -1;
+  /** What waits a turn behind a message with a method (below). */
+  private later: Buffer[] | undefined;
   /** The last write to the client ended mid-line (a stream that closed mid-answer). */
   private outputMidLine = false;
   private ending = false;
@@ -140,8 +146,6 @@ export class Pipe {
 
   private readonly onInput = (chunk: Buffer | string): void => {
     const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    const s = this.phase === 'open' ? this.stream : undefined;
-    s?.socket.cork();
     let at = 0;
     while (at < buf.length) {
       const nl = buf.indexOf(0x0a, at);
@@ -149,8 +153,13 @@ export class Pipe {
       this.linePart(buf.subarray(at, end), nl !== -1);
       at = end;
     }
-    s?.socket.uncork();
-    if (s && s.socket.writableNeedDrain && !this.opts.input.isPaused()) {
+    // What this chunk sends the stream leaves in one write: most often the chunk itself, one request.
+    const out = this.outgoing;
+    const s = this.stream;
+    if (out.length === 0 || !s) return;
+    this.outgoing = [];
+    const ok = s.socket.write(out.length === 1 ? out[0]! : Buffer.concat(out));
+    if (!ok && !this.opts.input.isPaused()) {
       // The daemon reads slower than the client writes: stdin waits (it is read to its end all the same).
       this.opts.input.pause();
       const resume = () => {
@@ -163,6 +172,11 @@ export class Pipe {
     }
   };
 
+  /** Bytes for the open stream, sent once the chunk they came in has been read. */
+  private send(bytes: Buffer): void {
+    this.outgoing.push(bytes);
+  }
+
   private linePart(part: Buffer, complete: boolean): void {
     const l = this.line;
     l.bytes += part.length;
@@ -173,12 +187,12 @@ export class Pipe {
         // Too long to keep: streamed to the open stream from here (a line over the daemon's limit is refused there).
         l.kept = false;
         const s = this.phase === 'open' ? this.stream : undefined;
-        if (s) for (const p of l.parts) s.socket.write(p);
+        if (s) for (const p of l.parts) this.send(p);
         if (s) l.sentTo = s;
         l.parts = [];
       }
     }
-    if (!l.kept && l.sentTo && l.sentTo === this.stream && !l.sentTo.closed) l.sentTo.socket.write(part);
+    if (!l.kept && l.sentTo && l.sentTo === this.stream && !l.sentTo.closed) this.send(part);
     if (complete) this.lineEnded();
   }
 
@@ -234,7 +248,7 @@ export class Pipe {
 
   private deliver(line: Buffer, entry: Open | undefined): void {
     if (this.phase === 'open' && this.stream) {
-      this.stream.socket.write(line);
+      this.send(line);
       if (entry) entry.stream = this.stream;
       return;
     }
@@ -270,7 +284,7 @@ export class Pipe {
       socket,
       asked: new Map(),
       closed: false,
-      scanner: new LineScanner((f) => this.daemonLine(s, f)),
+      scanner: new LineScanner((f, end) => this.daemonLine(s, f, end)),
     };
     this.stream = s;
     socket.on('data', (chunk: Buffer) => this.onDaemonData(s, chunk));
@@ -286,12 +300,34 @@ export class Pipe {
       this.swallowing(s, chunk);
       return;
     }
-    this.write(chunk);
+    this.cut = -1;
     s.scanner.push(chunk);
+    if (this.later) {
+      this.later.push(chunk);
+      return;
+    }
+    if (this.cut === -1 || this.cut >= chunk.length) {
+      this.write(chunk);
+      return;
+    }
+    // A message with a method (a progress notification, a question) leaves at once, and what came after it
+    // in the same read a turn later, as the daemon wrote them: a client handles a notification only after
+    // the answers read with it, and the SDK's client drops progress for a call it has seen answered.
+    this.write(chunk.subarray(0, this.cut));
+    this.later = [chunk.subarray(this.cut)];
+    setImmediate(this.flushLater);
   }
 
+  /** What was held behind a message with a method, written now. */
+  private readonly flushLater = (): void => {
+    const later = this.later;
+    this.later = undefined;
+    if (later) this.write(later.length === 1 ? later[0]! : Buffer.concat(later));
+  };
+
   /** What a message from the daemon means here: an answer closes a request, a request is a question asked. */
-  private daemonLine(s: Stream, f: LineFacts): void {
+  private daemonLine(s: Stream, f: LineFacts, end: number): void {
+    if (f.method !== undefined && this.cut === -1) this.cut = end;
     if (f.id === undefined || f.id === null) return;
     if (f.method !== undefined) {
       s.asked.set(keyOf(f.id), f.id);
@@ -352,6 +388,7 @@ export class Pipe {
     if (s !== this.stream) return;
     this.stream = undefined;
     this.swallow?.settle(new Error('the daemon closed the stream'));
+    this.flushLater();
     if (this.ending) {
       this.ended();
       return;

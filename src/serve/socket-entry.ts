@@ -3,14 +3,14 @@
  * socket (`GET /v1/mcp-stream`, upgraded: src/server/serve-upgrade.ts) and copies its client's stdio
  * over it, so each stream here is one MCP client speaking newline-delimited JSON-RPC, as on stdio.
  *
- * Per stream, what a stdio MCP server does: the stdin gate (./stdin-gate.ts) reads it, the SDK's
- * `serveStdio` pins the caller's era (`initialize`: legacy; `server/discover` or a `_meta`-carrying
+ * Per stream, what a stdio MCP server does: the stdin gate (./stdin-gate.ts) reads it and hands each
+ * message to the SDK (./stream-transport.ts), the SDK's `serveStdio` pins the caller's era (`initialize`: legacy; `server/discover` or a `_meta`-carrying
  * request: 2026-07-28), one front (./front.ts) over the controller answers, and the answers of one turn
  * leave in one write (./turn-batched-output.ts). When serve ends its side (its client closed stdin),
  * requests in flight are aborted, as on stdio, and the stream is closed.
  */
 import type { Socket } from 'node:net';
-import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { silentLogger, type Logger } from '../log.js';
 import { RPC } from '../protocol/constants.js';
 import { deepParamsRefusal } from '../server/json-depth.js';
@@ -18,6 +18,7 @@ import type { FrontBackend } from './backend.js';
 import { frontFactory } from './front.js';
 import type { EntryMode } from './http-entry.js';
 import { MAX_LINE_BYTES, StdinGate } from './stdin-gate.js';
+import { StreamTransport } from './stream-transport.js';
 import { TurnBatchedOutput } from './turn-batched-output.js';
 
 export interface SocketEntryOptions {
@@ -62,12 +63,17 @@ export class SocketEntry {
       ...(mode.passthrough === undefined ? {} : { passthrough: mode.passthrough }),
       ...(mode.servers === undefined ? {} : { servers: mode.servers }),
     });
-    // The SDK's own stdio transport, over a stream whose writes of one turn leave together, reading through
-    // the gate: lines past the size limit, batches, non-JSON and legacy lifecycle breaches are answered
-    // there; the rest reaches the SDK a line at a time, each within the limit.
+    // The gate reads the stream: lines past the size limit, batches, non-JSON and legacy lifecycle breaches
+    // are answered there; the rest reaches the SDK a message at a time, parsed once. Answers of one turn
+    // leave together.
     const output = new TurnBatchedOutput(socket);
-    const gate = new StdinGate(socket, { write: (line) => void output.write(line), maxLineBytes: MAX_LINE_BYTES, logger: log });
-    const transport = new StdioServerTransport(gate.output, output.asWritable(), { maxBufferSize: Number.POSITIVE_INFINITY });
+    const transport = new StreamTransport(output);
+    const gate = new StdinGate(socket, {
+      write: (line) => void output.write(line),
+      deliver: (message) => transport.receive(message),
+      maxLineBytes: MAX_LINE_BYTES,
+      logger: log,
+    });
     const handle = serveStdio(factory, { legacy: 'serve', transport, onerror: (err) => log.debug({ err }, 'serve stream') });
     // Deeper than what mcpx relays: answered here, before the SDK and the relay recurse through it (the /v1 rule).
     const deliver = transport.onmessage;
@@ -88,6 +94,7 @@ export class SocketEntry {
           this.streams.delete(stream);
           output.flush();
           factory.close();
+          await transport.close();
           await handle.close().catch(() => undefined);
           socket.end();
           socket.destroySoon();

@@ -1,7 +1,8 @@
 /**
- * What an `mcpx serve` client sends, before the SDK's stdio transport reads it (in the daemon, on each
- * serve stream: ./socket-entry.ts; serve itself only copies the client's stdin there): every client line
- * is looked at once here, and what the SDK would take badly is answered here instead.
+ * What an `mcpx serve` client sends, before the SDK reads it (in the daemon, on each serve stream:
+ * ./socket-entry.ts; serve itself only copies the client's stdin there): every client line is parsed
+ * once here, what the SDK would take badly is answered here instead, and the rest is handed on parsed
+ * (./stream-transport.ts), a message at a time.
  *
  * - A line over the limit (10 MiB, the SDK's own buffer bound) is dropped as it arrives, never buffered
  *   whole, and answered with -32600 (with its `id`, read as the line passes: ./line-scanner.ts). The SDK's read
@@ -18,7 +19,7 @@
  *
  * The input is always read to its end, so the end of the client's stdin is always seen.
  */
-import { PassThrough, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Logger } from '../log.js';
 import { LineScanner, type LineFacts } from './line-scanner.js';
 
@@ -29,6 +30,8 @@ const PROTOCOL_VERSION_META = 'io.modelcontextprotocol/protocolVersion';
 export interface StdinGateOptions {
   /** Writes one JSON-RPC message line to the client (stdout). */
   write: (line: string) => void;
+  /** Hands on one message the gate let through (a JSON object, parsed). */
+  deliver: (message: object) => void;
   maxLineBytes?: number;
   logger?: Logger;
 }
@@ -41,8 +44,6 @@ function claimsEnvelope(params: unknown): boolean {
 }
 
 export class StdinGate {
-  /** What the SDK's transport reads: whole lines, each within the limit. */
-  readonly output = new PassThrough();
   private readonly max: number;
   private pending: Buffer[] = [];
   private pendingBytes = 0;
@@ -154,7 +155,7 @@ export class StdinGate {
         return;
       }
     }
-    if (!this.ended) this.output.write(text.length === line.length ? Buffer.concat([line, Buffer.from('\n')]) : `${text}\n`);
+    if (!this.ended) this.opts.deliver(m);
   }
 
   private error(id: unknown, code: number, message: string): void {
@@ -165,7 +166,6 @@ export class StdinGate {
     if (this.ended) return;
     this.ended = true;
     this.input.off('data', this.onData);
-    this.output.end();
     this.resolveFinished();
   };
 }
