@@ -8,7 +8,8 @@
  *                 today): K × N upstream processes
  *
  * Each client connects, lists its tools and calls `echo` on every server (so every upstream runs), then
- * every process is read. Next to bare `node` (an idle `node -e "process.stdin.resume()"`): the serve
+ * every process is read: its resident memory, and the private part of it (smaps_rollup: what the process
+ * alone holds; the rest is mostly the pages of the node binary every node process shares). Next to bare `node` (an idle `node -e "process.stdin.resume()"`): the serve
  * target is a serve's resident memory against it. MCPX_BENCH_BASELINE's build gets the through-mcpx
  * rows too, in the same rounds.
  */
@@ -33,6 +34,8 @@ export interface MemorySide {
   upstreams: number;
   /** Every process of the side, summed. */
   totalMiB: Figure;
+  /** The same, private memory only. */
+  private?: { daemonMiB: Figure; serveMiB: Figure; upstreamMiB: Figure; totalMiB: Figure };
 }
 
 export interface MemoryResults {
@@ -40,16 +43,22 @@ export interface MemoryResults {
   clients: number;
   servers: number;
   bareNodeMiB: Figure;
+  bareNodePrivateMiB?: Figure;
   mcpx: MemorySide;
-  direct: { upstreamMiB: Figure; upstreams: number; totalMiB: Figure };
+  direct: { upstreamMiB: Figure; upstreams: number; totalMiB: Figure; private?: { upstreamMiB: Figure; totalMiB: Figure } };
   baseline?: MemorySide;
 }
 
-/** Resident memory of a live process, MiB. */
-export function rssMiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m) throw new Error(`no VmRSS for ${pid}`);
-  return Number(m[1]) / 1024;
+/** Resident memory of a live process, and the private part of it, MiB. */
+export function memOf(pid: number): Mem {
+  const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
+  return { rss: kib('Rss') / 1024, priv: (kib('Private_Clean') + kib('Private_Dirty')) / 1024 };
+}
+
+interface Mem {
+  rss: number;
+  priv: number;
 }
 
 function statusPids(socket: string): Promise<number[]> {
@@ -83,18 +92,18 @@ async function echo(c: Client, name: string): Promise<void> {
 }
 
 /** Bare node, idle. */
-async function bareNode(): Promise<number> {
+async function bareNode(): Promise<Mem> {
   const child = track(spawn(process.execPath, ['-e', 'process.stdin.resume()'], { stdio: ['pipe', 'ignore', 'ignore'] }));
   try {
     await sleep(500);
-    return rssMiB(child.pid!);
+    return memOf(child.pid!);
   } finally {
     await stopChild(child);
   }
 }
 
 /** One round through mcpx (the given build): every process's resident memory once the clients' work is done. */
-async function throughMcpx(cli: string): Promise<{ daemon: number; serves: number[]; upstreams: number[] }> {
+async function throughMcpx(cli: string): Promise<Round> {
   const servers = Object.fromEntries(Array.from({ length: SERVERS }, (_, i) => [`s${i}`, nodeServer(DUAL)]));
   const d = await startDaemon({ cli, servers });
   const clients: Array<{ c: Client; pid: number }> = [];
@@ -111,7 +120,7 @@ async function throughMcpx(cli: string): Promise<{ daemon: number; serves: numbe
     await sleep(500);
     const upstreams = await statusPids(d.socket);
     if (upstreams.length !== SERVERS) throw new Error(`${upstreams.length} upstream processes, not ${SERVERS}`);
-    return { daemon: rssMiB(d.child.pid!), serves: clients.map((x) => rssMiB(x.pid)), upstreams: upstreams.map(rssMiB) };
+    return { daemon: memOf(d.child.pid!), serves: clients.map((x) => memOf(x.pid)), upstreams: upstreams.map(memOf) };
   } finally {
     for (const x of clients) await x.c.close().catch(() => undefined);
     await d.stop();
@@ -119,7 +128,7 @@ async function throughMcpx(cli: string): Promise<{ daemon: number; serves: numbe
 }
 
 /** One round direct: each client starts its own N servers. */
-async function direct(): Promise<number[]> {
+async function direct(): Promise<Mem[]> {
   const sessions: Array<{ c: Client; pid: number }> = [];
   try {
     for (let k = 0; k < CLIENTS; k++) {
@@ -131,30 +140,36 @@ async function direct(): Promise<number[]> {
       }
     }
     await sleep(500);
-    return sessions.map((x) => rssMiB(x.pid));
+    return sessions.map((x) => memOf(x.pid));
   } finally {
     for (const x of sessions) await x.c.close().catch(() => undefined);
   }
 }
 
+interface Round {
+  daemon: Mem;
+  serves: Mem[];
+  upstreams: Mem[];
+}
+
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
-function side(runs: Array<{ daemon: number; serves: number[]; upstreams: number[] }>): MemorySide {
-  return {
-    daemonMiB: figure(runs.map((r) => r.daemon)),
-    serveMiB: figure(runs.map((r) => median(r.serves))),
-    upstreamMiB: figure(runs.map((r) => median(r.upstreams))),
-    upstreams: SERVERS,
-    totalMiB: figure(runs.map((r) => r.daemon + sum(r.serves) + sum(r.upstreams))),
-  };
+function side(runs: Round[]): MemorySide {
+  const of = (k: keyof Mem) => ({
+    daemonMiB: figure(runs.map((r) => r.daemon[k])),
+    serveMiB: figure(runs.map((r) => median(r.serves.map((x) => x[k])))),
+    upstreamMiB: figure(runs.map((r) => median(r.upstreams.map((x) => x[k])))),
+    totalMiB: figure(runs.map((r) => r.daemon[k] + sum(r.serves.map((x) => x[k])) + sum(r.upstreams.map((x) => x[k])))),
+  });
+  return { ...of('rss'), upstreams: SERVERS, private: of('priv') };
 }
 
 export async function benchMemory(log: (line: string) => void): Promise<MemoryResults> {
   const rounds = QUICK ? 2 : Math.min(ROUNDS, 3);
-  const bare: number[] = [];
-  const mine: Array<Awaited<ReturnType<typeof throughMcpx>>> = [];
-  const before: Array<Awaited<ReturnType<typeof throughMcpx>>> = [];
-  const own: number[][] = [];
+  const bare: Mem[] = [];
+  const mine: Round[] = [];
+  const before: Round[] = [];
+  const own: Mem[][] = [];
   for (let r = 0; r < rounds; r++) {
     bare.push(await bareNode());
     mine.push(await throughMcpx(MCPX));
@@ -166,9 +181,15 @@ export async function benchMemory(log: (line: string) => void): Promise<MemoryRe
     rounds,
     clients: CLIENTS,
     servers: SERVERS,
-    bareNodeMiB: figure(bare),
+    bareNodeMiB: figure(bare.map((x) => x.rss)),
+    bareNodePrivateMiB: figure(bare.map((x) => x.priv)),
     mcpx: side(mine),
-    direct: { upstreamMiB: figure(own.map(median)), upstreams: CLIENTS * SERVERS, totalMiB: figure(own.map(sum)) },
+    direct: {
+      upstreamMiB: figure(own.map((r) => median(r.map((x) => x.rss)))),
+      upstreams: CLIENTS * SERVERS,
+      totalMiB: figure(own.map((r) => sum(r.map((x) => x.rss)))),
+      private: { upstreamMiB: figure(own.map((r) => median(r.map((x) => x.priv)))), totalMiB: figure(own.map((r) => sum(r.map((x) => x.priv)))) },
+    },
     ...(before.length > 0 ? { baseline: side(before) } : {}),
   };
 }

@@ -152,7 +152,7 @@ export function computeTargets(r: Results, baseline = false): Target[] {
       `\`mcpx serve\` resident memory (${r.memory.clients} clients × ${r.memory.servers} servers, after listing and calling)`,
       '≤ 1.25× bare `node`',
       ratio,
-      `${f2(ratio)}× (${mem.serveMiB.median.toFixed(1)} MiB vs ${bare.toFixed(1)} MiB)`,
+      `${f2(ratio)}× (${mem.serveMiB.median.toFixed(1)} MiB vs ${bare.toFixed(1)} MiB${mem.private && r.memory.bareNodePrivateMiB ? `; private ${mem.private.serveMiB.median.toFixed(1)} MiB vs ${r.memory.bareNodePrivateMiB.median.toFixed(1)} MiB` : ''})`,
       ratio <= 1.25,
       ratio <= 1.25 ? `${f2(1.25 - ratio)}× to spare` : `missed by ${f2(ratio - 1.25)}×`,
     );
@@ -462,19 +462,22 @@ function profileSection(): string[] {
 
 function memoryLines(m: MemoryResults | undefined): string[] {
   if (!m) return ['- (not measured in this run)'];
-  const mib = (f: Figure) => `${f.median.toFixed(1)} MiB (${f.min.toFixed(1)}–${f.max.toFixed(1)})`;
-  const sideCells = (x: MemorySide | undefined) =>
-    x ? [mib(x.daemonMiB), `${m.clients} × ${mib(x.serveMiB)}`, `${x.upstreams} × ${mib(x.upstreamMiB)}`, mib(x.totalMiB)] : ['–', '–', '–', '–'];
-  const out = [
-    `${m.clients} MCP clients (the SDK v2 client, as a 2025-11-25 caller), ${m.servers} servers (the warm fixture under ${m.servers} names); each client lists its tools and calls \`echo\` on every server, then every process's resident memory (VmRSS) is read. ${m.rounds} rounds; bare \`node\` (idle) ${mib(m.bareNodeMiB)}.`,
+  const mib = (f: Figure | undefined, p?: Figure) => (f ? `${f.median.toFixed(1)} MiB${p ? ` (${p.median.toFixed(1)} private)` : ''}` : '–');
+  const sideCells = (x: MemorySide) => [
+    mib(x.daemonMiB, x.private?.daemonMiB),
+    `${m.clients} × ${mib(x.serveMiB, x.private?.serveMiB)}`,
+    `${x.upstreams} × ${mib(x.upstreamMiB, x.private?.upstreamMiB)}`,
+    mib(x.totalMiB, x.private?.totalMiB),
+  ];
+  return [
+    `${m.clients} MCP clients (the SDK v2 client, as a 2025-11-25 caller), ${m.servers} servers (the warm fixture under ${m.servers} names); each client lists its tools and calls \`echo\` on every server, then every process's resident memory (VmRSS) is read, and the private part of it (what the process alone holds; most of the rest is the node binary's pages, shared by every node process). Medians of ${m.rounds} rounds; bare \`node\` (idle): ${mib(m.bareNodeMiB, m.bareNodePrivateMiB)}.`,
     '',
     '| processes | daemon | `mcpx serve` (one per client) | upstreams | all |',
     '|---|---|---|---|---|',
     `| through mcpx | ${sideCells(m.mcpx).join(' | ')} |`,
     ...(m.baseline ? [`| before: through mcpx | ${sideCells(m.baseline).join(' | ')} |`] : []),
-    `| each client with the servers configured directly | – | – | ${m.direct.upstreams} × ${mib(m.direct.upstreamMiB)} | ${mib(m.direct.totalMiB)} |`,
+    `| each client with the servers configured directly | – | – | ${m.direct.upstreams} × ${mib(m.direct.upstreamMiB, m.direct.private?.upstreamMiB)} | ${mib(m.direct.totalMiB, m.direct.private?.totalMiB)} |`,
   ];
-  return out;
 }
 
 function poolLines(p: PoolResults): string[] {

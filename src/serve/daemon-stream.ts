@@ -6,7 +6,8 @@
  */
 import { connect, type Socket } from 'node:net';
 import { McpxError, type ErrorCode } from '../errors.js';
-import { isNotRunning, startDaemonInBackground, type Target } from '../cli/client.js';
+import { isNotRunning } from '../cli/not-running.js';
+import type { Target } from '../cli/target.js';
 import { MCP_STREAM_PATH, MCP_STREAM_UPGRADE } from '../server/headers.js';
 import { checkSocketTrust } from '../state/safe-files.js';
 
@@ -52,6 +53,8 @@ export async function openDaemonStream(o: DaemonStreamOptions): Promise<DaemonSt
         continue;
       }
       if (started || !isNotRunning(err)) throw err instanceof McpxError ? err : new McpxError('MCPX_DAEMON_UNAVAILABLE', String((err as Error).message ?? err));
+      // The CLI's HTTP client (node:http) loads only here: serve speaks none once a daemon answers.
+      const { startDaemonInBackground } = await import('../cli/client.js');
       await startDaemonInBackground(o.target, { entry: o.entry });
       started = true;
     }
