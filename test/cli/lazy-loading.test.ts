@@ -196,7 +196,7 @@ describe('what each process loads', () => {
     }
   });
 
-  it("mcpx serve loads nothing that answers its client (no MCP SDK, zod, fastify, pino, xstate or undici), nor commander for a client's command line; its daemon loads the front with the first stream", async () => {
+  it("mcpx serve loads nothing that answers its client (no MCP SDK, zod, fastify, pino, xstate, undici or node:http), nor commander for a client's command line; its daemon loads the front with the first stream", async () => {
     const dir = await tempDir('mcpx-loads-');
     try {
       const { state, env } = dualConfig(dir.path);
@@ -215,6 +215,7 @@ describe('what each process loads', () => {
           const files = loaded(file);
           expect(among(files, [...DAEMON_PACKAGES, 'commander'], ['serve/front.js', 'serve/stdin-gate.js'])).toEqual([]);
           expect(among(files, [], ['serve/pipe.js'])).toEqual(['serve/pipe.js']); // the recorder saw serve's own loads
+          expect(readFileSync(file, 'utf8').split('\n')).not.toContain('node:http'); // a daemon answered: no HTTP client
         }
       } finally {
         expect((await daemon.stop()).code).toBe(0);
