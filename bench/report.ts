@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CallResults, CallRow } from './call-path.js';
+import type { MemoryResults, MemorySide } from './memory.js';
 import type { PoolResults } from './pool-scale.js';
 import type { ProbeResults, ProbeVariant } from './probe.js';
 import type { StartupResults } from './startup.js';
@@ -22,6 +23,7 @@ export interface Results {
   probe?: ProbeResults;
   startup?: StartupResults;
   pool?: PoolResults;
+  memory?: MemoryResults;
   targets?: Target[];
   /** The commit MCPX_BENCH_BASELINE's checkout was at, when it is a git checkout. */
   baselineCommit?: string;
@@ -122,6 +124,38 @@ export function computeTargets(r: Results, baseline = false): Target[] {
         ratio > 1 ? `${f2(ratio)}× (d)` : `missed: ${f2(ratio)}× (d)`,
       );
     }
+  }
+  // A call through serve against the same call made over /v1 (one hop, no MCP front): what serve's way costs.
+  for (const [id, era] of [
+    ['c-legacy', '2025-11-25'],
+    ['c-modern', '2026-07-28'],
+  ] as const) {
+    const c1 = own(id, 1);
+    if (!c1 || !b1) continue;
+    const over = c1.p50.median - b1.p50.median;
+    add(
+      `${id}-over-b`,
+      `(c) p50 overhead over (b), ${era} caller`,
+      '≤ 0.3 ms',
+      over,
+      `${f2(over)} ms (${f2(b1.p50.median)} → ${f2(c1.p50.median)})`,
+      over <= 0.3,
+      over <= 0.3 ? `${f2(0.3 - over)} ms to spare` : `missed by ${f2(over - 0.3)} ms`,
+    );
+  }
+  const mem = baseline ? r.memory?.baseline : r.memory?.mcpx;
+  if (mem && r.memory) {
+    const bare = r.memory.bareNodeMiB.median;
+    const ratio = mem.serveMiB.median / bare;
+    add(
+      'serve-memory',
+      `\`mcpx serve\` resident memory (${r.memory.clients} clients × ${r.memory.servers} servers, after listing and calling)`,
+      '≤ 1.25× bare `node`',
+      ratio,
+      `${f2(ratio)}× (${mem.serveMiB.median.toFixed(1)} MiB vs ${bare.toFixed(1)} MiB${mem.private && r.memory.bareNodePrivateMiB ? `; private ${mem.private.serveMiB.median.toFixed(1)} MiB vs ${r.memory.bareNodePrivateMiB.median.toFixed(1)} MiB` : ''})`,
+      ratio <= 1.25,
+      ratio <= 1.25 ? `${f2(1.25 - ratio)}× to spare` : `missed by ${f2(ratio - 1.25)}×`,
+    );
   }
   const st = baseline ? r.startup?.baseline : r.startup;
   if (st) {
@@ -426,6 +460,26 @@ function profileSection(): string[] {
   return out;
 }
 
+function memoryLines(m: MemoryResults | undefined): string[] {
+  if (!m) return ['- (not measured in this run)'];
+  const mib = (f: Figure | undefined, p?: Figure) => (f ? `${f.median.toFixed(1)} MiB${p ? ` (${p.median.toFixed(1)} private)` : ''}` : '–');
+  const sideCells = (x: MemorySide) => [
+    mib(x.daemonMiB, x.private?.daemonMiB),
+    `${m.clients} × ${mib(x.serveMiB, x.private?.serveMiB)}`,
+    `${x.upstreams} × ${mib(x.upstreamMiB, x.private?.upstreamMiB)}`,
+    mib(x.totalMiB, x.private?.totalMiB),
+  ];
+  return [
+    `${m.clients} MCP clients (the SDK v2 client, as a 2025-11-25 caller), ${m.servers} servers (the warm fixture under ${m.servers} names); each client lists its tools and calls \`echo\` on every server, then every process's resident memory (VmRSS) is read, and the private part of it (what the process alone holds; most of the rest is the node binary's pages, shared by every node process). Medians of ${m.rounds} rounds; bare \`node\` (idle): ${mib(m.bareNodeMiB, m.bareNodePrivateMiB)}.`,
+    '',
+    '| processes | daemon | `mcpx serve` (one per client) | upstreams | all |',
+    '|---|---|---|---|---|',
+    `| through mcpx | ${sideCells(m.mcpx).join(' | ')} |`,
+    ...(m.baseline ? [`| before: through mcpx | ${sideCells(m.baseline).join(' | ')} |`] : []),
+    `| each client with the servers configured directly | – | – | ${m.direct.upstreams} × ${mib(m.direct.upstreamMiB, m.direct.private?.upstreamMiB)} | ${mib(m.direct.totalMiB, m.direct.private?.totalMiB)} |`,
+  ];
+}
+
 function poolLines(p: PoolResults): string[] {
   const out = [
     `\`call\` scope (each call its own session), N \`hold\` calls at once; ${p.rounds} rounds; a size not all up within ${p.deadlineMs / 1000} s is given up${p.gcExposed ? '; heap after a full GC' : ' (no --expose-gc: heap figures are noisy)'}.`,
@@ -486,6 +540,10 @@ export function markdown(r: Results, before: Results | undefined, notes: string)
     '',
     r.pool ? poolLines(r.pool).join('\n') : '- (not measured in this run)',
     '',
+    '## Memory: K clients × N servers',
+    '',
+    ...memoryLines(r.memory),
+    '',
     '## Where the time goes: CPU profiles of the daemon under load',
     '',
     ...profileSection(),
@@ -496,7 +554,7 @@ export function markdown(r: Results, before: Results | undefined, notes: string)
     '```',
     'npm run bench                      # everything (about 15 minutes on 2 cores)',
     'MCPX_BENCH_QUICK=1 npm run bench   # a few minutes: 3 rounds, 200 calls per run',
-    'MCPX_BENCH_ONLY=call,startup npm run bench   # sections: call, probe, startup, pool',
+    'MCPX_BENCH_ONLY=call,startup npm run bench   # sections: call, probe, startup, pool, memory',
     'MCPX_BENCH_ROUNDS=5 MCPX_BENCH_CALLS=500 npm run bench',
     'npm run bench:profile              # the daemon under --cpu-prof, summarised into bench/profile.json',
     '```',

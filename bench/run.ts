@@ -1,11 +1,11 @@
 /**
  * `npm run bench`: the call path side by side (bench/call-path.ts), the era probe against the SDK's
- * `auto` negotiation (bench/probe.ts), starts (bench/startup.ts) and the pool at scale
- * (bench/pool-scale.ts), in one run. Writes bench/results.json (figures, ratios, the machine,
+ * `auto` negotiation (bench/probe.ts), starts (bench/startup.ts), the pool at scale (bench/pool-scale.ts)
+ * and the memory of K clients × N servers through mcpx and direct (bench/memory.ts), in one run. Writes bench/results.json (figures, ratios, the machine,
  * versions) and regenerates docs/benchmarks.md and docs/benchmarks.svg (bench/report.ts).
  *
  * Not part of `npm test`. Knobs (bench/lib/knobs.ts): MCPX_BENCH_QUICK=1 for a run of a few minutes,
- * MCPX_BENCH_ROUNDS, MCPX_BENCH_CALLS, MCPX_BENCH_ONLY=call,probe,startup,pool, MCPX_BENCH_NO_DOCS=1.
+ * MCPX_BENCH_ROUNDS, MCPX_BENCH_CALLS, MCPX_BENCH_ONLY=call,probe,startup,pool,memory, MCPX_BENCH_NO_DOCS=1.
  * Every process it starts is stopped and every temp folder removed, also when interrupted.
  */
 import { execFileSync } from 'node:child_process';
@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { benchCallPath } from './call-path.js';
 import { QUICK, ROOT, WRITE_DOCS, wanted } from './lib/knobs.js';
 import { cleanupAll } from './lib/procs.js';
+import { benchMemory } from './memory.js';
 import { benchPool } from './pool-scale.js';
 import { benchProbe } from './probe.js';
 import { computeTargets, httpFloorLines, writeReport, type Results } from './report.js';
@@ -60,7 +61,7 @@ async function main(): Promise<void> {
     },
   };
   // A section that fails is reported and the others still run.
-  const section = async <T>(name: 'call' | 'startup' | 'probe' | 'pool', run: () => Promise<T>): Promise<T | undefined> => {
+  const section = async <T>(name: 'call' | 'startup' | 'probe' | 'pool' | 'memory', run: () => Promise<T>): Promise<T | undefined> => {
     if (!wanted(name)) return undefined;
     try {
       return await run();
@@ -86,6 +87,7 @@ async function main(): Promise<void> {
   results.startup = await section('startup', () => benchStartup(log));
   results.probe = await section('probe', () => benchProbe(log));
   results.pool = await section('pool', () => benchPool(log));
+  results.memory = await section('memory', () => benchMemory(log));
   results.machine['loadEnd'] = loadavg()
     .map((x) => x.toFixed(2))
     .join(' ');

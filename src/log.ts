@@ -21,63 +21,35 @@ export const silentLogger: Logger = {
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 
-const write = (l: Logger, level: Level, obj: object, msg: string | undefined): void => (msg === undefined ? l[level](obj) : l[level](obj, msg));
+/** pino's numbers for the levels, so a line reads the same whichever logger wrote it. */
+const LEVELS: Record<Level, number> = { debug: 20, info: 30, warn: 40, error: 50 };
+
+/** What an error says in a log line: its kind, message and code (a stack is for the daemon's log). */
+function plain(value: unknown): unknown {
+  if (!(value instanceof Error)) return value;
+  const code = (value as { code?: unknown }).code;
+  return { type: value.name, message: value.message, ...(typeof code === 'string' ? { code } : {}) };
+}
 
 /**
- * A logger whose real one comes later (`mcpx serve` loads pino while it connects to the daemon): lines
- * logged before it comes are kept and written, in order, when it does. `drop()` instead: none will come.
+ * One JSON line per entry at `level` and above, in pino's shape (`level`, `time`, the bindings, the
+ * object, `msg`), written by `write`: for a process that logs a few lines and should not load pino
+ * (`mcpx serve` on stderr). `silent` (or an unknown level) logs nothing.
  */
-export class LateLogger implements Logger {
-  private readonly root: {
-    real: Logger | undefined;
-    dropped: boolean;
-    queue: Array<{ bindings: Record<string, unknown>[]; level: Level; obj: object; msg: string | undefined }>;
+export function lineLogger(level: string, write: (line: string) => void, bindings: Record<string, unknown> = {}): Logger {
+  const min = ({ trace: 10, ...LEVELS, fatal: 60 } as Record<string, number>)[level];
+  if (min === undefined) return silentLogger;
+  const make = (base: Record<string, unknown>): Logger => {
+    const at =
+      (l: Level) =>
+      (obj: object, msg?: string): void => {
+        if (LEVELS[l] < min) return;
+        const fields: Record<string, unknown> = { level: LEVELS[l], time: Date.now(), ...base };
+        for (const [k, v] of Object.entries(obj)) fields[k] = plain(v);
+        if (msg !== undefined) fields['msg'] = msg;
+        write(`${JSON.stringify(fields)}\n`);
+      };
+    return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: (b) => make({ ...base, ...b }) };
   };
-  private readonly bindings: Record<string, unknown>[];
-  /** This logger's real counterpart (the real one's child with these bindings), made once it is here. */
-  private resolved: Logger | undefined;
-
-  constructor(root?: LateLogger['root'], bindings: Record<string, unknown>[] = []) {
-    this.root = root ?? { real: undefined, dropped: false, queue: [] };
-    this.bindings = bindings;
-  }
-
-  /** The real logger: what was kept is written to it now. */
-  set(real: Logger): void {
-    this.root.real = real;
-    for (const q of this.root.queue.splice(0)) write(this.target(q.bindings), q.level, q.obj, q.msg);
-  }
-
-  /** No real logger will come: what was kept is dropped, and so is what comes. */
-  drop(): void {
-    this.root.dropped = true;
-    this.root.queue.length = 0;
-  }
-
-  private target(bindings: Record<string, unknown>[]): Logger {
-    let l = this.root.real!;
-    for (const b of bindings) l = l.child(b);
-    return l;
-  }
-
-  private log(level: Level, obj: object, msg?: string): void {
-    if (this.root.real) write((this.resolved ??= this.target(this.bindings)), level, obj, msg);
-    else if (!this.root.dropped) this.root.queue.push({ bindings: this.bindings, level, obj, msg });
-  }
-
-  debug(obj: object, msg?: string): void {
-    this.log('debug', obj, msg);
-  }
-  info(obj: object, msg?: string): void {
-    this.log('info', obj, msg);
-  }
-  warn(obj: object, msg?: string): void {
-    this.log('warn', obj, msg);
-  }
-  error(obj: object, msg?: string): void {
-    this.log('error', obj, msg);
-  }
-  child(bindings: Record<string, unknown>): Logger {
-    return new LateLogger(this.root, [...this.bindings, bindings]);
-  }
+  return make(bindings);
 }

@@ -8,69 +8,17 @@
 import { closeSync, constants, existsSync, fchmodSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { Agent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import { join, resolve as resolvePath } from 'node:path';
+import { join } from 'node:path';
 import { McpxError } from '../errors.js';
-import { loadConfig } from '../config/config-file.js';
-import { Settings } from '../config/settings.js';
 import { checkSocketTrust, fileKind } from '../state/safe-files.js';
+import type { Target } from './target.js';
 
-export interface ClientOptions {
-  /** `--config FILE`. */
-  config?: string;
-  /** `--state-dir DIR`. */
-  stateDir?: string;
-  env?: NodeJS.ProcessEnv;
-  cwd?: string;
-}
-
-export interface Target {
-  stateDir: string;
-  socket: string;
-  /** The config file named by --config, absolute (passed on to a daemon started in the background). */
-  configFlag?: string;
-  /** The state folder named by --state-dir, absolute (likewise; from the environment or config the daemon finds it itself). */
-  stateDirFlag?: string;
-  /** `serve.questionTtl` as these options resolve it (for `mcpx serve`). */
-  questionTtlMs?: number;
-}
-
-/** Where the daemon of these options lives: settings from the config file (when it reads), env and flags. */
-export async function resolveTarget(opts: ClientOptions): Promise<Target> {
-  const env = opts.env ?? process.env;
-  const cwd = opts.cwd ?? process.cwd();
-  const flags = opts.stateDir === undefined ? {} : { '--state-dir': opts.stateDir };
-  let settings: Settings | undefined;
-  try {
-    const cfg = await loadConfig({ ...(opts.config === undefined ? {} : { configFlag: opts.config }), env, cwd });
-    if (cfg.errors.length === 0) settings = new Settings({ file: cfg.settingsFile, ...(cfg.file ? { filePath: cfg.file } : {}), env, flags, cwd });
-  } catch {
-    settings = undefined;
-  }
-  settings ??= new Settings({ env, flags, cwd });
-  return {
-    stateDir: settings.get('paths.state'),
-    socket: settings.get('daemon.socket'),
-    questionTtlMs: settings.get('serve.questionTtl'),
-    ...(opts.config === undefined ? {} : { configFlag: resolvePath(cwd, opts.config) }),
-    ...(opts.stateDir === undefined ? {} : { stateDirFlag: settings.get('paths.state') }),
-  };
-}
+export { resolveTarget, type ClientOptions, type Target } from './target.js';
+export { isNotRunning } from './not-running.js';
 
 export interface ApiResponse<T = unknown> {
   status: number;
   body: T;
-}
-
-const NOT_RUNNING = new Set(['ENOENT', 'ECONNREFUSED', 'ENOTSOCK', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
-
-export function isNotRunning(err: unknown): boolean {
-  let e: unknown = err;
-  for (let i = 0; i < 4 && e; i += 1) {
-    const code = (e as { code?: string }).code;
-    if (code && NOT_RUNNING.has(code)) return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
 }
 
 export interface SendOptions {

@@ -67,7 +67,7 @@ export function withJson(cmd: Command): Command {
 
 /** Where the daemon of these options lives (loads the config and settings modules). */
 export async function target(o: CommonOpts): Promise<Target> {
-  const { resolveTarget } = await import('./client.js');
+  const { resolveTarget } = await import('./target.js');
   return resolveTarget(clientOptions(o));
 }
 

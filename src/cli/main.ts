@@ -72,6 +72,14 @@ async function main(argv: string[]): Promise<number> {
     // `mcpx daemon` and nothing else (how a client starts one in the background) has no command line to
     // parse: neither commander nor the settings' flag table loads, 15–20 ms of the daemon's start.
     if (argv.length === 3 && argv[2] === 'daemon') await (await import('./run-daemon.js')).runDaemon({ flags: {} });
+    // Likewise `mcpx serve` with the options a client's config gives it: a serve holds what it loads while its client runs.
+    if (argv[2] === 'serve') {
+      const quick = (await import('./commands/serve.js')).quickServe(argv.slice(3), { entry: ENTRY, argv });
+      if (quick) {
+        await quick();
+        return 0;
+      }
+    }
     const program = await buildProgram(argv);
     await program.parseAsync(argv);
     return 0;

@@ -416,7 +416,10 @@ function cooldownError(c: PoolContext, lane: Lane): PoolFailure {
   const which = c.config.follow ? ` (${lane} lane)` : '';
   return {
     code: last.code,
-    message: `${last.message} — mcpx starts this server${which} again after a ${h.cooldownMs} ms cooldown (failed starts in a row: ${h.failures})`,
+    message:
+      h.cooldownMs === 0
+        ? last.message
+        : `${last.message} — mcpx starts this server${which} again after a ${h.cooldownMs} ms cooldown (failed starts in a row: ${h.failures})`,
     data: { ...last.data, lane, cooldownMs: h.cooldownMs, failures: h.failures },
   };
 }
@@ -606,11 +609,12 @@ export function startFailed(ctx: PoolContext, id: string, error: PoolFailure): S
     d.effects.push({ kind: 'raise', event: { type: 'lane.failed', lane: 'legacy', refused: true } });
   } else {
     const h = d.lane(s.lane);
-    // A server that wants a login fails again at once until there is one: the first step of the backoff
-    // (not a growing one), so the start after `mcpx login` waits at most that.
-    h.failures = error.code === 'MCPX_UPSTREAM_UNAUTHORIZED' ? 1 : h.failures + 1;
+    // A server that wants a login is no flaky start: the callers waiting now get its answer, and the next
+    // acquire (the one after `mcpx login`) starts afresh — a cooldown of zero, not a growing one.
+    const wantsLogin = error.code === 'MCPX_UPSTREAM_UNAUTHORIZED';
+    h.failures = wantsLogin ? 1 : h.failures + 1;
     h.cooling = true;
-    h.cooldownMs = cooldownFor(d.c.config.backoff, h.failures);
+    h.cooldownMs = wantsLogin ? 0 : cooldownFor(d.c.config.backoff, h.failures);
     h.lastError = error;
     d.effects.push({ kind: 'raise', event: { type: 'lane.failed', lane: s.lane, refused: false } });
   }

@@ -1,9 +1,9 @@
 /**
- * What an MCP front (`mcpx serve` on stdio, `/mcp` in the daemon) needs from the daemon, as one
- * interface with two implementations: the daemon's own controller (for `/mcp`, in process) and a
- * client of the daemon's Unix socket (for `mcpx serve`, ./socket-backend.ts). The front decides
- * nothing about upstream eras; it names things, routes each request to its server, and speaks the
- * caller's era.
+ * What the MCP front (./front.ts) needs from the daemon: the catalogue, one request on one server,
+ * changes to announce, and questions. The front lives in the daemon for every caller (`/mcp` and each
+ * `mcpx serve` stream), so one implementation serves it: the controller itself (./controller-backend.ts).
+ * The front decides nothing about upstream eras; it names things, routes each request to its server, and
+ * speaks the caller's era.
  */
 import type { Lane } from '../machines/preference.js';
 

@@ -1,5 +1,6 @@
 /**
- * The front's backend inside the daemon (`/mcp`): the controller itself, no socket in between.
+ * The front's backend (every front is in the daemon: `/mcp` and each `mcpx serve` stream): the
+ * controller itself, no socket in between.
  * Results pass the same secret scrubber every /v1 response passes.
  */
 import type { CallContext } from '../pool/types.js';

@@ -1,5 +1,6 @@
 /**
- * The MCP server mcpx shows its callers (`mcpx serve` on stdio, `/mcp` over Streamable HTTP).
+ * The MCP server mcpx shows its callers, in the daemon: each `mcpx serve` stream (./socket-entry.ts) and
+ * `/mcp` over Streamable HTTP (./http-entry.ts).
  *
  * Built on the official SDK v2 low-level `Server`, so the caller's era — `initialize` for 2024-11-05 …
  * 2025-11-25 callers, `server/discover` and `_meta` on every request for 2026-07-28 callers — is the
@@ -49,11 +50,11 @@ export interface FrontConfig {
   servers?: readonly string[];
   version: string;
   logger?: Logger;
-  /** The caller's session when the entry has no session of its own (stdio: one per connection). */
+  /** The caller's session when the entry has no session of its own (a serve stream: one per stream). */
   session?: string;
   /**
    * Signs the `requestState` a 2026-07-28 caller echoes between rounds of a question (HMAC-SHA256,
-   * 32 bytes or more). Default: a random key per factory, i.e. per daemon (`/mcp`) or per `mcpx serve`.
+   * 32 bytes or more). Default: a random key per factory, i.e. per daemon (`/mcp`) or per `mcpx serve` stream.
    */
   stateKey?: Uint8Array;
   /** How long a caller has to answer a question round (default 10 minutes). */
@@ -253,7 +254,7 @@ export function frontFactory(cfg: FrontConfig): McpServerFactory & { close(): vo
   const log = (cfg.logger ?? silentLogger).child({ component: 'front' });
   // Bound to the method, the tool and the caller's session: a state minted for one call cannot be
   // replayed on another (and each ask's questions can be answered once: see ask()).
-  // The scope key of a caller with no session of its own: the stdio connection (cfg.session), else one
+  // The scope key of a caller with no session of its own: the serve stream (cfg.session), else one
   // key for this entry's stateless (2026-07-28 HTTP) callers. A legacy HTTP caller has its Mcp-Session-Id.
   const session = cfg.session ?? `mcp-${randomUUID()}`;
   const codec = createRequestStateCodec<AskState>({

@@ -14,9 +14,10 @@
  * from the same catalogue.
  */
 import { createHash } from 'node:crypto';
+import { SEPARATOR } from './separator.js';
 
+export { SEPARATOR };
 export const MAX_NAME = 64;
-export const SEPARATOR = '__';
 const SUFFIX_LENGTH = 7; // '-' + 6 hex digits
 
 /** One upstream item and the name a caller sees for it. */

@@ -1,9 +1,11 @@
 /**
- * `mcpx serve`'s stdin before the SDK's stdio transport reads it: every client line is looked at once
- * here, and what the SDK would take badly is answered here instead.
+ * What an `mcpx serve` client sends, before the SDK reads it (in the daemon, on each serve stream:
+ * ./socket-entry.ts; serve itself only copies the client's stdin there): every client line is parsed
+ * once here, what the SDK would take badly is answered here instead, and the rest is handed on parsed
+ * (./stream-transport.ts), a message at a time.
  *
  * - A line over the limit (10 MiB, the SDK's own buffer bound) is dropped as it arrives, never buffered
- *   whole, and answered with -32600 (with its `id` when the line's start names one). The SDK's read
+ *   whole, and answered with -32600 (with its `id`, read as the line passes: ./line-scanner.ts). The SDK's read
  *   buffer would otherwise overflow and close the transport: serve would never read again, answer
  *   nothing, and — stdin paused — not see stdin end either.
  * - A line that is not JSON gets the JSON-RPC parse error (-32700); the SDK skips it without a word.
@@ -15,19 +17,21 @@
  *   the 2026-07-28 envelope (`_meta` protocolVersion) needs no handshake and passes untouched, as does
  *   everything once the connection's era is settled.
  *
- * stdin is always read to its end, so serve always sees the client close it.
+ * The input is always read to its end, so the end of the client's stdin is always seen.
  */
-import { PassThrough, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Logger } from '../log.js';
+import { LineScanner, type LineFacts } from './line-scanner.js';
 
 export const MAX_LINE_BYTES = 10 * 1024 * 1024;
-/** How much of an oversized line is kept to find its id. */
-const PREFIX_BYTES = 4096;
+const NEWLINE = Buffer.from('\n');
 const PROTOCOL_VERSION_META = 'io.modelcontextprotocol/protocolVersion';
 
 export interface StdinGateOptions {
   /** Writes one JSON-RPC message line to the client (stdout). */
   write: (line: string) => void;
+  /** Hands on one message the gate let through (a JSON object, parsed). */
+  deliver: (message: object) => void;
   maxLineBytes?: number;
   logger?: Logger;
 }
@@ -39,27 +43,12 @@ function claimsEnvelope(params: unknown): boolean {
   return typeof meta === 'object' && meta !== null && PROTOCOL_VERSION_META in meta;
 }
 
-/** The `id` of a JSON-RPC request from the start of its line, when it comes before `params`. */
-export function idFromPrefix(prefix: string): string | number | null {
-  const m = /"id"\s*:\s*(-?\d+(?:\.\d+)?|"(?:[^"\\]|\\.)*")/.exec(prefix);
-  if (!m) return null;
-  const params = prefix.indexOf('"params"');
-  if (params !== -1 && params < m.index) return null; // inside params: not the request's own
-  try {
-    return JSON.parse(m[1]!) as string | number;
-  } catch {
-    return null;
-  }
-}
-
 export class StdinGate {
-  /** What the SDK's transport reads: whole lines, each within the limit. */
-  readonly output = new PassThrough();
   private readonly max: number;
   private pending: Buffer[] = [];
   private pendingBytes = 0;
-  /** While an oversized line is being dropped: its first bytes and how long it is so far. */
-  private dropping: { prefix: Buffer; bytes: number } | undefined;
+  /** While an oversized line is being dropped: its top level read as it passes (for its id), and how long it is so far. */
+  private dropping: { scanner: LineScanner; facts: LineFacts | undefined; bytes: number } | undefined;
   private phase: Phase = 'fresh';
   private ended = false;
   private resolveFinished!: () => void;
@@ -86,12 +75,16 @@ export class StdinGate {
       const nl = buf.indexOf(0x0a);
       const part = nl === -1 ? buf : buf.subarray(0, nl);
       if (this.dropping) {
-        if (this.dropping.prefix.length < PREFIX_BYTES)
-          this.dropping.prefix = Buffer.concat([this.dropping.prefix, part.subarray(0, PREFIX_BYTES - this.dropping.prefix.length)]);
+        this.dropping.scanner.push(part);
         this.dropping.bytes += part.length;
       } else if (this.pendingBytes + part.length > this.max) {
-        const head = Buffer.concat([...this.pending, part.subarray(0, PREFIX_BYTES)]);
-        this.dropping = { prefix: head.subarray(0, PREFIX_BYTES), bytes: this.pendingBytes + part.length };
+        const dropping: NonNullable<StdinGate['dropping']> = {
+          scanner: new LineScanner((facts) => (dropping.facts = facts)),
+          facts: undefined,
+          bytes: this.pendingBytes + part.length,
+        };
+        for (const p of [...this.pending, part]) dropping.scanner.push(p);
+        this.dropping = dropping;
         this.pending = [];
         this.pendingBytes = 0;
       } else {
@@ -106,9 +99,10 @@ export class StdinGate {
 
   private lineEnded(): void {
     if (this.dropping) {
-      const { prefix, bytes } = this.dropping;
+      const { scanner, bytes } = this.dropping;
+      scanner.push(NEWLINE);
+      const id = this.dropping.facts?.id ?? null;
       this.dropping = undefined;
-      const id = idFromPrefix(prefix.toString('utf8'));
       this.opts.logger?.warn({ bytes, max: this.max, id }, 'refused a message over the size limit');
       this.error(id, -32600, `Invalid Request: the message is ${bytes} bytes, over mcpx serve's limit of ${this.max} bytes per message`);
       return;
@@ -161,7 +155,7 @@ export class StdinGate {
         return;
       }
     }
-    if (!this.ended) this.output.write(text.length === line.length ? Buffer.concat([line, Buffer.from('\n')]) : `${text}\n`);
+    if (!this.ended) this.opts.deliver(m);
   }
 
   private error(id: unknown, code: number, message: string): void {
@@ -172,7 +166,6 @@ export class StdinGate {
     if (this.ended) return;
     this.ended = true;
     this.input.off('data', this.onData);
-    this.output.end();
     this.resolveFinished();
   };
 }

@@ -1,6 +1,6 @@
 /**
- * `mcpx serve`'s stdout as the SDK's stdio transport sees it: the answers written in one turn of the
- * event loop leave in one write. The answers of calls that finish together (their daemon answers read in
+ * What the daemon writes to an `mcpx serve` stream (./stream-transport.ts, ./socket-entry.ts): the
+ * answers written in one turn of the event loop leave in one write. The answers of calls that finish together (their daemon answers read in
  * the same turn) would otherwise cost a system call each, about a sixth of serve's CPU per call at 16 in
  * flight. The first answer of a turn corks the stream and the turn's end (setImmediate, right after the
  * I/O that produced the answers) uncorks it; order, backpressure (`write` returns false past the stream's
@@ -14,7 +14,7 @@ import type { Writable } from 'node:stream';
 
 type Listener = (...args: unknown[]) => void;
 
-/** The part of a Writable that the SDK's StdioServerTransport uses, over `out`. */
+/** The part of a Writable that a transport uses (the SDK's StdioServerTransport too), over `out`. */
 export class TurnBatchedOutput {
   private held = false;
 

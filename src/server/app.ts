@@ -7,7 +7,8 @@
  * Both instances share one Controller.
  *
  * This file holds what applies to every request (access, the scrubber, error shapes) and registers the
- * route plugins: `/v1` (./v1-routes.ts), `/mcp` (./mcp-routes.ts) and the `mcpx ui` page (src/ui/routes.ts).
+ * route plugins: `/v1` (./v1-routes.ts), `/mcp` (./mcp-routes.ts) and the `mcpx ui` page (src/ui/routes.ts);
+ * on the socket listener, also `mcpx serve`'s streams (./serve-upgrade.ts).
  * What a route is exempt from, its plugin says in the route's config (./routes.ts): `whileStopping`,
  * `admitsWithoutToken`. Every body, query and parameter is validated with the zod schemas of
  * ./schemas.ts; a bad one gets 400 `{"ok":false,"error":{"code":"MCPX_BAD_REQUEST","message":…,"path":[…]}}`.
@@ -19,9 +20,11 @@ import Fastify, { errorCodes, LogController, type FastifyBaseLogger, type Fastif
 import type { Logger as PinoLogger } from 'pino';
 import { loopbackHost } from '../config/settings.js';
 import type { McpHttpEntry } from '../serve/http-entry.js';
+import type { SocketEntry } from '../serve/socket-entry.js';
 import { UiHub } from '../ui/hub.js';
 import { uiRoutes } from '../ui/routes.js';
 import { send, toApiError } from './api-errors.js';
+import { serveUpgrade } from './serve-upgrade.js';
 import type { Controller } from './controller.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { packageVersion } from '../package-info.js';
@@ -53,6 +56,8 @@ export interface AppDeps {
    * makes it on first use (so the SDK loads only when /mcp is used); default: one of its own, made on first use.
    */
   mcp?: McpHttpEntry | (() => Promise<McpHttpEntry>);
+  /** The front for `mcpx serve` streams (`GET /v1/mcp-stream`, upgraded; the socket listener only), made on first use; none: no streams. */
+  serve?: () => Promise<SocketEntry>;
   /** The `mcpx ui` page's state (probe ring, login codes), shared by the daemon's listeners; default: one of its own. */
   ui?: UiHub;
   /** Tests: hold every JSON answer against the schema its route declares, reporting mismatches here. */
@@ -222,6 +227,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(mcpRoutes, { controller, version, ...(deps.logger ? { logger: deps.logger } : {}), ...(deps.mcp ? { mcp: deps.mcp } : {}) });
   await app.register(uiRoutes, { controller, hub: ui, listener });
+  if (listener === 'socket' && deps.serve)
+    app.server.on(
+      'upgrade',
+      serveUpgrade({
+        controller,
+        entry: deps.serve,
+        ...(deps.isStopping ? { isStopping: deps.isStopping } : {}),
+        ...(deps.logger ? { logger: deps.logger.child({ component: 'serve' }) } : {}),
+      }),
+    );
 
   await app.ready();
   return app;

@@ -1,8 +1,9 @@
 /**
  * `startDaemon`: the mcpx daemon (`mcpx daemon`, `npm start`).
  *
- * Config → settings (file < env < flags) → pools; the /v1 API on `<state>/daemon.sock` (0600) and,
- * when daemon.port is set, on loopback TCP (bearer token in `<state>/daemon.json`, 0600). One daemon
+ * Config → settings (file < env < flags) → pools; the /v1 API and `/mcp` on `<state>/daemon.sock` (0600)
+ * and, when daemon.port is set, on loopback TCP (bearer token in `<state>/daemon.json`, 0600); on the
+ * socket also every `mcpx serve`'s stream (its client answered by the same MCP front as `/mcp`). One daemon
  * per state folder (daemon.lock; a crashed daemon's leftovers are cleaned up, its upstream processes
  * included: src/server/orphans.ts). The config file is watched (its folder, debounced) and reloaded
  * on change, on `POST /v1/reload` and on SIGHUP; a broken edit is reported and the last good config
@@ -24,6 +25,7 @@ import { Settings, type SettingsSources } from '../config/settings.js';
 import { EraCache } from '../upstream/era-cache.js';
 import { CatalogStore } from '../catalog/catalog-store.js';
 import type { McpHttpEntry } from '../serve/http-entry.js';
+import type { SocketEntry } from '../serve/socket-entry.js';
 import { buildApp, type DaemonInfo } from './app.js';
 import { boundConnections } from './connection-limit.js';
 import { loadDaemonConfig } from './config-source.js';
@@ -283,11 +285,25 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
           }),
       ));
     cleanups.push(async () => (mcpEntry ? (await mcpEntry).close() : undefined));
+    // The front of every `mcpx serve`: one stream per serve on the socket, made on the first one.
+    let serveEntry: Promise<SocketEntry> | undefined;
+    const serve = (): Promise<SocketEntry> =>
+      (serveEntry ??= Promise.all([import('../serve/socket-entry.js'), import('../serve/controller-backend.js')]).then(
+        ([{ SocketEntry }, { ControllerBackend }]) =>
+          new SocketEntry({
+            backend: new ControllerBackend(controller),
+            version,
+            logger,
+            questionTtlSeconds: () => Math.ceil(settings.get('serve.questionTtl') / 1000),
+          }),
+      ));
     const common = { controller, logger, version, startedAt, info, shutdown, isStopping: () => stopping, mcp, ui };
     buildCommon = () => common;
-    const socketApp = await buildApp({ ...common, listener: 'socket' });
+    const socketApp = await buildApp({ ...common, listener: 'socket', serve });
     apps.push(socketApp);
     cleanups.push(() => socketApp.close());
+    // Before the listener closes (it waits for every connection, streams included).
+    cleanups.push(async () => (serveEntry ? (await serveEntry).close() : undefined));
     // Bound 0600 from the start: a client refuses a socket others could write, even before the chmod.
     const umask = process.umask(0o177);
     try {

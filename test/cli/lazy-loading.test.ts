@@ -196,23 +196,35 @@ describe('what each process loads', () => {
     }
   });
 
-  it('mcpx serve with logging off never loads pino (on: it does, while reaching the daemon)', async () => {
+  it("mcpx serve loads nothing that answers its client (no MCP SDK, zod, fastify, pino, xstate, undici or node:http), nor commander for a client's command line; its daemon loads the front with the first stream", async () => {
     const dir = await tempDir('mcpx-loads-');
     try {
       const { state, env } = dualConfig(dir.path);
-      const daemon = await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env });
+      const daemonFile = join(dir.path, 'daemon-loads.txt');
+      const daemon = await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env: recording(env, daemonFile) });
+      const init = `${JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'loads', version: '1' } } })}\n`;
       try {
-        const silent = join(dir.path, 'serve-silent.txt');
-        const r = await mcpx(['serve'], { env: recording({ ...env, MCPX_LOG_LEVEL: 'silent' }, silent) });
-        expect(r.code, r.stderr).toBe(0);
-        expect(among(loaded(silent), ['pino', '@modelcontextprotocol/server'])).toEqual(['@modelcontextprotocol/server']);
-        const logging = join(dir.path, 'serve-logging.txt');
-        const r2 = await mcpx(['serve'], { env: recording(env, logging) });
-        expect(r2.code, r2.stderr).toBe(0);
-        expect(among(loaded(logging), ['pino', '@modelcontextprotocol/server'])).toEqual(['@modelcontextprotocol/server', 'pino']);
+        for (const [args, level] of [
+          [['serve'], 'silent'],
+          [['serve', '--config', join(dir.path, 'mcpx.json')], 'debug'],
+        ] as const) {
+          const file = join(dir.path, `serve-${level}.txt`);
+          const r = await mcpx([...args], { env: recording({ ...env, MCPX_LOG_LEVEL: level }, file), input: init });
+          expect(r.code, r.stderr).toBe(0);
+          expect(JSON.parse(r.stdout.split('\n')[0]!)).toMatchObject({ id: 0, result: { serverInfo: { name: 'mcpx' } } }); // served, by the daemon
+          const files = loaded(file);
+          expect(among(files, [...DAEMON_PACKAGES, 'commander'], ['serve/front.js', 'serve/stdin-gate.js'])).toEqual([]);
+          expect(among(files, [], ['serve/pipe.js'])).toEqual(['serve/pipe.js']); // the recorder saw serve's own loads
+          expect(readFileSync(file, 'utf8').split('\n')).not.toContain('node:http'); // a daemon answered: no HTTP client
+        }
       } finally {
         expect((await daemon.stop()).code).toBe(0);
       }
+      expect(among(loaded(daemonFile), ['@modelcontextprotocol/server'], ['serve/socket-entry.js', 'serve/front.js'])).toEqual([
+        '@modelcontextprotocol/server',
+        'serve/front.js',
+        'serve/socket-entry.js',
+      ]);
     } finally {
       await dir.remove();
     }

@@ -115,7 +115,7 @@ describe('an MCP client meets a server that needs authorization', () => {
       const c = await connect(era, way, d, asked, true);
       try {
         const r = (await c.call({ text: 'in place' })) as Record<string, any>;
-        expect(r['isError']).toBeFalsy();
+        expect(r['isError'], textOf(r)).toBeFalsy();
         expect(textOf(r)).toBe('authorized: in place');
         expect(asked).toHaveLength(1);
         expect(asked[0]).toMatchObject({ mode: 'url', message: expect.stringContaining('locked needs you to sign in') });

@@ -61,7 +61,7 @@ describe('idle alarms', () => {
 });
 
 describe('start failures that want a login', () => {
-  it('do not grow the backoff: every one cools for its first step only, where other failures double', () => {
+  it('do not back off: the callers waiting get the refusal, and the next acquire (after a login) starts afresh', () => {
     const failTwice = (code: ErrorCode) => {
       let c = startedSlot();
       c = startFailed(c, 'i1', { code, message: 'refused' }).context;
@@ -70,7 +70,7 @@ describe('start failures that want a login', () => {
       c = startFailed(c, c.instances.list()[0]!.id, { code, message: 'refused' }).context;
       return c.lanes.own;
     };
-    expect(failTwice('MCPX_UPSTREAM_UNAUTHORIZED')).toMatchObject({ failures: 1, cooldownMs: 1_000, cooling: true });
+    expect(failTwice('MCPX_UPSTREAM_UNAUTHORIZED')).toMatchObject({ failures: 1, cooldownMs: 0, cooling: true });
     expect(failTwice('MCPX_SPAWN_FAILED')).toMatchObject({ failures: 2, cooldownMs: 2_000, cooling: true });
   });
 });

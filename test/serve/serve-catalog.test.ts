@@ -128,7 +128,7 @@ describe("serve and the daemon's life", () => {
       trackPid(first);
       const upstream = pids(readWireLog(log))[0]!;
 
-      // Two calls in flight, each on its own connection to the daemon: both are told the daemon went away.
+      // Two calls in flight on the stream serve has to the daemon: both are told the daemon went away.
       const pending = [c.callTool('tools__sleep', { ms: 60_000 }), c.callTool('tools__sleep', { ms: 60_000 })];
       await until(() => methodsReceived(readWireLog(log), upstream).filter((m) => m === 'tools/call').length === 3, 20_000, 'the sleep calls upstream');
       process.kill(first, 'SIGKILL');

@@ -1,0 +1,123 @@
+/**
+ * The front for `mcpx serve`, in the daemon: each `mcpx serve` opens one stream on the daemon's Unix
+ * socket (`GET /v1/mcp-stream`, upgraded: src/server/serve-upgrade.ts) and copies its client's stdio
+ * over it, so each stream here is one MCP client speaking newline-delimited JSON-RPC, as on stdio.
+ *
+ * Per stream, what a stdio MCP server does: the stdin gate (./stdin-gate.ts) reads it and hands each
+ * message to the SDK (./stream-transport.ts), the SDK's `serveStdio` pins the caller's era (`initialize`: legacy; `server/discover` or a `_meta`-carrying
+ * request: 2026-07-28), one front (./front.ts) over the controller answers, and the answers of one turn
+ * leave in one write (./turn-batched-output.ts). When serve ends its side (its client closed stdin),
+ * requests in flight are aborted, as on stdio, and the stream is closed.
+ */
+import type { Socket } from 'node:net';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { silentLogger, type Logger } from '../log.js';
+import { RPC } from '../protocol/constants.js';
+import { deepParamsRefusal } from '../server/json-depth.js';
+import type { FrontBackend } from './backend.js';
+import { frontFactory } from './front.js';
+import type { EntryMode } from './http-entry.js';
+import { MAX_LINE_BYTES, StdinGate } from './stdin-gate.js';
+import { StreamTransport } from './stream-transport.js';
+import { TurnBatchedOutput } from './turn-batched-output.js';
+
+export interface SocketEntryOptions {
+  backend: FrontBackend;
+  version: string;
+  logger?: Logger;
+  /** How long a 2026-07-28 caller has to answer a question round (`serve.questionTtl`), read for each new stream. */
+  questionTtlSeconds?: () => number;
+}
+
+interface Stream {
+  socket: Socket;
+  close(): Promise<void>;
+}
+
+export class SocketEntry {
+  private readonly log: Logger;
+  private readonly streams = new Set<Stream>();
+  private closed = false;
+
+  constructor(private readonly opts: SocketEntryOptions) {
+    this.log = (opts.logger ?? silentLogger).child({ component: 'serve' });
+  }
+
+  /** Serves one `mcpx serve` stream; `head` is what arrived after the upgrade request. */
+  accept(socket: Socket, head: Buffer, mode: EntryMode, session: string): void {
+    if (this.closed) {
+      socket.destroy();
+      return;
+    }
+    const log = this.log.child({ session });
+    socket.setNoDelay(true);
+    socket.on('error', (err) => log.debug({ err }, 'serve stream failed'));
+    if (head.length > 0) socket.unshift(head);
+    const ttl = this.opts.questionTtlSeconds?.();
+    const factory = frontFactory({
+      backend: this.opts.backend,
+      version: this.opts.version,
+      logger: log,
+      session,
+      ...(ttl === undefined ? {} : { questionTtlSeconds: ttl }),
+      ...(mode.passthrough === undefined ? {} : { passthrough: mode.passthrough }),
+      ...(mode.servers === undefined ? {} : { servers: mode.servers }),
+    });
+    // The gate reads the stream: lines past the size limit, batches, non-JSON and legacy lifecycle breaches
+    // are answered there; the rest reaches the SDK a message at a time, parsed once. Answers of one turn
+    // leave together.
+    const output = new TurnBatchedOutput(socket);
+    const transport = new StreamTransport(output);
+    const gate = new StdinGate(socket, {
+      write: (line) => void output.write(line),
+      deliver: (message) => transport.receive(message),
+      maxLineBytes: MAX_LINE_BYTES,
+      logger: log,
+    });
+    const handle = serveStdio(factory, { legacy: 'serve', transport, onerror: (err) => log.debug({ err }, 'serve stream') });
+    // Deeper than what mcpx relays: answered here, before the SDK and the relay recurse through it (the /v1 rule).
+    const deliver = transport.onmessage;
+    transport.onmessage = (message) => {
+      const deep = deepParamsRefusal(message);
+      if (!deep) return deliver?.(message);
+      if (deep.id === null) return undefined; // a notification: nothing to answer
+      void transport
+        .send({ jsonrpc: '2.0', id: deep.id, error: { code: RPC.invalidParams, message: deep.message } })
+        .catch((err: unknown) => log.debug({ err }, 'serve stream'));
+      return undefined;
+    };
+    let closing: Promise<void> | undefined;
+    const stream: Stream = {
+      socket,
+      close: () =>
+        (closing ??= (async () => {
+          this.streams.delete(stream);
+          output.flush();
+          factory.close();
+          await transport.close();
+          await handle.close().catch(() => undefined);
+          socket.end();
+          socket.destroySoon();
+        })()),
+    };
+    this.streams.add(stream);
+    log.debug({ mode }, 'serve stream opened');
+    // The gate reads the stream to its end whatever the SDK does, so this always comes.
+    void gate.finished.then(() => stream.close());
+  }
+
+  get streamCount(): number {
+    return this.streams.size;
+  }
+
+  /** Closes every stream (the daemon stops): each serve answers its client's requests in flight itself. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(
+      [...this.streams].map(async (s) => {
+        await s.close();
+        s.socket.destroy();
+      }),
+    );
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * The SDK transport of one `mcpx serve` stream in the daemon (./socket-entry.ts): the messages the stdin
+ * gate let through come in already parsed (./stdin-gate.ts parses each line once; the SDK's stdio
+ * transport would parse it again, through a stream of its own), and answers go out a line each, through
+ * the stream's turn-batched writer. Each message is checked against JSON-RPC's shapes, as the SDK's stdio
+ * transport checks each line (one that fails is reported and dropped, as there).
+ */
+import { parseJSONRPCMessage, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/server';
+import type { TurnBatchedOutput } from './turn-batched-output.js';
+
+export class StreamTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: Transport['onmessage'];
+  private closed = false;
+
+  constructor(private readonly out: TurnBatchedOutput) {}
+
+  async start(): Promise<void> {}
+
+  /** One message from the gate. */
+  receive(value: object): void {
+    if (this.closed) return;
+    let message: JSONRPCMessage;
+    try {
+      message = parseJSONRPCMessage(value);
+    } catch (err) {
+      this.onerror?.(err instanceof Error ? err : new Error(String(err)));
+      return;
+    }
+    this.onmessage?.(message);
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the serve stream is closed'));
+    if (this.out.write(serializeMessage(message))) return Promise.resolve();
+    return new Promise((resolve) => this.out.once('drain', () => resolve()));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.onclose?.();
+  }
+}
