@@ -178,9 +178,9 @@ export class LoginFlow {
 
   /** The port of the redirect URI the stored registration was made with (so it still matches). */
   private previousPort(): number | undefined {
+    const tokens = this.opts.store.tokens(this.opts.url);
     for (const [, r] of this.opts.store.entries()) {
       if (r.kind !== 'client' || !r.redirectUri) continue;
-      const tokens = this.opts.store.tokens(this.opts.url);
       if (tokens && tokens.issuer !== r.issuer) continue;
       const u = safeUrl(r.redirectUri);
       if (u && u.hostname === '127.0.0.1' && u.port) return Number(u.port);

@@ -302,7 +302,7 @@ export class ServerAuth implements RequestAuthorizer {
       this.stop();
       return;
     }
-    if (this.due(r) && !this.refreshing && !(this.lastError && !r)) void this.refresh(r.generation).catch(() => undefined);
+    if (this.due(r) && !this.refreshing) void this.refresh(r.generation).catch(() => undefined);
   }
 
   stop(): void {

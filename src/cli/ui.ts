@@ -2,7 +2,6 @@
  * `mcpx ui [--open]`: the address of the daemon's live page (src/ui), and the `--inspect[=PORT]` flag
  * of `mcpx daemon` (src/inspect/stately.ts). Loaded by src/cli/main.ts only when one of them is used.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -76,11 +75,11 @@ export function writeLoginFile(stateDir: string, loginUrl: string, now = Date.no
 }
 
 /** Opens an address in the user's browser (only when asked: `mcpx ui --open`). */
-export function openInBrowser(url: string): void {
-  const cmd = process.platform === 'darwin' ? 'open' : process.platform === 'win32' ? 'explorer' : 'xdg-open';
-  const child = spawn(cmd, [url], { detached: true, stdio: 'ignore' });
-  child.on('error', () => process.stderr.write(`mcpx: could not run ${cmd}; open the address yourself\n`));
-  child.unref();
+export async function openInBrowser(url: string): Promise<void> {
+  // The same opener as `mcpx login`: $BROWSER, else the platform's.
+  await import('./browser.js')
+    .then(({ openUrl }) => openUrl(url))
+    .catch((err: unknown) => process.stderr.write(`mcpx: ${(err as Error).message}; open the address yourself\n`));
 }
 
 export async function runUi(client: DaemonClient, o: { open?: boolean; json?: boolean }, out: (text: string) => void, stateDir?: string): Promise<void> {
@@ -95,6 +94,6 @@ export async function runUi(client: DaemonClient, o: { open?: boolean; json?: bo
   // The browser gets a file's address; the code stays out of every command line.
   if (o.open) {
     if (stateDir === undefined) throw new McpxError('MCPX_INTERNAL', 'mcpx ui --open needs the state folder to hand the browser its login');
-    openInBrowser(pathToFileURL(writeLoginFile(stateDir, login.url)).href);
+    await openInBrowser(pathToFileURL(writeLoginFile(stateDir, login.url)).href);
   }
 }
