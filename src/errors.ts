@@ -61,7 +61,7 @@ export type ErrorCode =
   | 'MCPX_DAEMON_RUNNING'
   | 'MCPX_DAEMON_UNAVAILABLE'
   | 'MCPX_INTERNAL'
-  // /v1/ask (src/serve/asks.ts): too many asks running; an answer to a question the ask does not have, or
+  // /v1/ask (src/asks/ask-store.ts): too many asks running; an answer to a question the ask does not have, or
   // to one answered already or closed (refused, timed out, the ask over); a question mcpx refused on the
   // caller's behalf (a modern round then ends the call); an ask that outlived its maximum age
   | 'MCPX_TOO_MANY_ASKS'

@@ -1,6 +1,6 @@
 /**
  * The ask statechart: one per ask (a call the upstream may interrupt with questions). Every rule about
- * its life and its questions is here; the AskStore (src/serve/asks.ts) is its shell: it runs the call,
+ * its life and its questions is here; the AskStore (src/asks/ask-store.ts) is its shell: it runs the call,
  * keeps the timers and the promises the upstream waits on, checks answers, and sends the events.
  *
  * The ask is `running` (`working` while nothing is asked, `input_required` while a question is open)

@@ -1,6 +1,6 @@
 /**
  * What an upstream may ask an ask's caller, and what the caller declared it can answer: the
- * vocabulary the ask statechart (./ask.machine.ts) and its store (src/serve/asks.ts) share.
+ * vocabulary the ask statechart (./ask.machine.ts) and its store (src/asks/ask-store.ts) share.
  */
 
 /** What an upstream may ask its caller (in either era). */

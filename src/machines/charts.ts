@@ -58,7 +58,7 @@ export const CHARTS: Chart[] = [
       'The upstream asks in rounds (a legacy request is a round of one, a modern input_required a round of its inputRequests); each question ' +
       'of a round is open until answered or refused (its capability undeclared, too many, misrouted, timed out, or the ask ended), and one ' +
       'refused question refuses its round. Self-loops are the rounds, answers and timeouts taken in place; an ended ask refuses what still ' +
-      'arrives. Drawn from src/asks/ask.machine.ts; src/serve/asks.ts is its shell.',
+      'arrives. Drawn from src/asks/ask.machine.ts; src/asks/ask-store.ts is its shell.',
     machine: askMachine,
     options: { selfLoops: true },
   },

@@ -1,7 +1,7 @@
 /**
  * `mcpx serve`: a pipe between the MCP client's stdio and its stream in the daemon, where the front
- * answers it (./socket-entry.ts). Bytes are copied both ways as they come; of each message only the top
- * level is read (./line-scanner.ts), to keep what the daemon cannot keep for itself, since it is what
+ * answers it (../front/socket-entry.ts). Bytes are copied both ways as they come; of each message only the top
+ * level is read (../transports/line-scanner.ts), to keep what the daemon cannot keep for itself, since it is what
  * goes away:
  *
  * - **The client's open requests.** When the stream closes under them (the daemon died, or stopped),
@@ -25,8 +25,8 @@
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../log.js';
-import { LineScanner, type LineFacts } from './line-scanner.js';
-import { SEPARATOR } from './separator.js';
+import { LineScanner, type LineFacts } from '../transports/line-scanner.js';
+import { SEPARATOR } from '../front/separator.js';
 
 type Id = string | number;
 

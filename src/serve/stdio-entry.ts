@@ -1,6 +1,6 @@
 /**
  * `mcpx serve`: one MCP client connection (Claude Desktop, Claude Code, Cursor, VS Code …) on stdio,
- * served by the daemon's front (src/serve/socket-entry.ts) over one stream on its socket, through the
+ * served by the daemon's front (src/front/socket-entry.ts) over one stream on its socket, through the
  * pipe of ./pipe.ts. serve itself loads no MCP SDK, no schemas, no HTTP framework and no pino: every
  * client a person runs starts its own serve, and each holds what it loaded for as long as the client runs.
  *

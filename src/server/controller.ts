@@ -29,10 +29,10 @@ import { wireOf } from '../upstream/definition.js';
 import type { EraCache } from '../upstream/era-cache.js';
 import type { Tool } from '../upstream/session.js';
 import type { CatalogStore } from '../catalog/catalog-store.js';
-import { RELAYED_METHODS, type RelayedMethod } from '../serve/backend.js';
-import { AskStore } from '../serve/asks.js';
-import { Catalog } from '../serve/catalog.js';
-import { exposeNames } from '../serve/names.js';
+import { RELAYED_METHODS, type RelayedMethod } from '../front/backend.js';
+import { AskStore } from '../asks/ask-store.js';
+import { Catalog } from '../catalog/catalog.js';
+import { exposeNames } from '../front/names.js';
 import { EventHub, type DaemonEvent } from './events.js';
 import type { RecordLog } from './record-log.js';
 import { Reconciler, type ReconcileOptions, type ReconcileResult } from './reconciler.js';
@@ -80,7 +80,7 @@ export function createPoolRegistry(opts: CreateRegistryOptions): PoolRegistry {
       // AskingSession: legacy sessions declare at initialize the questions mcpx can relay (/v1/ask).
       // Loaded by a pool's first call: the session code is not needed before the daemon listens.
       const loadSessionFactory = async (): Promise<SessionFactory> => {
-        const { AskingSession } = await import('../serve/ask-session.js');
+        const { AskingSession } = await import('../asks/ask-session.js');
         return (o) => new AskingSession(o);
       };
       return new ServerPool(config, {

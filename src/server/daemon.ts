@@ -24,8 +24,8 @@ import { ConfigError, McpxError } from '../errors.js';
 import { Settings, type SettingsSources } from '../config/settings.js';
 import { EraCache } from '../upstream/era-cache.js';
 import { CatalogStore } from '../catalog/catalog-store.js';
-import type { McpHttpEntry } from '../serve/http-entry.js';
-import type { SocketEntry } from '../serve/socket-entry.js';
+import type { McpHttpEntry } from '../front/http-entry.js';
+import type { SocketEntry } from '../front/socket-entry.js';
 import { buildApp, type DaemonInfo } from './app.js';
 import { boundConnections } from './connection-limit.js';
 import { loadDaemonConfig } from './config-source.js';
@@ -273,7 +273,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     // Made on the first /mcp request: the MCP SDK's server side is not loaded before the daemon listens.
     let mcpEntry: Promise<McpHttpEntry> | undefined;
     const mcp = (): Promise<McpHttpEntry> =>
-      (mcpEntry ??= Promise.all([import('../serve/http-entry.js'), import('../serve/controller-backend.js')]).then(
+      (mcpEntry ??= Promise.all([import('../front/http-entry.js'), import('../front/controller-backend.js')]).then(
         ([{ McpHttpEntry }, { ControllerBackend }]) =>
           new McpHttpEntry({
             backend: new ControllerBackend(controller),
@@ -288,7 +288,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     // The front of every `mcpx serve`: one stream per serve on the socket, made on the first one.
     let serveEntry: Promise<SocketEntry> | undefined;
     const serve = (): Promise<SocketEntry> =>
-      (serveEntry ??= Promise.all([import('../serve/socket-entry.js'), import('../serve/controller-backend.js')]).then(
+      (serveEntry ??= Promise.all([import('../front/socket-entry.js'), import('../front/controller-backend.js')]).then(
         ([{ SocketEntry }, { ControllerBackend }]) =>
           new SocketEntry({
             backend: new ControllerBackend(controller),

@@ -5,7 +5,7 @@
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
-import type { EntryMode, McpHttpEntry } from '../serve/http-entry.js';
+import type { EntryMode, McpHttpEntry } from '../front/http-entry.js';
 import { RPC } from '../protocol/constants.js';
 import { send } from './api-errors.js';
 import { deepParamsRefusal } from './json-depth.js';
@@ -27,7 +27,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
   const mcpEntry = (): Promise<McpHttpEntry> => {
     if (typeof given === 'function') return given();
     if (given) return Promise.resolve(given);
-    own ??= Promise.all([import('../serve/http-entry.js'), import('../serve/controller-backend.js')]).then(
+    own ??= Promise.all([import('../front/http-entry.js'), import('../front/controller-backend.js')]).then(
       ([{ McpHttpEntry }, { ControllerBackend }]) =>
         new McpHttpEntry({ backend: new ControllerBackend(controller), version, ...(opts.logger ? { logger: opts.logger } : {}) }),
     );

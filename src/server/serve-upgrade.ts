@@ -1,7 +1,7 @@
 /**
  * `GET /v1/mcp-stream` on the daemon's Unix socket, upgraded: where each `mcpx serve` brings its client.
  * Past the checks (the daemon is not stopping, every server named is configured) the answer is `101`, and
- * the socket is handed to the front for serve streams (src/serve/socket-entry.ts, loaded on the first
+ * the socket is handed to the front for serve streams (src/front/socket-entry.ts, loaded on the first
  * stream): from then on it carries the MCP client's newline-delimited JSON-RPC, both ways, with no HTTP
  * framing. A refusal is an ordinary HTTP answer with the /v1 error body, and the connection closes.
  *
@@ -11,8 +11,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../log.js';
-import type { EntryMode } from '../serve/http-entry.js';
-import type { SocketEntry } from '../serve/socket-entry.js';
+import type { EntryMode } from '../front/http-entry.js';
+import type { SocketEntry } from '../front/socket-entry.js';
 import type { Controller } from './controller.js';
 import { MCP_STREAM_PATH, MCP_STREAM_UPGRADE } from './headers.js';
 

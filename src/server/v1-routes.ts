@@ -363,7 +363,7 @@ export const V1_ROUTES = {
     handler: async (_, { version }) => (await import('./openapi.js')).openApiDocument(version),
   }),
 
-  // ---- /v1/ask: a call the upstream may interrupt with questions (src/serve/asks.ts) ----
+  // ---- /v1/ask: a call the upstream may interrupt with questions (src/asks/ask-store.ts) ----
 
   ask: route({
     method: 'POST',

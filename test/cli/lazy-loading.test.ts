@@ -142,7 +142,7 @@ describe('what each process loads', () => {
             'pino-pretty',
             '@statelyai/inspect',
           ],
-          ['ui/page.js', 'server/openapi.js', 'server/response-contract.js', 'serve/http-entry.js'],
+          ['ui/page.js', 'server/openapi.js', 'server/response-contract.js', 'front/http-entry.js'],
         ),
       ).toEqual([]);
     } finally {
@@ -182,8 +182,8 @@ describe('what each process loads', () => {
             'machines/session.machine.js',
             'transports/jsonrpc.js',
             'transports/stdio.js',
-            'serve/ask-session.js',
-            'serve/answer-schemas.js',
+            'asks/ask-session.js',
+            'asks/answer-schemas.js',
             'server/statechart-view.js',
           ],
         ),
@@ -213,17 +213,17 @@ describe('what each process loads', () => {
           expect(r.code, r.stderr).toBe(0);
           expect(JSON.parse(r.stdout.split('\n')[0]!)).toMatchObject({ id: 0, result: { serverInfo: { name: 'mcpx' } } }); // served, by the daemon
           const files = loaded(file);
-          expect(among(files, [...DAEMON_PACKAGES, 'commander'], ['serve/front.js', 'serve/stdin-gate.js'])).toEqual([]);
+          expect(among(files, [...DAEMON_PACKAGES, 'commander'], ['front/front.js', 'front/stdin-gate.js'])).toEqual([]);
           expect(among(files, [], ['serve/pipe.js'])).toEqual(['serve/pipe.js']); // the recorder saw serve's own loads
           expect(readFileSync(file, 'utf8').split('\n')).not.toContain('node:http'); // a daemon answered: no HTTP client
         }
       } finally {
         expect((await daemon.stop()).code).toBe(0);
       }
-      expect(among(loaded(daemonFile), ['@modelcontextprotocol/server'], ['serve/socket-entry.js', 'serve/front.js'])).toEqual([
+      expect(among(loaded(daemonFile), ['@modelcontextprotocol/server'], ['front/socket-entry.js', 'front/front.js'])).toEqual([
         '@modelcontextprotocol/server',
-        'serve/front.js',
-        'serve/socket-entry.js',
+        'front/front.js',
+        'front/socket-entry.js',
       ]);
     } finally {
       await dir.remove();

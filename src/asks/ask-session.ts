@@ -5,7 +5,7 @@
  * capabilities (`{}` unless a caller that can answer, a `/v1/ask`, says otherwise).
  *
  * Why both: in the legacy era capabilities belong to the session, which many calls share, so mcpx declares
- * what it can relay and refuses, per call, a question whose caller cannot answer it (src/serve/asks.ts).
+ * what it can relay and refuses, per call, a question whose caller cannot answer it (src/asks/ask-store.ts).
  * In the modern era capabilities belong to the request (a server must not infer them from another one),
  * so a call that cannot answer must not claim it can.
  */

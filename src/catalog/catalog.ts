@@ -19,8 +19,8 @@ import type { Lane } from '../machines/preference.js';
 import type { ServerPool } from '../pool/server-pool.js';
 import type { CallContext } from '../pool/types.js';
 import type { ServerDefinition } from '../upstream/definition.js';
-import { catalogKey, sameListing, type CatalogRecord, type CatalogStore } from '../catalog/catalog-store.js';
-import type { CatalogChange, CatalogView, ListKind, Progress, ServerCatalog } from './backend.js';
+import { catalogKey, sameListing, type CatalogRecord, type CatalogStore } from './catalog-store.js';
+import type { CatalogChange, CatalogView, ListKind, Progress, ServerCatalog } from '../front/backend.js';
 
 export interface CatalogDeps {
   store: CatalogStore | null;

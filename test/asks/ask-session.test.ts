@@ -1,11 +1,11 @@
 /**
- * AskingSession (src/serve/ask-session.ts): every modern request declares its own caller's capabilities,
+ * AskingSession (src/asks/ask-session.ts): every modern request declares its own caller's capabilities,
  * `{}` when the call names none, never the relayable ones the session declares at `initialize`. Listings
  * included: listTools/listAll do not go through request(), so they have their own overrides; so is the
  * listing a modern Streamable HTTP call makes first for its `Mcp-Param-*` headers.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AskingSession } from '../../src/serve/ask-session.js';
+import { AskingSession } from '../../src/asks/ask-session.js';
 import { StdioChannel } from '../../src/transports/stdio.js';
 import { StreamableHttpChannel } from '../../src/transports/streamable-http.js';
 import type { JsonRpcMessage } from '../../src/transports/types.js';

@@ -5,7 +5,7 @@
  * (./stream-transport.ts), a message at a time.
  *
  * - A line over the limit (10 MiB, the SDK's own buffer bound) is dropped as it arrives, never buffered
- *   whole, and answered with -32600 (with its `id`, read as the line passes: ./line-scanner.ts). The SDK's read
+ *   whole, and answered with -32600 (with its `id`, read as the line passes: ../transports/line-scanner.ts). The SDK's read
  *   buffer would otherwise overflow and close the transport: serve would never read again, answer
  *   nothing, and — stdin paused — not see stdin end either.
  * - A line that is not JSON gets the JSON-RPC parse error (-32700); the SDK skips it without a word.
@@ -21,7 +21,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Logger } from '../log.js';
-import { LineScanner, type LineFacts } from './line-scanner.js';
+import { LineScanner, type LineFacts } from '../transports/line-scanner.js';
 
 export const MAX_LINE_BYTES = 10 * 1024 * 1024;
 const NEWLINE = Buffer.from('\n');

@@ -3,7 +3,7 @@
  * as `_meta` pass). Loaded by AskStore with the first answer it checks.
  */
 import * as z from 'zod';
-import type { QuestionMethod } from '../asks/questions.js';
+import type { QuestionMethod } from './questions.js';
 
 const contentBlock = z.looseObject({ type: z.string({ error: 'type must be a string' }) });
 export const ANSWER_SCHEMAS: Record<QuestionMethod, { schema: z.ZodType; shape: string }> = {

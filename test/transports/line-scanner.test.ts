@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LineScanner, type LineFacts } from '../../src/serve/line-scanner.js';
+import { LineScanner, type LineFacts } from '../../src/transports/line-scanner.js';
 
 function scan(text: string, cuts: number[]): LineFacts[] {
   const out: LineFacts[] = [];

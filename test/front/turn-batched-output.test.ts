@@ -1,5 +1,5 @@
 /**
- * `mcpx serve`'s stdout batching (src/serve/turn-batched-output.ts) under the SDK's own
+ * `mcpx serve`'s stdout batching (src/front/turn-batched-output.ts) under the SDK's own
  * StdioServerTransport: the answers sent in one turn reach the stream in one write, in order; a message
  * to the caller (with a method) goes out at once, after what waited before it; backpressure and flush
  * behave as the stream's own.
@@ -7,7 +7,7 @@
 import { PassThrough, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { describe, expect, it } from 'vitest';
-import { TurnBatchedOutput } from '../../src/serve/turn-batched-output.js';
+import { TurnBatchedOutput } from '../../src/front/turn-batched-output.js';
 
 /** A stream that records each write it is handed (one entry per system call it would make). */
 class Recorder extends Writable {

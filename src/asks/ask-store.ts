@@ -42,8 +42,8 @@ import {
   type AskEvent,
   type AskOutcome,
   type AskStatus,
-} from '../asks/ask.machine.js';
-import { DEFAULT_ASK_CAPABILITIES, isObject, refusedKinds, type QuestionMethod, type RefusalReason, type RefusalView } from '../asks/questions.js';
+} from './ask.machine.js';
+import { DEFAULT_ASK_CAPABILITIES, isObject, refusedKinds, type QuestionMethod, type RefusalReason, type RefusalView } from './questions.js';
 import type { JsonRpcRequest } from '../transports/types.js';
 import type { ProgressUpdate } from '../upstream/session.js';
 
@@ -173,7 +173,7 @@ interface Ask {
   id: string;
   start: AskStart;
   createdAt: number;
-  /** Its statechart (../asks/ask.machine.ts): status, questions, refusals and outcome are its context. */
+  /** Its statechart (./ask.machine.ts): status, questions, refusals and outcome are its context. */
   actor: Actor<typeof askMachine>;
   /** The rounds the upstream waits on, by round id. */
   rounds: Map<string, Round>;

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AskOutcome } from '../../src/asks/ask.machine.js';
 import { missingCapability } from '../../src/asks/questions.js';
-import { AskStore, type AskStoreOptions } from '../../src/serve/asks.js';
+import { AskStore, type AskStoreOptions } from '../../src/asks/ask-store.js';
 import type { CallContext } from '../../src/pool/types.js';
 import type { JsonRpcRequest } from '../../src/transports/types.js';
 
