@@ -15,32 +15,14 @@
 import stringify from 'safe-stable-stringify';
 import type { Lane } from '../machines/preference.js';
 import { catalogRecordOf } from '../state/record-checks.js';
+import type { CatalogItem, CatalogRecord } from '../state/records.js';
 import { LockedJsonFile, type StateFileFormat, type StateFileLogger, type StateFileOptions } from '../state/locked-json-file.js';
 import { eraCacheKey, type ProcessDefinitionInput } from '../upstream/process-key.js';
 
 export const CATALOG_FILE = 'tool-catalog.json';
 export const CATALOG_VERSION = 1;
 
-/** One listed tool, prompt, resource or template: a plain JSON object as the upstream sent it. */
-export type CatalogItem = Record<string, unknown>;
-
-export interface CatalogRecord {
-  /** When it was listed, ISO 8601. */
-  at: string;
-  /** The era the listing was made in. */
-  era?: 'legacy' | 'modern';
-  /** Each has a string `name`. */
-  tools: CatalogItem[];
-  /** Each has a string `name`. */
-  prompts?: CatalogItem[];
-  /** Each has a string `uri`. */
-  resources?: CatalogItem[];
-  /** Each has a string `uriTemplate`. */
-  resourceTemplates?: CatalogItem[];
-  capabilities?: Record<string, unknown>;
-  serverInfo?: Record<string, unknown>;
-  instructions?: string;
-}
+export type { CatalogItem, CatalogRecord };
 
 /** The store's key for a server definition's listing on one lane: `<eraCacheKey>:<lane>`. */
 export function catalogKey<T extends ProcessDefinitionInput>(definition: T, lane: Lane): string {

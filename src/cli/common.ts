@@ -8,7 +8,7 @@
 import { terminalSafe, terminalSafeJson } from './terminal-text.js';
 import type { Command } from 'commander';
 import { McpxError } from '../errors.js';
-import type { ServerView } from '../server/controller.js';
+import type { ServerView } from '../server/views.js';
 import type { ApiResponse, ClientOptions, DaemonClient, Target } from './client.js';
 import { table } from './format.js';
 

@@ -8,7 +8,7 @@
  * rest of the pool's context (see ./hash-trie.ts).
  */
 import { HashTrie } from './hash-trie.js';
-import type { Waiter } from './pool.machine.js';
+import type { Waiter } from './types.js';
 
 export class ParkedWaiters {
   static readonly EMPTY = new ParkedWaiters(HashTrie.empty(), HashTrie.empty());

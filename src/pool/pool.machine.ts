@@ -66,11 +66,9 @@ import { isForced, laneSessionPreference, type Lane, type Preference, type Sessi
 import type { Era } from '../machines/versions.js';
 import { ParkedWaiters } from './parked-waiters.js';
 import { SlotTable } from './slot-table.js';
-import type { BackoffPolicy, PoolLimits, Scope, Sharing } from './types.js';
+import type { BackoffPolicy, PoolLimits, Scope, Sharing, Slot, SlotStatus, Waiter } from './types.js';
 
-export type { BackoffPolicy };
-
-export type SlotStatus = 'starting' | 'ready' | 'idle' | 'stopping';
+export type { BackoffPolicy, Slot, SlotStatus, Waiter };
 
 /**
  * The life of one instance slot. `ready` has holders; `idle` has none (its idle alarm is set);
@@ -87,30 +85,6 @@ export const SLOT_TRANSITIONS: Readonly<Record<SlotStatus | 'new', readonly (Slo
   // the session and its process are gone
   stopping: ['gone'],
 });
-
-export interface Slot {
-  id: string;
-  lane: Lane;
-  key: string;
-  status: SlotStatus;
-  /** Request ids of the callers holding it. */
-  holders: string[];
-  /** Logical time of the last grant or release, for LRU eviction. */
-  lastUsed: number;
-  /** The era the session settled on (null while starting). */
-  era: Era | null;
-  /** When an idle slot is stopped for idleness (the pool's clock, ms); null: not idle, or never. */
-  idleAt: number | null;
-}
-
-export interface Waiter {
-  requestId: string;
-  /** The lane the caller's era asks for: `legacy` only under follow, for callers before 2026-07-28. */
-  want: Lane;
-  key: string;
-  /** Arrival order (the pool's acquire count when it came): callers are served oldest first. */
-  seq: number;
-}
 
 export interface PoolFailure {
   code: ErrorCode;

@@ -9,7 +9,7 @@
  */
 import type { Lane } from '../machines/preference.js';
 import { HashTrie } from './hash-trie.js';
-import type { Slot, SlotStatus } from './pool.machine.js';
+import type { Slot, SlotStatus } from './types.js';
 
 export interface LaneCounts {
   /** Slots of the lane, stopping ones included (what the cap counts). */

@@ -160,3 +160,31 @@ export interface ServerPoolApi {
   stop(): Promise<void>;
   on(event: 'event', listener: (e: PoolEvent) => void): this;
 }
+
+// ---- The pool chart's slots and waiters (its context; the slot table and parked waiters keep them) ----
+
+export type SlotStatus = 'starting' | 'ready' | 'idle' | 'stopping';
+
+export interface Slot {
+  id: string;
+  lane: Lane;
+  key: string;
+  status: SlotStatus;
+  /** Request ids of the callers holding it. */
+  holders: string[];
+  /** Logical time of the last grant or release, for LRU eviction. */
+  lastUsed: number;
+  /** The era the session settled on (null while starting). */
+  era: Era | null;
+  /** When an idle slot is stopped for idleness (the pool's clock, ms); null: not idle, or never. */
+  idleAt: number | null;
+}
+
+export interface Waiter {
+  requestId: string;
+  /** The lane the caller's era asks for: `legacy` only under follow, for callers before 2026-07-28. */
+  want: Lane;
+  key: string;
+  /** Arrival order (the pool's acquire count when it came): callers are served oldest first. */
+  seq: number;
+}

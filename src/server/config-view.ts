@@ -6,7 +6,7 @@
 import { redactConfig, resolvePoolConfigs, type ResolvedServer } from '../config/config-file.js';
 import type { Settings } from '../config/settings.js';
 import type { PoolServerConfig } from '../pool/types.js';
-import type { ConfigView, DaemonConfig, ServerView } from './controller.js';
+import type { ConfigView, DaemonConfig, ServerView } from './views.js';
 
 /** The effective pool config of one server, disabled or not. */
 function effectiveOf(server: ResolvedServer, settings: Pick<Settings, 'get'>): PoolServerConfig {

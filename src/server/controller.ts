@@ -14,10 +14,9 @@
  */
 import type { AuthManager } from '../auth/auth-manager.js';
 import stringify from 'safe-stable-stringify';
-import type { z } from 'zod';
 import { ConfigError, McpxError, type ConfigProblem } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { resolvePoolConfigs, type LoadedConfig } from '../config/config-file.js';
+import { resolvePoolConfigs } from '../config/config-file.js';
 import { findSetting, SETTINGS, type SettingEntry, type Settings, type SettingsSources } from '../config/settings.js';
 import type { Lane } from '../machines/preference.js';
 import { laneCap } from '../pool/pool.machine.js';
@@ -37,16 +36,18 @@ import { EventHub, type DaemonEvent } from './events.js';
 import type { RecordLog } from './record-log.js';
 import { Reconciler, type ReconcileOptions, type ReconcileResult } from './reconciler.js';
 import type {
-  callResultSchema,
-  configViewSchema,
-  instanceSchema,
-  protocolSchema,
-  reloadSchema,
-  serverViewSchema,
-  settingChangeSchema,
-  statusSchema,
-  toolsSchema,
-} from './schemas.js';
+  CallOutcome,
+  ConfigView,
+  DaemonConfig,
+  InstanceView,
+  LaneView,
+  ProtocolRow,
+  ReloadOutcome,
+  ServerStatusView,
+  ServerView,
+  SettingChangeView,
+  ToolsView,
+} from './views.js';
 import { describeConfig, serverView } from './config-view.js';
 import { Scrubber } from './secrets.js';
 
@@ -92,25 +93,6 @@ export function createPoolRegistry(opts: CreateRegistryOptions): PoolRegistry {
     },
   });
 }
-
-// ---------------------------------------------------------------------------------------------
-// Views (the /v1 response bodies): derived from the response schemas in ./schemas.ts, the one statement of
-// the contract (the API tests hold every real answer to those schemas).
-
-export type ServerView = z.output<typeof serverViewSchema>;
-export type ServerStatusView = z.output<typeof statusSchema>['servers'][number];
-export type LaneView = ServerStatusView['lanes'][number];
-export type InstanceView = z.output<typeof instanceSchema>;
-export type ProtocolRow = z.output<typeof protocolSchema>['servers'][number];
-export type ToolsView = z.output<typeof toolsSchema>;
-export type ToolView = ToolsView['tools'][number];
-export type CallOutcome = z.output<typeof callResultSchema>;
-export type SettingChangeView = z.output<typeof settingChangeSchema>;
-export type ConfigView = z.output<typeof configViewSchema>;
-export type ReloadOutcome = z.output<typeof reloadSchema>;
-
-/** A loaded config plus whether it is the bundled demo (no config file found). */
-export type DaemonConfig = LoadedConfig & { demo?: boolean };
 
 export const APPLIES_TO = {
   sessions: 'sessions started from now on',

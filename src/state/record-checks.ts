@@ -5,8 +5,7 @@
  * order — or undefined for a record to drop. test/reliability/format-properties.test.ts holds them to
  * the zod schemas they replace: the same records accepted, the same output.
  */
-import type { CatalogRecord } from '../catalog/catalog-store.js';
-import type { EraRecord } from '../upstream/era-cache.js';
+import type { CatalogRecord, EraRecord } from './records.js';
 
 export const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 

@@ -6,7 +6,8 @@
  */
 import { activeStateIds, toMermaid } from '../machines/statechart-doc.js';
 import { CHARTS } from '../machines/charts.js';
-import type { Controller, LaneView, ProtocolRow } from '../server/controller.js';
+import type { Controller } from '../server/controller.js';
+import type { LaneView, ProtocolRow } from '../server/views.js';
 import { statechartView } from '../server/statechart-view.js';
 import type { ProbeRecord, StaleNote } from './probe-ring.js';
 import type { UiHub } from './hub.js';

@@ -9,28 +9,13 @@
  * and atomic 0600 rename (src/state/locked-json-file.ts has the rules).
  */
 import { eraRecordOf } from '../state/record-checks.js';
-import type { WireTransport } from '../transports/capabilities.js';
+import type { EraRecord } from '../state/records.js';
 import { LockedJsonFile, type StateFileFormat, type StateFileLogger, type StateFileOptions } from '../state/locked-json-file.js';
 
 export const ERA_CACHE_FILE = 'upstream-eras.json';
 export const ERA_CACHE_VERSION = 1;
 
-export interface EraRecord {
-  era: 'legacy' | 'modern';
-  /** The negotiated protocol revision. */
-  version: string;
-  /** When it was learned, ISO 8601. */
-  at: string;
-  /** How it was learned. */
-  source: 'probe' | 'cache' | (string & {});
-  /** The legacy-only wire that answered (HTTP+SSE), where the next start begins; the file holds only HTTP wires. */
-  transport?: WireTransport;
-  /**
-   * `refused`: a modern server that refused initialize (or died on it). Lets prefer-initialize skip a
-   * doomed initialize; without it a cached modern era says nothing about the server's legacy side.
-   */
-  initialize?: 'refused';
-}
+export type { EraRecord };
 
 /** The part of a pino logger the cache uses (src/log.ts's Logger fits). */
 export type EraCacheLogger = StateFileLogger;

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Slot, SlotStatus } from '../../src/pool/pool.machine.js';
+import type { Slot, SlotStatus } from '../../src/pool/types.js';
 import { SlotTable } from '../../src/pool/slot-table.js';
 
 const slot = (n: number, over: Partial<Slot> = {}): Slot => ({

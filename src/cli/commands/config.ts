@@ -1,7 +1,7 @@
 /** `mcpx config`: the resolved config as the daemon would run it, secrets redacted (no daemon needed). */
 import type { Command } from 'commander';
 import { McpxError } from '../../errors.js';
-import type { ConfigView } from '../../server/controller.js';
+import type { ConfigView } from '../../server/views.js';
 import { out, printJson, serversTable, withJson, withTarget, type CommonOpts } from '../common.js';
 
 export function register(program: Command): void {

@@ -1,6 +1,6 @@
 /** `mcpx servers`: configured servers, their transport and effective preference (secrets redacted). */
 import type { Command } from 'commander';
-import type { ServerView } from '../../server/controller.js';
+import type { ServerView } from '../../server/views.js';
 import { api, out, printJson, serversTable, withClient, withJson, withTarget, type CliContext, type CommonOpts } from '../common.js';
 
 export function register(program: Command, cli: CliContext): void {

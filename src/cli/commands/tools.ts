@@ -1,7 +1,7 @@
 /** `mcpx tools [SERVER]`: list tools, starting servers as needed. */
 import type { Command } from 'commander';
 import { McpxError } from '../../errors.js';
-import type { ToolsView } from '../../server/controller.js';
+import type { ToolsView } from '../../server/views.js';
 import { api, callHeaders, out, printJson, withClient, withJson, withProgress, withTarget, type CliContext, type CommonOpts } from '../common.js';
 import { clip, table } from '../format.js';
 import { terminalSafe } from '../terminal-text.js';
