@@ -43,7 +43,8 @@ import {
   type AskOutcome,
   type AskStatus,
 } from './ask.machine.js';
-import { DEFAULT_ASK_CAPABILITIES, isObject, refusedKinds, type QuestionMethod, type RefusalReason, type RefusalView } from './questions.js';
+import { DEFAULT_ASK_CAPABILITIES, refusedKinds, type QuestionMethod, type RefusalReason, type RefusalView } from './questions.js';
+import { isObject } from '../is-object.js';
 import type { JsonRpcRequest } from '../transports/types.js';
 import type { ProgressUpdate } from '../upstream/session.js';
 

@@ -2,6 +2,7 @@
  * What an upstream may ask an ask's caller, and what the caller declared it can answer: the
  * vocabulary the ask statechart (./ask.machine.ts) and its store (src/asks/ask-store.ts) share.
  */
+import { isObject } from '../is-object.js';
 
 /** What an upstream may ask its caller (in either era). */
 export const QUESTION_METHODS = ['elicitation/create', 'sampling/createMessage', 'roots/list'] as const;
@@ -18,8 +19,6 @@ export interface RefusalView {
   reason: RefusalReason;
   message: string;
 }
-
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The capability a question needs that the caller did not declare, or undefined when it may be asked. */
 export function missingCapability(method: QuestionMethod, params: Record<string, unknown>, caps: Record<string, unknown>): string | undefined {

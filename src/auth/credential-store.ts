@@ -6,7 +6,7 @@
  *   {"version":1,"servers":{"client <issuer>":{...},"tokens <server url> <issuer>":{...}}}
  */
 import { LockedJsonFile, type StateFileFormat, type StateFileOptions } from '../state/locked-json-file.js';
-import { isPlainObject } from '../state/record-checks.js';
+import { isObject } from '../is-object.js';
 
 export const CREDENTIALS_FILE = 'credentials.json';
 
@@ -69,7 +69,7 @@ const str = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
 const optStr = (v: unknown): boolean => v === undefined || typeof v === 'string';
 
 function checkRecord(value: unknown): CredentialRecord | undefined {
-  if (!isPlainObject(value)) return undefined;
+  if (!isObject(value)) return undefined;
   const v = value as Record<string, unknown>;
   if (v['kind'] === 'client') {
     if (!str(v['issuer']) || !str(v['clientId']) || !str(v['at'])) return undefined;
@@ -93,7 +93,7 @@ function checkRecord(value: unknown): CredentialRecord | undefined {
     if (!str(v['server']) || !str(v['issuer']) || !str(v['accessToken']) || !str(v['tokenType']) || !str(v['authorizationServerUrl'])) return undefined;
     if (!optStr(v['refreshToken']) || !optStr(v['scope']) || !optStr(v['resource'])) return undefined;
     if (v['expiresAt'] !== undefined && typeof v['expiresAt'] !== 'number') return undefined;
-    if (typeof v['issuedAt'] !== 'number' || typeof v['generation'] !== 'number' || !isPlainObject(v['metadata'])) return undefined;
+    if (typeof v['issuedAt'] !== 'number' || typeof v['generation'] !== 'number' || !isObject(v['metadata'])) return undefined;
     const client = v['client'] === undefined ? undefined : checkGrantClient(v['client']);
     if (v['client'] !== undefined && !client) return undefined;
     return {
@@ -117,7 +117,7 @@ function checkRecord(value: unknown): CredentialRecord | undefined {
 }
 
 function checkGrantClient(value: unknown): GrantClient | undefined {
-  if (!isPlainObject(value)) return undefined;
+  if (!isObject(value)) return undefined;
   const c = value as Record<string, unknown>;
   if (!str(c['clientId']) || !optStr(c['clientSecret']) || !optStr(c['tokenEndpointAuthMethod'])) return undefined;
   return {

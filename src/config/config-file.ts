@@ -25,6 +25,7 @@ import { canonicalPreference, preferenceRefusal, type Preference } from '../mach
 import type { PoolLimits, PoolServerConfig, Scope, Sharing } from '../pool/types.js';
 import type { HttpDefinition, ServerDefinition, StdioDefinition } from '../upstream/definition.js';
 import { checkSettingsFile, closest, findSetting, homeFolder, SETTING_BLOCKS, showValue, type SettingPath } from './settings.js';
+import { isObject } from '../is-object.js';
 
 /** How the file was found: `--config`, `MCPX_CONFIG`, walking up from the working directory, or the user config. */
 export type ConfigVia = 'flag' | 'env' | 'project' | 'user';
@@ -294,8 +295,6 @@ export function dottedKey(path: KeyPath): string {
   }
   return out;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The keys of a server entry mcpx reads; anything else is another tool's business. */
 const SERVER_KEYS = ['command', 'args', 'env', 'cwd', 'url', 'headers', 'oauth', 'type', 'transport', 'protocol', 'disabled', 'mcpx'] as const;

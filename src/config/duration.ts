@@ -11,9 +11,10 @@
  */
 import { McpxError } from '../errors.js';
 import { showValue as show } from './show-value.js';
+import { MAX_TIMER_MS } from '../timer-delay.js';
 
-/** The longest delay `setTimeout` honours (2^31 - 1 ms, about 24.8 days). */
-export const MAX_DURATION_MS = 2_147_483_647;
+/** The longest duration a setting or flag may name: the longest delay `setTimeout` honours. */
+export const MAX_DURATION_MS = MAX_TIMER_MS;
 
 /** Quoted in every refusal so the user sees what to write instead. */
 export const DURATION_FORMS = 'use e.g. 500ms, 2s, 5m, 1h, 1m30s, or a number of milliseconds';

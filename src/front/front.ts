@@ -41,6 +41,7 @@ import {
   type ServerCatalog,
 } from './backend.js';
 import { NameTable, sanitize, SEPARATOR } from './names.js';
+import { isObject } from '../is-object.js';
 
 export interface FrontConfig {
   backend: FrontBackend;
@@ -83,8 +84,6 @@ const ASK_POLL_MS = 20_000;
 const INVALID_PARAMS = -32602;
 
 const SERVER_INFO_META = 'io.modelcontextprotocol/serverInfo';
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** What one caller sees, computed from a catalogue view. */
 export class FrontView {

@@ -7,6 +7,7 @@
 import { applyEdits, modify, parse as parseJsonc, printParseErrorCode, type FormattingOptions, type ParseError } from 'jsonc-parser';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { McpxError } from '../errors.js';
+import { isObject } from '../is-object.js';
 
 export type ServerMap = Record<string, Record<string, unknown>>;
 
@@ -31,10 +32,6 @@ function parseError(file: string, line: number, column: number, what: string): M
   return new McpxError('MCPX_INSTALL_PARSE', `${file}:${line}:${column}: ${what}; mcpx does not change a file it cannot read back (fix it, or move it away)`, {
     data: { file, line, column },
   });
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** The document and its servers under `key`; a syntax error is refused with its line and column. */

@@ -213,14 +213,14 @@ function eraSourceFor(c: SessionContext, era: Era): EraSource {
 
 /** The context update that fails the session: the error, with everything the server answered as evidence. */
 function failure(context: SessionContext, event: SessionEvent, code: ErrorCode, why: string, connecting = false): Pick<SessionContext, 'evidence' | 'error'> {
-  const last = discoverAnswer(event)?.why ?? initializeAnswer(event)?.why ?? describeClose(context, event, connecting);
+  const last = discoverAnswer(event)?.why ?? initializeAnswer(event)?.why ?? closeEvidence(context, event, connecting);
   const evidence = last && context.evidence[context.evidence.length - 1] !== last ? [...context.evidence, last] : context.evidence;
   const message = `${context.server}: ${why}${evidence.length ? ` — ${evidence.join('; ')}` : ''}`;
   return { evidence, error: { code, message, data: { preference: context.preference, evidence } } };
 }
 
 /** What ended the wire, in the upstream's terms: a process, or a connection. */
-function describeClose(context: SessionContext, event: SessionEvent, connecting = false): string {
+function closeEvidence(context: SessionContext, event: SessionEvent, connecting = false): string {
   if (event.type !== 'transport.closed') return '';
   const why = `(${event.reason}${event.detail ? `: ${event.detail}` : ''})`;
   if (caps(context).processBound) return `the process closed before answering ${why}`;
@@ -332,7 +332,7 @@ export const sessionMachine = setup({
     note: enqueueActions(({ context, event, enqueue }) => {
       const d = discoverAnswer(event);
       const i = initializeAnswer(event);
-      const line = d?.why ?? i?.why ?? describeClose(context, event);
+      const line = d?.why ?? i?.why ?? closeEvidence(context, event);
       // A refusal, or a process dying with initialize pending, marks initialize as refused for the cache.
       const refused = i?.kind === 'refused' || i?.kind === 'http-refused' || (event.type === 'transport.closed' && context.initializeId !== null);
       enqueue.assign({
@@ -351,7 +351,7 @@ export const sessionMachine = setup({
      */
     notePinned: enqueueActions(({ context, event, enqueue }) => {
       const i = initializeAnswer(event);
-      const what = i?.why ?? describeClose(context, event);
+      const what = i?.why ?? closeEvidence(context, event);
       const line = what ? `${what}, on the process server/discover had already pinned to 2026-07-28 (not evidence about a fresh process)` : '';
       enqueue.assign({
         evidence: line ? [...context.evidence, line] : context.evidence,

@@ -6,6 +6,7 @@
  */
 import type { ErrorCode, RpcErrorObject } from '../errors.js';
 import { isLegacyVersion, LEGACY_VERSIONS, META, RPC } from './versions.js';
+import { isObject } from '../is-object.js';
 
 /**
  * How an HTTP request failed without a JSON-RPC answer (a non-2xx status whose body is not a JSON-RPC
@@ -82,7 +83,6 @@ export function isFatal<V extends DiscoverVerdict | InitializeVerdict>(verdict: 
   return 'fails' in verdict;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 
 function describeError(e: RpcErrorObject): string {

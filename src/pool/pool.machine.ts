@@ -66,6 +66,7 @@ import { isForced, laneSessionPreference, type Lane, type Preference, type Sessi
 import type { Era } from '../machines/versions.js';
 import { ParkedWaiters } from './parked-waiters.js';
 import { SlotTable } from './slot-table.js';
+import { MAX_TIMER_MS } from '../timer-delay.js';
 import type { BackoffPolicy, PoolLimits, Scope, Sharing, Slot, SlotStatus, Waiter } from './types.js';
 
 export type { BackoffPolicy, Slot, SlotStatus, Waiter };
@@ -204,9 +205,7 @@ export function cooldownFor(policy: BackoffPolicy, failures: number): number {
   return Math.min(policy.maxMs, Math.max(0, Math.round(ms)));
 }
 
-/** setTimeout fires at once for delays past 2^31−1 ms; an idle timeout that long means "never". */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-/** When a slot idle since `at` is due for stopping; null: never. */
+/** When a slot idle since `at` is due for stopping; null: never (an idle timeout past what a timer can wait). */
 const idleDue = (config: PoolConfig, at: number): number | null =>
   Number.isFinite(config.idleTimeoutMs) && config.idleTimeoutMs < MAX_TIMER_MS ? at + config.idleTimeoutMs : null;
 

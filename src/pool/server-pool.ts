@@ -19,7 +19,9 @@
 import type { RequestAuthorizer } from '../transports/request-authorizer.js';
 import { EventEmitter } from 'node:events';
 import { createActor, waitFor, type Actor, type ActorOptions, type AnyActorLogic, type InspectionEvent } from 'xstate';
-import { MAX_DURATION_MS } from '../config/duration.js';
+import { timerDelay } from '../timer-delay.js';
+import { describeClose } from '../transports/rpc-peer.js';
+import type { CloseInfo } from '../transports/types.js';
 import { McpxError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { callerLane, type Lane } from '../machines/preference.js';
@@ -375,10 +377,9 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       if (settled) return;
       signal?.addEventListener('abort', onAbort, { once: true });
       if (deadline !== undefined) {
-        // Bounded: setTimeout fires at once for a delay past 2^31−1 ms.
         timer = setTimeout(
           () => leave(this.timeoutError(ctx.timeoutMs!, `waiting for a free instance (key ${JSON.stringify(key)})`)),
-          Math.min(MAX_DURATION_MS, Math.max(0, deadline - Date.now())),
+          timerDelay(deadline - Date.now()),
         );
       }
     });
@@ -454,8 +455,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
 
   private armAlarmTimer(due: number): void {
     this.alarmTimer?.cancel();
-    // Bounded: setTimeout fires at once for a delay past 2^31−1 ms (the chart sets no alarm that far).
-    const delay = Math.min(MAX_DURATION_MS, Math.max(0, due - this.now()));
+    const delay = timerDelay(due - this.now());
     const clock = this.deps.clock;
     if (clock) {
       const id = clock.setTimeout(() => this.ringAlarms(), delay);
@@ -542,9 +542,9 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       this.log.debug({ instance: l.id, lane: l.lane, list: c.list }, 'upstream list changed');
       this.publish({ type: 'server.list_changed', server: this.name, instance: l.id, lane: l.lane, list: c.list });
     });
-    session.on('closed', (info: { reason?: string; code?: number | null; signal?: string | null }) => {
+    session.on('closed', (info: CloseInfo) => {
       if (l.stopRequested || l.crashed !== null) return;
-      l.crashed = describeExit(info);
+      l.crashed = describeClose(info, { reason: true }) ?? 'closed';
       if (l.ready) this.onCrash(l);
       // Not ready yet: start() rejects (a start failure) or has just resolved (handled there).
     });
@@ -672,11 +672,4 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
 function failureOf(err: unknown, server: string): PoolFailure {
   if (err instanceof McpxError) return { code: err.code, message: err.message, ...(err.data ? { data: err.data } : {}) };
   return { code: 'MCPX_SPAWN_FAILED', message: `${server}: ${err instanceof Error ? err.message : String(err)}` };
-}
-
-function describeExit(info: { reason?: string; code?: number | null; signal?: string | null }): string {
-  const parts = [info.reason ?? 'closed'];
-  if (info.code !== undefined && info.code !== null) parts.push(`exit code ${info.code}`);
-  if (info.signal) parts.push(`signal ${info.signal}`);
-  return parts.join(', ');
 }

@@ -27,6 +27,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../log.js';
 import { LineScanner, type LineFacts } from '../transports/line-scanner.js';
 import { SEPARATOR } from '../front/separator.js';
+import { isObject } from '../is-object.js';
 
 type Id = string | number;
 
@@ -79,7 +80,6 @@ const PROTOCOL_VERSION_META = 'io.modelcontextprotocol/protocolVersion';
 const NEWLINE = Buffer.from('\n');
 
 const keyOf = (id: Id) => (typeof id === 'number' ? `n:${id}` : `s:${id}`);
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 function parseObject(line: Buffer): Record<string, unknown> | undefined {
   try {
     const v: unknown = JSON.parse(line.toString('utf8'));

@@ -20,7 +20,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import stringify from 'safe-stable-stringify';
 import { CacheIoError } from '../errors.js';
-import { isPlainObject } from './record-checks.js';
+import { isObject } from '../is-object.js';
 import { fileKind, NotRegularFileError, readRegularFile } from './safe-files.js';
 
 /** The part of a pino logger a state file uses (src/log.ts's Logger fits). */
@@ -202,11 +202,11 @@ export class LockedJsonFile<R> {
       return { servers, problem: `truncated or not JSON (${(err as Error).message})`, dropped };
     }
     const { version } = this.format;
-    if (!isPlainObject(data)) return { servers, problem: `expected an object, found ${kindOf(data)}`, dropped };
+    if (!isObject(data)) return { servers, problem: `expected an object, found ${kindOf(data)}`, dropped };
     if (data.version !== version) {
       return { servers, problem: `unsupported version ${JSON.stringify(data.version) ?? 'undefined'} (expected ${version})`, dropped };
     }
-    if (!isPlainObject(data.servers)) return { servers, problem: `"servers" is ${kindOf(data.servers)}, not an object`, dropped };
+    if (!isObject(data.servers)) return { servers, problem: `"servers" is ${kindOf(data.servers)}, not an object`, dropped };
     for (const [key, value] of Object.entries(data.servers)) {
       const record = this.toRecord(value, false);
       if (record !== undefined) servers.set(key, record);

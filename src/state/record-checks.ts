@@ -6,8 +6,7 @@
  * the zod schemas they replace: the same records accepted, the same output.
  */
 import type { CatalogRecord, EraRecord } from './records.js';
-
-export const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+import { isObject } from '../is-object.js';
 
 /** A date: leap days only in leap years (as zod's `z.iso.datetime`). */
 const DATE = String.raw`(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))`;
@@ -47,7 +46,7 @@ function optional(
 
 /** An era record as kept, or undefined when `v` is not one. */
 export function eraRecordOf(v: unknown): EraRecord | undefined {
-  if (!isPlainObject(v)) return undefined;
+  if (!isObject(v)) return undefined;
   const { era, version, at, source } = v;
   if (!oneOf(era, ['legacy', 'modern']) || !nonEmptyString(version) || !isIsoDateTime(at) || !nonEmptyString(source)) return undefined;
   const out: Record<string, unknown> = { era, version, at, source };
@@ -62,12 +61,12 @@ export function eraRecordOf(v: unknown): EraRecord | undefined {
 const itemsWith =
   (field: string) =>
   (v: unknown): boolean =>
-    Array.isArray(v) && v.every((i) => isPlainObject(i) && typeof i[field] === 'string');
+    Array.isArray(v) && v.every((i) => isObject(i) && typeof i[field] === 'string');
 const copyArray = (v: unknown): unknown => [...(v as unknown[])];
 
 /** A catalogue record as kept, or undefined when `v` is not one. Items, capabilities and serverInfo pass untouched. */
 export function catalogRecordOf(v: unknown): CatalogRecord | undefined {
-  if (!isPlainObject(v)) return undefined;
+  if (!isObject(v)) return undefined;
   if (!isIsoDateTime(v['at'])) return undefined;
   const out: Record<string, unknown> = { at: v['at'] };
   if (!optional(v, out, 'era', (e) => oneOf(e, ['legacy', 'modern']))) return undefined;
@@ -77,8 +76,8 @@ export function catalogRecordOf(v: unknown): CatalogRecord | undefined {
   if (!optional(v, out, 'prompts', itemsWith('name'), copyArray)) return undefined;
   if (!optional(v, out, 'resources', itemsWith('uri'), copyArray)) return undefined;
   if (!optional(v, out, 'resourceTemplates', itemsWith('uriTemplate'), copyArray)) return undefined;
-  if (!optional(v, out, 'capabilities', isPlainObject)) return undefined;
-  if (!optional(v, out, 'serverInfo', isPlainObject)) return undefined;
+  if (!optional(v, out, 'capabilities', isObject)) return undefined;
+  if (!optional(v, out, 'serverInfo', isObject)) return undefined;
   if (!optional(v, out, 'instructions', (s) => typeof s === 'string')) return undefined;
   return out as unknown as CatalogRecord;
 }

@@ -8,6 +8,7 @@
  */
 import * as z from 'zod';
 import type { JsonRpcFailure, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcSuccess } from './types.js';
+import { isObject } from '../is-object.js';
 
 /** The logging surface the transports use; a pino Logger fits it. */
 export interface TransportLogger {
@@ -28,7 +29,7 @@ const JsonRpcVersion = z.literal('2.0');
 export const JsonRpcIdSchema = z.union([z.string(), z.number()]);
 
 /** An object (not an array, not null). Checked without copying, so big params stay untouched. */
-const ParamsSchema = z.custom<Record<string, unknown>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), {
+const ParamsSchema = z.custom<Record<string, unknown>>(isObject, {
   message: 'params must be an object',
 });
 

@@ -30,6 +30,7 @@
  *   UTF-8 bytes, and so does "any plain-ASCII value that matches the sentinel pattern".
  */
 import { McpxError } from '../errors.js';
+import { isObject } from '../is-object.js';
 
 /** The schema extension keyword. */
 export const X_MCP_HEADER = 'x-mcp-header';
@@ -81,8 +82,6 @@ export interface ParamHeader {
 }
 
 export type ParamHeaderSpec = { ok: true; params: ParamHeader[] } | { ok: false; reason: string };
-
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** JSON Pointer escaping (RFC 6901), for locations in messages. */
 const pointerToken = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1');
@@ -149,7 +148,7 @@ export function paramHeaderSpec(inputSchema: unknown): ParamHeaderSpec {
       }
     }
     const properties = node.properties;
-    if (isPlainObject(properties)) {
+    if (isObject(properties)) {
       for (const [key, child] of Object.entries(properties)) {
         visit(child, property === undefined ? undefined : [...property, key], `${where}/properties/${pointerToken(key)}`);
       }
@@ -159,7 +158,7 @@ export function paramHeaderSpec(inputSchema: unknown): ParamHeaderSpec {
     }
     for (const keyword of SUBSCHEMA_MAP_KEYWORDS) {
       const map = node[keyword];
-      if (!Object.hasOwn(node, keyword) || !isPlainObject(map)) continue;
+      if (!Object.hasOwn(node, keyword) || !isObject(map)) continue;
       for (const [key, child] of Object.entries(map)) visit(child, undefined, `${where}/${keyword}/${pointerToken(key)}`);
     }
   };
@@ -205,7 +204,7 @@ export function encodeParamValue(value: string): string {
 function valueAt(args: unknown, path: readonly string[]): unknown {
   let node: unknown = args;
   for (const key of path) {
-    if (!isPlainObject(node) || !Object.hasOwn(node, key)) return undefined;
+    if (!isObject(node) || !Object.hasOwn(node, key)) return undefined;
     node = node[key];
   }
   return node;

@@ -24,9 +24,7 @@ import type {
   JsonRpcSuccess,
   RequestOptions,
 } from './types.js';
-
-/** The longest delay setTimeout honours (2^31−1 ms, ~24.8 days); a longer one fires at once. */
-const MAX_TIMER_MS = 2_147_483_647;
+import { timerDelay } from '../timer-delay.js';
 
 export interface ServerRequestContext<C = unknown> {
   /** The context the channel delivered with the request (HTTP: the provoking request's context). */
@@ -101,15 +99,12 @@ export class RpcPeer<C = unknown> {
 
       if (opts.timeoutMs !== undefined) {
         const ms = opts.timeoutMs;
-        timer = setTimeout(
-          () => {
-            if (!this.pending.has(id)) return;
-            cleanup();
-            reject(new RequestTimeoutError(method, ms));
-            this.sendCancelled(method, id, `timed out after ${ms} ms`, opts.context);
-          },
-          Math.min(ms, MAX_TIMER_MS),
-        ); // a longer delay would fire at once
+        timer = setTimeout(() => {
+          if (!this.pending.has(id)) return;
+          cleanup();
+          reject(new RequestTimeoutError(method, ms));
+          this.sendCancelled(method, id, `timed out after ${ms} ms`, opts.context);
+        }, timerDelay(ms));
       }
       if (signal) {
         onAbort = () => {
@@ -246,13 +241,18 @@ function cancelledError(method: string, id: JsonRpcId, reason: unknown): McpxErr
   });
 }
 
-/** "transport closed (exit, code 1) while waiting for tools/list; stderr tail: …" */
-export function describeClose(info: CloseInfo): string {
-  const details: string[] = [info.reason];
-  if (info.code !== undefined && info.code !== null) details.push(`code ${info.code}`);
-  if (info.signal) details.push(`signal ${info.signal}`);
-  if (info.error) details.push(info.error.message);
-  return `transport closed (${details.join(', ')})`;
+/**
+ * What ended a connection, in a few words — the one describer of a CloseInfo: "exit, exit code 1",
+ * "error, connect ECONNREFUSED …, signal SIGKILL". `reason` leads with why it closed; `stderr` ends with
+ * the process's last three stderr lines. Undefined when there is nothing to say.
+ */
+export function describeClose(info: CloseInfo, parts: { reason?: boolean; stderr?: boolean } = {}): string | undefined {
+  const facts: string[] = parts.reason ? [info.reason] : [];
+  if (info.error) facts.push(info.error.message);
+  if (info.code !== undefined && info.code !== null) facts.push(`exit code ${info.code}`);
+  if (info.signal) facts.push(`signal ${info.signal}`);
+  if (parts.stderr && info.stderrTail && info.stderrTail.length > 0) facts.push(`stderr: ${info.stderrTail.slice(-3).join(' | ')}`);
+  return facts.length > 0 ? facts.join(', ') : undefined;
 }
 
 function closedError(method: string, info: CloseInfo): McpxError {
@@ -265,7 +265,7 @@ function closedError(method: string, info: CloseInfo): McpxError {
   }
   const tail = info.stderrTail ?? [];
   const stderr = tail.length > 0 ? `; stderr tail:\n  ${tail.join('\n  ')}` : '; no stderr output';
-  return new TransportClosedError(`${describeClose(info)} while waiting for ${method}${stderr}`, {
+  return new TransportClosedError(`transport closed (${describeClose(info, { reason: true })}) while waiting for ${method}${stderr}`, {
     method,
     reason: info.reason,
     ...(info.code !== undefined ? { exitCode: info.code } : {}),

@@ -20,6 +20,7 @@ import type { RpcPeer } from '../transports/rpc-peer.js';
 import type { JsonRpcNotification, JsonRpcRequest } from '../transports/types.js';
 import { FORWARDED_METHODS, isForwardedMethod } from './forwarded-methods.js';
 import { ToolHeaders } from './tool-headers.js';
+import { isObject } from '../is-object.js';
 
 /** Answers a server-to-client request (legacy elicitation, sampling, roots) for the call that provoked it. */
 export type ServerRequestHandler = (request: JsonRpcRequest, context: unknown) => Promise<unknown>;
@@ -116,8 +117,6 @@ export interface SessionLink {
   /** The session is one caller's alone: a roots/list a call provoked goes to that call. */
   readonly rootsPerCaller?: boolean;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export class RequestClient {
   /** Calls in flight that can answer questions, for transports that cannot attribute them (stdio). */

@@ -28,7 +28,7 @@ import {
   type ServerRequestHandler,
   type Tool,
 } from './request-client.js';
-import { RpcPeer } from '../transports/rpc-peer.js';
+import { describeClose, RpcPeer } from '../transports/rpc-peer.js';
 import type { Channel, CloseInfo, JsonRpcNotification } from '../transports/types.js';
 import { wireOf, type ServerDefinition } from './definition.js';
 import type { EraCache, EraRecord } from './era-cache.js';
@@ -319,7 +319,7 @@ export class UpstreamSession extends EventEmitter {
     channel.onClose((info) => {
       this.lastClose = info;
       if (channel !== this.channel) return; // a replaced process: the machine already moved on
-      const detail = closeDetail(info);
+      const detail = describeClose(info, { stderr: true });
       this.log.info({ reason: info.reason, code: info.code, signal: info.signal }, 'upstream closed');
       this.actor.send({ type: 'transport.closed', reason: info.reason, ...(detail ? { detail } : {}) });
     });
@@ -467,7 +467,7 @@ export class UpstreamSession extends EventEmitter {
     const e = snapshot.context.error;
     if (e) return new McpxError(e.code, e.message, e.data ? { data: e.data } : undefined);
     if (snapshot.matches('stopped')) return new McpxError('MCPX_SESSION_CLOSED', `${this.name}: stopped before it was ready`);
-    return new McpxError('MCPX_SESSION_CLOSED', `${this.name}: closed (${closeDetail(this.lastClose) ?? 'no detail'})`);
+    return new McpxError('MCPX_SESSION_CLOSED', `${this.name}: closed (${(this.lastClose && describeClose(this.lastClose, { stderr: true })) ?? 'no detail'})`);
   }
 }
 
@@ -483,14 +483,4 @@ function httpFailureOf(err: unknown): HttpFailure {
   }
   if (code === 'MCPX_HTTP_STATUS' && status !== undefined) return { kind: 'status', status, message };
   return { kind: 'connection', message };
-}
-
-function closeDetail(info: CloseInfo | undefined): string | undefined {
-  if (!info) return undefined;
-  const parts: string[] = [];
-  if (info.error) parts.push(info.error.message);
-  if (info.code !== undefined && info.code !== null) parts.push(`exit code ${info.code}`);
-  if (info.signal) parts.push(`signal ${info.signal}`);
-  if (info.stderrTail && info.stderrTail.length > 0) parts.push(`stderr: ${info.stderrTail.slice(-3).join(' | ')}`);
-  return parts.length ? parts.join(', ') : undefined;
 }

@@ -193,7 +193,7 @@ describe('StdioChannel', () => {
     expect(err).toBeInstanceOf(TransportClosedError);
     const e = err as TransportClosedError;
     expect(e.code).toBe('MCPX_TRANSPORT_CLOSED');
-    expect(e.message).toMatch(/exit, code 3/);
+    expect(e.message).toMatch(/exit, exit code 3/);
     expect(e.message).toContain('while waiting for exit');
     expect(e.message).toContain('fatal: boom');
     expect(e.data).toMatchObject({ reason: 'exit', exitCode: 3, stderrTail: ['fatal: boom', 'at somewhere'] });
