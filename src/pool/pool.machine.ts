@@ -1,64 +1,11 @@
 /**
- * The pool statechart: every lifecycle decision of one configured server's pool (docs/behaviour.md §6,
- * the README `pool.*`). Which lane serves a caller, which instance it gets, when an instance is
- * started, evicted, stopped for idleness, forgotten after a crash, and when a failing server is left
- * alone for a while — all of it is decided here and nowhere else.
- *
- * Like the session machine, it does no I/O. The ServerPool (./server-pool.ts) carries out what it
- * emits — `instance.start`, `instance.stop`, `acquire.granted`, `acquire.rejected` — and feeds back
- * what the sessions did: `instance.ready`, `instance.failed`, `instance.exited`, `instance.stopped`.
- *
- * Where things live:
- * - **Sessions are held outside the machine** (a Map in ServerPool, keyed by instance id). They are
- *   live resources (processes, sockets) with an actor of their own; keeping them out of context keeps
- *   the context plain data (persistable, printable, comparable in tests), and a session failure
- *   arrives here as an ordinary event, so no child actor can error the pool (the supervision pitfall
- *   of spawned children, the xstate v5 documentation §1.3).
- * - **Instance slots are data** (`context.instances`, an immutable SlotTable with O(1) lookups by id,
- *   lane and key, and holder: ./slot-table.ts), each with a `status` that moves only as
- *   SLOT_TRANSITIONS allows (every move goes through `Draft.move`, which checks it). A chart per slot would be a spawned child, and xstate/graph cannot walk a
- *   parent whose decisions read children (a pure `transition()` leaves children inert); with slots as
- *   data the whole pool is one machine that the model-based test traverses and replays.
- * - **The chart states** are the pool's own lifecycle (running → stopping → stopped) and, while
- *   running, three orthogonal regions: the own lane's health and the legacy lane's health (healthy ⇄
- *   coolingDown, the start-failure backoff, with named delays `ownCooldown` / `legacyCooldown`), and
- *   the legacy lane's route (off | unused | available | refused; §6 fallback). The context flags that
- *   routing reads (`lanes.*.cooling`, `legacyLane`) change in the same step as these regions, via the
- *   internal `lane.failed` / `lane.ready` events.
- *
- * Idle timeouts are lazy alarms, not a timer per release: a slot that goes idle records when it is due
- * (`idleAt`, from the `at` its `release` or `instance.ready` carries) and the chart emits
- * `idle.alarm {id, at}`. The ServerPool keeps the alarms against its clock and sends `instance.idle
- * {id, at}` once one is due; the chart stops the slot only if it is still idle and due by then (an
- * alarm of a slot acquired again since is stale and ignored). Acquiring an idle slot costs no timer
- * cancel, releasing it no timer set — the pool's per-call cost.
- *
- * Settings fixed for the pool's life (caps, timeouts, backoff) live in one shared `context.config`
- * object, so a step's copy of the context copies only what changes.
- *
- * Decisions (the reducers below are pure functions of the context):
- * - Lanes: under `follow` a caller on a revision before 2026-07-28 wants the legacy lane. It takes a
- *   legacy-lane instance of its scope key, or an own-lane instance that settled legacy. New legacy-lane
- *   instances are only started once the own lane is known to speak modern; while the own era is
- *   unknown, the legacy caller waits for an own-lane instance of its key to settle (so a legacy-only
- *   server never gets a second process), unless the own lane is cooling down. A legacy-lane start that
- *   fails with MCPX_ERA_MISMATCH (a modern-only server refusing initialize) marks the legacy lane
- *   refused for the pool's lifetime; legacy callers then share the own lane.
- * - Scope keys: one instance per (lane, key) at most, whatever the sharing — callers for a key whose
- *   instance is starting, held exclusively, or stopping wait for it (FIFO), never a rival instance.
- * - Capacity: each lane has its own cap (`max`, or 1 under `scope: global`). Stopping instances count
- *   until they are gone, so the number of processes per lane never exceeds the cap. A caller that
- *   needs a new instance in a full lane claims an instance already stopping, else evicts the least
- *   recently used idle instance of that lane, else waits.
- * - `scope: call`: the key is fresh per call, so an instance can never serve a second call; it is
- *   stopped as soon as its call ends (a user choosing per-call isolation expects no process to outlive
- *   the call, and keeping it idle would only hold a slot nobody can use).
- * - Start failures: the lane cools down for initialMs · factor^(failures−1), capped at maxMs; during
- *   the cooldown an acquire that needs a new instance in that lane fails at once with the last start
- *   error. A successful start in the lane ends the cooldown and resets the count.
- * - Crashes (an instance exits after it was ready): the slot is forgotten at once; the calls in flight
- *   on it fail (the ServerPool words the error); the next acquire for its key starts a fresh one.
- *   Crashes do not count towards the backoff — they are not start failures.
+ * The pool statechart: every lifecycle decision of one configured server's pool — which lane serves a
+ * caller, which instance it gets, when one is started, evicted, stopped for idleness or forgotten after a
+ * crash, and when a failing lane cools down. The rules are docs/behaviour.md §9; why sessions stay outside
+ * the chart and slots are plain data, docs/decisions.md. Like the session chart it does no I/O: the
+ * ServerPool (./server-pool.ts) carries out what it emits (`instance.start`/`stop`, `acquire.granted`/
+ * `rejected`, `idle.alarm`) and feeds back what the sessions did (`instance.ready`/`failed`/`exited`/`stopped`,
+ * `instance.idle` when an alarm is due). Its reducers are pure functions of the context.
  */
 import { enqueueActions, setup } from 'xstate';
 import type { ErrorCode } from '../errors.js';
