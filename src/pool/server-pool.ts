@@ -20,7 +20,7 @@ import type { RequestAuthorizer } from '../transports/request-authorizer.js';
 import { EventEmitter } from 'node:events';
 import { createActor, waitFor, type Actor, type ActorOptions, type AnyActorLogic, type InspectionEvent } from 'xstate';
 import { timerDelay } from '../timer-delay.js';
-import { describeClose } from '../transports/rpc-peer.js';
+import { describeClose } from '../transports/close-info.js';
 import type { CloseInfo } from '../transports/types.js';
 import { McpxError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';

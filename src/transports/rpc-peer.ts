@@ -25,6 +25,7 @@ import type {
   RequestOptions,
 } from './types.js';
 import { timerDelay } from '../timer-delay.js';
+import { describeClose } from './close-info.js';
 
 export interface ServerRequestContext<C = unknown> {
   /** The context the channel delivered with the request (HTTP: the provoking request's context). */
@@ -239,20 +240,6 @@ function cancelledError(method: string, id: JsonRpcId, reason: unknown): McpxErr
     cause: reason,
     data: { method, requestId: id },
   });
-}
-
-/**
- * What ended a connection, in a few words — the one describer of a CloseInfo: "exit, exit code 1",
- * "error, connect ECONNREFUSED …, signal SIGKILL". `reason` leads with why it closed; `stderr` ends with
- * the process's last three stderr lines. Undefined when there is nothing to say.
- */
-export function describeClose(info: CloseInfo, parts: { reason?: boolean; stderr?: boolean } = {}): string | undefined {
-  const facts: string[] = parts.reason ? [info.reason] : [];
-  if (info.error) facts.push(info.error.message);
-  if (info.code !== undefined && info.code !== null) facts.push(`exit code ${info.code}`);
-  if (info.signal) facts.push(`signal ${info.signal}`);
-  if (parts.stderr && info.stderrTail && info.stderrTail.length > 0) facts.push(`stderr: ${info.stderrTail.slice(-3).join(' | ')}`);
-  return facts.length > 0 ? facts.join(', ') : undefined;
 }
 
 function closedError(method: string, info: CloseInfo): McpxError {

@@ -28,7 +28,8 @@ import {
   type ServerRequestHandler,
   type Tool,
 } from './request-client.js';
-import { describeClose, RpcPeer } from '../transports/rpc-peer.js';
+import { describeClose } from '../transports/close-info.js';
+import { RpcPeer } from '../transports/rpc-peer.js';
 import type { Channel, CloseInfo, JsonRpcNotification } from '../transports/types.js';
 import { wireOf, type ServerDefinition } from './definition.js';
 import type { EraCache, EraRecord } from './era-cache.js';

@@ -1,0 +1,96 @@
+/**
+ * How the front hands a request to its server and the answer back to the caller: the caller's progress
+ * relayed under its own token, the upstream's envelope fields removed, failures worded as a client shows
+ * them (a tool result for tools/call, a JSON-RPC error for the rest).
+ */
+import type { ServerContext } from '@modelcontextprotocol/server';
+import { ProtocolError } from '@modelcontextprotocol/server';
+import { isObject } from '../is-object.js';
+import type { Logger } from '../log.js';
+import { RPC } from '../protocol/constants.js';
+import { RelayError, type FrontBackend, type Progress, type RelayContext } from './backend.js';
+
+/** JSON-RPC error codes the front answers with itself. */
+export const INVALID_PARAMS = -32602;
+
+const SERVER_INFO_META = 'io.modelcontextprotocol/serverInfo';
+
+/**
+ * The caller's progress token, relayed: upstream progress goes to the caller under the caller's own
+ * token. `flush` waits for notifications still being written, so none arrives after the result.
+ */
+function withProgress(ctx: ServerContext, rctx: RelayContext, log: Logger): { rctx: RelayContext; flush: () => Promise<void> } {
+  const token = ctx.mcpReq._meta?.progressToken;
+  if (token === undefined) return { rctx, flush: async () => undefined };
+  const sending = new Set<Promise<void>>();
+  const onProgress = (p: Progress) => {
+    const sent = ctx.mcpReq
+      .notify({
+        method: 'notifications/progress',
+        params: {
+          progressToken: token,
+          progress: p.progress,
+          ...(p.total === undefined ? {} : { total: p.total }),
+          ...(p.message === undefined ? {} : { message: p.message }),
+        },
+      })
+      .catch((err: unknown) => log.debug({ err }, 'could not relay progress'))
+      .finally(() => sending.delete(sent));
+    sending.add(sent);
+  };
+  return { rctx: { ...rctx, onProgress }, flush: async () => void (await Promise.all([...sending])) };
+}
+
+/** Runs `fn` with the caller's progress relayed, and lets the progress out before the result. */
+export async function relayed<T>(ctx: ServerContext, rctx: RelayContext, log: Logger, fn: (rctx: RelayContext) => Promise<T>): Promise<T> {
+  const p = withProgress(ctx, rctx, log);
+  try {
+    return await fn(p.rctx);
+  } finally {
+    await p.flush();
+  }
+}
+
+/** A relayed request whose failure is a JSON-RPC error (prompts, resources, completions). */
+export async function relay(
+  backend: FrontBackend,
+  server: string,
+  method: Parameters<FrontBackend['request']>[1],
+  params: Record<string, unknown>,
+  ctx: RelayContext,
+): Promise<Record<string, unknown>> {
+  try {
+    return await backend.request(server, method, params, ctx);
+  } catch (err) {
+    if (err instanceof RelayError && err.rpc) throw new ProtocolError(err.rpc.code, err.rpc.message, err.rpc.data);
+    const code = err instanceof RelayError ? err.code : 'MCPX_INTERNAL';
+    const message = err instanceof Error ? err.message : String(err);
+    throw new ProtocolError(RPC.internalError, `mcpx: ${server}: ${code}: ${message}`, { server, code });
+  }
+}
+
+/**
+ * JSON-RPC errors from the upstream that say the request itself was wrong (unknown tool, bad
+ * arguments, a capability the caller must declare): the caller should see them as such.
+ */
+export function isProtocolMisuse(code: number): boolean {
+  return code === INVALID_PARAMS || code === -32600 || code === -32601 || code === -32021;
+}
+
+/** An upstream result as the caller should see it: the upstream's own envelope fields removed. */
+export function fromUpstream(result: Record<string, unknown>): Record<string, unknown> {
+  const { resultType: _resultType, ...rest } = result;
+  if (isObject(rest['_meta']) && SERVER_INFO_META in rest['_meta']) {
+    const { [SERVER_INFO_META]: _serverInfo, ...meta } = rest['_meta'];
+    if (Object.keys(meta).length > 0) rest['_meta'] = meta;
+    else delete rest['_meta'];
+  }
+  return rest;
+}
+
+/** An upstream failure as a tool result: a client shows it to the person, naming the server and the mcpx code. */
+export function toolFailure(server: string, err: unknown): Record<string, unknown> {
+  const code = err instanceof RelayError ? err.code : 'MCPX_INTERNAL';
+  const message = err instanceof Error ? err.message : String(err);
+  return { content: [{ type: 'text', text: `mcpx: ${server}: ${code}: ${message}` }], isError: true };
+}

@@ -1,0 +1,84 @@
+/**
+ * What the request handlers of one front instance share: its config, the era it was pinned to, the
+ * caller's session key, the kept catalogue views and the requestState codec; and how a request finds
+ * its caller's revision and its target.
+ */
+import type { RequestStateCodec, Server, ServerContext } from '@modelcontextprotocol/server';
+import { PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
+import type { Logger } from '../log.js';
+import type { FrontBackend, RelayContext } from './backend.js';
+import { relayed } from './front-relay.js';
+import type { FrontView, ViewCache } from './front-view.js';
+
+export interface FrontConfig {
+  backend: FrontBackend;
+  /** Serve this one server under its own names. */
+  passthrough?: string;
+  /** Show only these servers (aggregate mode). */
+  servers?: readonly string[];
+  version: string;
+  logger?: Logger;
+  /** The caller's session when the entry has no session of its own (a serve stream: one per stream). */
+  session?: string;
+  /**
+   * Signs the `requestState` a 2026-07-28 caller echoes between rounds of a question (HMAC-SHA256,
+   * 32 bytes or more). Default: a random key per factory, i.e. per daemon (`/mcp`) or per `mcpx serve` stream.
+   */
+  stateKey?: Uint8Array;
+  /** How long a caller has to answer a question round (default 10 minutes). */
+  questionTtlSeconds?: number;
+}
+
+/** What a `requestState` carries between rounds: the daemon-side ask, the questions put ([key the caller saw, question id]), what was asked for. */
+export interface AskState {
+  ask: string;
+  questions: Array<[string, string]>;
+  name: string;
+}
+
+export interface FrontScope {
+  cfg: FrontConfig;
+  era: 'legacy' | 'modern';
+  log: Logger;
+  codec: RequestStateCodec<AskState>;
+  /** The scope key of a caller with no session of its own. */
+  session: string;
+  views: ViewCache;
+  server: Server;
+}
+
+/** The caller's revision: the request's own `_meta` (2026-07-28), else the one negotiated at initialize. */
+export function relayContext(f: FrontScope, ctx: ServerContext): RelayContext {
+  const claimed = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[PROTOCOL_VERSION_META_KEY];
+  const callerProtocol = typeof claimed === 'string' ? claimed : (f.server.getNegotiatedProtocolVersion() ?? (f.era === 'legacy' ? '2025-03-26' : undefined));
+  return {
+    ...(callerProtocol ? { callerProtocol } : {}),
+    session: ctx.sessionId ?? f.session,
+    signal: ctx.mcpReq.signal,
+  };
+}
+
+/** A listing's view: always fetched (a caller listing wants what is offered now), and kept for the requests that follow. */
+export const freshView = (f: FrontScope, rctx: RelayContext): Promise<FrontView> => f.views.get(rctx, true);
+
+/** A listing; a caller that sent a progress token hears of each server started for it. */
+export const listing = (f: FrontScope, ctx: ServerContext): Promise<FrontView> => relayed(ctx, relayContext(f, ctx), f.log, (r) => freshView(f, r));
+
+/**
+ * The server and upstream name behind a tool or prompt name: from the kept view, else (a name it does
+ * not know, or no view kept) from a fresh one, so a tool added since the last listing is found.
+ */
+export async function targetOf(
+  f: FrontScope,
+  rctx: RelayContext,
+  kind: 'tools' | 'prompts',
+  name: string,
+): Promise<{ v: FrontView; found: ReturnType<FrontView['resolve']> }> {
+  let v = await f.views.get(rctx);
+  let found = v.resolve(kind, name);
+  if (!found) {
+    v = await f.views.get(rctx, true);
+    found = v.resolve(kind, name);
+  }
+  return { v, found };
+}
