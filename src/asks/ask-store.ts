@@ -2,12 +2,12 @@
  * AskStore: calls the upstream may interrupt with questions (`/v1/ask`), held daemon-side while the
  * caller answers.
  *
- * An ask is one tool call run with a CallContext whose two question hooks belong to that ask alone:
+ * An ask is one tool call run with a CallContext whose QuestionRelay (./question-relay.ts) is that ask's alone:
  * - a **legacy** upstream asks with a server-to-client request (`elicitation/create`,
- *   `sampling/createMessage`, `roots/list`) in the middle of the call; the session hands it to the
- *   provoking call's `onServerRequest`, and the caller's answer becomes the JSON-RPC result sent back;
- * - a **modern** upstream answers `input_required`; the session hands the `inputRequests` to the call's
- *   `onInputRequired`, each entry becomes one question, and once all are answered their bare results go
+ *   `sampling/createMessage`, `roots/list`) in the middle of the call; the session puts it to the
+ *   provoking call's relay (`ask`), and the caller's answer becomes the JSON-RPC result sent back;
+ * - a **modern** upstream answers `input_required`; the session puts the `inputRequests` to the call's
+ *   relay (`askRound`), each entry becomes one question, and once all are answered their bare results go
  *   back as `inputResponses` (the session retries with the byte-exact `requestState`, at most 8 rounds).
  *
  * Either way a question is open until the caller answers it (`answer`), or mcpx refuses it: the caller
@@ -31,6 +31,7 @@ import { McpxError, type ErrorCode, type RpcErrorObject } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { RPC } from '../protocol/constants.js';
 import type { CallContext } from '../pool/types.js';
+import type { InputRequests, QuestionRelay } from './question-relay.js';
 import {
   askMachine,
   askStatus,
@@ -308,16 +309,13 @@ export class AskStore {
     const ctx: CallContext = {
       callId: ask.id,
       signal: ask.ac.signal,
-      // Declared upstream in each modern request's _meta; a legacy session declared what mcpx relays at initialize.
-      capabilities,
       ...(start.callerProtocol === undefined ? {} : { callerProtocol: start.callerProtocol }),
       ...(start.session === undefined ? {} : { session: start.session }),
       ...(start.timeoutMs === undefined ? {} : { timeoutMs: start.timeoutMs }),
-      onServerRequest: (req, context) => this.serverRequest(ask, req, context),
+      relay: this.relayOf(ask, capabilities),
       onProgress: (p) => {
         for (const l of ask.progress) l(p);
       },
-      onInputRequired: (requests, context) => this.inputRequired(ask, requests, context),
     };
     this.inFlight++;
     void Promise.resolve()
@@ -446,7 +444,19 @@ export class AskStore {
     this.asks.clear();
   }
 
-  // ---- the call's two question hooks ----
+  // ---- the call's relay ----
+
+  /**
+   * The ask's relay: its capabilities are declared upstream in each modern request's `_meta` (a legacy
+   * session declared what mcpx relays at initialize); its questions become the ask's.
+   */
+  private relayOf(ask: Ask, capabilities: Record<string, unknown>): QuestionRelay {
+    return {
+      capabilities,
+      ask: (req, context) => this.serverRequest(ask, req, context),
+      askRound: (requests, context) => this.inputRequired(ask, requests, context),
+    };
+  }
 
   /** A legacy server-to-client request of this ask's call: its answer, or a JSON-RPC error. */
   private serverRequest(ask: Ask, req: JsonRpcRequest, context: unknown): Promise<unknown> {
@@ -460,7 +470,7 @@ export class AskStore {
   }
 
   /** A modern input_required round of this ask's call: every entry answered, or the call ends. */
-  private inputRequired(ask: Ask, requests: Record<string, { method: string; params?: unknown }>, context: unknown): Promise<Record<string, unknown>> {
+  private inputRequired(ask: Ask, requests: InputRequests, context: unknown): Promise<Record<string, unknown>> {
     const entries = Object.entries(requests).map(([key, r]) => ({
       key,
       method: isObject(r) && typeof r.method === 'string' ? r.method : String(r?.method),

@@ -76,6 +76,8 @@ export interface ServerPoolDeps {
   clock?: Clock;
   /** Per-request credentials for an HTTP server's sessions (OAuth), by server name; none: only configured headers. */
   authorizer?: (server: string) => RequestAuthorizer | undefined;
+  /** The client capabilities every session declares (see UpstreamSessionOptions); none: the session's defaults. */
+  sessionCapabilities?: Pick<UpstreamSessionOptions, 'clientCapabilities' | 'capabilitiesWithoutRelay'>;
 }
 
 interface Live {
@@ -326,9 +328,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
         context: ctx,
         ...(ctx.signal ? { signal: ctx.signal } : {}),
         ...(remaining !== undefined ? { timeoutMs: remaining } : {}),
-        ...(ctx.capabilities ? { capabilities: ctx.capabilities as CallOptions['capabilities'] } : {}),
-        ...(ctx.onInputRequired ? { onInputRequired: ctx.onInputRequired } : {}),
-        ...(ctx.onServerRequest ? { onServerRequest: ctx.onServerRequest } : {}),
+        ...(ctx.relay ? { relay: ctx.relay } : {}),
         ...(ctx.onProgress ? { onProgress: ctx.onProgress } : {}),
       };
       return await op(live.session, opts);
@@ -499,6 +499,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       ...(c.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: c.requestTimeoutMs }),
       logger: (this.deps.logger ?? silentLogger).child({ instance: e.id, lane: e.lane }),
       ...(this.deps.authorizer?.(c.name) ? { authorizer: this.deps.authorizer(c.name)! } : {}),
+      ...this.deps.sessionCapabilities,
       instanceId: e.id,
       lane: e.lane,
       scopeKey: e.key,

@@ -7,7 +7,8 @@ import type { EraSource } from '../machines/session.machine.js';
 import type { Era } from '../machines/versions.js';
 import type { ServerDefinition } from '../upstream/definition.js';
 import type { EraRecord } from '../upstream/era-cache.js';
-import type { ChangedList, InputRequiredHandler, ListKind, ProgressListener, ServerRequestHandler, Tool } from '../upstream/session.js';
+import type { QuestionRelay } from '../asks/question-relay.js';
+import type { ChangedList, ListKind, ProgressListener, Tool } from '../upstream/session.js';
 
 export type Scope = 'global' | 'session' | 'call';
 export type Sharing = 'shared' | 'exclusive';
@@ -67,12 +68,8 @@ export interface CallContext {
   callId?: string;
   signal?: AbortSignal;
   timeoutMs?: number;
-  /** Answers legacy server-to-client requests this call provokes (elicitation, sampling, roots). */
-  onServerRequest?: ServerRequestHandler;
-  /** Fulfils modern input_required results of this call. */
-  onInputRequired?: InputRequiredHandler;
-  /** Capabilities the caller can honour, declared upstream on its behalf. */
-  capabilities?: Record<string, unknown>;
+  /** The caller's, when it can answer the questions this call provokes (and the capabilities declared for it). */
+  relay?: QuestionRelay;
   /** Receives the upstream's progress notifications for this call (mcpx sends its own progressToken upstream). */
   onProgress?: ProgressListener;
 }

@@ -21,7 +21,7 @@ import { findSetting, SETTINGS, type SettingEntry, type Settings, type SettingsS
 import type { Lane } from '../machines/preference.js';
 import { laneCap } from '../pool/pool.machine.js';
 import { PoolRegistry } from '../pool/pool-registry.js';
-import { ServerPool, type ServerPoolDeps, type SessionFactory } from '../pool/server-pool.js';
+import { ServerPool, type ServerPoolDeps } from '../pool/server-pool.js';
 import type { CallContext, InstanceStatus, PoolEvent, PoolServerConfig } from '../pool/types.js';
 import { capabilitiesOf } from '../transports/capabilities.js';
 import { wireOf } from '../upstream/definition.js';
@@ -30,6 +30,7 @@ import type { Tool } from '../upstream/session.js';
 import type { CatalogStore } from '../catalog/catalog-store.js';
 import { RELAYED_METHODS, type RelayedMethod } from '../front/backend.js';
 import { AskStore } from '../asks/ask-store.js';
+import { RELAYABLE_CAPABILITIES } from '../asks/question-relay.js';
 import { Catalog } from '../catalog/catalog.js';
 import { exposeNames } from '../front/names.js';
 import { EventHub, type DaemonEvent } from './events.js';
@@ -78,14 +79,10 @@ export function createPoolRegistry(opts: CreateRegistryOptions): PoolRegistry {
     ...(opts.inspectPool === undefined ? {} : { inspectPool: opts.inspectPool }),
     createPool: (config, deps) => {
       const on = (config.eraCache ?? opts.settings.get('upstream.eraCache') === true) && opts.cache != null;
-      // AskingSession: legacy sessions declare at initialize the questions mcpx can relay (/v1/ask).
-      // Loaded by a pool's first call: the session code is not needed before the daemon listens.
-      const loadSessionFactory = async (): Promise<SessionFactory> => {
-        const { AskingSession } = await import('../asks/ask-session.js');
-        return (o) => new AskingSession(o);
-      };
       return new ServerPool(config, {
-        loadSessionFactory,
+        // A legacy session declares at initialize the questions mcpx can relay (it is shared, and its server
+        // asks only what it declared); a modern request declares its call's relay's, none without one.
+        sessionCapabilities: { clientCapabilities: { ...RELAYABLE_CAPABILITIES }, capabilitiesWithoutRelay: {} },
         ...deps,
         ...(opts.authorizer ? { authorizer: opts.authorizer } : {}),
         cache: on ? (opts.cache ?? null) : null,
@@ -410,8 +407,9 @@ export class Controller {
    */
   private async authorizeInPlace(server: string, ctx: CallContext): Promise<boolean> {
     const auth = this.auth?.authorizer(server);
-    const elicitation = ctx.capabilities?.['elicitation'] as { url?: unknown } | undefined;
-    if (!this.auth || !auth || !ctx.onServerRequest || elicitation?.url === undefined) return false;
+    const relay = ctx.relay;
+    const elicitation = relay?.capabilities['elicitation'] as { url?: unknown } | undefined;
+    if (!this.auth || !auth || !relay || elicitation?.url === undefined) return false;
     const view = auth.view();
     const stepUp = (view.needsScopes?.length ?? 0) > 0;
     if (!stepUp && view.state === 'authorized') return false;
@@ -428,7 +426,7 @@ export class Controller {
       : `${server} needs you to sign in. Open this address to authorize mcpx, then the call goes on.`;
     let answer: unknown;
     try {
-      answer = await ctx.onServerRequest(
+      answer = await relay.ask(
         {
           jsonrpc: '2.0',
           id: `mcpx-auth-${login.id}`,

@@ -9,6 +9,7 @@
  */
 import { basename } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { InputRequests, QuestionRelay } from '../asks/question-relay.js';
 import { McpxError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
 import type { Logger } from '../log.js';
 import { versionRefusal } from '../machines/verdict.js';
@@ -21,12 +22,6 @@ import type { JsonRpcNotification, JsonRpcRequest } from '../transports/types.js
 import { FORWARDED_METHODS, isForwardedMethod } from './forwarded-methods.js';
 import { ToolHeaders } from './tool-headers.js';
 import { isObject } from '../is-object.js';
-
-/** Answers a server-to-client request (legacy elicitation, sampling, roots) for the call that provoked it. */
-export type ServerRequestHandler = (request: JsonRpcRequest, context: unknown) => Promise<unknown>;
-
-/** Fulfils a modern `input_required` result: given the server's inputRequests, returns the inputResponses. */
-export type InputRequiredHandler = (inputRequests: Record<string, { method: string; params?: unknown }>, context: unknown) => Promise<Record<string, unknown>>;
 
 /** One `notifications/progress` the upstream sent for a request, as its caller sees it. */
 export interface ProgressUpdate {
@@ -58,15 +53,16 @@ const AMBIGUOUS_HOLD_MS = 10_000;
 let progressTokens = 0;
 
 export interface CallOptions {
-  /** The caller's context; reaches the server-request handler for questions this call provokes. */
+  /** The caller's context; reaches the relay with each question this call provokes. */
   context?: unknown;
   signal?: AbortSignal;
   timeoutMs?: number;
-  /** Capabilities to declare in this modern request's `_meta` (a relay declares its caller's). */
-  capabilities?: ClientCapabilities;
-  /** Answers legacy server-to-client requests this call provokes (elicitation, sampling, roots). */
-  onServerRequest?: ServerRequestHandler;
-  onInputRequired?: InputRequiredHandler;
+  /**
+   * The caller's, when it can answer questions: this call's legacy server requests and modern input_required
+   * rounds are put to it, and each modern request declares its capabilities. Without one, a modern request
+   * declares the session's `capabilitiesWithoutRelay`, and a question has nobody to go to.
+   */
+  relay?: QuestionRelay;
   maxInputRounds?: number;
   /**
    * Receives the upstream's `notifications/progress` for this call: each upstream request (every
@@ -88,7 +84,7 @@ export interface Tool {
  */
 export interface InFlightCall {
   context: unknown;
-  onServerRequest?: ServerRequestHandler;
+  relay?: QuestionRelay;
 }
 
 /** What a request needs from the ready session: its connection and what the chart settled. */
@@ -111,7 +107,8 @@ export interface SessionLink {
   /** The ready connection, starting the session first if needed; throws MCPX_SESSION_CLOSED when it is not open. */
   ready(): Promise<ReadyConnection>;
   readonly requestTimeoutMs: number | undefined;
-  readonly clientCapabilities: ClientCapabilities | undefined;
+  /** What a modern request declares when its call has no relay. */
+  readonly capabilitiesWithoutRelay: ClientCapabilities | undefined;
   /** The folders a legacy `roots/list` is answered with by mcpx itself (see answerServerRequest). */
   readonly roots?: () => readonly string[];
   /** The session is one caller's alone: a roots/list a call provoked goes to that call. */
@@ -150,7 +147,7 @@ export class RequestClient {
   /**
    * Send a request in the session's era. Modern requests get the `_meta` envelope; results are
    * checked for `resultType` (absent = complete, as legacy servers send). An `input_required` result is
-   * fulfilled through `onInputRequired` and retried, up to `maxInputRounds` (default 8).
+   * put to the call's relay (`askRound`) and retried, up to `maxInputRounds` (default 8).
    */
   request(method: string, params?: Record<string, unknown>, opts: CallOptions = {}): Promise<Record<string, unknown>> {
     return this.requestWithHeaders(method, params, opts, undefined);
@@ -166,11 +163,11 @@ export class RequestClient {
     const conn = await this.link.ready();
     const maxRounds = opts.maxInputRounds ?? 8;
     // The call travels with its request: HTTP hands it back with any question that request provokes.
-    const call: InFlightCall = { context: opts.context, ...(opts.onServerRequest ? { onServerRequest: opts.onServerRequest } : {}) };
+    const call: InFlightCall = { context: opts.context, ...(opts.relay ? { relay: opts.relay } : {}) };
     // Where the wire says nothing of which call a legacy server's question is for, calls that can
     // answer questions take turns, so a question always has exactly one call to go to.
-    if (call.onServerRequest && turnsFor(conn) && conn.era === 'legacy') await this.askTurn(call, opts.signal);
-    else if (call.onServerRequest) this.askers.add(call);
+    if (call.relay && turnsFor(conn) && conn.era === 'legacy') await this.askTurn(call, opts.signal);
+    else if (call.relay) this.askers.add(call);
     try {
       return await this.requestRounds(conn, method, params, opts, call, maxRounds, headers);
     } finally {
@@ -282,7 +279,7 @@ export class RequestClient {
                 era,
                 version,
                 current,
-                opts.capabilities ?? this.link.clientCapabilities,
+                opts.relay?.capabilities ?? this.link.capabilitiesWithoutRelay,
                 token === undefined ? undefined : { progressToken: token },
               ),
               {
@@ -307,7 +304,7 @@ export class RequestClient {
         // The spec: a resultType the client does not recognise MUST be considered invalid.
         throw new McpxError('MCPX_BAD_RESULT', `${this.name}: ${method} returned unknown resultType ${JSON.stringify(resultType)}`);
       }
-      if (!opts.onInputRequired) {
+      if (!opts.relay) {
         throw new McpxError(
           'MCPX_UPSTREAM_ERROR',
           `${this.name}: ${method} needs input from the caller (input_required), and this caller cannot answer questions`,
@@ -317,8 +314,8 @@ export class RequestClient {
         );
       }
       if (round >= maxRounds) throw new McpxError('MCPX_UPSTREAM_ERROR', `${this.name}: ${method} still required input after ${maxRounds} rounds`);
-      const inputRequests = isObject(raw.inputRequests) ? (raw.inputRequests as Record<string, { method: string; params?: unknown }>) : {};
-      const inputResponses = Object.keys(inputRequests).length > 0 ? await opts.onInputRequired(inputRequests, opts.context) : {};
+      const inputRequests = isObject(raw.inputRequests) ? (raw.inputRequests as InputRequests) : {};
+      const inputResponses = Object.keys(inputRequests).length > 0 ? await opts.relay.askRound(inputRequests, opts.context) : {};
       current = { ...params, inputResponses };
       // requestState is echoed byte-exact when given, and never invented when not.
       if (typeof raw.requestState === 'string') current.requestState = raw.requestState;
@@ -481,10 +478,9 @@ export class RequestClient {
   /**
    * A server-to-client request (legacy elicitation, sampling, roots). Over HTTP it arrives with the call
    * whose response stream carried it. stdio cannot say which call provoked it: when exactly one call in
-   * flight can answer questions it is that one; otherwise mcpx does not guess. `fallback` answers for a
-   * session-wide handler when the call has none.
+   * flight can answer questions it is that one; otherwise mcpx does not guess. It is put to that call's relay.
    */
-  async answerServerRequest(req: JsonRpcRequest, context: InFlightCall | undefined, fallback: ServerRequestHandler | undefined): Promise<unknown> {
+  async answerServerRequest(req: JsonRpcRequest, context: InFlightCall | undefined): Promise<unknown> {
     if (req.method === 'ping') return {};
     // A legacy server keeps the roots it was given for the whole session (server-filesystem asks right
     // after initialize, whoever's call is in flight): on a session callers share they are mcpx's answer,
@@ -495,8 +491,8 @@ export class RequestClient {
     // Two asking calls running (a parked one was answered while one went ahead): the question is held
     // until one of them ends, then it is the other's; held too long, it is refused, never guessed.
     if (!call && context === undefined && this.askers.size > 1) call = await this.soleAskerWithin(AMBIGUOUS_HOLD_MS);
-    if (req.method === 'roots/list' && this.link.roots && !call?.onServerRequest) return ownRoots();
-    if (call?.onServerRequest) {
+    if (req.method === 'roots/list' && this.link.roots && !call?.relay) return ownRoots();
+    if (call?.relay) {
       // While its caller is asked, the call is parked: the session's next asking call may start (askTurn).
       const asker = call;
       this.parked.set(asker, (this.parked.get(asker) ?? 0) + 1);
@@ -504,7 +500,7 @@ export class RequestClient {
       // After a moment: questions a tool sends together arrive together, before anyone goes ahead.
       setTimeout(() => this.nextTurn(), LEND_AFTER_MS).unref();
       try {
-        return await asker.onServerRequest!(req, asker.context);
+        return await asker.relay!.ask(req, asker.context);
       } finally {
         const n = (this.parked.get(asker) ?? 1) - 1;
         if (n > 0) this.parked.set(asker, n);
@@ -512,7 +508,6 @@ export class RequestClient {
         this.changed();
       }
     }
-    if (fallback) return fallback(req, call?.context);
     if (this.askers.size > 1) {
       const error: RpcErrorObject = {
         code: RPC.internalError,
@@ -535,10 +530,10 @@ export class RequestClient {
   /**
    * One tools/list for callTool's sake, shared by the calls waiting on it. A failure leaves paramTools as it
    * was. It declares the capabilities of the call that needed it (a server may list differently for them),
-   * never the session's own.
+   * but puts nothing to that call's caller, who asked for the call, not for the listing.
    */
   private listParamTools(call: CallOptions): Promise<void> {
-    this.paramToolsListing ??= this.listTools(call.capabilities ? { capabilities: call.capabilities } : {})
+    this.paramToolsListing ??= this.listTools(call.relay ? { relay: declaringOnly(call.relay) } : {})
       .then(
         () => undefined,
         (err: unknown) => this.log.debug({ err }, 'could not list the tools for their Mcp-Param headers'),
@@ -552,6 +547,18 @@ export class RequestClient {
   private paramHeadersFor(name: string, args: Record<string, unknown>): Record<string, string> {
     return this.paramTools?.for(this.name, name, args) ?? {};
   }
+}
+
+/** A relay that declares `relay`'s capabilities and refuses every question, as a call without a relay would. */
+function declaringOnly(relay: QuestionRelay): QuestionRelay {
+  return {
+    capabilities: relay.capabilities,
+    ask: (req) => {
+      const error: RpcErrorObject = { code: RPC.methodNotFound, message: `mcpx has no caller to ask (${req.method})` };
+      return Promise.reject(error);
+    },
+    askRound: () => Promise.reject(new McpxError('MCPX_UPSTREAM_ERROR', 'a request mcpx makes on its own needs input (input_required); nobody can answer it')),
+  };
 }
 
 /**

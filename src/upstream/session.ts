@@ -19,15 +19,7 @@ import type { Era } from '../machines/versions.js';
 import { capabilitiesOf, type WireTransport } from '../transports/capabilities.js';
 import { requestParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import { createChannel } from '../transports/registry.js';
-import {
-  RequestClient,
-  type CallOptions,
-  type InFlightCall,
-  type ListKind,
-  type ReadyConnection,
-  type ServerRequestHandler,
-  type Tool,
-} from './request-client.js';
+import { RequestClient, type CallOptions, type InFlightCall, type ListKind, type ReadyConnection, type Tool } from './request-client.js';
 import { describeClose } from '../transports/close-info.js';
 import { RpcPeer } from '../transports/rpc-peer.js';
 import type { Channel, CloseInfo, JsonRpcNotification } from '../transports/types.js';
@@ -55,16 +47,7 @@ export interface SessionInfo {
 }
 
 // The request side of a session (its types are part of this module's API).
-export {
-  LISTINGS,
-  type CallOptions,
-  type InputRequiredHandler,
-  type ListKind,
-  type ProgressListener,
-  type ProgressUpdate,
-  type ServerRequestHandler,
-  type Tool,
-} from './request-client.js';
+export { LISTINGS, type CallOptions, type ListKind, type ProgressListener, type ProgressUpdate, type Tool } from './request-client.js';
 
 export interface UpstreamSessionOptions {
   name: string;
@@ -78,11 +61,17 @@ export interface UpstreamSessionOptions {
   stopGraceMs?: number;
   maxMessageBytes?: number;
   modernVersions?: readonly string[];
+  /** Declared at `initialize` and in the discover probe (the daemon: RELAYABLE_CAPABILITIES, src/asks/question-relay.ts). */
   clientCapabilities?: ClientCapabilities;
+  /**
+   * What a modern request declares in its `_meta` when its call has no relay (CallOptions.relay); default
+   * clientCapabilities. The daemon: `{}`, since a modern server must not infer a request's capabilities
+   * from the session's, and a call that cannot answer must not claim it can.
+   */
+  capabilitiesWithoutRelay?: ClientCapabilities;
   logger?: Logger;
   /** Replaces the real transport (model-based tests run the machine against simulated upstreams). */
   channelFactory?: (attempt: number, transport: WireTransport) => Channel<InFlightCall>;
-  onServerRequest?: ServerRequestHandler;
   /**
    * The folders mcpx answers a legacy `roots/list` with itself (absolute paths), read when asked. Given,
    * no caller is ever asked for roots unless `rootsPerCaller` (the session is one caller's alone).
@@ -139,7 +128,7 @@ export class UpstreamSession extends EventEmitter {
       log: this.log,
       ready: () => this.readyConnection(),
       requestTimeoutMs: opts.requestTimeoutMs,
-      clientCapabilities: opts.clientCapabilities,
+      capabilitiesWithoutRelay: opts.capabilitiesWithoutRelay ?? opts.clientCapabilities,
       ...(opts.roots ? { roots: opts.roots, rootsPerCaller: opts.rootsPerCaller === true } : {}),
     });
     // The machine ignores the record under force-* (and never asks to write one).
@@ -313,7 +302,7 @@ export class UpstreamSession extends EventEmitter {
     const peer = new RpcPeer(channel, { logger: this.log });
     this.channel = channel;
     this.peer = peer;
-    peer.onRequest((req, ctx) => this.client.answerServerRequest(req, ctx.context, this.opts.onServerRequest));
+    peer.onRequest((req, ctx) => this.client.answerServerRequest(req, ctx.context));
     peer.onNotification((n, ctx) => {
       if (peer === this.peer) this.onNotification(n, ctx.context);
     });

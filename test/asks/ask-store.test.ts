@@ -1,5 +1,5 @@
 /**
- * AskStore on its own, with a scripted call in place of an upstream: what the hooks hand back to the
+ * AskStore on its own, with a scripted call in place of an upstream: what an ask's relay hands back to the
  * session (JSON-RPC results and errors, inputResponses, round failures), and the bookkeeping the daemon
  * tests cannot time precisely (timeouts of one question in a round, eviction, a daemon stop).
  * The real upstreams of both eras are in test/server/asks.test.ts.
@@ -39,8 +39,8 @@ describe('AskStore', () => {
     const ask = store.start({ server: 's', tool: 't', args: {}, capabilities: { elicitation: {} } });
     await tick();
     const { ctx } = calls[0]!;
-    expect(ctx).toMatchObject({ callId: ask.id, capabilities: { elicitation: {} } });
-    const pending = ctx.onServerRequest!(elicit(0), { ...ctx });
+    expect(ctx).toMatchObject({ callId: ask.id, relay: { capabilities: { elicitation: {} } } });
+    const pending = ctx.relay!.ask(elicit(0), { ...ctx });
     const v = store.get(ask.id);
     expect(v.status).toBe('input_required');
     expect(v.questions[0]!.params).toEqual({ message: 'name?', requestedSchema: { type: 'object' } });
@@ -49,14 +49,14 @@ describe('AskStore', () => {
     expect(store.get(ask.id).status).toBe('working');
 
     // Not declared: refused at once, with -32601 and the capability named.
-    await expect(ctx.onServerRequest!({ jsonrpc: '2.0', id: 1, method: 'roots/list' }, ctx)).rejects.toEqual({
+    await expect(ctx.relay!.ask({ jsonrpc: '2.0', id: 1, method: 'roots/list' }, ctx)).rejects.toEqual({
       code: -32601,
       message: expect.stringContaining('did not declare the roots capability'),
     });
     // Not a question mcpx relays at all.
-    await expect(ctx.onServerRequest!({ jsonrpc: '2.0', id: 2, method: 'tasks/get' }, ctx)).rejects.toMatchObject({ code: -32601 });
+    await expect(ctx.relay!.ask({ jsonrpc: '2.0', id: 2, method: 'tasks/get' }, ctx)).rejects.toMatchObject({ code: -32601 });
     // Another call's context: never this ask's question.
-    await expect(ctx.onServerRequest!(elicit(3), { ...ctx, callId: 'someone-else' })).rejects.toMatchObject({
+    await expect(ctx.relay!.ask(elicit(3), { ...ctx, callId: 'someone-else' })).rejects.toMatchObject({
       code: -32603,
       message: expect.stringContaining('another call'),
     });
@@ -82,7 +82,7 @@ describe('AskStore', () => {
     // Another caller is not held back by x.
     const other = store.start({ server: 's', tool: 't', args: {}, caller: 'y' });
     // a's question waits on x, unpolled: x walked away from it, so x's next ask reclaims it.
-    void calls[0]!.ctx.onServerRequest!(elicit(0), calls[0]!.ctx).catch(() => undefined);
+    void calls[0]!.ctx.relay!.ask(elicit(0), calls[0]!.ctx).catch(() => undefined);
     const c = store.start({ server: 's', tool: 't', args: {}, caller: 'x' });
     expect(store.get(a.id)).toMatchObject({ status: 'abandoned', error: { code: 'MCPX_REQUEST_CANCELLED', message: expect.stringContaining('reclaimed') } });
     expect([store.get(b.id).status, store.get(c.id).status, store.get(other.id).status]).toEqual(['working', 'working', 'working']);
@@ -98,7 +98,7 @@ describe('AskStore', () => {
       who: { method: 'elicitation/create', params: { mode: 'form', message: 'who?', requestedSchema: { type: 'object' } } },
       llm: { method: 'sampling/createMessage', params: { messages: [], maxTokens: 5 } },
     };
-    const round = ctx.onInputRequired!(requests, ctx);
+    const round = ctx.relay!.askRound(requests, ctx);
     const qs = store.get(ask.id).questions;
     expect(qs.map((q) => [q.method, q.via, q.key])).toEqual([
       ['elicitation/create', 'input-required', 'who'],
@@ -108,7 +108,7 @@ describe('AskStore', () => {
     await store.answer(ask.id, { [qs[1]!.id]: { role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' } });
     await expect(round).resolves.toEqual({ who: { action: 'decline' }, llm: { role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' } });
 
-    const second = ctx.onInputRequired!(requests, ctx);
+    const second = ctx.relay!.askRound(requests, ctx);
     const [a, b] = store.get(ask.id).questions;
     await store.answer(ask.id, { [a!.id]: { action: 'accept', content: {} } });
     await expect(second).rejects.toMatchObject({ code: 'MCPX_REQUEST_TIMEOUT', data: { reason: 'timeout', question: b!.id } });
@@ -116,7 +116,7 @@ describe('AskStore', () => {
 
     // Undeclared (URL mode, only form declared): the round is refused before anything is put to the caller.
     await expect(
-      ctx.onInputRequired!({ go: { method: 'elicitation/create', params: { mode: 'url', url: 'https://x', message: 'm' } } }, ctx),
+      ctx.relay!.askRound({ go: { method: 'elicitation/create', params: { mode: 'url', url: 'https://x', message: 'm' } } }, ctx),
     ).rejects.toMatchObject({ code: 'MCPX_QUESTION_REFUSED', data: { reason: 'capability', key: 'go' } });
     expect(store.get(ask.id).asked).toBe(4);
     store.close();
@@ -126,7 +126,7 @@ describe('AskStore', () => {
     const { store, calls } = scripted({ limits: { maxKept: 1 } });
     const one = store.start({ server: 's', tool: 't', args: {}, capabilities: { elicitation: {} } });
     await tick();
-    const q = calls[0]!.ctx.onServerRequest!(elicit(0), calls[0]!.ctx);
+    const q = calls[0]!.ctx.relay!.ask(elicit(0), calls[0]!.ctx);
     store.abandon(one.id);
     await expect(q).rejects.toMatchObject({ code: -32603, message: expect.stringContaining('abandoned') });
     expect(calls[0]!.ctx.signal?.aborted).toBe(true);
@@ -145,7 +145,7 @@ describe('AskStore', () => {
     const running = store.start({ server: 's', tool: 't', args: {}, capabilities: { sampling: {} } });
     await tick();
     const last = calls[calls.length - 1]!;
-    const pending = last.ctx.onInputRequired!({ llm: { method: 'sampling/createMessage', params: {} } }, last.ctx);
+    const pending = last.ctx.relay!.askRound({ llm: { method: 'sampling/createMessage', params: {} } }, last.ctx);
     store.close();
     await expect(pending).rejects.toMatchObject({ code: 'MCPX_ASK_EXPIRED' });
     expect(last.ctx.signal?.aborted).toBe(true);
@@ -159,7 +159,7 @@ describe('AskStore', () => {
     await tick();
     const t0 = Date.now();
     const waiting = store.wait(ask.id, 5_000);
-    setTimeout(() => void calls[0]!.ctx.onServerRequest!({ jsonrpc: '2.0', id: 0, method: 'roots/list' }, calls[0]!.ctx).catch(() => undefined), 30);
+    setTimeout(() => void calls[0]!.ctx.relay!.ask({ jsonrpc: '2.0', id: 0, method: 'roots/list' }, calls[0]!.ctx).catch(() => undefined), 30);
     expect((await waiting).status).toBe('input_required');
     expect(Date.now() - t0).toBeLessThan(2_000);
     await store.answer(ask.id, { [store.get(ask.id).questions[0]!.id]: { roots: [] } });

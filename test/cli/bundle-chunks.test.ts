@@ -38,10 +38,6 @@ const WAIT_MS = 60_000;
 const EXEMPT: Array<{ source: string; reason: string }> = [
   { source: 'src/server/response-contract.ts', reason: 'tests only: loaded when buildApp gets deps.checkResponses, which the daemon never passes' },
   { source: 'node_modules/jose/dist/webapi/index.js', reason: "the SDK's OAuth client loads it for private-key JWT and DPoP, which mcpx does not offer" },
-  {
-    source: 'src/upstream/session.ts',
-    reason: "ServerPool's default session loader (a facade); the daemon's pools always get loadSessionFactory (AskingSession)",
-  },
 ];
 
 // ---- the metafile: every output chunk, keyed by its last two path segments ----

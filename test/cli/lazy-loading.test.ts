@@ -182,7 +182,6 @@ describe('what each process loads', () => {
             'machines/session.machine.js',
             'transports/jsonrpc.js',
             'transports/stdio.js',
-            'asks/ask-session.js',
             'asks/answer-schemas.js',
             'server/statechart-view.js',
           ],

@@ -13,6 +13,7 @@ import { startHttpFixture, type HttpFixture } from '../fixtures/http/index.js';
 import { httpRequests, readHttpLog, waitForHttpLog } from '../fixtures/http/log.js';
 import { tempDir, textOf } from '../support/real.js';
 import { recordingLogger } from '../support/recording-logger.js';
+import { answering } from '../support/relay.js';
 
 let dir: { path: string; remove: () => Promise<void> };
 const fixtures: HttpFixture[] = [];
@@ -335,12 +336,12 @@ describe('attribution: questions reach the call that provoked them', () => {
           { tag },
           {
             context: { caller: tag },
-            onServerRequest: async (req, context) => {
+            relay: answering(async (req, context) => {
               asked.push(`${(context as { caller: string }).caller}:${req.method}`);
               // Hold the first answer back so both questions are open at once.
               await new Promise((r) => setTimeout(r, tag === 'one' ? 150 : 10));
               return { action: 'accept', content: { name } };
-            },
+            }),
           },
         );
       const [a, b] = await Promise.all([call('one', 'Ada'), call('two', 'Grace')]);

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JsonRpcRequest } from '../../src/transports/types.js';
 import { realSession, tempDir, textOf } from '../support/real.js';
+import { answering } from '../support/relay.js';
 
 let dir: { path: string; remove: () => Promise<void> };
 beforeAll(async () => {
@@ -16,7 +17,7 @@ afterAll(async () => {
 });
 
 describe('legacy server-to-client requests over stdio', () => {
-  it("an elicitation/create reaches the handler of the call that provoked it, with that call's context", async () => {
+  it("an elicitation/create reaches the relay of the call that provoked it, with that call's context", async () => {
     const { session } = realSession(`${dir.path}/ask.log`, { fixture: 'dual-v2' }, 'force-initialize', { clientCapabilities: { elicitation: {} } });
     try {
       await session.start();
@@ -26,10 +27,10 @@ describe('legacy server-to-client requests over stdio', () => {
         {},
         {
           context: { caller: 'ada-terminal' },
-          onServerRequest: async (req: JsonRpcRequest, context) => {
+          relay: answering(async (req: JsonRpcRequest, context) => {
             seen.push({ method: req.method, context });
             return { action: 'accept', content: { name: 'Ada' } };
-          },
+          }),
         },
       );
       expect(textOf(result)).toBe('hello Ada era=legacy');

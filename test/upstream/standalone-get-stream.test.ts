@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { UpstreamSession } from '../../src/upstream/session.js';
 import { startHttpFixture, type HttpFixture } from '../fixtures/http/index.js';
 import { httpRequests } from '../fixtures/http/log.js';
+import { answering } from '../support/relay.js';
 
 const fixtures: HttpFixture[] = [];
 afterAll(async () => {
@@ -48,15 +49,16 @@ describe('legacy Streamable HTTP: the standalone GET stream', () => {
       preference: 'force-initialize',
       requestTimeoutMs: 8000,
       clientCapabilities: { elicitation: {} },
-      onServerRequest: async (req) => {
-        asked.push(req.method);
-        return { action: 'accept', content: { name: 'ada' } };
-      },
+    });
+    // The question comes on the standalone stream, outside any request: it goes to the one call that can answer.
+    const relay = answering(async (req) => {
+      asked.push(req.method);
+      return { action: 'accept', content: { name: 'ada' } };
     });
     try {
       await session.start();
       // Sent at once: without the wait, it reaches the server before the GET and its question is dropped.
-      const result = await session.callTool('ask-aside', { tag: 't1' });
+      const result = await session.callTool('ask-aside', { tag: 't1' }, { relay });
       expect(JSON.stringify(result)).toContain('answer=ada to=t1');
       expect(asked).toEqual(['elicitation/create']);
     } finally {

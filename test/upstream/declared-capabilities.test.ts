@@ -1,34 +1,39 @@
 /**
- * AskingSession (src/asks/ask-session.ts): every modern request declares its own caller's capabilities,
- * `{}` when the call names none, never the relayable ones the session declares at `initialize`. Listings
- * included: listTools/listAll do not go through request(), so they have their own overrides; so is the
- * listing a modern Streamable HTTP call makes first for its `Mcp-Param-*` headers.
+ * A session as the daemon's pools make it (clientCapabilities: what mcpx can relay, declared at
+ * `initialize` and in the probe; capabilitiesWithoutRelay: `{}`): every modern request declares its own
+ * call's relay's capabilities, `{}` when the call has no relay, never the relayable ones. Listings
+ * included, and the listing a modern Streamable HTTP call makes first for its `Mcp-Param-*` headers.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AskingSession } from '../../src/asks/ask-session.js';
+import { RELAYABLE_CAPABILITIES } from '../../src/asks/question-relay.js';
 import { StdioChannel } from '../../src/transports/stdio.js';
 import { StreamableHttpChannel } from '../../src/transports/streamable-http.js';
 import type { JsonRpcMessage } from '../../src/transports/types.js';
 import type { InFlightCall } from '../../src/upstream/request-client.js';
+import { UpstreamSession } from '../../src/upstream/session.js';
 import { fixtureCommand } from '../fixtures/index.js';
 import { startHttpFixture } from '../fixtures/http/index.js';
 import { tempDir } from '../support/real.js';
+import { declaring } from '../support/relay.js';
 
 const CAPS = 'io.modelcontextprotocol/clientCapabilities';
+/** What the daemon's pool registry (createPoolRegistry) gives every session. */
+const DAEMON = { clientCapabilities: { ...RELAYABLE_CAPABILITIES }, capabilitiesWithoutRelay: {} };
 
 let dir: { path: string; remove: () => Promise<void> };
 beforeAll(async () => {
-  dir = await tempDir('mcpx-asking-');
+  dir = await tempDir('mcpx-declared-');
 });
 afterAll(async () => {
   await dir.remove();
 });
 
-describe('AskingSession in the modern era', () => {
-  it("declares the caller's capabilities on every request, listings too ({} when none are named)", async () => {
+describe("the daemon's sessions in the modern era", () => {
+  it("declare the call's relay's capabilities on every request, listings too ({} without a relay)", async () => {
     const cmd = fixtureCommand('dual-v2', { log: `${dir.path}/dual.log` });
     const sent: JsonRpcMessage[] = [];
-    const session = new AskingSession({
+    const session = new UpstreamSession({
+      ...DAEMON,
       name: 'dual',
       definition: { command: cmd.command, args: cmd.args, env: cmd.env },
       preference: 'prefer-discover',
@@ -54,10 +59,10 @@ describe('AskingSession in the modern era', () => {
           .map((m) => ((m as { params?: { _meta?: Record<string, unknown> } }).params?._meta ?? {})[CAPS]);
       await session.listTools();
       await session.listAll('tools');
-      await session.listAll('tools', { capabilities: { roots: {} } });
+      await session.listAll('tools', { relay: declaring({ roots: {} }) });
       await session.request('tools/list', {});
       await session.callTool('echo', { text: 'hi' });
-      await session.callTool('echo', { text: 'hi' }, { capabilities: { elicitation: { form: {} } } });
+      await session.callTool('echo', { text: 'hi' }, { relay: declaring({ elicitation: { form: {} } }) });
       expect(declared('tools/list')).toEqual([{}, {}, { roots: {} }, {}]);
       expect(declared('tools/call')).toEqual([{}, { elicitation: { form: {} } }]);
     } finally {
@@ -68,7 +73,8 @@ describe('AskingSession in the modern era', () => {
   it("over Streamable HTTP, the tools/list a call makes for its Mcp-Param headers declares that call's capabilities", async () => {
     const f = await startHttpFixture('v2-modern');
     const sent: JsonRpcMessage[] = [];
-    const session = new AskingSession({
+    const session = new UpstreamSession({
+      ...DAEMON,
       name: 'remote',
       definition: { url: f.url },
       preference: 'prefer-discover',
@@ -89,7 +95,7 @@ describe('AskingSession in the modern era', () => {
           .filter((m) => 'method' in m && m.method === method)
           .map((m) => ((m as { params?: { _meta?: Record<string, unknown> } }).params?._meta ?? {})[CAPS]);
       // The first call lists the tools (for their x-mcp-header annotations) before it is sent.
-      await session.callTool('route', { region: 'eu' }, { capabilities: { sampling: {} } });
+      await session.callTool('route', { region: 'eu' }, { relay: declaring({ sampling: {} }) });
       expect(declared('tools/list')).toEqual([{ sampling: {} }]);
       expect(declared('tools/call')).toEqual([{ sampling: {} }]);
     } finally {
