@@ -570,11 +570,11 @@ function mirrorsParams(conn: ReadyConnection): boolean {
 }
 
 /**
- * Whether asking calls take turns on the connection (askTurn): on a process, which cannot say which call a
- * question is for. HTTP+SSE cannot say either, but its calls do not take turns (they never have).
+ * Whether asking calls take turns on the connection (askTurn): wherever the wire cannot say which call a
+ * question is for (a process's stdio; HTTP+SSE, whose server messages all come on one GET stream).
  */
 function turnsFor(conn: ReadyConnection): boolean {
-  return conn.transport.processBound && !conn.transport.attributesServerRequests;
+  return !conn.transport.attributesServerRequests;
 }
 
 /** Whether the server declared a capability (from discover or initialize); with nothing known, assume it did. */

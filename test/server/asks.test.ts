@@ -23,10 +23,12 @@ const ANSWERS = {
 let dir: { path: string; remove: () => Promise<void> };
 let h: Harness;
 let remote: HttpFixture;
+let sse: HttpFixture;
 
 beforeAll(async () => {
   dir = await tempDir('mcpx-asks-');
   remote = await startHttpFixture('v1-legacy-sessions');
+  sse = await startHttpFixture('v1-sse-legacy');
   h = await harness(dir.path, {
     legacy: { fixture: 'asking-v2', protocol: 'force-initialize' },
     modern: { fixture: 'asking-v2', protocol: 'prefer-discover' },
@@ -36,6 +38,7 @@ beforeAll(async () => {
     push: { fixture: 'dual-v2', protocol: 'force-initialize' },
     follow: { fixture: 'asking-v2', protocol: 'follow' },
     'legacy-http': { url: remote.url, protocol: 'force-initialize' },
+    'legacy-sse': { type: 'sse', url: sse.url },
   });
 });
 const started: string[] = [];
@@ -46,6 +49,7 @@ afterEach(async () => {
 afterAll(async () => {
   await h?.close();
   await remote?.stop();
+  await sse?.stop();
   await dir?.remove();
 });
 
@@ -390,6 +394,21 @@ describe('attribution: each question belongs to the ask whose call provoked it',
     expect(text(await done(b))).toBe('hello Ada to=B era=legacy');
     await answer(a, { [va.questions[0].id]: ANSWERS.name });
     expect(text(await done(a))).toBe('hello Ada to=A era=legacy');
+    await settled();
+  });
+
+  it('legacy over HTTP+SSE: asks take turns too (every question arrives on the one GET stream, tied to no call), and each gets only its own', async () => {
+    // Started together: without turns both calls would be in flight when the first question comes, and
+    // mcpx could not tell whose it is.
+    const [a, b] = await Promise.all([start('legacy-sse', 'ask_name', { tag: 'A' }), start('legacy-sse', 'ask_name', { tag: 'B' })]);
+    const [va, vb] = await Promise.all([poll(a), poll(b)]);
+    expect(va.questions.map((q: any) => q.params.message)).toEqual(['question for A']);
+    expect(vb.questions.map((q: any) => q.params.message)).toEqual(['question for B']);
+    expect((await api('GET', `/v1/ask/${a}`)).body.questions.map((q: any) => q.params.message)).toEqual(['question for A']);
+    await answer(b, { [vb.questions[0].id]: { action: 'accept', content: { name: 'Grace' } } });
+    expect(text(await done(b))).toBe('hello Grace to=B');
+    await answer(a, { [va.questions[0].id]: ANSWERS.name });
+    expect(text(await done(a))).toBe('hello Ada to=A');
     await settled();
   });
 });
