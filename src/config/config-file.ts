@@ -596,40 +596,101 @@ function asText(v: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * One server entry being checked. Every step reports through `problem` (the server is then left out) or
+ * `warn`, naming the key path; parseConfigText adds the file, the server and the line.
+ */
+interface EntryCheck {
+  entry: Record<string, unknown>;
+  at: KeyPath;
+  c: ServerCheckContext;
+  problem(path: KeyPath, message: string): void;
+  warn(path: KeyPath, message: string): void;
+  /** Expands the variables in `value`; `secret: false` for a value public by its nature (kept out of `expanded`). */
+  expand(path: KeyPath, value: string, secret?: boolean): string;
+  /** A problem was reported. */
+  readonly bad: boolean;
+  /** The values expanded from the environment (blanked wherever the server's config is shown). */
+  readonly expanded: ReadonlySet<string>;
+}
+
 function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckContext): ResolvedServer | undefined {
   if (!isObject(entry)) {
     c.problem(at, `must be an object with "command" (stdio) or "url" (Streamable HTTP)`);
     return undefined;
   }
+  const ck = entryCheck(entry, at, c);
+  checkName(ck, name);
+  warnNearMissKeys(ck);
+  const declared = declaredTransport(ck);
+  const transport = checkCommandOrUrl(ck, declared);
+  const definition = transport === 'stdio' ? stdioDefinition(ck) : httpDefinition(ck, declared);
+  const preference = protocolPreference(ck);
+  const disabled = disabledFlag(ck);
+  const { limits, timeouts, inheritEnv, roots } = mcpxBlock(ck, transport);
+  if (ck.bad) return undefined;
+  return {
+    name,
+    transport,
+    definition,
+    ...(preference === undefined ? {} : { preference }),
+    limits,
+    timeouts,
+    ...(inheritEnv === undefined ? {} : { inheritEnv }),
+    ...(roots === undefined ? {} : { roots }),
+    disabled,
+    ...(ck.expanded.size === 0 ? {} : { expanded: [...ck.expanded] }),
+  };
+}
+
+function entryCheck(entry: Record<string, unknown>, at: KeyPath, c: ServerCheckContext): EntryCheck {
   let bad = false;
+  const expanded = new Set<string>();
   const problem = (path: KeyPath, message: string): void => {
     bad = true;
     c.problem(path, message);
   };
-  const expanded = new Set<string>();
-  // `secret: false`: a value public by its nature (an OAuth client id travels in the browser's address), never blanked.
-  const expand = (path: KeyPath, value: string, secret = true): string => {
-    const r = expandVariables(value, c.expand);
-    if (!r.ok) {
-      problem(path, r.message);
-      return value;
-    }
-    if (secret) for (const v of r.fromEnv) expanded.add(v);
-    for (const v of r.missingEnv) c.warn(path, `\${env:${v}} is not set in the environment; it expands to an empty string`);
-    return r.value;
+  return {
+    entry,
+    at,
+    c,
+    problem,
+    warn: (path, message) => c.warn(path, message),
+    // `secret: false`: a value public by its nature (an OAuth client id travels in the browser's address), never blanked.
+    expand: (path, value, secret = true) => {
+      const r = expandVariables(value, c.expand);
+      if (!r.ok) {
+        problem(path, r.message);
+        return value;
+      }
+      if (secret) for (const v of r.fromEnv) expanded.add(v);
+      for (const v of r.missingEnv) c.warn(path, `\${env:${v}} is not set in the environment; it expands to an empty string`);
+      return r.value;
+    },
+    get bad() {
+      return bad;
+    },
+    expanded,
   };
+}
 
-  if (name.trim() === '') problem(at, 'a server needs a name');
-  if (name.includes('__')) c.warn(at, `the name contains "__", which also separates server and tool in "<server>__<tool>" names; a rename avoids ambiguity`);
+function checkName(ck: EntryCheck, name: string): void {
+  if (name.trim() === '') ck.problem(ck.at, 'a server needs a name');
+  if (name.includes('__'))
+    ck.warn(ck.at, `the name contains "__", which also separates server and tool in "<server>__<tool>" names; a rename avoids ambiguity`);
+}
 
-  // near-miss keys: ignored, as other tools' keys are, but worth a word
+/** Near-miss keys: ignored, as other tools' keys are, but worth a word. */
+function warnNearMissKeys({ entry, at, warn }: EntryCheck): void {
   for (const k of Object.keys(entry)) {
     if ((SERVER_KEYS as readonly string[]).includes(k)) continue;
     const near = closest(k, SERVER_KEYS);
-    if (near !== undefined && !Object.hasOwn(entry, near)) c.warn([...at, k], `is not a key mcpx reads and is ignored; did you mean "${near}"?`);
+    if (near !== undefined && !Object.hasOwn(entry, near)) warn([...at, k], `is not a key mcpx reads and is ignored; did you mean "${near}"?`);
   }
+}
 
-  // transport
+/** The transport `type`/`transport` name (both, when given, must agree). */
+function declaredTransport({ entry, at, problem }: EntryCheck): 'stdio' | 'http' | 'sse' | undefined {
   let declared: 'stdio' | 'http' | 'sse' | undefined;
   for (const key of ['type', 'transport'] as const) {
     if (!Object.hasOwn(entry, key)) continue;
@@ -643,7 +704,11 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
     if (declared !== undefined && declared !== t) problem([...at, key], `${showValue(raw)} disagrees with "type" ${showValue(entry['type'])}`);
     declared ??= t;
   }
+  return declared;
+}
 
+/** Exactly one of `command` and `url`, agreeing with the declared transport; the transport the entry has. */
+function checkCommandOrUrl({ entry, at, problem }: EntryCheck, declared: 'stdio' | 'http' | 'sse' | undefined): 'stdio' | 'http' {
   const hasCommand = Object.hasOwn(entry, 'command') && entry['command'] !== undefined;
   const hasUrl = Object.hasOwn(entry, 'url') && entry['url'] !== undefined;
   if (hasCommand && hasUrl) {
@@ -663,168 +728,202 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
       `${showValue(entry['type'] ?? entry['transport'])} needs "url", but this server has a "command"`,
     );
   }
+  return hasUrl && !hasCommand ? 'http' : 'stdio';
+}
 
-  const transport: 'stdio' | 'http' = hasUrl && !hasCommand ? 'http' : 'stdio';
-  let definition: ServerDefinition | undefined;
+/** A stdio server: command, args, env and cwd (absolute: the config file's folder by default). */
+function stdioDefinition(ck: EntryCheck): StdioDefinition {
+  const { entry, at, warn } = ck;
+  const def: StdioDefinition = { command: stdioCommand(ck) };
+  const args = stdioArgs(ck);
+  if (args !== undefined) def.args = args;
+  def.env = stringMap(entry, 'env', at, ck.problem, ck.expand) ?? {};
+  const cwd = stdioCwd(ck);
+  if (cwd !== undefined) def.cwd = cwd;
+  if (Object.hasOwn(entry, 'headers')) warn([...at, 'headers'], 'is for HTTP servers and is ignored on a stdio server');
+  if (Object.hasOwn(entry, 'oauth')) warn([...at, 'oauth'], 'is for HTTP servers and is ignored on a stdio server');
+  return def;
+}
 
-  if (transport === 'stdio') {
-    const def: StdioDefinition = { command: '' };
-    const cmd = entry['command'];
-    if (typeof cmd !== 'string' || cmd.trim() === '') {
-      if (hasCommand) problem([...at, 'command'], `${showValue(cmd)} is not a command (a non-empty string, e.g. "npx")`);
-    } else {
-      def.command = expand([...at, 'command'], cmd);
-    }
-    if (Object.hasOwn(entry, 'args')) {
-      const args = entry['args'];
-      if (!Array.isArray(args)) problem([...at, 'args'], `must be an array of strings`);
-      else {
-        def.args = args.map((a, i) => {
-          const s = asText(a);
-          if (s === undefined) {
-            problem([...at, 'args', i], `${showValue(a)} is not a string`);
-            return '';
-          }
-          return expand([...at, 'args', i], s);
-        });
-      }
-    } else {
-      def.args = [];
-    }
-    def.env = stringMap(entry, 'env', at, problem, expand) ?? {};
-    const cwd = entry['cwd'];
-    if (cwd === undefined) def.cwd = c.fileDir;
-    else if (typeof cwd !== 'string' || cwd.trim() === '') problem([...at, 'cwd'], `${showValue(cwd)} is not a folder path`);
-    else {
-      const p = expand([...at, 'cwd'], cwd.trim());
-      def.cwd = p === '~' ? c.home : p.startsWith('~/') ? join(c.home, p.slice(2)) : resolvePath(c.fileDir, p);
-    }
-    if (Object.hasOwn(entry, 'headers')) c.warn([...at, 'headers'], 'is for HTTP servers and is ignored on a stdio server');
-    if (Object.hasOwn(entry, 'oauth')) c.warn([...at, 'oauth'], 'is for HTTP servers and is ignored on a stdio server');
-    definition = def;
-  } else {
-    const def: HttpDefinition = { url: '' };
-    const raw = entry['url'];
-    if (typeof raw !== 'string') problem([...at, 'url'], `${showValue(raw)} is not a URL`);
-    else {
-      const u = expand([...at, 'url'], raw.trim());
-      let parsed: URL | undefined;
-      try {
-        parsed = new URL(u);
-      } catch {
-        parsed = undefined;
-      }
-      if (parsed === undefined || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
-        problem([...at, 'url'], `${JSON.stringify(redactUrl(u))} is not an http:// or https:// URL`);
-      } else {
-        def.url = u;
-      }
-    }
-    def.headers = stringMap(entry, 'headers', at, problem, expand) ?? {};
-    const oauth = parseOAuthSettings(entry['oauth'], [...at, 'oauth'], problem, c.warn, expand);
-    if (oauth !== undefined) def.oauth = oauth;
-    // `type: "sse"` names the deprecated HTTP+SSE transport: connect over it directly, no probe.
-    if (declared === 'sse') def.transport = 'sse';
-    for (const k of ['args', 'env', 'cwd'] as const) {
-      if (Object.hasOwn(entry, k)) c.warn([...at, k], 'is for stdio servers and is ignored on an HTTP server');
-    }
-    definition = def;
+function stdioCommand({ entry, at, problem, expand }: EntryCheck): string {
+  const cmd = entry['command'];
+  if (typeof cmd === 'string' && cmd.trim() !== '') return expand([...at, 'command'], cmd);
+  if (Object.hasOwn(entry, 'command') && cmd !== undefined) problem([...at, 'command'], `${showValue(cmd)} is not a command (a non-empty string, e.g. "npx")`);
+  return '';
+}
+
+/** `args`: an array of strings (see asText); none: no arguments. */
+function stdioArgs({ entry, at, problem, expand }: EntryCheck): string[] | undefined {
+  if (!Object.hasOwn(entry, 'args')) return [];
+  const args = entry['args'];
+  if (!Array.isArray(args)) {
+    problem([...at, 'args'], `must be an array of strings`);
+    return undefined;
   }
-
-  let preference: Preference | undefined;
-  if (Object.hasOwn(entry, 'protocol') && entry['protocol'] !== undefined) {
-    preference = canonicalPreference(entry['protocol']);
-    if (preference === undefined) problem([...at, 'protocol'], preferenceRefusal(entry['protocol']));
-  }
-
-  let disabled = false;
-  if (Object.hasOwn(entry, 'disabled') && entry['disabled'] !== undefined) {
-    if (typeof entry['disabled'] === 'boolean') disabled = entry['disabled'];
-    else problem([...at, 'disabled'], `${showValue(entry['disabled'])} is not a boolean (use true or false)`);
-  }
-
-  const limits: Partial<PoolLimits> = {};
-  const timeouts: ServerTimeouts = {};
-  let inheritEnv: boolean | undefined;
-  let roots: string[] | undefined;
-  if (Object.hasOwn(entry, 'mcpx') && entry['mcpx'] !== undefined) {
-    const block = entry['mcpx'];
-    const known = [...Object.keys(MCPX_BLOCK_KEYS), 'roots'];
-    if (!isObject(block)) problem([...at, 'mcpx'], `must be an object with the keys ${known.join(', ')}`);
-    else {
-      for (const [k, v] of Object.entries(block)) {
-        if (k === 'roots') {
-          // Not a setting: the folders are this server's own (see docs/serving.md, questions no call provoked).
-          if (v === undefined) continue;
-          if (!Array.isArray(v)) {
-            problem([...at, 'mcpx', k], `${showValue(v)} is not a list of folder paths (e.g. ["~/src", "./data"])`);
-            continue;
-          }
-          const folders: string[] = [];
-          v.forEach((f, i) => {
-            if (typeof f !== 'string' || f.trim() === '') return problem([...at, 'mcpx', k, i], `${showValue(f)} is not a folder path`);
-            const p = expand([...at, 'mcpx', k, i], f.trim());
-            folders.push(p === '~' ? c.home : p.startsWith('~/') ? join(c.home, p.slice(2)) : resolvePath(c.fileDir, p));
-          });
-          roots = folders;
-          continue;
-        }
-        if (!Object.hasOwn(MCPX_BLOCK_KEYS, k)) {
-          const near = closest(k, known);
-          problem([...at, 'mcpx', k], `is not an mcpx key${near ? ` (did you mean ${near}?)` : ''}; use ${known.join(', ')}`);
-          continue;
-        }
-        if (v === undefined) continue;
-        const settingPath = MCPX_BLOCK_KEYS[k as keyof typeof MCPX_BLOCK_KEYS];
-        const r = findSetting(settingPath).codec.parse(v, { text: false, baseDir: c.fileDir, home: c.home });
-        if (!r.ok) {
-          problem([...at, 'mcpx', k], r.message);
-          continue;
-        }
-        switch (k) {
-          case 'scope':
-            limits.scope = r.value as Scope;
-            break;
-          case 'max':
-            limits.max = r.value as number;
-            break;
-          case 'sharing':
-            limits.sharing = r.value as Sharing;
-            break;
-          case 'idleTimeout':
-            limits.idleTimeoutMs = r.value as number;
-            break;
-          case 'probeTimeout':
-            timeouts.probeTimeoutMs = r.value as number;
-            break;
-          case 'startTimeout':
-            timeouts.startTimeoutMs = r.value as number;
-            break;
-          case 'requestTimeout':
-            timeouts.requestTimeoutMs = r.value as number;
-            break;
-          case 'inheritEnv':
-            if (transport === 'stdio') inheritEnv = r.value as boolean;
-            else c.warn([...at, 'mcpx', k], 'is for stdio servers and is ignored on an HTTP server');
-            break;
-        }
-      }
+  return args.map((a, i) => {
+    const s = asText(a);
+    if (s === undefined) {
+      problem([...at, 'args', i], `${showValue(a)} is not a string`);
+      return '';
     }
-  }
+    return expand([...at, 'args', i], s);
+  });
+}
 
-  if (bad || definition === undefined) return undefined;
-  return {
-    name,
-    transport,
-    definition,
-    ...(preference === undefined ? {} : { preference }),
-    limits,
-    timeouts,
-    ...(inheritEnv === undefined ? {} : { inheritEnv }),
-    ...(roots === undefined ? {} : { roots }),
-    disabled,
-    ...(expanded.size === 0 ? {} : { expanded: [...expanded] }),
-  };
+function stdioCwd(ck: EntryCheck): string | undefined {
+  const { entry, at, problem, expand, c } = ck;
+  const cwd = entry['cwd'];
+  if (cwd === undefined) return c.fileDir;
+  if (typeof cwd !== 'string' || cwd.trim() === '') {
+    problem([...at, 'cwd'], `${showValue(cwd)} is not a folder path`);
+    return undefined;
+  }
+  return folderPath(c, expand([...at, 'cwd'], cwd.trim()));
+}
+
+/** `~`, `~/…` in the home folder; anything else relative to the config file's folder. */
+function folderPath(c: ServerCheckContext, p: string): string {
+  return p === '~' ? c.home : p.startsWith('~/') ? join(c.home, p.slice(2)) : resolvePath(c.fileDir, p);
+}
+
+/** An HTTP server: url, headers, oauth. */
+function httpDefinition(ck: EntryCheck, declared: 'stdio' | 'http' | 'sse' | undefined): HttpDefinition {
+  const { entry, at, warn } = ck;
+  const def: HttpDefinition = { url: httpUrl(ck) };
+  def.headers = stringMap(entry, 'headers', at, ck.problem, ck.expand) ?? {};
+  const oauth = parseOAuthSettings(entry['oauth'], [...at, 'oauth'], ck.problem, warn, ck.expand);
+  if (oauth !== undefined) def.oauth = oauth;
+  // `type: "sse"` names the deprecated HTTP+SSE transport: connect over it directly, no probe.
+  if (declared === 'sse') def.transport = 'sse';
+  for (const k of ['args', 'env', 'cwd'] as const) {
+    if (Object.hasOwn(entry, k)) warn([...at, k], 'is for stdio servers and is ignored on an HTTP server');
+  }
+  return def;
+}
+
+/** An http:// or https:// URL (quoted in a problem with its credentials redacted). */
+function httpUrl({ entry, at, problem, expand }: EntryCheck): string {
+  const raw = entry['url'];
+  if (typeof raw !== 'string') {
+    problem([...at, 'url'], `${showValue(raw)} is not a URL`);
+    return '';
+  }
+  const u = expand([...at, 'url'], raw.trim());
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(u);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+    problem([...at, 'url'], `${JSON.stringify(redactUrl(u))} is not an http:// or https:// URL`);
+    return '';
+  }
+  return u;
+}
+
+/** `protocol`: the server's own `upstream.protocol`. */
+function protocolPreference({ entry, at, problem }: EntryCheck): Preference | undefined {
+  if (!Object.hasOwn(entry, 'protocol') || entry['protocol'] === undefined) return undefined;
+  const preference = canonicalPreference(entry['protocol']);
+  if (preference === undefined) problem([...at, 'protocol'], preferenceRefusal(entry['protocol']));
+  return preference;
+}
+
+function disabledFlag({ entry, at, problem }: EntryCheck): boolean {
+  if (!Object.hasOwn(entry, 'disabled') || entry['disabled'] === undefined) return false;
+  if (typeof entry['disabled'] === 'boolean') return entry['disabled'];
+  problem([...at, 'disabled'], `${showValue(entry['disabled'])} is not a boolean (use true or false)`);
+  return false;
+}
+
+/** What the `mcpx` block says: the pool's limits, the timeouts, inheritEnv (stdio only) and the roots. */
+interface McpxBlock {
+  limits: Partial<PoolLimits>;
+  timeouts: ServerTimeouts;
+  inheritEnv?: boolean;
+  roots?: string[];
+}
+
+/** The `mcpx` block: each key a setting's value for this server (checked by the setting's own codec), and `roots`. */
+function mcpxBlock(ck: EntryCheck, transport: 'stdio' | 'http'): McpxBlock {
+  const { entry, at, problem } = ck;
+  const out: McpxBlock = { limits: {}, timeouts: {} };
+  if (!Object.hasOwn(entry, 'mcpx') || entry['mcpx'] === undefined) return out;
+  const block = entry['mcpx'];
+  const known = [...Object.keys(MCPX_BLOCK_KEYS), 'roots'];
+  if (!isObject(block)) {
+    problem([...at, 'mcpx'], `must be an object with the keys ${known.join(', ')}`);
+    return out;
+  }
+  for (const [k, v] of Object.entries(block)) {
+    if (k === 'roots') {
+      const roots = rootFolders(ck, v);
+      if (roots !== undefined) out.roots = roots;
+      continue;
+    }
+    if (!Object.hasOwn(MCPX_BLOCK_KEYS, k)) {
+      const near = closest(k, known);
+      problem([...at, 'mcpx', k], `is not an mcpx key${near ? ` (did you mean ${near}?)` : ''}; use ${known.join(', ')}`);
+      continue;
+    }
+    if (v === undefined) continue;
+    blockSetting(ck, out, k as keyof typeof MCPX_BLOCK_KEYS, v, transport);
+  }
+  return out;
+}
+
+/** `mcpx.roots`: not a setting, the folders are this server's own (see docs/serving.md, questions no call provoked). */
+function rootFolders(ck: EntryCheck, v: unknown): string[] | undefined {
+  const { at, problem, expand, c } = ck;
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v)) {
+    problem([...at, 'mcpx', 'roots'], `${showValue(v)} is not a list of folder paths (e.g. ["~/src", "./data"])`);
+    return undefined;
+  }
+  const folders: string[] = [];
+  v.forEach((f, i) => {
+    if (typeof f !== 'string' || f.trim() === '') return problem([...at, 'mcpx', 'roots', i], `${showValue(f)} is not a folder path`);
+    folders.push(folderPath(c, expand([...at, 'mcpx', 'roots', i], f.trim())));
+  });
+  return folders;
+}
+
+/** One setting key of the `mcpx` block, parsed by its setting's codec into the limits, the timeouts or inheritEnv. */
+function blockSetting(ck: EntryCheck, out: McpxBlock, k: keyof typeof MCPX_BLOCK_KEYS, v: unknown, transport: 'stdio' | 'http'): void {
+  const { at, problem, warn, c } = ck;
+  const r = findSetting(MCPX_BLOCK_KEYS[k]).codec.parse(v, { text: false, baseDir: c.fileDir, home: c.home });
+  if (!r.ok) {
+    problem([...at, 'mcpx', k], r.message);
+    return;
+  }
+  switch (k) {
+    case 'scope':
+      out.limits.scope = r.value as Scope;
+      break;
+    case 'max':
+      out.limits.max = r.value as number;
+      break;
+    case 'sharing':
+      out.limits.sharing = r.value as Sharing;
+      break;
+    case 'idleTimeout':
+      out.limits.idleTimeoutMs = r.value as number;
+      break;
+    case 'probeTimeout':
+      out.timeouts.probeTimeoutMs = r.value as number;
+      break;
+    case 'startTimeout':
+      out.timeouts.startTimeoutMs = r.value as number;
+      break;
+    case 'requestTimeout':
+      out.timeouts.requestTimeoutMs = r.value as number;
+      break;
+    case 'inheritEnv':
+      if (transport === 'stdio') out.inheritEnv = r.value as boolean;
+      else warn([...at, 'mcpx', k], 'is for stdio servers and is ignored on an HTTP server');
+      break;
+  }
 }
 
 /** `env` or `headers`: an object of strings. Values are never quoted in messages (they are often secrets). */
