@@ -26,7 +26,7 @@ export interface FixtureServer {
   mcpx?: Record<string, unknown>;
 }
 
-export type ServerEntry = FixtureServer | { url: string; headers?: Record<string, string>; protocol?: string };
+export type ServerEntry = FixtureServer | { url: string; type?: 'http' | 'sse'; headers?: Record<string, string>; protocol?: string };
 
 /** A config-file server entry for a fixture, its wire log in `dir`. */
 export function fixtureEntry(dir: string, name: string, s: FixtureServer): Record<string, unknown> {
