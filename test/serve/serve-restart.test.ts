@@ -194,7 +194,7 @@ describe('mcpx serve across daemon restarts', () => {
     s.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     s.send(call(1, 'old__ask_name'));
     const asked = await s.message((m) => m['method'] === 'elicitation/create', 'the question');
-    await t.killDaemon();
+    const first = await t.killDaemon();
     const cancelled = await s.message((m) => m['method'] === 'notifications/cancelled', 'the question cancelled');
     expect(cancelled['params'].requestId).toBe(asked['id']);
     const r = await s.answer(1);
@@ -206,6 +206,8 @@ describe('mcpx serve across daemon restarts', () => {
     const again = await s.message((m) => m['method'] === 'elicitation/create' && m !== asked, 'the next question, from the next daemon');
     s.send({ jsonrpc: '2.0', id: again['id'], result: { action: 'accept', content: { name: 'Fresh' } } });
     expect(textOf((await s.answer(2)).result)).toBe('hello Fresh era=legacy');
+    // The daemon serve started is tracked, so the suite stops it.
+    expect(await t.daemonPid()).not.toBe(first);
     s.end();
     expect(await s.exited).toBe(0);
   }, 90_000);
