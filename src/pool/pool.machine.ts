@@ -7,7 +7,7 @@
  * `rejected`, `idle.alarm`) and feeds back what the sessions did (`instance.ready`/`failed`/`exited`/`stopped`,
  * `instance.idle` when an alarm is due). Its reducers are pure functions of the context.
  */
-import { enqueueActions, setup } from 'xstate';
+import { enqueueActions, setup, type SnapshotFrom } from 'xstate';
 import type { ErrorCode } from '../errors.js';
 import { isForced, laneSessionPreference, type Lane, type Preference, type SessionPreference } from '../machines/preference.js';
 import type { Era } from '../machines/versions.js';
@@ -760,3 +760,61 @@ export const poolMachine = setup({
 });
 
 export type PoolMachine = typeof poolMachine;
+
+/** The lease events: what every call sends, twice (docs/decisions.md, "Leases skip xstate's interpreter"). */
+type LeaseEvent = Ev<'acquire'> | Ev<'release'>;
+
+/**
+ * The lease step the chart would take, when it can be taken without xstate's interpreter: in `running`
+ * an `acquire` (action `queue`) or a held `release` (guard `isHolder`, action `release`) is a targetless
+ * transition whose whole effect is its reducer's Step. A Step that raises (none does today) goes
+ * through the chart.
+ */
+export function leaseStep(snapshot: SnapshotFrom<PoolMachine>, event: PoolMachineEvent): Step | undefined {
+  if (event.type !== 'acquire' && event.type !== 'release') return undefined;
+  if (snapshot.status !== 'active' || typeof snapshot.value !== 'object' || !('running' in snapshot.value)) return undefined;
+  const e = event as LeaseEvent;
+  let step: Step;
+  if (e.type === 'acquire') step = acquire(snapshot.context, e);
+  else if (snapshot.context.instances.heldBy(e.requestId) !== undefined) step = release(snapshot.context, e.requestId, e.at);
+  else return undefined;
+  return step.effects.every((fx) => fx.kind === 'emit') ? step : undefined;
+}
+
+/**
+ * The pool chart as the ServerPool runs it: the chart, with its lease transitions taken directly. Each
+ * call sends an acquire and a release; through the interpreter the pair costs some 20 µs (a parallel
+ * chart's transition selection, action resolution, a new snapshot and its state value), with the
+ * reducers 3 µs of it. The same reducer runs, the snapshot keeps its state and takes the new context,
+ * and emitted events are deferred to after the update, as xstate's `emit` action is. Every other event,
+ * and a lease event that would do anything else, goes through the chart; test/pool/pool-logic.test.ts
+ * holds the two to the same snapshots and emitted events.
+ */
+export const poolLogic: PoolMachine = Object.assign(Object.create(poolMachine) as PoolMachine, {
+  transition(snapshot: SnapshotFrom<PoolMachine>, event: PoolMachineEvent, scope: Parameters<PoolMachine['transition']>[2]) {
+    const step = leaseStep(snapshot, event);
+    if (step === undefined) return poolMachine.transition(snapshot, event, scope);
+    for (const fx of step.effects) if (fx.kind === 'emit') scope.defer(() => scope.emit(fx.event));
+    const next = step.context === snapshot.context ? snapshot : { ...snapshot, context: step.context };
+    // What the interpreter tells an inspector of the step (the live page's and the Stately inspector's
+    // view, the model test's transition coverage): the one transition taken, and the snapshot after it.
+    (scope.system as unknown as Inspectable)._sendInspectionEvent?.({
+      type: '@xstate.microstep',
+      actorRef: scope.self,
+      event,
+      snapshot: next,
+      _transitions: [leaseTransition(event.type as LeaseEvent['type'])],
+    });
+    return next;
+  },
+});
+
+/** xstate's own hook for an actor logic's inspection events (what its machines call for each microstep). */
+interface Inspectable {
+  _sendInspectionEvent?: (event: Record<string, unknown>) => void;
+}
+
+/** The chart's own transition definitions of the lease events (xstate memoises them: the same objects each time). */
+function leaseTransition(type: LeaseEvent['type']): object {
+  return poolMachine.getStateNodeById('pool.running').transitions.get(type)![0]!;
+}

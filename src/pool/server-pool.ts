@@ -31,7 +31,7 @@ import { eraCacheKey } from '../upstream/process-key.js';
 import { stateName } from '../machines/state-name.js';
 import { FORWARDED_METHODS, isForwardedMethod } from '../upstream/forwarded-methods.js';
 import type { UpstreamSession, CallOptions, ChangedList, ListKind, SessionInfo, SessionSnapshot, Tool, UpstreamSessionOptions } from '../upstream/session.js';
-import { poolMachine, type PoolEmitted, type PoolFailure, type PoolMachineEvent } from './pool.machine.js';
+import { poolLogic, type PoolEmitted, type PoolFailure, type PoolMachineEvent } from './pool.machine.js';
 import type { CallContext, InspectSource, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport, ServerPoolApi, UpstreamInfo } from './types.js';
 
 /** xstate's clock (timers); one that also tells the time (xstate's SimulatedClock) is the pool's clock too. */
@@ -112,7 +112,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   readonly name: string;
   readonly config: PoolServerConfig;
   /** @internal The pool statechart's actor: for tests, the live statechart view and debugging. */
-  readonly actor: Actor<typeof poolMachine>;
+  readonly actor: Actor<typeof poolLogic>;
   private readonly deps: ServerPoolDeps;
   /** Set from deps, or by the first call (see the header). */
   private sessionFactory: SessionFactory | undefined;
@@ -165,7 +165,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
     this.cacheKey = key;
     // The pool machine ignores the record under force-* (as the session machine does).
     const cached = key ? (deps.cache?.usable(key) ?? null) : null;
-    this.actor = createActor(poolMachine, {
+    this.actor = createActor(poolLogic, {
       id: `pool:${config.name}`,
       input: {
         server: config.name,
