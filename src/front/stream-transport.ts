@@ -2,10 +2,12 @@
  * The SDK transport of one `mcpx serve` stream in the daemon (./socket-entry.ts): the messages the stdin
  * gate let through come in already parsed (./stdin-gate.ts parses each line once; the SDK's stdio
  * transport would parse it again, through a stream of its own), and answers go out a line each, through
- * the stream's turn-batched writer. Each message is checked against JSON-RPC's shapes, as the SDK's stdio
- * transport checks each line (one that fails is reported and dropped, as there).
+ * the stream's turn-batched writer. A message is handed on as it is: the SDK classifies every message it
+ * receives against JSON-RPC's shapes itself (request, notification, response), and reports and drops one
+ * that is none of them, as its stdio transport does with a line that fails its parse. Checking here too
+ * would be one more schema parse per message on every call's path.
  */
-import { parseJSONRPCMessage, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/server';
+import { serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/server';
 import type { TurnBatchedOutput } from './turn-batched-output.js';
 
 export class StreamTransport implements Transport {
@@ -21,14 +23,7 @@ export class StreamTransport implements Transport {
   /** One message from the gate. */
   receive(value: object): void {
     if (this.closed) return;
-    let message: JSONRPCMessage;
-    try {
-      message = parseJSONRPCMessage(value);
-    } catch (err) {
-      this.onerror?.(err instanceof Error ? err : new Error(String(err)));
-      return;
-    }
-    this.onmessage?.(message);
+    this.onmessage?.(value as JSONRPCMessage);
   }
 
   send(message: JSONRPCMessage): Promise<void> {

@@ -814,7 +814,12 @@ interface Inspectable {
   _sendInspectionEvent?: (event: Record<string, unknown>) => void;
 }
 
-/** The chart's own transition definitions of the lease events (xstate memoises them: the same objects each time). */
+/** The chart's own transition definitions of the lease events (the objects an inspector is shown), looked up once. */
+let leaseTransitions: Record<LeaseEvent['type'], object> | undefined;
 function leaseTransition(type: LeaseEvent['type']): object {
-  return poolMachine.getStateNodeById('pool.running').transitions.get(type)![0]!;
+  leaseTransitions ??= (() => {
+    const running = poolMachine.getStateNodeById('pool.running').transitions;
+    return { acquire: running.get('acquire')![0]!, release: running.get('release')![0]! };
+  })();
+  return leaseTransitions[type];
 }

@@ -50,6 +50,11 @@ export class Scrubber {
     this.rebuild(secretsOf(servers));
   }
 
+  /** Whether there is any secret to blank (none: scrub returns every text as it is). */
+  get active(): boolean {
+    return this.pattern !== null;
+  }
+
   /** Every known secret replaced by `<redacted>`, and so is the start of one cut short by a `…`. */
   scrub(text: string): string {
     if (this.pattern === null || text.length < MIN_SECRET_LENGTH) return text;
