@@ -26,6 +26,7 @@ import type { PoolLimits, PoolServerConfig, Scope, Sharing } from '../pool/types
 import type { HttpDefinition, ServerDefinition, StdioDefinition } from '../upstream/definition.js';
 import { checkSettingsFile, closest, findSetting, homeFolder, SETTING_BLOCKS, showValue, type SettingPath } from './settings.js';
 import { isObject } from '../is-object.js';
+import { DEFAULT_URL_WIRE, TRANSPORT_CAPABILITIES, WIRES, type WireTransport } from '../transports/capabilities.js';
 
 /** How the file was found: `--config`, `MCPX_CONFIG`, walking up from the working directory, or the user config. */
 export type ConfigVia = 'flag' | 'env' | 'project' | 'user';
@@ -311,15 +312,15 @@ export const MCPX_BLOCK_KEYS = {
   inheritEnv: 'upstream.inheritEnv',
 } as const satisfies Record<string, SettingPath>;
 
-/** `type`/`transport` spellings other tools use, and what they mean here. */
-const TRANSPORT_NAMES: Record<string, 'stdio' | 'http' | 'sse'> = {
-  stdio: 'stdio',
-  http: 'http',
-  'streamable-http': 'http',
-  streamablehttp: 'http',
-  streamable_http: 'http',
-  sse: 'sse',
+/** `type`/`transport` spellings: each wire's own name (src/transports/capabilities.ts), and what other tools write for Streamable HTTP. */
+const TRANSPORT_NAMES: Readonly<Record<string, WireTransport>> = {
+  ...Object.fromEntries(WIRES.map((w) => [w, w])),
+  http: 'streamable-http',
+  streamablehttp: 'streamable-http',
+  streamable_http: 'streamable-http',
 };
+/** The names a config error suggests. */
+const TRANSPORT_HINT = ((names: string[]) => `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`)(['stdio', 'http', ...WIRES.filter((w) => w !== 'stdio')]);
 
 interface ExpandContext {
   env: NodeJS.ProcessEnv;
@@ -690,15 +691,15 @@ function warnNearMissKeys({ entry, at, warn }: EntryCheck): void {
 }
 
 /** The transport `type`/`transport` name (both, when given, must agree). */
-function declaredTransport({ entry, at, problem }: EntryCheck): 'stdio' | 'http' | 'sse' | undefined {
-  let declared: 'stdio' | 'http' | 'sse' | undefined;
+function declaredTransport({ entry, at, problem }: EntryCheck): WireTransport | undefined {
+  let declared: WireTransport | undefined;
   for (const key of ['type', 'transport'] as const) {
     if (!Object.hasOwn(entry, key)) continue;
     const raw = entry[key];
     const spelled = typeof raw === 'string' ? raw.trim().toLowerCase() : undefined;
     const t = spelled !== undefined && Object.hasOwn(TRANSPORT_NAMES, spelled) ? TRANSPORT_NAMES[spelled] : undefined; // not "constructor"'s
     if (t === undefined) {
-      problem([...at, key], `${showValue(raw)} is not a transport mcpx knows (use stdio, http, streamable-http or sse)`);
+      problem([...at, key], `${showValue(raw)} is not a transport mcpx knows (use ${TRANSPORT_HINT})`);
       continue;
     }
     if (declared !== undefined && declared !== t) problem([...at, key], `${showValue(raw)} disagrees with "type" ${showValue(entry['type'])}`);
@@ -708,7 +709,9 @@ function declaredTransport({ entry, at, problem }: EntryCheck): 'stdio' | 'http'
 }
 
 /** Exactly one of `command` and `url`, agreeing with the declared transport; the transport the entry has. */
-function checkCommandOrUrl({ entry, at, problem }: EntryCheck, declared: 'stdio' | 'http' | 'sse' | undefined): 'stdio' | 'http' {
+function checkCommandOrUrl({ entry, at, problem }: EntryCheck, declared: WireTransport | undefined): 'stdio' | 'http' {
+  // A process-bound wire is spawned from a command; every other one is reached at a url.
+  const needsCommand = declared === undefined ? undefined : TRANSPORT_CAPABILITIES[declared].processBound;
   const hasCommand = Object.hasOwn(entry, 'command') && entry['command'] !== undefined;
   const hasUrl = Object.hasOwn(entry, 'url') && entry['url'] !== undefined;
   if (hasCommand && hasUrl) {
@@ -716,13 +719,16 @@ function checkCommandOrUrl({ entry, at, problem }: EntryCheck, declared: 'stdio'
   } else if (!hasCommand && !hasUrl) {
     problem(
       at,
-      declared === undefined || declared === 'stdio'
+      needsCommand !== false
         ? `needs "command" (a stdio server) or "url" (a Streamable HTTP server)`
         : `is type ${showValue(entry['type'] ?? entry['transport'])} and needs a "url"`,
     );
-  } else if (declared === 'stdio' && hasUrl) {
-    problem([...at, Object.hasOwn(entry, 'type') ? 'type' : 'transport'], `"stdio" needs "command", but this server has a "url"`);
-  } else if ((declared === 'http' || declared === 'sse') && hasCommand) {
+  } else if (needsCommand === true && hasUrl) {
+    problem(
+      [...at, Object.hasOwn(entry, 'type') ? 'type' : 'transport'],
+      `${showValue(entry['type'] ?? entry['transport'])} needs "command", but this server has a "url"`,
+    );
+  } else if (needsCommand === false && hasCommand) {
     problem(
       [...at, Object.hasOwn(entry, 'type') ? 'type' : 'transport'],
       `${showValue(entry['type'] ?? entry['transport'])} needs "url", but this server has a "command"`,
@@ -787,14 +793,15 @@ function folderPath(c: ServerCheckContext, p: string): string {
 }
 
 /** An HTTP server: url, headers, oauth. */
-function httpDefinition(ck: EntryCheck, declared: 'stdio' | 'http' | 'sse' | undefined): HttpDefinition {
+function httpDefinition(ck: EntryCheck, declared: WireTransport | undefined): HttpDefinition {
   const { entry, at, warn } = ck;
-  const def: HttpDefinition = { url: httpUrl(ck) };
+  const def: HttpDefinition = { url: httpUrl(ck, declared) };
   def.headers = stringMap(entry, 'headers', at, ck.problem, ck.expand) ?? {};
   const oauth = parseOAuthSettings(entry['oauth'], [...at, 'oauth'], ck.problem, warn, ck.expand);
   if (oauth !== undefined) def.oauth = oauth;
-  // `type: "sse"` names the deprecated HTTP+SSE transport: connect over it directly, no probe.
-  if (declared === 'sse') def.transport = 'sse';
+  // A declared wire other than the default (`type: "sse"`: the deprecated HTTP+SSE transport) is the one
+  // used, directly; the default keeps its fallback.
+  if (declared !== undefined && declared !== 'stdio' && declared !== DEFAULT_URL_WIRE) def.transport = declared;
   for (const k of ['args', 'env', 'cwd'] as const) {
     if (Object.hasOwn(entry, k)) warn([...at, k], 'is for stdio servers and is ignored on an HTTP server');
   }
@@ -802,7 +809,10 @@ function httpDefinition(ck: EntryCheck, declared: 'stdio' | 'http' | 'sse' | und
 }
 
 /** An http:// or https:// URL (quoted in a problem with its credentials redacted). */
-function httpUrl({ entry, at, problem, expand }: EntryCheck): string {
+function httpUrl({ entry, at, problem, expand }: EntryCheck, declared: WireTransport | undefined): string {
+  // A declared process wire with a url was refused already (checkCommandOrUrl): the url is checked as the default wire's.
+  const wire = declared === undefined || TRANSPORT_CAPABILITIES[declared].processBound ? DEFAULT_URL_WIRE : declared;
+  const schemes = TRANSPORT_CAPABILITIES[wire].urlSchemes;
   const raw = entry['url'];
   if (typeof raw !== 'string') {
     problem([...at, 'url'], `${showValue(raw)} is not a URL`);
@@ -815,8 +825,8 @@ function httpUrl({ entry, at, problem, expand }: EntryCheck): string {
   } catch {
     parsed = undefined;
   }
-  if (parsed === undefined || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
-    problem([...at, 'url'], `${JSON.stringify(redactUrl(u))} is not an http:// or https:// URL`);
+  if (parsed === undefined || !schemes.includes(parsed.protocol)) {
+    problem([...at, 'url'], `${JSON.stringify(redactUrl(u))} is not an ${schemes.map((x) => `${x}//`).join(' or ')} URL`);
     return '';
   }
   return u;

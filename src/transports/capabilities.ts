@@ -8,6 +8,12 @@
 /** The wire a connection uses: a process, Streamable HTTP, or the deprecated HTTP+SSE transport. */
 export type WireTransport = 'stdio' | 'streamable-http' | 'sse';
 
+/** A wire a server is reached on by its `url` (every wire but the process). */
+export type UrlWire = Exclude<WireTransport, 'stdio'>;
+
+/** The wire a `url` with no declared transport starts on (its `fallback` is tried when it is not that). */
+export const DEFAULT_URL_WIRE: UrlWire = 'streamable-http';
+
 export interface TransportCapabilities {
   /** How messages and reports name the wire. */
   label: string;
@@ -39,6 +45,8 @@ export interface TransportCapabilities {
    * and the one an era record may name to start on instead; null when there is none.
    */
   fallback: WireTransport | null;
+  /** The URL schemes a config file's `url` may use to reach it (none: it is spawned from a `command`). */
+  urlSchemes: readonly string[];
 }
 
 export const TRANSPORT_CAPABILITIES: Readonly<Record<WireTransport, Readonly<TransportCapabilities>>> = {
@@ -52,6 +60,7 @@ export const TRANSPORT_CAPABILITIES: Readonly<Record<WireTransport, Readonly<Tra
     serverSessions: false,
     legacyOnly: false,
     fallback: null,
+    urlSchemes: [],
   },
   'streamable-http': {
     label: 'Streamable HTTP',
@@ -63,6 +72,7 @@ export const TRANSPORT_CAPABILITIES: Readonly<Record<WireTransport, Readonly<Tra
     serverSessions: true,
     legacyOnly: false,
     fallback: 'sse',
+    urlSchemes: ['http:', 'https:'],
   },
   sse: {
     label: 'HTTP+SSE',
@@ -75,9 +85,13 @@ export const TRANSPORT_CAPABILITIES: Readonly<Record<WireTransport, Readonly<Tra
     serverSessions: false,
     legacyOnly: true,
     fallback: null,
+    urlSchemes: ['http:', 'https:'],
   },
 };
 
 export function capabilitiesOf(wire: WireTransport): Readonly<TransportCapabilities> {
   return TRANSPORT_CAPABILITIES[wire];
 }
+
+/** Every wire, in the table's order (what a config file may name). */
+export const WIRES = Object.keys(TRANSPORT_CAPABILITIES) as WireTransport[];

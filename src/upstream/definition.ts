@@ -1,5 +1,5 @@
 import type { OAuthSettings } from '../auth/settings.js';
-import type { WireTransport } from '../transports/capabilities.js';
+import { DEFAULT_URL_WIRE, type UrlWire, type WireTransport } from '../transports/capabilities.js';
 
 /** How a configured upstream is reached: a process to spawn, or a URL. */
 export interface StdioDefinition {
@@ -17,8 +17,8 @@ export interface StdioDefinition {
 export interface HttpDefinition {
   url: string;
   headers?: Record<string, string>;
-  /** Absent: Streamable HTTP (with the HTTP+SSE fallback). `sse`: the deprecated HTTP+SSE transport only. */
-  transport?: 'streamable-http' | 'sse';
+  /** Absent: the default URL wire, Streamable HTTP (with its HTTP+SSE fallback). Given: that wire only (`sse`: the deprecated HTTP+SSE transport). */
+  transport?: UrlWire;
   /** MCP authorization (OAuth): settings, or false for none (static headers only). Absent: discovered when asked. */
   oauth?: OAuthSettings | false;
 }
@@ -31,5 +31,5 @@ export function isStdioDefinition(def: ServerDefinition): def is StdioDefinition
 
 /** The wire a definition names: stdio for a command, else its declared HTTP transport (Streamable HTTP by default). */
 export function wireOf(def: ServerDefinition): WireTransport {
-  return isStdioDefinition(def) ? 'stdio' : (def.transport ?? 'streamable-http');
+  return isStdioDefinition(def) ? 'stdio' : (def.transport ?? DEFAULT_URL_WIRE);
 }

@@ -5,6 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, McpxError } from '../../src/errors.js';
 import { CANONICAL_PREFERENCES, PREFERENCE_ALIASES, type Preference } from '../../src/machines/preference.js';
 import { eraCacheKey } from '../../src/upstream/process-key.js';
+import { DEFAULT_URL_WIRE, TRANSPORT_CAPABILITIES, WIRES } from '../../src/transports/capabilities.js';
+import { wireOf } from '../../src/upstream/definition.js';
 import {
   assertConfigOk,
   dottedKey,
@@ -437,6 +439,25 @@ describe('errors name the file, the server and the key', () => {
       `config ${F}: mcpServers.remote.transport: "stdio" disagrees with "type" "http"`,
     ]);
     expect(one({ transport: 'Streamable-HTTP', url: 'http://127.0.0.1/mcp' }).errors).toEqual([]);
+  });
+
+  it('every wire of the transport table is a `type` a config may name, reached as the table says', () => {
+    for (const wire of WIRES) {
+      const caps = TRANSPORT_CAPABILITIES[wire];
+      const entry = caps.processBound ? { type: wire, command: 'x' } : { type: wire, url: `${caps.urlSchemes[0]}//127.0.0.1/mcp` };
+      const c = one(entry);
+      expect(c.errors, wire).toEqual([]);
+      const def = c.servers[0]!.definition;
+      // The default URL wire keeps its fallback (no pinned transport); any other is used as declared.
+      expect(wireOf(def), wire).toBe(wire);
+      expect('transport' in def, wire).toBe(!caps.processBound && wire !== DEFAULT_URL_WIRE);
+      expect(messages(one(caps.processBound ? { type: wire, url: 'http://127.0.0.1/mcp' } : { type: wire, command: 'x' }))[0], wire).toMatch(
+        caps.processBound ? /needs "command", but this server has a "url"/ : /needs "url", but this server has a "command"/,
+      );
+    }
+    expect(messages(one({ type: 'sse', url: 'ftp://127.0.0.1/mcp' }))).toEqual([
+      `config ${F}: mcpServers.remote.url: "ftp://127.0.0.1/mcp" is not an http:// or https:// URL`,
+    ]);
   });
 
   it('bad args, env, headers, url, cwd, disabled; env and header values never appear in messages', () => {
