@@ -19,9 +19,9 @@
  */
 import { chmodSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { basename, join, relative, sep } from 'node:path';
 import { readFile } from 'node:fs/promises';
-import { build, type BuildOptions, type Plugin } from 'esbuild';
+import { build, type BuildOptions, type Metafile, type Plugin } from 'esbuild';
 import { packageRoot } from '../src/package-info.js';
 
 /** Where the bundle goes, beside tsc's output of the same modules (the benchmarks and scripts import those). */
@@ -125,13 +125,76 @@ async function main(): Promise<void> {
     // inject(), which the daemon never calls. Left outside and not in the package (docs/packaging.md): the
     // package test runs the installed daemon without them.
     external: ['@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler', 'light-my-request', 'semver'],
-    plugins: [lazyRequires()],
+    plugins: [lazyRequires(), serveMainOutside()],
     metafile: true,
   });
-  writeFileSync(join(root, BUNDLE_META), JSON.stringify(result.metafile));
+  // The quick serve path (src/cli/serve-main.ts), a build of its own and one file: what a serve needs at
+  // its start is one module, not 26. What it may load later (the daemon starter) stays lazy, in the main
+  // build's chunks.
+  const serve = await build({
+    absWorkingDir: root,
+    entryPoints: { [SERVE_MAIN]: 'src/cli/serve-main.ts' },
+    outdir: out,
+    ...NODE_ESM,
+    splitting: false,
+    plugins: [lazyFromMainChunks(result.metafile, SERVE_LAZY)],
+    mainFields: ['module', 'main'],
+    minifyWhitespace: true,
+    minifySyntax: true,
+    keepNames: false,
+    sourcemap: 'linked',
+    metafile: true,
+  });
+  // One metafile for both (test/cli/bundle-chunks.test.ts holds every output to a path that loads it).
+  const meta = {
+    inputs: { ...result.metafile.inputs, ...serve.metafile.inputs },
+    outputs: { ...result.metafile.outputs, ...serve.metafile.outputs },
+  };
+  writeFileSync(join(root, BUNDLE_META), JSON.stringify(meta));
   chmodSync(join(out, 'main.js'), 0o755);
   await buildDemo(root);
   copyAssets(root);
+}
+
+/** The quick serve path's own bundle, beside the chunks (the package ships chunks/*.js). */
+const SERVE_MAIN = 'chunks/serve-main';
+
+/** What the quick serve path imports lazily and rarely: kept out of its file, loaded from the main build's chunk. */
+const SERVE_LAZY = ['src/cli/client.ts', 'src/cli/progress.ts'];
+
+/** A dynamic import of one of `sources` left to the main build's chunk of that module (a sibling in chunks/). */
+function lazyFromMainChunks(main: Metafile, sources: string[]): Plugin {
+  const chunkOf = new Map<string, string>();
+  for (const [file, o] of Object.entries(main.outputs)) if (o.entryPoint && sources.includes(o.entryPoint)) chunkOf.set(o.entryPoint, basename(file));
+  const missing = sources.filter((x) => !chunkOf.has(x));
+  if (missing.length > 0) throw new Error(`serve-main: the main build has no chunk of ${missing.join(', ')} (is it still imported lazily?)`);
+  return {
+    name: 'lazy-from-main-chunks',
+    setup(b) {
+      b.onResolve({ filter: /\.js$/ }, async (args) => {
+        if (args.kind !== 'dynamic-import' || args.pluginData === 'inner') return undefined;
+        const r = await b.resolve(args.path, { resolveDir: args.resolveDir, kind: args.kind, importer: args.importer, pluginData: 'inner' });
+        const chunk = chunkOf.get(
+          relative(b.initialOptions.absWorkingDir ?? process.cwd(), r.path)
+            .split(sep)
+            .join('/'),
+        );
+        return chunk === undefined ? undefined : { path: `./${chunk}`, external: true };
+      });
+    },
+  };
+}
+
+/** main.ts' import of ./serve-main.js left to the file the second build writes, not bundled into the chunks. */
+function serveMainOutside(): Plugin {
+  return {
+    name: 'serve-main-outside',
+    setup(b) {
+      b.onResolve({ filter: /^\.\/serve-main\.js$/ }, (args) =>
+        args.importer.endsWith(join('src', 'cli', 'main.ts')) ? { path: `./${SERVE_MAIN}.js`, external: true } : undefined,
+      );
+    },
+  };
 }
 
 /**

@@ -13,7 +13,9 @@ import type { ApiResponse, ClientOptions, DaemonClient, Target } from './client.
 import { table } from './format.js';
 
 /** A mistake in how the command was typed: exit 2. */
-export class UsageError extends Error {}
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
 
 /** What every command's registration gets. */
 export interface CliContext {

@@ -74,7 +74,7 @@ async function main(argv: string[]): Promise<number> {
     if (argv.length === 3 && argv[2] === 'daemon') await (await import('./run-daemon.js')).runDaemon({ flags: {} });
     // Likewise `mcpx serve` with the options a client's config gives it: a serve holds what it loads while its client runs.
     if (argv[2] === 'serve') {
-      const quick = (await import('./commands/serve.js')).quickServe(argv.slice(3), { entry: ENTRY, argv });
+      const quick = (await import('./serve-main.js')).quickServe(argv.slice(3), { entry: ENTRY, argv });
       if (quick) {
         await quick();
         return 0;
@@ -88,7 +88,8 @@ async function main(argv: string[]): Promise<number> {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
       return err.exitCode === 0 ? 0 : 2; // a usage error (or no command at all): commander already printed it
     }
-    if (err instanceof UsageError) {
+    // By name as well: the quick serve path is a bundle of its own, with its own copy of the class.
+    if (err instanceof UsageError || (err instanceof Error && err.name === 'UsageError')) {
       process.stderr.write(`mcpx: ${oneLine(err.message)}\n`);
       return 2;
     }

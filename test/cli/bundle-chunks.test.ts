@@ -221,6 +221,20 @@ describe.concurrent('each path through the binary to a lazily loaded chunk works
     }
   });
 
+  it('mcpx serve through commander (a command line its quick path leaves to it: an option given twice), to a real SDK client (2025-11-25)', async ({
+    expect,
+  }) => {
+    const caller = await stdioCaller('legacy', { env: recording('mcpx serve (commander)', main.env), args: ['--servers', 'web', '--servers', 'dual'] });
+    try {
+      // commander keeps the last value: only dual is shown.
+      expect((await caller.listTools()).tools.map((t) => t['name'])).toEqual(expect.arrayContaining(['dual__echo']));
+      expect((await caller.listTools()).tools.map((t) => t['name']).some((n) => String(n).startsWith('web__'))).toBe(false);
+      expect(textOf(await caller.callTool('dual__echo', { text: 'commander' }))).toMatch(/^commander \(from dual, era=\w+\)$/);
+    } finally {
+      await caller.close();
+    }
+  });
+
   it('/mcp on the TCP port with the token, to a real SDK client (2025-11-25)', async ({ expect }) => {
     const caller = await httpCaller('legacy', { url: `http://127.0.0.1:${main.port}/mcp/dual`, token: main.token });
     try {

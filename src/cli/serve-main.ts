@@ -1,0 +1,8 @@
+/**
+ * `mcpx serve` as a client's config starts it (main.ts' quick path): built into one file of its own
+ * (scripts/bundle.ts), not split into the chunks the other commands share. A serve stays up as long as
+ * its client, once per client a person runs; loading two dozen chunks at its start was enough work in
+ * node's module loader to make V8 optimise node's path code, paging in V8's optimising compiler (about
+ * 3 MiB of every serve's resident memory, before its client sent anything).
+ */
+export { quickServe } from './commands/serve.js';
