@@ -7,6 +7,7 @@
  */
 import type { CatalogRecord, EraRecord } from './records.js';
 import { isObject } from '../is-object.js';
+import { URL_WIRES } from '../transports/capabilities.js';
 
 /** A date: leap days only in leap years (as zod's `z.iso.datetime`). */
 const DATE = String.raw`(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))`;
@@ -50,7 +51,7 @@ export function eraRecordOf(v: unknown): EraRecord | undefined {
   const { era, version, at, source } = v;
   if (!oneOf(era, ['legacy', 'modern']) || !nonEmptyString(version) || !isIsoDateTime(at) || !nonEmptyString(source)) return undefined;
   const out: Record<string, unknown> = { era, version, at, source };
-  if (!optional(v, out, 'transport', (t) => oneOf(t, ['streamable-http', 'sse']))) return undefined;
+  if (!optional(v, out, 'transport', (t) => oneOf(t, URL_WIRES))) return undefined;
   if (!optional(v, out, 'initialize', (t) => t === 'refused')) return undefined;
   return out as unknown as EraRecord;
 }

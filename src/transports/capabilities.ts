@@ -95,3 +95,6 @@ export function capabilitiesOf(wire: WireTransport): Readonly<TransportCapabilit
 
 /** Every wire, in the table's order (what a config file may name). */
 export const WIRES = Object.keys(TRANSPORT_CAPABILITIES) as WireTransport[];
+
+/** The wires reached at a URL (what an era record may name as the wire it settled on). */
+export const URL_WIRES = WIRES.filter((w) => !TRANSPORT_CAPABILITIES[w].processBound) as UrlWire[];

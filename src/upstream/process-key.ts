@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import stringify from 'safe-stable-stringify';
 import { McpxError } from '../errors.js';
+import { DEFAULT_URL_WIRE } from '../transports/capabilities.js';
 
 /** The fields of a server definition that matter here; anything else it carries is ignored. */
 export interface ProcessDefinitionInput {
@@ -63,7 +64,7 @@ export function processDefinition<T extends ProcessDefinitionInput>(def: T): Pro
       data: def.transport === undefined ? {} : { transport: def.transport },
     });
   }
-  return { transport: def.transport ?? 'streamable-http', url: def.url, headers: { ...(def.headers ?? {}) } };
+  return { transport: def.transport ?? DEFAULT_URL_WIRE, url: def.url, headers: { ...(def.headers ?? {}) } };
 }
 
 /** Keys already computed, per definition object: a pool hands the same definition to every instance it starts. */
