@@ -47,6 +47,31 @@ const NODE_ESM = {
   logLevel: 'warning',
 } as const satisfies BuildOptions;
 
+/** The binary's builds (the main one and serve's own): NODE_ESM, and how the binary is bundled. */
+const BINARY = {
+  ...NODE_ESM,
+  // Packages' ES builds: jsonc-parser's "main" is a UMD build whose require()s a bundler cannot follow.
+  mainFields: ['module', 'main'],
+  // Smaller files parse faster. Identifiers are not minified, so functions and classes keep the names
+  // their source gives them, which stack traces and errors' `name` show.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  // Off: keepNames wraps every function a bundled module creates in a call that redefines its `name`,
+  // closures made per request included; measured, that cost the daemon a fifth of its CPU per call
+  // (about 290 → 230 µs at 16 in flight) and about 10 ms of its start. Without it esbuild still renames
+  // a symbol that collides with another in its chunk, and a class that names itself inside its body
+  // (`var X = class _X`), so mcpx's classes whose name shows (its errors) must do neither;
+  // test/cli/bundle.test.ts holds the errors' names to their source.
+  keepNames: false,
+  sourcemap: 'linked',
+  // fastify requires its JSON Schema compilers only when a route declares a schema (none does); bundled,
+  // ajv would be parsed at every daemon start. light-my-request likewise: fastify requires it only for
+  // inject(), which the daemon never calls. Left outside and not in the package (docs/packaging.md): the
+  // package test runs the installed daemon without them.
+  external: ['@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler', 'light-my-request', 'semver'],
+  metafile: true,
+} as const satisfies BuildOptions;
+
 /**
  * Top-level require()s in packages' files, of modules only some code paths call, made lazy: each becomes
  * an object that requires the module on its first property read. Starts loaded them for nothing (about
@@ -105,28 +130,8 @@ async function main(): Promise<void> {
     absWorkingDir: root,
     entryPoints: { main: 'src/cli/main.ts' },
     outdir: out,
-    ...NODE_ESM,
-    // Packages' ES builds: jsonc-parser's "main" is a UMD build whose require()s a bundler cannot follow.
-    mainFields: ['module', 'main'],
-    // Smaller files parse faster. Identifiers are not minified, so functions and classes keep the names
-    // their source gives them, which stack traces and errors' `name` show.
-    minifyWhitespace: true,
-    minifySyntax: true,
-    // Off: keepNames wraps every function a bundled module creates in a call that redefines its `name`,
-    // closures made per request included; measured, that cost the daemon a fifth of its CPU per call
-    // (about 290 → 230 µs at 16 in flight) and about 10 ms of its start. Without it esbuild still renames
-    // a symbol that collides with another in its chunk, and a class that names itself inside its body
-    // (`var X = class _X`), so mcpx's classes whose name shows (its errors) must do neither;
-    // test/cli/bundle.test.ts holds the errors' names to their source.
-    keepNames: false,
-    sourcemap: 'linked',
-    // fastify requires its JSON Schema compilers only when a route declares a schema (none does); bundled,
-    // ajv would be parsed at every daemon start. light-my-request likewise: fastify requires it only for
-    // inject(), which the daemon never calls. Left outside and not in the package (docs/packaging.md): the
-    // package test runs the installed daemon without them.
-    external: ['@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler', 'light-my-request', 'semver'],
+    ...BINARY,
     plugins: [lazyRequires(), serveMainOutside()],
-    metafile: true,
   });
   // The quick serve path (src/cli/serve-main.ts), a build of its own and one file: what a serve needs at
   // its start is one module, not 26. What it may load later (the daemon starter) stays lazy, in the main
@@ -135,15 +140,9 @@ async function main(): Promise<void> {
     absWorkingDir: root,
     entryPoints: { [SERVE_MAIN]: 'src/cli/serve-main.ts' },
     outdir: out,
-    ...NODE_ESM,
+    ...BINARY,
     splitting: false,
     plugins: [lazyFromMainChunks(result.metafile, SERVE_LAZY)],
-    mainFields: ['module', 'main'],
-    minifyWhitespace: true,
-    minifySyntax: true,
-    keepNames: false,
-    sourcemap: 'linked',
-    metafile: true,
   });
   // One metafile for both (test/cli/bundle-chunks.test.ts holds every output to a path that loads it).
   const meta = {

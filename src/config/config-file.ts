@@ -26,7 +26,7 @@ import type { PoolLimits, PoolServerConfig, Scope, Sharing } from '../pool/types
 import type { HttpDefinition, ServerDefinition, StdioDefinition } from '../upstream/definition.js';
 import { checkSettingsFile, closest, findSetting, homeFolder, SETTING_BLOCKS, showValue, type SettingPath } from './settings.js';
 import { isObject } from '../is-object.js';
-import { DEFAULT_URL_WIRE, TRANSPORT_CAPABILITIES, WIRES, type WireTransport } from '../transports/capabilities.js';
+import { capabilitiesOf, DEFAULT_URL_WIRE, WIRES, type UrlWire, type WireTransport } from '../transports/capabilities.js';
 
 /** How the file was found: `--config`, `MCPX_CONFIG`, walking up from the working directory, or the user config. */
 export type ConfigVia = 'flag' | 'env' | 'project' | 'user';
@@ -711,7 +711,7 @@ function declaredTransport({ entry, at, problem }: EntryCheck): WireTransport | 
 /** Exactly one of `command` and `url`, agreeing with the declared transport; the transport the entry has. */
 function checkCommandOrUrl({ entry, at, problem }: EntryCheck, declared: WireTransport | undefined): 'stdio' | 'http' {
   // A process-bound wire is spawned from a command; every other one is reached at a url.
-  const needsCommand = declared === undefined ? undefined : TRANSPORT_CAPABILITIES[declared].processBound;
+  const needsCommand = declared === undefined ? undefined : capabilitiesOf(declared).processBound;
   const hasCommand = Object.hasOwn(entry, 'command') && entry['command'] !== undefined;
   const hasUrl = Object.hasOwn(entry, 'url') && entry['url'] !== undefined;
   if (hasCommand && hasUrl) {
@@ -795,24 +795,24 @@ function folderPath(c: ServerCheckContext, p: string): string {
 /** An HTTP server: url, headers, oauth. */
 function httpDefinition(ck: EntryCheck, declared: WireTransport | undefined): HttpDefinition {
   const { entry, at, warn } = ck;
-  const def: HttpDefinition = { url: httpUrl(ck, declared) };
+  // The wire declared, else the default one (a declared process wire with a url was refused already: checkCommandOrUrl).
+  const wire: UrlWire = declared === undefined || capabilitiesOf(declared).processBound ? DEFAULT_URL_WIRE : (declared as UrlWire);
+  const def: HttpDefinition = { url: httpUrl(ck, wire) };
   def.headers = stringMap(entry, 'headers', at, ck.problem, ck.expand) ?? {};
   const oauth = parseOAuthSettings(entry['oauth'], [...at, 'oauth'], ck.problem, warn, ck.expand);
   if (oauth !== undefined) def.oauth = oauth;
   // A declared wire other than the default (`type: "sse"`: the deprecated HTTP+SSE transport) is the one
   // used, directly; the default keeps its fallback.
-  if (declared !== undefined && declared !== 'stdio' && declared !== DEFAULT_URL_WIRE) def.transport = declared;
+  if (wire !== DEFAULT_URL_WIRE) def.transport = wire;
   for (const k of ['args', 'env', 'cwd'] as const) {
     if (Object.hasOwn(entry, k)) warn([...at, k], 'is for stdio servers and is ignored on an HTTP server');
   }
   return def;
 }
 
-/** An http:// or https:// URL (quoted in a problem with its credentials redacted). */
-function httpUrl({ entry, at, problem, expand }: EntryCheck, declared: WireTransport | undefined): string {
-  // A declared process wire with a url was refused already (checkCommandOrUrl): the url is checked as the default wire's.
-  const wire = declared === undefined || TRANSPORT_CAPABILITIES[declared].processBound ? DEFAULT_URL_WIRE : declared;
-  const schemes = TRANSPORT_CAPABILITIES[wire].urlSchemes;
+/** A URL with one of the wire's schemes (quoted in a problem with its credentials redacted). */
+function httpUrl({ entry, at, problem, expand }: EntryCheck, wire: UrlWire): string {
+  const schemes = capabilitiesOf(wire).urlSchemes;
   const raw = entry['url'];
   if (typeof raw !== 'string') {
     problem([...at, 'url'], `${showValue(raw)} is not a URL`);

@@ -15,7 +15,7 @@
  */
 import { assign, enqueueActions, setup } from 'xstate';
 import type { ErrorCode } from '../errors.js';
-import { capabilitiesOf, TRANSPORT_CAPABILITIES, type WireTransport } from '../transports/capabilities.js';
+import { capabilitiesOf, WIRES, type WireTransport } from '../transports/capabilities.js';
 import { discoverParams, initializeParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import type { EraRecord } from '../upstream/era-cache.js';
 import { isForced, type SessionPreference } from './preference.js';
@@ -149,7 +149,7 @@ const caps = (context: SessionContext) => capabilitiesOf(context.wire);
 
 /** The wire that falls back to `wire` (Streamable HTTP for HTTP+SSE), if any. */
 function fallingBackTo(wire: WireTransport): WireTransport | undefined {
-  return (Object.keys(TRANSPORT_CAPABILITIES) as WireTransport[]).find((w) => TRANSPORT_CAPABILITIES[w].fallback === wire);
+  return WIRES.find((w) => capabilitiesOf(w).fallback === wire);
 }
 
 /** Where a session starts: the declared wire, or the fallback the era record says this server needs (unless forced). */

@@ -93,8 +93,8 @@ export function capabilitiesOf(wire: WireTransport): Readonly<TransportCapabilit
   return TRANSPORT_CAPABILITIES[wire];
 }
 
-/** Every wire, in the table's order (what a config file may name). */
+/** Every wire, in the table's order. */
 export const WIRES = Object.keys(TRANSPORT_CAPABILITIES) as WireTransport[];
 
 /** The wires reached at a URL (what an era record may name as the wire it settled on). */
-export const URL_WIRES = WIRES.filter((w) => !TRANSPORT_CAPABILITIES[w].processBound) as UrlWire[];
+export const URL_WIRES = WIRES.filter((w) => !capabilitiesOf(w).processBound) as UrlWire[];
