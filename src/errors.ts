@@ -244,3 +244,21 @@ export class ConfigError extends McpxError {
     this.problems = problems;
   }
 }
+
+/** An OAuth request (metadata, registration, token, refresh) that took longer than `oauth.requestTimeout`. */
+export class OAuthRequestTimeoutError extends McpxError {
+  constructor(where: string, ms: number) {
+    super('MCPX_OAUTH_FAILED', `${where} did not answer within ${ms % 1000 === 0 ? ms / 1000 : (ms / 1000).toFixed(1)} s (oauth.requestTimeout)`, {
+      data: { timeoutMs: ms },
+    });
+  }
+}
+
+/** An OAuth answer larger than `oauth.maxResponseBytes`: dropped unread. */
+export class OAuthResponseTooLargeError extends McpxError {
+  constructor(where: string, limit: number) {
+    super('MCPX_OAUTH_FAILED', `${where} answered more than ${limitText(limit)} (oauth.maxResponseBytes); the answer was dropped`, {
+      data: { limitBytes: limit },
+    });
+  }
+}

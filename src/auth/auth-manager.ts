@@ -19,6 +19,8 @@ export interface AuthManagerOptions {
   onSecrets?: (owner: string, secrets: string[]) => void;
   log?: { info(o: object, m?: string): void; warn(o: object, m?: string): void };
   loginTimeoutMs?: number;
+  /** `oauth.refreshBackoffMax`, read at each failed refresh. */
+  backoffMaxMs?: () => number;
 }
 
 export interface LoginView {
@@ -71,6 +73,7 @@ export class AuthManager {
         ...(this.opts.onChange ? { onChange: this.opts.onChange } : {}),
         onSecrets: (secrets) => this.opts.onSecrets?.(`oauth:${s.name}`, secrets),
         ...(this.opts.log ? { log: this.opts.log } : {}),
+        ...(this.opts.backoffMaxMs ? { backoffMaxMs: this.opts.backoffMaxMs } : {}),
       });
       this.servers.set(s.name, { auth, fingerprint, definition: def });
     }
@@ -182,6 +185,8 @@ export class AuthManager {
     // client is the config's: there is no registration of this server's to forget.
     const configured = Boolean(e.definition.oauth && e.definition.oauth.clientId);
     const client = options.forgetClient && !configured ? this.opts.store.clientOf(e.definition.url) : undefined;
+    // A refresh in flight is aborted and waited for first: its answer would otherwise store the tokens again.
+    await e.auth.forgetting();
     const forgotTokens = await this.opts.store.forgetTokens(e.definition.url);
     let forgotClient = false;
     if (client) {

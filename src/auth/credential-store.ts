@@ -3,7 +3,7 @@
  * server URL and authorization server). Written like the era cache — locked, merged with other writers,
  * atomic 0600 renames — and read by the daemon alone: nothing else ever shows what it holds.
  *
- *   {"version":1,"servers":{"client <issuer>":{...},"tokens <server url> <issuer>":{...}}}
+ *   {"version":1,"servers":{"client <issuer>":{...},"tokens <server url> <issuer>":{...},"as <issuer>":{...}}}
  */
 import { LockedJsonFile, type StateFileFormat, type StateFileOptions } from '../state/locked-json-file.js';
 import { isObject } from '../is-object.js';
@@ -63,7 +63,19 @@ export interface TokenRecord {
   client?: GrantClient;
 }
 
-export type CredentialRecord = ClientRecord | TokenRecord;
+/** What mcpx learned about an authorization server's ways, kept across logins, logouts and restarts. */
+export interface AuthorizationServerRecord {
+  kind: 'authorization-server';
+  issuer: string;
+  /**
+   * `omit`: it answered `invalid_scope` to a refresh that named the granted scope (some servers refuse `scope`
+   * on a refresh), so refreshes leave it out. Absent: refreshes send it (some servers need it).
+   */
+  refreshScope?: 'omit';
+  at: string;
+}
+
+export type CredentialRecord = ClientRecord | TokenRecord | AuthorizationServerRecord;
 
 const str = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
 const optStr = (v: unknown): boolean => v === undefined || typeof v === 'string';
@@ -88,6 +100,11 @@ function checkRecord(value: unknown): CredentialRecord | undefined {
       ...(Array.isArray(v['servers']) ? { servers: v['servers'] as string[] } : {}),
       at: v['at'],
     };
+  }
+  if (v['kind'] === 'authorization-server') {
+    if (!str(v['issuer']) || !str(v['at'])) return undefined;
+    if (v['refreshScope'] !== undefined && v['refreshScope'] !== 'omit') return undefined;
+    return { kind: 'authorization-server', issuer: v['issuer'], ...(v['refreshScope'] === 'omit' ? { refreshScope: 'omit' as const } : {}), at: v['at'] };
   }
   if (v['kind'] === 'tokens') {
     if (!str(v['server']) || !str(v['issuer']) || !str(v['accessToken']) || !str(v['tokenType']) || !str(v['authorizationServerUrl'])) return undefined;
@@ -137,6 +154,7 @@ const FORMAT: StateFileFormat<CredentialRecord> = {
 
 const clientKey = (issuer: string) => `client ${issuer}`;
 const tokenKey = (server: string, issuer: string) => `tokens ${server} ${issuer}`;
+const serverKey = (issuer: string) => `as ${issuer}`;
 
 export class CredentialStore extends LockedJsonFile<CredentialRecord> {
   private constructor(stateDir: string, opts: StateFileOptions) {
@@ -160,6 +178,16 @@ export class CredentialStore extends LockedJsonFile<CredentialRecord> {
 
   async forgetClient(issuer: string): Promise<void> {
     await this.delete(clientKey(issuer));
+  }
+
+  /** What is known about an authorization server's ways (see AuthorizationServerRecord). */
+  authorizationServer(issuer: string): AuthorizationServerRecord | undefined {
+    const r = this.get(serverKey(issuer));
+    return r?.kind === 'authorization-server' ? r : undefined;
+  }
+
+  async saveAuthorizationServer(record: AuthorizationServerRecord): Promise<void> {
+    await this.set(serverKey(record.issuer), record);
   }
 
   /** The stored client a server last logged in with (its tokens' issuer's, else one that lists the server). */

@@ -421,6 +421,26 @@ export const SETTINGS = [
       "Connections each loopback TCP listener (daemon.port, the page's) holds at once, further capped at half the process's descriptor limit; more are closed as soon as they are accepted. The Unix socket is not bounded.",
   }),
   setting({
+    path: 'oauth.requestTimeout',
+    codec: durationCodec(1),
+    default: 30_000,
+    description:
+      'How long one OAuth request (metadata, registration, token, refresh) may take, answer included; past it the request fails and a refresh is tried again later.',
+  }),
+  setting({
+    path: 'oauth.maxResponseBytes',
+    codec: integerCodec(1024),
+    default: 1024 * 1024,
+    description: 'The largest answer mcpx reads from an OAuth endpoint (metadata, registration, token); a larger one fails the request unread.',
+  }),
+  setting({
+    path: 'oauth.refreshBackoffMax',
+    codec: durationCodec(1),
+    default: 5 * 60_000,
+    description:
+      'After a failed refresh a credential waits before the next one: 1 s, then twice as long after each failure in a row, at most this. Calls in the wait fail at once with the last failure.',
+  }),
+  setting({
     path: 'log.level',
     codec: enumCodec(LOG_LEVELS),
     default: 'info' as LogLevel,

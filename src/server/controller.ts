@@ -163,7 +163,10 @@ export class Controller {
   }
 
   serverStatus(): ServerStatusView[] {
-    return serverStatus(orderedPools(this.cfg, this.registry));
+    return serverStatus(orderedPools(this.cfg, this.registry)).map((s) => {
+      const v = this.auth?.authorizer(s.server)?.view();
+      return v ? { ...s, auth: { state: v.state, ...(v.error ? { error: v.error } : {}), ...(v.unsaved ? { unsaved: v.unsaved } : {}) } } : s;
+    });
   }
 
   protocol(): { servers: ProtocolRow[] } {

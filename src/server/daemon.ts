@@ -15,6 +15,7 @@
  */
 import { AuthManager } from '../auth/auth-manager.js';
 import { CredentialStore } from '../auth/credential-store.js';
+import { setOAuthLimits } from '../auth/oauth-client.js';
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger as PinoLogger } from 'pino';
@@ -256,7 +257,10 @@ async function startController(p: ControllerParts): Promise<Controller> {
   const { settings, scrubber, logger, records, life } = p;
   // OAuth: the credentials of HTTP servers, kept and refreshed here alone (src/auth).
   const hub = new EventHub();
+  // Every OAuth request (discovery, registration, token, refresh) is timed and bounded by these, read per request.
+  setOAuthLimits(() => ({ timeoutMs: settings.get('oauth.requestTimeout'), maxBytes: settings.get('oauth.maxResponseBytes') }));
   const auth = new AuthManager({
+    backoffMaxMs: () => settings.get('oauth.refreshBackoffMax'),
     store: await CredentialStore.open(p.stateDir, { logger: logger.child({ component: 'credentials' }) }),
     onChange: (view) => hub.publish({ type: 'server.auth', ...view }),
     onSecrets: (owner, secrets) => scrubber.setDynamic(owner, secrets),

@@ -59,6 +59,7 @@ export interface ServerAuthEvent {
   expiresAt?: string;
   refreshable?: boolean;
   error?: string;
+  unsaved?: string;
 }
 
 export type DaemonEvent = PoolEvent | CallFinishedEvent | ConfigReloadedEvent | ConfigErrorEvent | SettingChangedEvent | CatalogChangedEvent | ServerAuthEvent;

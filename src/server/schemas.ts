@@ -136,6 +136,10 @@ export const authViewSchema = z
     refreshable: z.boolean().optional(),
     error: z.string().optional(),
     needsScopes: z.array(z.string()).optional().meta({ description: 'Scopes a 403 asked for that the authorization does not hold.' }),
+    unsaved: z
+      .string()
+      .optional()
+      .meta({ description: 'The renewed credential in use could not be written to credentials.json (why); a restart now would lose it. Saving is retried.' }),
   })
   .strict();
 export const authListSchema = z.object({ servers: z.array(authViewSchema) }).strict();
@@ -287,6 +291,10 @@ export const statusSchema = z.object({
         z.object({ lane: laneSchema, max: z.number().int(), instances: z.number().int(), state: z.string().optional(), reason: z.string().optional() }),
       ),
       instances: z.array(instanceSchema),
+      auth: z
+        .object({ state: z.enum(['none', 'needed', 'authorized', 'failed']), error: z.string().optional(), unsaved: z.string().optional() })
+        .optional()
+        .meta({ description: "An HTTP server's authorization (as /v1/auth says), when it can use one." }),
     }),
   ),
 });

@@ -153,7 +153,10 @@ export abstract class HttpChannelBase<C = unknown> extends ChannelBase<C> {
     for (let attempt = 0; ; attempt++) {
       const sent = await auth.headers();
       const res = await request(url, { ...options, headers: { ...options.headers, ...sent }, dispatcher: this.dispatcher });
-      if (!isAuthStatus(res.statusCode)) return res;
+      if (!isAuthStatus(res.statusCode)) {
+        auth.accepted?.(sent);
+        return res;
+      }
       const retry = await auth.challenged({ status: res.statusCode, wwwAuthenticate: headerValue(res.headers, 'www-authenticate'), sent });
       if (!retry || attempt > 0 || !replayable || this.isClosed) return res;
       await res.body.dump().catch(() => undefined);

@@ -21,6 +21,8 @@ export interface RequestAuthorizer {
    * credential is ready); a request is retried at most once.
    */
   challenged(challenge: AuthChallenge): Promise<boolean>;
+  /** A request with these headers was not refused (the credential works). */
+  accepted?(sent: Readonly<Record<string, string>>): void;
   /** What a refused caller should do, for the error message (e.g. "run `mcpx login NAME`"). */
   hint?(status: number): string | undefined;
   /** Credential values to keep out of every error text. */

@@ -499,6 +499,7 @@ export const UI_SCRIPT = String.raw`'use strict';
       if (s.legacyLane) b.appendChild(badge('legacy lane ' + s.legacyLane.state));
       b.appendChild(badge(s.transport));
       if (s.auth) b.appendChild(badge(s.auth.state === 'authorized' ? 'authorized' + (s.auth.expiresAt ? ' until ' + s.auth.expiresAt : '') : s.auth.state === 'needed' ? 'needs login: mcpx login ' + s.server : s.auth.state === 'failed' ? 'authorization failed: ' + (s.auth.error || '') : 'no authorization', 'auth auth-' + s.auth.state));
+      if (s.auth && s.auth.unsaved) b.appendChild(badge('credential not saved: ' + s.auth.unsaved, 'auth auth-unsaved'));
       var probe = selectedProbe(s);
       var path = probe ? probePath(probe, state.charts.session) : null;
       staleBanner(sec, s);

@@ -37,7 +37,7 @@ export interface UiServer extends ProtocolRow {
   stale: StaleNote | null;
   probes: ProbeRecord[];
   /** OAuth (HTTP servers that may use it): needed, authorized until when, or why it failed; never a token. */
-  auth: { state: string; scopes?: string[]; expiresAt?: string; error?: string } | null;
+  auth: { state: string; scopes?: string[]; expiresAt?: string; error?: string; unsaved?: string } | null;
 }
 
 export interface UiState {
@@ -84,6 +84,7 @@ function authOf(controller: Controller, server: string): UiServer['auth'] {
     ...(v.scopes ? { scopes: v.scopes } : {}),
     ...(v.expiresAt ? { expiresAt: v.expiresAt } : {}),
     ...(v.error ? { error: v.error } : {}),
+    ...(v.unsaved ? { unsaved: v.unsaved } : {}),
   };
 }
 

@@ -33,6 +33,7 @@ export function register(program: Command, cli: CliContext): void {
       for (const s of body.servers) {
         if (s.error) out(`${s.server}: ${s.error}`);
         else if (s.state === 'needed') out(`${s.server}: run \`mcpx login ${s.server}\``);
+        if (s.unsaved) out(`${s.server}: ${s.unsaved}`);
         if (s.needsScopes?.length) out(`${s.server}: needs more scope (${s.needsScopes.join(' ')}): run \`mcpx login ${s.server}\``);
       }
     }),

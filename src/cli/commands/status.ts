@@ -32,6 +32,14 @@ export function register(program: Command, cli: CliContext): void {
         out('');
         out(table(['SERVER', 'INSTANCE', 'LANE', 'PID', 'SCOPE KEY', 'HOLDERS', 'ERA', 'STATE', 'UPTIME'], rows));
       }
+      const authNotes = body.servers.flatMap((s) => [
+        ...(s.auth?.state === 'failed' && s.auth.error ? [`${s.server}: authorization: ${s.auth.error}`] : []),
+        ...(s.auth?.unsaved ? [`${s.server}: ${s.auth.unsaved}`] : []),
+      ]);
+      if (authNotes.length > 0) {
+        out('');
+        for (const n of authNotes) out(n);
+      }
     }),
   );
 }
