@@ -58,6 +58,9 @@ const NAMES: Record<string, { env: string; flag: string; envAliases?: string[]; 
   'daemon.host': { env: 'MCPX_DAEMON_HOST', flag: '--daemon-host' },
   'daemon.auth': { env: 'MCPX_DAEMON_AUTH', flag: '--daemon-auth' },
   'daemon.maxConnections': { env: 'MCPX_DAEMON_MAX_CONNECTIONS', flag: '--daemon-max-connections' },
+  'oauth.requestTimeout': { env: 'MCPX_OAUTH_REQUEST_TIMEOUT', flag: '--oauth-request-timeout' },
+  'oauth.maxResponseBytes': { env: 'MCPX_OAUTH_MAX_RESPONSE_BYTES', flag: '--oauth-max-response-bytes' },
+  'oauth.refreshBackoffMax': { env: 'MCPX_OAUTH_REFRESH_BACKOFF_MAX', flag: '--oauth-refresh-backoff-max' },
   'log.level': { env: 'MCPX_LOG_LEVEL', flag: '--log-level' },
 };
 
@@ -85,6 +88,9 @@ const SAMPLE: Record<string, [string, unknown]> = {
   'daemon.host': ['::1', '::1'],
   'daemon.auth': ['none', 'none'],
   'daemon.maxConnections': ['64', 64],
+  'oauth.requestTimeout': ['2s', 2_000],
+  'oauth.maxResponseBytes': ['65536', 65_536],
+  'oauth.refreshBackoffMax': ['1m', 60_000],
   'log.level': ['DEBUG', 'debug'],
 };
 
@@ -153,6 +159,9 @@ describe('declarations', () => {
       'daemon.host': '127.0.0.1',
       'daemon.auth': 'token',
       'daemon.maxConnections': 1024,
+      'oauth.requestTimeout': 30_000,
+      'oauth.maxResponseBytes': 1_048_576,
+      'oauth.refreshBackoffMax': 300_000,
       'log.level': 'info',
     });
     for (const e of s.list()) expect(e.source).toBe('default');
