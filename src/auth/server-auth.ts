@@ -200,6 +200,10 @@ export class ServerAuth implements RequestAuthorizer {
     this.renewedFor401 = undefined;
     this.failures = 0;
     this.retryAt = 0;
+    if (this.lastError !== undefined) {
+      this.lastError = undefined;
+      this.changed();
+    }
   }
 
   hint(status: number): string | undefined {

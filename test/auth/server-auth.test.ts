@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseChallenge, scopeIncludes, scopeUnion } from '../../src/auth/challenge.js';
 import { CredentialStore, type TokenRecord } from '../../src/auth/credential-store.js';
-import { refreshMargin, ServerAuth, type AuthClock } from '../../src/auth/server-auth.js';
+import { refreshBackoff, refreshMargin, ServerAuth, type AuthClock } from '../../src/auth/server-auth.js';
 
 class FakeClock implements AuthClock {
   t = 1_000_000_000_000;
@@ -226,6 +226,69 @@ describe('ServerAuth', () => {
     expect(a.missingScopes()).toEqual(['mcp:write']);
     expect(a.stepUpScope()).toBe('mcp:basic mcp:write');
     expect(a.hint(403)).toContain('needs more scope (mcp:write)');
+  });
+
+  it('a failed refresh backs off per credential: 1 s, 2 s, 4 s, at most oauth.refreshBackoffMax; a success ends it', async () => {
+    expect([1, 2, 3, 4, 10].map((n) => refreshBackoff(n, 5_000))).toEqual([1_000, 2_000, 4_000, 5_000, 5_000]);
+    await seed(20, { expiresAt: clock.t - 1 });
+    ts.mode = { error: 'temporarily_unavailable' };
+    const a = (auth = new ServerAuth({ name: 'remote', url: SERVER_URL, settings: {}, store, clock, backoffMaxMs: () => 3_000 }));
+    await a.refresh(); // the start-up tick's, or this one
+    const after1 = ts.presented.length;
+    expect(after1).toBe(1);
+    expect(await a.refresh()).toBeUndefined(); // inside the first second: no request
+    expect(ts.presented.length).toBe(1);
+    expect(a.view().error).toMatch(/the last refresh failed/);
+    clock.t += 1_000;
+    await a.refresh();
+    expect(ts.presented.length).toBe(2);
+    clock.t += 1_999; // the second wait is 2 s
+    await a.refresh();
+    expect(ts.presented.length).toBe(2);
+    clock.t += 1;
+    await a.refresh();
+    expect(ts.presented.length).toBe(3);
+    clock.t += 3_000; // capped at 3 s
+    ts.mode = { expiresIn: 60 };
+    expect((await a.refresh())?.accessToken).toBe('access-1');
+    expect(a.view().state).toBe('authorized');
+  });
+
+  it('a token fresh from a 401-driven refresh and refused at once is not renewed again; a request it passes ends that', async () => {
+    await seed(3600);
+    const a = make();
+    const refused = (token: string) =>
+      a.challenged({ status: 401, wwwAuthenticate: 'Bearer error="invalid_token"', sent: { authorization: `Bearer ${token}` } });
+    expect(await refused('access-0')).toBe(true); // one refresh, then the request once more
+    expect(ts.presented).toEqual(['refresh-0']);
+    expect(await refused('access-1')).toBe(false); // the fresh one refused at once: no rotation
+    expect(ts.presented).toHaveLength(1);
+    expect(a.view().error).toMatch(/refused a token fresh from the authorization server/);
+    expect(await refused('access-1')).toBe(false); // still waiting: no request
+    expect(ts.presented).toHaveLength(1);
+    clock.t += 1_000;
+    expect(await refused('access-1')).toBe(true); // after the wait, one more try
+    expect(ts.presented).toHaveLength(2);
+    a.accepted({ authorization: 'Bearer access-2' }); // the server took it: it was not refusing every token
+    expect(a.view().error).toBeUndefined();
+    expect(await refused('access-2')).toBe(true); // a later 401 refreshes at once again
+    expect(ts.presented).toHaveLength(3);
+  });
+
+  it('a logout aborts the refresh in flight: what it brings back is never stored', async () => {
+    await seed(3600);
+    ts.delayMs = 60_000;
+    const a = make();
+    const pending = a.refresh();
+    await new Promise<void>((r) => {
+      const t = setInterval(() => ts.presented.length > 0 && (clearInterval(t), r()), 5);
+    });
+    await a.forgetting();
+    await store.forgetTokens(SERVER_URL);
+    a.forgotten();
+    expect(await pending).toBeUndefined();
+    expect(store.tokens(SERVER_URL)).toBeUndefined();
+    expect(a.view().state).toBe('none');
   });
 });
 
