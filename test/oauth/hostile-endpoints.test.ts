@@ -179,7 +179,9 @@ describe('logout during a refresh (issue 37 item 5)', () => {
     const out = await mcpx(['logout', 'p1'], { env: s.env, timeoutMs: 30_000 });
     expect(out.code, out.stderr).toBe(0);
     expect(out.stdout).toMatch(/p1/);
-    // Whatever the endpoint answers now comes too late.
+    // Whatever the endpoint answers now comes too late (a refresh the waiting call may start on its way out is
+    // answered at once: it must not be kept either).
+    s.as.token = { kind: 'ok' };
     s.as.release();
     const r = await pending;
     expect(r.ok).toBe(false);
