@@ -299,7 +299,8 @@ export class ServerAuth implements RequestAuthorizer {
       } else {
         // The network or the server failed: the credential stays; the next refresh waits (1 s, doubling).
         const wait = this.failed(`the last refresh failed: ${(err as Error).message}`.slice(0, 300));
-        this.opts.log?.warn({ server: this.name, error: (err as Error).message, retryInMs: wait }, 'a token refresh failed; will try again');
+        // Cut: the SDK quotes an unreadable answer's whole body in its message.
+        this.opts.log?.warn({ server: this.name, error: (err as Error).message.slice(0, 300), retryInMs: wait }, 'a token refresh failed; will try again');
       }
       return undefined;
     }
