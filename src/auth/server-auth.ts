@@ -269,8 +269,12 @@ export class ServerAuth implements RequestAuthorizer {
         fetchFn: oauthFetchWith(signal),
       });
     // The granted scope goes with the refresh (Microsoft Entra gives a token for another scope without it),
-    // unless this authorization server refused it before (some refuse `scope` on a refresh).
-    const scope = r.scope && this.opts.store.authorizationServer(r.issuer)?.refreshScope !== 'omit' ? r.scope : undefined;
+    // unless this authorization server refused it before (some refuse `scope` on a refresh). `offline_access`,
+    // which a token answer never lists, is named as the authorization asked for it (the server offers it): some
+    // servers issue no new refresh token to a refresh that leaves it out.
+    const offline = Array.isArray(r.metadata['scopes_supported']) && r.metadata['scopes_supported'].includes('offline_access');
+    const granted = offline ? scopeUnion(r.scope, 'offline_access') : r.scope;
+    const scope = r.scope && this.opts.store.authorizationServer(r.issuer)?.refreshScope !== 'omit' ? granted : undefined;
     let tokens: Awaited<ReturnType<typeof sdk.refreshAuthorization>>;
     try {
       try {

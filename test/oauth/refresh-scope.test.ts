@@ -47,7 +47,8 @@ describe.skipIf(chromiumMissing !== undefined)(`the scope on a refresh${chromium
     console.log(`require: refresh scopes sent ${JSON.stringify(stats.refreshScopes)}; errors ${JSON.stringify(stats.tokenErrors)}`);
     expect(stats.tokenErrors['refresh_token']).toBeUndefined();
     expect(stats.refreshScopes.length).toBeGreaterThanOrEqual(2);
-    for (const s of stats.refreshScopes) expect(s).toBe('mcp:tools');
+    // The granted scope, with offline_access (offered by the server, asked for by the login; never in a token answer).
+    for (const s of stats.refreshScopes) expect(s).toBe('mcp:tools offline_access');
     // The login's token has expired by now: this call runs on a refreshed one.
     expect((await whoami(rig)).scopes).toContain('mcp:tools');
     const view = JSON.parse((await rig.mcpx(['auth', 'protected', '--json'])).stdout).servers[0];
@@ -60,7 +61,7 @@ describe.skipIf(chromiumMissing !== undefined)(`the scope on a refresh${chromium
     let stats = await rig.as.stats();
     console.log(`refuse: refresh scopes sent ${JSON.stringify(stats.refreshScopes)}; errors ${JSON.stringify(stats.tokenErrors)}`);
     expect(stats.tokenErrors['refresh_token']).toEqual({ invalid_scope: 1 });
-    expect(stats.refreshScopes[0]).toBe('mcp:tools');
+    expect(stats.refreshScopes[0]).toBe('mcp:tools offline_access');
     expect(stats.refreshScopes.slice(1).every((s) => s === null)).toBe(true);
     const remembered = rig.credentials().find((r) => (r.kind as string) === 'authorization-server' && r.issuer === rig.as.issuer);
     expect(remembered?.['refreshScope']).toBe('omit');
