@@ -22,6 +22,7 @@ import type { JsonRpcNotification, JsonRpcRequest } from '../transports/types.js
 import { FORWARDED_METHODS, isForwardedMethod } from './forwarded-methods.js';
 import { ToolHeaders } from './tool-headers.js';
 import { isObject } from '../is-object.js';
+import { withUpstreamExtensions } from '../protocol/extensions.js';
 
 /** One `notifications/progress` the upstream sent for a request, as its caller sees it. */
 export interface ProgressUpdate {
@@ -279,7 +280,7 @@ export class RequestClient {
                 era,
                 version,
                 current,
-                opts.relay?.capabilities ?? this.link.capabilitiesWithoutRelay,
+                opts.relay ? withUpstreamExtensions(opts.relay.capabilities) : this.link.capabilitiesWithoutRelay,
                 token === undefined ? undefined : { progressToken: token },
               ),
               {
