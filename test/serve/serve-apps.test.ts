@@ -37,7 +37,7 @@ describe('MCP Apps through mcpx serve and /mcp', () => {
       gated: nodeServer(GATED_SERVER),
       gatedlegacy: nodeServer(GATED_SERVER, [], { protocol: 'prefer-initialize' }),
     };
-    d = await startServeDaemon('mcpx-serve-apps-', servers as Record<string, ServerEntry>);
+    d = await startServeDaemon('mcpx-serve-apps-', servers as unknown as Record<string, ServerEntry>);
   }, 60_000);
   afterAll(async () => {
     for (const c of open) await c.close().catch(() => undefined);
