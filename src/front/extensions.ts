@@ -61,7 +61,9 @@ export function offeredTo(declared: Extensions, servers: readonly ServerCatalog[
 export function declareExtensions(server: Server, known: (callerProtocol: string | undefined) => Promise<readonly ServerCatalog[]>): void {
   const withOffer = async (result: Record<string, unknown>, declared: Extensions, callerProtocol: string | undefined) => {
     if (Object.keys(declared).length === 0) return result;
-    const extensions = offeredTo(declared, await known(callerProtocol));
+    // What the catalogue knows; should it fail, the handshake still goes on with mcpx's own offer.
+    const servers = await known(callerProtocol).catch(() => []);
+    const extensions = offeredTo(declared, servers);
     if (Object.keys(extensions).length === 0) return result;
     const caps = isObject(result['capabilities']) ? result['capabilities'] : {};
     return { ...result, capabilities: { ...caps, extensions: { ...extensionsOf(caps), ...extensions } } };

@@ -235,7 +235,11 @@ function handleCompletion(f: FrontScope): void {
       target = p?.server;
       if (p) upstreamRef = { ...ref, name: p.original };
     } else if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
-      target = v.serverForTemplate(ref.uri) ?? v.serverForUri(ref.uri);
+      // A `ui://` template mcpx made distinct goes to its server as the server wrote it.
+      const routed = v.ui.route(ref.uri);
+      const ui = routed && v.shows(routed.server) ? routed : undefined;
+      target = ui?.server ?? v.serverForTemplate(ref.uri) ?? v.serverForUri(ref.uri);
+      if (ui) upstreamRef = { ...ref, uri: ui.uri };
     }
     if (!target) return { completion: { values: [], hasMore: false } } as never;
     const params = { ...req.params, ref: upstreamRef };
