@@ -138,6 +138,8 @@ describe('MCP Apps through mcpx serve and /mcp', () => {
     const l = await legacy(UI_CAPS);
     expect(l.getServerCapabilities()?.['extensions']).toEqual({ [UI_EXTENSION]: {} });
     expect(byName((await l.listTools()).tools as Tool[]).has('pdf__read_pdf_bytes')).toBe(true);
+    // A legacy caller's app calls by bare name too.
+    expect(JSON.stringify(await l.callTool({ name: 'list_pdfs', arguments: {} }))).toContain('paper.pdf');
 
     // A caller that declared nothing: no extensions, and no app-only tools offered to its model.
     const plain = await legacy({});
