@@ -14,6 +14,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { McpxError } from '../errors.js';
+import { isObject } from '../is-object.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { Lane } from '../machines/preference.js';
 import type { ServerPool } from '../pool/server-pool.js';
@@ -135,7 +136,8 @@ export class Catalog {
           record = await this.list(server, key, pool, ctx);
           source = 'live';
         }
-        return { server, lane, source, at: record.at, ...pick(record) };
+        const extensions = record.capabilities?.['extensions'];
+        return { server, lane, source, at: record.at, ...pick(record), ...(isObject(extensions) ? { extensions } : {}) };
       });
     } catch (err) {
       const e: { code: string; message: string; data?: Record<string, unknown> } =
@@ -169,6 +171,9 @@ export class Catalog {
       resources: resources!,
       resourceTemplates: resourceTemplates!,
     };
+    // The extensions it offers (SEP-2133), which mcpx declares to callers that declare them too.
+    const extensions = (pool.upstreamInfo(pool.laneFor(listCtx))?.capabilities as { extensions?: unknown } | undefined)?.extensions;
+    if (isObject(extensions) && Object.keys(extensions).length > 0) record.capabilities = { extensions };
     const before = this.known(key);
     this.memory.set(key, record);
     this.confirmed.add(key);

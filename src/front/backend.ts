@@ -26,6 +26,8 @@ export interface ServerCatalog {
   resources: CatalogItem[];
   resourceTemplates: CatalogItem[];
   error?: { code: string; message: string; data?: Record<string, unknown> };
+  /** The extensions the server offers (its `capabilities.extensions`, SEP-2133), when it offers any. */
+  extensions?: Record<string, unknown>;
 }
 
 export interface CatalogView {
@@ -120,8 +122,8 @@ export interface AskBackend {
 }
 
 export interface FrontBackend {
-  /** What every configured server offers for this caller (starting servers that have no catalogue yet). */
-  catalog(ctx: RelayContext): Promise<CatalogView>;
+  /** What every configured server offers for this caller (starting servers that have no catalogue yet; `knownOnly`: starting none). */
+  catalog(ctx: RelayContext, opts?: { knownOnly?: boolean }): Promise<CatalogView>;
   /** Runs one request on one server; rejects with a RelayError. */
   request(server: string, method: RelayedMethod, params: Record<string, unknown>, ctx: RelayContext): Promise<Record<string, unknown>>;
   /** Changes callers should hear about (list_changed); returns the unsubscribe function. */

@@ -36,8 +36,13 @@ export class ControllerBackend implements FrontBackend {
     return clean === text ? value : (JSON.parse(clean) as T);
   }
 
-  async catalog(ctx: RelayContext): Promise<CatalogView> {
-    return this.scrubbed(await this.controller.catalog.view(callContext(ctx), ctx.onProgress ? { onProgress: ctx.onProgress } : {}));
+  async catalog(ctx: RelayContext, opts: { knownOnly?: boolean } = {}): Promise<CatalogView> {
+    return this.scrubbed(
+      await this.controller.catalog.view(callContext(ctx), {
+        ...(ctx.onProgress ? { onProgress: ctx.onProgress } : {}),
+        ...(opts.knownOnly ? { only: [] } : {}),
+      }),
+    );
   }
 
   async request(server: string, method: RelayedMethod, params: Record<string, unknown>, ctx: RelayContext): Promise<Record<string, unknown>> {

@@ -5,7 +5,9 @@
  */
 import { UriTemplate } from '@modelcontextprotocol/server';
 import type { CatalogItem, CatalogView, FrontBackend, RelayContext, ServerCatalog } from './backend.js';
+import { resolveBare } from './bare-names.js';
 import { NameTable, sanitize, SEPARATOR } from './names.js';
+import { UiUris } from './ui-uris.js';
 
 /** What one caller sees, computed from a catalogue view. */
 export class FrontView {
@@ -18,6 +20,8 @@ export class FrontView {
   readonly errors: Array<{ server: string; code: string; message: string }> = [];
   /** Every server was listed (no failure, nothing left unlisted): the view may be reused until the catalogue changes. */
   readonly complete: boolean;
+  /** Colliding `ui://` URIs made distinct (aggregate mode; passthrough shows one server, nothing collides). */
+  readonly ui: UiUris;
 
   constructor(
     view: CatalogView,
@@ -38,10 +42,12 @@ export class FrontView {
     this.prompts = NameTable.of(promptPairs);
     toolPairs.forEach((p, i) => this.toolItems.set(this.tools.entries[i]!.name, p.item));
     promptPairs.forEach((p, i) => this.promptItems.set(this.prompts.entries[i]!.name, p.item));
+    this.ui = mode.passthrough === undefined ? new UiUris(all) : new UiUris();
     const seen = new Set<string>();
     for (const s of all.filter((x) => this.shows(x.server))) {
       if (s.error) this.errors.push({ server: s.server, ...s.error });
-      for (const r of s.resources) {
+      for (const listed of s.resources) {
+        const r = this.ui.resource(s.server, listed);
         const uri = r['uri'];
         if (typeof uri !== 'string' || seen.has(uri)) continue; // the first server to list a URI serves it
         seen.add(uri);
@@ -56,7 +62,7 @@ export class FrontView {
         } catch {
           template = undefined;
         }
-        this.templates.push({ server: s.server, item: t, template });
+        this.templates.push({ server: s.server, item: this.ui.resource(s.server, t), template });
       }
     }
   }
@@ -68,7 +74,7 @@ export class FrontView {
 
   listTools(): CatalogItem[] {
     if (this.mode.passthrough !== undefined) return this.passthroughItems('tools');
-    return this.tools.entries.filter((e) => this.shows(e.server)).map((e) => ({ ...this.toolItems.get(e.name), name: e.name }));
+    return this.tools.entries.filter((e) => this.shows(e.server)).map((e) => ({ ...this.ui.tool(e.server, this.toolItems.get(e.name)!), name: e.name }));
   }
 
   listPrompts(): CatalogItem[] {
@@ -96,6 +102,16 @@ export class FrontView {
   }
 
   /**
+   * A tool called by its server's own name (an MCP App's call, ./bare-names.ts), when no shown name
+   * matched: the one server offering it; throws naming the candidates when several do.
+   */
+  resolveBare(name: string, invalidParams: number): { server: string; original: string; item: CatalogItem } | undefined {
+    if (this.mode.passthrough !== undefined) return undefined;
+    const m = resolveBare(this.tools, name, (server) => this.shows(server), invalidParams);
+    return m ? { server: m.server, original: m.original, item: this.toolItems.get(m.name)! } : undefined;
+  }
+
+  /**
    * A tool name of a server that could not be listed (it fails to start, say): the call goes to that
    * server anyway, so the caller learns why from the server's own failure rather than "unknown tool".
    */
@@ -115,6 +131,17 @@ export class FrontView {
     const t = this.templates.find((x) => x.template?.match(uri));
     if (t) return t.server;
     return this.mode.passthrough;
+  }
+
+  /**
+   * Where a resources/read goes: a `ui://` URI mcpx made distinct (or one only a tool's `_meta` names) to
+   * its server under the upstream's URI; any other to the server that serves it (serverForUri).
+   */
+  routeUri(uri: string): { server: string; uri: string } | undefined {
+    const ui = this.ui.route(uri);
+    if (ui && this.shows(ui.server)) return ui;
+    const server = this.serverForUri(uri);
+    return server === undefined ? undefined : { server, uri };
   }
 
   serverForTemplate(uriTemplate: string): string | undefined {

@@ -28,6 +28,7 @@ import { askable, requestOutcome, runAsk } from './front-ask.js';
 import { fromUpstream, INVALID_PARAMS, isProtocolMisuse, relay, relayed, toolFailure } from './front-relay.js';
 import { freshView, listing, relayContext, targetOf, type AskState, type FrontConfig, type FrontScope } from './front-scope.js';
 import { ViewCache } from './front-view.js';
+import { appOnly, callerExtensions, declareExtensions, rendersApps } from './extensions.js';
 
 export type { FrontConfig };
 export { ViewCache };
@@ -103,6 +104,12 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
     },
   );
   const f: FrontScope = { cfg, era, log, codec, session, views, server };
+  // The extensions this caller declared and mcpx can carry; the servers' offers as the catalogue knows them.
+  declareExtensions(server, async (callerProtocol) =>
+    (await cfg.backend.catalog({ ...(callerProtocol ? { callerProtocol } : {}), session: session }, { knownOnly: true })).servers.filter((s) =>
+      shownBy(cfg, s.server),
+    ),
+  );
   handleTools(f);
   handlePrompts(f);
   handleResources(f);
@@ -112,13 +119,18 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
 
 /** tools/list and tools/call: a call the upstream may interrupt runs as an ask when the caller can answer. */
 function handleTools(f: FrontScope): void {
-  f.server.setRequestHandler('tools/list', async (_req, ctx) => ({ tools: (await listing(f, ctx)).listTools() }) as never);
+  f.server.setRequestHandler('tools/list', async (_req, ctx) => {
+    const tools = (await listing(f, ctx)).listTools();
+    // App-only tools are for a host's apps: a caller that renders none would offer them to its model.
+    return { tools: rendersApps(callerExtensions(f.server, ctx)) ? tools : tools.filter((t) => !appOnly(t)) } as never;
+  });
 
   f.server.setRequestHandler('tools/call', async (req, ctx) => {
     const rctx = relayContext(f, ctx);
     const name = req.params.name;
     const { v, found } = await targetOf(f, rctx, 'tools', name);
-    const tool = found ?? v.resolveUnlisted(name);
+    // A server's own name (an app's call) when no shown name matches.
+    const tool = found ?? v.resolveBare(name, INVALID_PARAMS) ?? v.resolveUnlisted(name);
     if (!tool) throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${name}`);
     const can = askable(f, ctx);
     if (can) {
@@ -134,7 +146,7 @@ function handleTools(f: FrontScope): void {
           can.caps,
         );
         if ('input' in out) return out.input as never;
-        if (out.done.result !== undefined) return fromUpstream(out.done.result) as never;
+        if (out.done.result !== undefined) return v.ui.result(tool.server, fromUpstream(out.done.result)) as never;
         const e = out.done.error!;
         return toolFailure(tool.server, new RelayError(e.code, e.message, e.data)) as never;
       } catch (err) {
@@ -146,7 +158,7 @@ function handleTools(f: FrontScope): void {
       const result = await relayed(ctx, rctx, f.log, (r) =>
         f.cfg.backend.request(tool.server, 'tools/call', { name: tool.original, arguments: req.params.arguments ?? {} }, r),
       );
-      return fromUpstream(result) as never;
+      return v.ui.result(tool.server, fromUpstream(result)) as never;
     } catch (err) {
       // A 2026-07-28 caller is told of a capability it must declare (-32021, requiredCapabilities);
       // a legacy caller has no such error: it sees the tool fail, saying why.
@@ -165,16 +177,22 @@ function handlePrompts(f: FrontScope): void {
 
   f.server.setRequestHandler('prompts/get', async (req, ctx) => {
     const rctx = relayContext(f, ctx);
-    const target = (await targetOf(f, rctx, 'prompts', req.params.name)).found;
+    const { v, found: target } = await targetOf(f, rctx, 'prompts', req.params.name);
     if (!target) throw new ProtocolError(INVALID_PARAMS, `Unknown prompt: ${req.params.name}`);
     const params = { name: target.original, ...(req.params.arguments ? { arguments: req.params.arguments } : {}) };
     const can = askable(f, ctx);
     if (can)
-      return requestOutcome(
+      return v.ui.result(
         target.server,
-        await runAsk(f, can.asks, ctx, rctx, req.params.name, target.server, { tool: target.original, args: {}, method: 'prompts/get', params }, can.caps),
+        requestOutcome(
+          target.server,
+          await runAsk(f, can.asks, ctx, rctx, req.params.name, target.server, { tool: target.original, args: {}, method: 'prompts/get', params }, can.caps),
+        ),
       ) as never;
-    return fromUpstream(await relayed(ctx, rctx, f.log, (r) => relay(f.cfg.backend, target.server, 'prompts/get', params, r))) as never;
+    return v.ui.result(
+      target.server,
+      fromUpstream(await relayed(ctx, rctx, f.log, (r) => relay(f.cfg.backend, target.server, 'prompts/get', params, r))),
+    ) as never;
   });
 }
 
@@ -189,16 +207,18 @@ function handleResources(f: FrontScope): void {
 
   f.server.setRequestHandler('resources/read', async (req, ctx) => {
     const rctx = relayContext(f, ctx);
-    const uri = req.params.uri;
-    const target = (await freshView(f, rctx)).serverForUri(uri);
-    if (!target) throw new ResourceNotFoundError(uri);
+    const v = await freshView(f, rctx);
+    // A `ui://` URI mcpx made distinct goes to its server under the server's own URI (./ui-uris.ts).
+    const route = v.routeUri(req.params.uri);
+    if (!route) throw new ResourceNotFoundError(req.params.uri);
+    const { server: target, uri } = route;
     const can = askable(f, ctx);
     if (can)
-      return requestOutcome(
+      return v.ui.result(
         target,
-        await runAsk(f, can.asks, ctx, rctx, uri, target, { tool: uri, args: {}, method: 'resources/read', params: { uri } }, can.caps),
+        requestOutcome(target, await runAsk(f, can.asks, ctx, rctx, uri, target, { tool: uri, args: {}, method: 'resources/read', params: { uri } }, can.caps)),
       ) as never;
-    return fromUpstream(await relayed(ctx, rctx, f.log, (r) => relay(f.cfg.backend, target, 'resources/read', { uri }, r))) as never;
+    return v.ui.result(target, fromUpstream(await relayed(ctx, rctx, f.log, (r) => relay(f.cfg.backend, target, 'resources/read', { uri }, r)))) as never;
   });
 }
 
@@ -215,7 +235,11 @@ function handleCompletion(f: FrontScope): void {
       target = p?.server;
       if (p) upstreamRef = { ...ref, name: p.original };
     } else if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
-      target = v.serverForTemplate(ref.uri) ?? v.serverForUri(ref.uri);
+      // A `ui://` template mcpx made distinct goes to its server as the server wrote it.
+      const routed = v.ui.route(ref.uri);
+      const ui = routed && v.shows(routed.server) ? routed : undefined;
+      target = ui?.server ?? v.serverForTemplate(ref.uri) ?? v.serverForUri(ref.uri);
+      if (ui) upstreamRef = { ...ref, uri: ui.uri };
     }
     if (!target) return { completion: { values: [], hasMore: false } } as never;
     const params = { ...req.params, ref: upstreamRef };

@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import { PoolRegistry } from '../pool/pool-registry.js';
 import { ServerPool, type ServerPoolDeps } from '../pool/server-pool.js';
 import type { EraCache } from '../upstream/era-cache.js';
+import { UPSTREAM_EXTENSIONS, withUpstreamExtensions } from '../protocol/extensions.js';
 
 export interface CreateRegistryOptions {
   /** Read for a pool config without `eraCache` (the Controller's configs always carry it). */
@@ -36,7 +37,11 @@ export function createPoolRegistry(opts: CreateRegistryOptions): PoolRegistry {
       return new ServerPool(config, {
         // A legacy session declares at initialize the questions mcpx can relay (it is shared, and its server
         // asks only what it declared); a modern request declares its call's relay's, none without one.
-        sessionCapabilities: { clientCapabilities: { ...RELAYABLE_CAPABILITIES }, capabilitiesWithoutRelay: {} },
+        // Both declare the extensions mcpx relays (MCP Apps), so a server that gates its UI tools shows them.
+        sessionCapabilities: {
+          clientCapabilities: withUpstreamExtensions({ ...RELAYABLE_CAPABILITIES }),
+          capabilitiesWithoutRelay: { extensions: { ...UPSTREAM_EXTENSIONS } },
+        },
         ...deps,
         ...(opts.authorizer ? { authorizer: opts.authorizer } : {}),
         cache: on ? (opts.cache ?? null) : null,

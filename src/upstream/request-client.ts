@@ -279,7 +279,7 @@ export class RequestClient {
                 era,
                 version,
                 current,
-                opts.relay?.capabilities ?? this.link.capabilitiesWithoutRelay,
+                opts.relay ? withSessionExtensions(opts.relay.capabilities, this.link.capabilitiesWithoutRelay) : this.link.capabilitiesWithoutRelay,
                 token === undefined ? undefined : { progressToken: token },
               ),
               {
@@ -583,4 +583,14 @@ function declares(conn: ReadyConnection, capability: string): boolean {
   if (!isObject(caps)) return true;
   const value = caps[capability];
   return value !== undefined && value !== null && value !== false;
+}
+
+/**
+ * A relay's capabilities plus the extensions every request of the session declares (the daemon: MCP
+ * Apps): extensions are the session's, whichever caller the call's questions go to.
+ */
+function withSessionExtensions(caps: ClientCapabilities, session: ClientCapabilities | undefined): ClientCapabilities {
+  const extensions = (session as { extensions?: Record<string, unknown> } | undefined)?.extensions;
+  if (extensions === undefined || Object.keys(extensions).length === 0) return caps;
+  return { ...caps, extensions: { ...extensions, ...((caps as { extensions?: Record<string, unknown> }).extensions ?? {}) } } as ClientCapabilities;
 }
