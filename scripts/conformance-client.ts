@@ -336,10 +336,14 @@ async function main(): Promise<number> {
       }
       return isObject(body) && isObject(body.error) ? body.error.code : undefined;
     };
+    /** `mcpx tools` reports a server's failure in `errors`, `mcpx call` in `error`. */
+    const unauthorized = (c: unknown) =>
+      c === 'MCPX_UPSTREAM_UNAUTHORIZED' ||
+      (isObject(body) && Array.isArray(body.errors) && body.errors.some((e) => isObject(e) && e.code === 'MCPX_UPSTREAM_UNAUTHORIZED'));
     let code = parse();
     // A call never authorizes by itself: it fails naming `mcpx login s`, which is what a person runs next (a
     // step-up's login asks for the scopes the server challenged), then the command again; twice at most.
-    for (let n = 0; auth && n < 2 && code === 'MCPX_UPSTREAM_UNAUTHORIZED'; n++) {
+    for (let n = 0; auth && n < 2 && unauthorized(code); n++) {
       const login = await mcpx(['login', SERVER]);
       log(`${what} needs authorization: login → exit ${login.code}: ${clip(login.stderr.trim().split('\n').slice(-3).join(' | '), 600)}`);
       if (login.code !== 0) break;
