@@ -10,7 +10,8 @@
  *   2. `mcpx daemon` in the foreground, as a child, until it answers on its socket; for auth/*, then
  *      `mcpx login s` with BROWSER=scripts/conformance/follow-redirects.mjs (the mock approves at once);
  *   3. `mcpx tools s --json`;
- *   4. `mcpx call s TOOL JSON --json` per call: the ones MCP_CONFORMANCE_CONTEXT names (`toolCalls`, e.g.
+ *   4. `mcpx call s TOOL JSON --json` per call (for auth/*, a call refused with MCPX_UPSTREAM_UNAUTHORIZED is
+ *      followed by `mcpx login s` and the call again, twice at most, as a person would): the ones MCP_CONFORMANCE_CONTEXT names (`toolCalls`, e.g.
  *      http-custom-headers), else every tool listed (tools mcpx excluded, such as those with invalid
  *      x-mcp-header annotations, are not listed), with plausible arguments made from its inputSchema;
  *   5. when the server offers resources or prompts (GET /v1/catalog on the socket; there is no CLI
@@ -325,14 +326,30 @@ async function main(): Promise<number> {
   let failures = 0;
   /** Runs one mcpx command; `--json` output parsed. A refusal mcpx makes on purpose (MCPX_BAD_TOOL) is no failure. */
   const run = async (what: string, args: string[]): Promise<unknown> => {
-    const r = await mcpx([...args, '--json']);
+    let r = await mcpx([...args, '--json']);
     let body: unknown;
-    try {
-      body = JSON.parse(r.stdout);
-    } catch {
-      body = undefined;
+    const parse = () => {
+      try {
+        body = JSON.parse(r.stdout);
+      } catch {
+        body = undefined;
+      }
+      return isObject(body) && isObject(body.error) ? body.error.code : undefined;
+    };
+    /** `mcpx tools` reports a server's failure in `errors`, `mcpx call` in `error`. */
+    const unauthorized = (c: unknown) =>
+      c === 'MCPX_UPSTREAM_UNAUTHORIZED' ||
+      (isObject(body) && Array.isArray(body.errors) && body.errors.some((e) => isObject(e) && e.code === 'MCPX_UPSTREAM_UNAUTHORIZED'));
+    let code = parse();
+    // A call never authorizes by itself: it fails naming `mcpx login s`, which is what a person runs next (a
+    // step-up's login asks for the scopes the server challenged), then the command again; twice at most.
+    for (let n = 0; auth && n < 2 && unauthorized(code); n++) {
+      const login = await mcpx(['login', SERVER]);
+      log(`${what} needs authorization: login → exit ${login.code}: ${clip(login.stderr.trim().split('\n').slice(-3).join(' | '), 600)}`);
+      if (login.code !== 0) break;
+      r = await mcpx([...args, '--json']);
+      code = parse();
     }
-    const code = isObject(body) && isObject(body.error) ? body.error.code : undefined;
     if (r.code === 0) log(`${what} → ${clip(JSON.stringify(isObject(body) && 'result' in body ? body.result : body))}`);
     else {
       if (code !== 'MCPX_BAD_TOOL') failures++;

@@ -21,6 +21,8 @@ export interface AuthManagerOptions {
   loginTimeoutMs?: number;
   /** `oauth.refreshBackoffMax`, read at each failed refresh. */
   backoffMaxMs?: () => number;
+  /** LOGIN_UNWATCHED_MS, for tests. */
+  loginUnwatchedMs?: number;
 }
 
 export interface LoginView {
@@ -33,6 +35,14 @@ export interface LoginView {
   scopes?: string[];
 }
 
+/**
+ * A login is held by whoever waits for it (`mcpx login`'s long poll, an in-place authorization): once the last
+ * waiter's connection is cut off the login is cancelled at once, and one nobody waits for (a command killed
+ * between two polls, or before its first) after this long. A login is never left running for the next
+ * `mcpx login` to join with an old authorization URL.
+ */
+export const LOGIN_UNWATCHED_MS = 15_000;
+
 interface Entry {
   auth: ServerAuth;
   fingerprint: string;
@@ -41,7 +51,7 @@ interface Entry {
 
 export class AuthManager {
   private readonly servers = new Map<string, Entry>();
-  private readonly logins = new Map<string, { flow: LoginFlow; server: string }>();
+  private readonly logins = new Map<string, { flow: LoginFlow; server: string; waiters: number; unwatched?: NodeJS.Timeout }>();
   private readonly outcomes = new Map<string, LoginView>();
 
   constructor(private readonly opts: AuthManagerOptions) {}
@@ -106,13 +116,14 @@ export class AuthManager {
   }
 
   /**
-   * Starts a login for `name` (or joins the one running). `stepUp` asks for the held scopes plus the ones a
-   * 403 challenged.
+   * Starts a login for `name` (or joins the one running). It asks for the held scopes plus the ones a 403
+   * challenged when asked to (`stepUp`) or when the server is missing some: the refusal said to run
+   * `mcpx login NAME`, and a login for fewer scopes would be refused again.
    */
   async login(name: string, options: { stepUp?: boolean } = {}): Promise<LoginView> {
     const e = this.entry(name);
     for (const [id, l] of this.logins) if (l.server === name && l.flow.status === 'waiting') return this.loginView(id);
-    const extraScope = options.stepUp ? e.auth.stepUpScope() : undefined;
+    const extraScope = options.stepUp || e.auth.missingScopes().length > 0 ? e.auth.stepUpScope() : undefined;
     const flow = await LoginFlow.start({
       name,
       url: e.definition.url,
@@ -121,12 +132,47 @@ export class AuthManager {
       ...(extraScope ? { extraScope } : {}),
       ...(this.opts.loginTimeoutMs === undefined ? {} : { timeoutMs: this.opts.loginTimeoutMs }),
     });
-    this.logins.set(flow.id, { flow, server: name });
+    this.logins.set(flow.id, { flow, server: name, waiters: 0 });
+    this.watchFor(flow.id);
     void flow.done.then((outcome) => this.ended(flow.id, name, outcome));
     return this.loginView(flow.id);
   }
 
+  /**
+   * Someone waits for the login: it stays until they call the release, with `gone` when they went away
+   * (their connection was cut off), which cancels it if nobody else waits.
+   */
+  holdLogin(id: string): (gone?: boolean) => void {
+    const l = this.logins.get(id);
+    if (!l) return () => undefined;
+    l.waiters++;
+    clearTimeout(l.unwatched);
+    let released = false;
+    return (gone = false) => {
+      if (released) return;
+      released = true;
+      l.waiters--;
+      if (l.waiters > 0 || !this.logins.has(id)) return;
+      // The waiter's connection was cut off (its command was killed): nobody will open this login's address.
+      if (gone) l.flow.cancel('the command waiting for the login is gone');
+      else this.watchFor(id);
+    };
+  }
+
+  /** Cancels the login unless someone waits for it within LOGIN_UNWATCHED_MS. */
+  private watchFor(id: string): void {
+    const l = this.logins.get(id);
+    if (!l || l.waiters > 0) return;
+    clearTimeout(l.unwatched);
+    const ms = this.opts.loginUnwatchedMs ?? LOGIN_UNWATCHED_MS;
+    l.unwatched = setTimeout(() => {
+      if (l.waiters === 0) l.flow.cancel(`nobody waited for the login for ${Math.round(ms / 1000)} s (the command that started it is gone)`);
+    }, ms);
+    l.unwatched.unref();
+  }
+
   private ended(id: string, server: string, outcome: LoginOutcome): void {
+    clearTimeout(this.logins.get(id)?.unwatched);
     this.logins.delete(id);
     if (outcome.status === 'authorized') this.servers.get(server)?.auth.authorized();
     this.outcomes.set(id, {
@@ -152,7 +198,13 @@ export class AuthManager {
   /** The login's view once it ends, or after `waitMs` (whichever is first). */
   async waitLogin(id: string, waitMs: number, signal?: AbortSignal): Promise<LoginView> {
     const l = this.logins.get(id);
-    if (!l || waitMs <= 0) return this.loginView(id);
+    if (!l) return this.loginView(id);
+    // A look without a wait is a sign of life too: the unwatched clock starts again.
+    if (waitMs <= 0 || signal?.aborted) {
+      this.watchFor(id);
+      return this.loginView(id);
+    }
+    const release = this.holdLogin(id);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       l.flow.done,
@@ -162,6 +214,7 @@ export class AuthManager {
       }),
     ]);
     clearTimeout(timer);
+    release(signal?.aborted === true);
     // Let `ended` record the outcome first.
     await Promise.resolve();
     return this.loginView(id);

@@ -18,6 +18,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { McpxError } from '../errors.js';
 import type { ClientRecord, CredentialStore, GrantClient, TokenRecord } from './credential-store.js';
+import { browserAddressProblem } from './browser-address.js';
 import { parseChallenge, scopeIncludes, scopeUnion } from './challenge.js';
 import { loadOAuthClient, oauthFetch } from './oauth-client.js';
 import type { OAuthSettings } from './settings.js';
@@ -104,6 +105,14 @@ export class LoginFlow {
     });
     if (result !== 'REDIRECT' || this.authorizationUrl === undefined) {
       throw new McpxError('MCPX_OAUTH_FAILED', `${this.opts.name}: the authorization server gave no authorization URL`);
+    }
+    // The metadata chose this address, and an opener runs whatever its scheme is bound to: refused before
+    // anyone is handed it.
+    const problem = browserAddressProblem(this.authorizationUrl);
+    if (problem !== undefined) {
+      throw new McpxError('MCPX_OAUTH_FAILED', `${this.opts.name}: the authorization server's authorization address is refused: ${problem}`, {
+        data: { server: this.opts.name, ...addressParts(this.authorizationUrl) },
+      });
     }
     this.timer = setTimeout(
       () =>
@@ -432,6 +441,12 @@ function safeUrl(raw: string): URL | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The scheme and host of an address, for an error's data (never its query: it carries the state). */
+function addressParts(raw: string): { scheme?: string; host?: string } {
+  const u = safeUrl(raw);
+  return u ? { scheme: u.protocol, host: u.host } : {};
 }
 
 function redactedUrl(raw: string): string {

@@ -5,7 +5,8 @@
  *   choices, default, required); Ctrl-C declines. Without a terminal, the `--answer KEY=JSON` /
  *   `--answers FILE` values (plus the schema's defaults) are sent; with none given it declines and says
  *   how to answer.
- * - A URL elicitation: the URL is printed, never opened; on a terminal the person says when they are
+ * - A URL elicitation: only an `https:` (or loopback `http:`) address is shown, others are declined
+ *   naming their scheme and host; it is printed, never opened; on a terminal the person says when they are
  *   done (accept) or declines; without one it declines. mcpx prints the address and its host on lines
  *   of its own, and the server's message only quoted under them, so a message cannot pass itself off
  *   as the address.
@@ -18,6 +19,7 @@
 import { basename, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { pathToFileURL } from 'node:url';
+import { browserAddressProblem } from '../auth/browser-address.js';
 import { terminalSafe } from './terminal-text.js';
 
 export interface Question {
@@ -166,6 +168,10 @@ export async function answerQuestion(q: Question, s: AnswerSources, server: stri
   const message = typeof p['message'] === 'string' ? p['message'] : '';
   if (p['mode'] === 'url') {
     const url = String(p['url'] ?? '');
+    // Only an address a browser may be sent to is put to the person (../auth/browser-address.ts): a `file:`,
+    // `javascript:` or custom-scheme one is declined unseen, its scheme and host named.
+    const problem = browserAddressProblem(url);
+    if (problem !== undefined) return { answer: { action: 'decline' }, note: `${server} asked you to open an address mcpx refuses: ${problem}; declined` };
     if (!s.tty)
       return { answer: { action: 'decline' }, note: `${server} asks you to open ${shownAddress(url)} (${message}); declined: no terminal to confirm on` };
     return urlOnTerminal(message, url, s, server);

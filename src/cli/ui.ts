@@ -2,10 +2,6 @@
  * `mcpx ui [--open]`: the address of the daemon's live page (src/ui), and the `--inspect[=PORT]` flag
  * of `mcpx daemon` (src/inspect/stately.ts). Loaded by src/cli/main.ts only when one of them is used.
  */
-import { randomBytes } from 'node:crypto';
-import { readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { McpxError } from '../errors.js';
 import type { DaemonClient } from './client.js';
 import { DEFAULT_INSPECT_PORT } from '../inspect/constants.js';
@@ -43,45 +39,6 @@ export async function uiLogin(client: DaemonClient): Promise<UiLogin> {
   return res.body;
 }
 
-/** Login files older than this are gone over: their codes are spent or expired. */
-const STALE_LOGIN_FILE_MS = 10 * 60_000;
-const LOGIN_FILE = /^ui-login-[0-9a-f]{16}\.html$/;
-
-const attr = (s: string): string => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
-
-/**
- * The one-time login address in a file only this user can read (0600, in the 0700 state folder): what
- * `mcpx ui --open` hands the browser. A command line is readable by every local user (`/proc/<pid>/cmdline`),
- * so the opener's argv carries the file's path, never the code; the page in the file sends the browser on.
- */
-export function writeLoginFile(stateDir: string, loginUrl: string, now = Date.now()): string {
-  try {
-    for (const f of readdirSync(stateDir)) {
-      if (!LOGIN_FILE.test(f)) continue;
-      const p = join(stateDir, f);
-      if (now - statSync(p).mtimeMs > STALE_LOGIN_FILE_MS) rmSync(p, { force: true });
-    }
-  } catch {
-    // a sweep that fails leaves old files, holding spent codes
-  }
-  const file = join(stateDir, `ui-login-${randomBytes(8).toString('hex')}.html`);
-  const url = attr(loginUrl);
-  writeFileSync(
-    file,
-    `<!doctype html>\n<meta charset="utf-8">\n<meta name="referrer" content="no-referrer">\n<meta http-equiv="refresh" content="0;url=${url}">\n<title>mcpx ui</title>\n<p>Opening the mcpx page… <a href="${url}">continue</a></p>\n`,
-    { mode: 0o600, flag: 'wx' },
-  );
-  return file;
-}
-
-/** Opens an address in the user's browser (only when asked: `mcpx ui --open`). */
-export async function openInBrowser(url: string): Promise<void> {
-  // The same opener as `mcpx login`: $BROWSER, else the platform's.
-  await import('./browser.js')
-    .then(({ openUrl }) => openUrl(url))
-    .catch((err: unknown) => process.stderr.write(`mcpx: ${(err as Error).message}; open the address yourself\n`));
-}
-
 export async function runUi(client: DaemonClient, o: { open?: boolean; json?: boolean }, out: (text: string) => void, stateDir?: string): Promise<void> {
   const login = await uiLogin(client);
   if (o.json) {
@@ -91,9 +48,11 @@ export async function runUi(client: DaemonClient, o: { open?: boolean; json?: bo
     out(`(a one-time address, valid until ${login.expiresAt}: it logs this browser in to ${login.page}, for as long as the daemon runs)`);
     if (login.inspector) out(`Stately inspector (its viewer is Stately's web page): ${login.inspector}`);
   }
-  // The browser gets a file's address; the code stays out of every command line.
+  // The browser gets a 0600 page's path (./browser.ts); the code stays out of every command line.
   if (o.open) {
     if (stateDir === undefined) throw new McpxError('MCPX_INTERNAL', 'mcpx ui --open needs the state folder to hand the browser its login');
-    await openInBrowser(pathToFileURL(writeLoginFile(stateDir, login.url)).href);
+    await import('./browser.js')
+      .then(({ openInBrowser }) => openInBrowser(stateDir, 'ui-login', login.url))
+      .catch((err: unknown) => process.stderr.write(`mcpx: ${(err as Error).message}; open the address yourself\n`));
   }
 }

@@ -2,7 +2,8 @@
  * Authorization asked for in the middle of a call: an MCP client that takes URL-mode elicitation is sent
  * the server's authorization URL instead of the refusal, and the call is tried once more.
  */
-import type { AuthManager } from '../auth/auth-manager.js';
+import type { AuthManager, LoginView } from '../auth/auth-manager.js';
+import type { AuthView } from '../auth/server-auth.js';
 import type { Logger } from '../log.js';
 import type { CallContext } from '../pool/types.js';
 
@@ -37,6 +38,24 @@ export class InPlaceAuthorizer {
       return false;
     }
     if (!login.url) return false;
+    // Held while the client is asked and then waited for: nobody else polls this login.
+    const release = this.auth.holdLogin(login.id);
+    try {
+      return await this.askAndWait(server, login, view, stepUp, relay, ctx);
+    } finally {
+      release(ctx.signal?.aborted === true);
+    }
+  }
+
+  private async askAndWait(
+    server: string,
+    login: LoginView,
+    view: AuthView,
+    stepUp: boolean,
+    relay: NonNullable<CallContext['relay']>,
+    ctx: CallContext,
+  ): Promise<boolean> {
+    const auth = this.auth!;
     const message = stepUp
       ? `${server} needs more permission (${view.needsScopes!.join(' ')}). Open this address to authorize mcpx, then the call goes on.`
       : `${server} needs you to sign in. Open this address to authorize mcpx, then the call goes on.`;
@@ -55,10 +74,10 @@ export class InPlaceAuthorizer {
       answer = undefined;
     }
     if ((answer as { action?: unknown } | undefined)?.action !== 'accept') {
-      this.auth.cancelLogin(login.id);
+      await auth.cancelLogin(login.id);
       return false;
     }
-    const ended = await this.auth.waitLogin(login.id, LOGIN_WAIT_MS, ctx.signal);
+    const ended = await auth.waitLogin(login.id, LOGIN_WAIT_MS, ctx.signal);
     return ended.status === 'authorized';
   }
 }

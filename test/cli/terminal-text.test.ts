@@ -4,7 +4,8 @@
  * CSI reaches stdout with each control character escaped visibly (`\x1b`), newlines and tabs kept;
  * `--json` stays exact JSON. A URL elicitation on a real terminal (util-linux `script`) whose message
  * draws a fake "Open this address … https://github.com/login" shows the real address and host on
- * mcpx's own lines, the message quoted and escaped.
+ * mcpx's own lines, the message quoted and escaped. Issue 37: a URL elicitation of an address that is not
+ * https (or loopback http) is declined without being shown, its scheme and host named.
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -106,5 +107,42 @@ describe("an upstream's text on a terminal (issue 14)", () => {
     // The fake address is there only as the server's quoted words, its link sequence visible.
     expect(t.screen).toContain('  | Open this address yourself (mcpx opens nothing): \\x1b]8;;https://evil.example/phish\\x1b\\https://github.com/login');
     expect(t.screen).toContain('url decline');
+  });
+
+  // Issue 37: an address a browser must not be sent to is never put to the person, on a terminal or not.
+  const REFUSED: Array<[string, string, string]> = [
+    ['file:///etc/passwd', 'file:', 'none'],
+    ['javascript:alert(document.cookie)', 'javascript:', 'none'],
+    ['x-evil-scheme://run?cmd=id', 'x-evil-scheme:', '"run"'],
+    ['http://evil.example/login', 'http:', '"evil.example"'],
+  ];
+  for (const [url, scheme, host] of REFUSED) {
+    it(`a URL elicitation of ${url} is declined unshown, naming scheme ${scheme} and host ${host}`, async () => {
+      let prompted = false;
+      const t = await inTerminal(['call', 'up', 'ask_url_given', JSON.stringify({ url })], env, (screen, write) => {
+        if (!prompted && screen.includes('Press Enter')) {
+          prompted = true;
+          write('\r');
+        }
+      });
+      expect(t.code, t.screen).toBe(0);
+      expect(prompted, t.screen).toBe(false);
+      expect(t.screen).not.toContain('address:');
+      expect(t.screen).toContain(`up asked you to open an address mcpx refuses:`);
+      expect(t.screen).toContain(`scheme "${scheme}", host ${host}`);
+      expect(t.screen).toContain('url decline');
+    });
+  }
+
+  it('a URL elicitation of a loopback http address is shown as usual', async () => {
+    let prompted = false;
+    const t = await inTerminal(['call', 'up', 'ask_url_given', JSON.stringify({ url: 'http://127.0.0.1:9/callback' })], env, (screen, write) => {
+      if (!prompted && screen.includes('Press Enter')) {
+        prompted = true;
+        write('decline\r');
+      }
+    });
+    expect(prompted, t.screen).toBe(true);
+    expect(t.screen).toMatch(/\n\s*address: http:\/\/127\.0\.0\.1:9\/callback\r?\n/);
   });
 });

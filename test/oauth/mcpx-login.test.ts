@@ -1,6 +1,6 @@
 /**
  * OAuth end to end through the BUILT BINARY (issue #23): `mcpx login/logout/auth`, calls from every caller,
- * refresh under load, revocation, step-up, a restart, a pre-registered client and a taken callback port, against
+ * refresh under load, revocation and step-up (a call never opens a browser: it fails naming `mcpx login`), a restart, a pre-registered client and a taken callback port, against
  * a real authorization server (oidc-provider) and MCP servers that accept only its JWTs (test/fixtures/oauth), with
  * headless Chromium as the BROWSER signing in and consenting. One authorization server, its MCP servers and one
  * daemon are shared by the tests, which run in order (each leaves the state the next starts from); the last one
@@ -186,13 +186,28 @@ describe.skipIf(chromiumMissing !== undefined)(`mcpx and OAuth, end to end${chro
   }, 60_000);
 
   it(
-    'step-up: mcpx call NAME write (403 insufficient_scope) re-authorizes in place with the union of scopes; once granted, no further authorization',
+    'step-up: mcpx call NAME write (403 insufficient_scope) fails at once naming mcpx login NAME, even with $BROWSER set; mcpx login NAME asks for the union of scopes; once granted, no further authorization',
     async () => {
       const before = await rig.as.stats();
-      const r = await rig.mcpx(['call', 'protected', 'write', '{"text":"up"}'], { timeoutMs: LOGIN_RUN_TIMEOUT });
-      expect(r.code, r.stderr).toBe(0);
-      expect(r.stdout).toBe('wrote up\n');
-      expect(r.stderr).toContain('mcpx: protected needs more scope (mcp:write): authorizing it in the browser');
+      // BROWSER is set (the rig's Chromium): a call still never opens it.
+      const started = Date.now();
+      const r = await rig.mcpx(['call', 'protected', 'write', '{"text":"up"}', '--json'], { timeoutMs: LOGIN_RUN_TIMEOUT });
+      const refusedMs = Date.now() - started;
+      console.log(`mcpx call refused for a missing scope after ${refusedMs} ms`);
+      expect(r.code, r.stderr).toBe(1);
+      expect(JSON.parse(r.stdout).error).toMatchObject({ code: 'MCPX_UPSTREAM_UNAUTHORIZED', message: expect.stringContaining('`mcpx login protected`') });
+      expect(r.stderr).toContain('protected needs more scope (mcp:write): run `mcpx login protected` to authorize it');
+      expect(r.stderr).not.toContain('browser');
+      expect(refusedMs).toBeLessThan(15_000);
+      expect((await rig.as.stats()).authorizations).toHaveLength(before.authorizations.length);
+
+      // What the refusal says to run: a login for the scopes held plus the challenged one.
+      const login = await rig.mcpx(['login', 'protected'], { timeoutMs: LOGIN_RUN_TIMEOUT });
+      expect(login.code, login.stderr).toBe(0);
+      expect(login.stdout).toMatch(/^authorized mcpx for protected \(scopes: (mcp:tools mcp:write|mcp:write mcp:tools)\)\n$/);
+      const wrote = await rig.mcpx(['call', 'protected', 'write', '{"text":"up"}']);
+      expect(wrote.code, wrote.stderr).toBe(0);
+      expect(wrote.stdout).toBe('wrote up\n');
 
       const after = await rig.as.stats();
       const asked = after.authorizations.slice(before.authorizations.length);
@@ -340,12 +355,17 @@ describe.skipIf(chromiumMissing !== undefined)(`mcpx and OAuth, end to end${chro
     expect(rig.tokens('protected')).toBeUndefined();
     expect(rig.client()).toBeDefined();
 
-    const call = await rig.mcpx(['call', 'protected', 'whoami', '--json'], { browser: false });
-    expect(call.code).toBe(1);
-    const outcome = JSON.parse(call.stdout) as { ok: boolean; error: { code: string; message: string } };
-    expect(outcome.error.code).toBe('MCPX_UPSTREAM_UNAUTHORIZED');
-    expect(outcome.error.message).toContain('`mcpx login protected`');
-    expect(call.stderr).toContain('`mcpx login protected`');
+    // Never authorized (since the logout): refused naming mcpx login, with or without a browser to open.
+    for (const browser of [false, true]) {
+      const before = (await rig.as.stats()).authorizations.length;
+      const call = await rig.mcpx(['call', 'protected', 'whoami', '--json'], { browser });
+      expect(call.code).toBe(1);
+      const outcome = JSON.parse(call.stdout) as { ok: boolean; error: { code: string; message: string } };
+      expect(outcome.error.code).toBe('MCPX_UPSTREAM_UNAUTHORIZED');
+      expect(outcome.error.message).toContain('`mcpx login protected`');
+      expect(call.stderr).toContain('`mcpx login protected`');
+      expect((await rig.as.stats()).authorizations).toHaveLength(before);
+    }
     expect((await authView('protected')).state).toBe('needed');
 
     const forget = await rig.mcpx(['logout', 'protected', '--forget-client']);
@@ -378,12 +398,25 @@ describe.skipIf(chromiumMissing !== undefined)(`mcpx and OAuth, end to end${chro
       // The refused generation is forgotten.
       expect(rig.tokens('preregistered')).toBeUndefined();
 
-      // With a browser, mcpx call authorizes again in place and the call goes through.
+      // With a browser ($BROWSER set) the call fails just the same, at once: a call never opens one.
       const before = (await rig.as.stats()).authorizations.length;
-      const again = await rig.mcpx(['call', 'preregistered', 'whoami'], { timeoutMs: LOGIN_RUN_TIMEOUT });
-      expect(again.code, again.stderr).toBe(0);
-      expect(again.stderr).toContain('mcpx: preregistered needs a new authorization: authorizing it in the browser');
-      expect(JSON.parse(again.stdout)).toMatchObject({ sub: 'alice', client_id: pre.client_id });
+      const started = Date.now();
+      const again = await rig.mcpx(['call', 'preregistered', 'whoami', '--json'], { timeoutMs: LOGIN_RUN_TIMEOUT });
+      const refusedMs = Date.now() - started;
+      console.log(`mcpx call refused after a revocation, BROWSER set, after ${refusedMs} ms`);
+      expect(again.code, again.stderr).toBe(1);
+      expect(JSON.parse(again.stdout).error).toMatchObject({
+        code: 'MCPX_UPSTREAM_UNAUTHORIZED',
+        message: expect.stringContaining('`mcpx login preregistered`'),
+      });
+      expect(again.stderr).not.toContain('authorizing it in the browser');
+      expect(refusedMs).toBeLessThan(15_000);
+      expect((await rig.as.stats()).authorizations).toHaveLength(before);
+
+      // mcpx login authorizes again; then the call goes through.
+      const login = await rig.mcpx(['login', 'preregistered'], { timeoutMs: LOGIN_RUN_TIMEOUT });
+      expect(login.code, login.stderr).toBe(0);
+      expect(await whoami('preregistered')).toMatchObject({ sub: 'alice', client_id: pre.client_id });
       expect((await rig.as.stats()).authorizations).toHaveLength(before + 1);
       expect((await authView('preregistered')).state).toBe('authorized');
     },

@@ -79,12 +79,10 @@ export function register(program: Command, cli: CliContext): void {
           // The progress line (a TTY only) gives way to the first question.
           const progress = progressEnabled() ? startProgress(client, server) : undefined;
           await progress?.ready;
-          const { withReauthorization } = await import('../reauthorize.js');
-          const outcome = await withReauthorization(
-            client,
-            () => runAsk(client, body, callHeaders(o), sources, () => progress?.stop()).catch((err: unknown) => wentAway(client, err)),
-            (r) => (!r.ok && r.error?.code === 'MCPX_UPSTREAM_UNAUTHORIZED' ? server : undefined),
-          ).finally(() => progress?.stop());
+          // A server that needs authorization fails the call, naming `mcpx login NAME`: a call never opens a browser.
+          const outcome = await runAsk(client, body, callHeaders(o), sources, () => progress?.stop())
+            .catch((err: unknown) => wentAway(client, err))
+            .finally(() => progress?.stop());
           if (o.json) printJson(outcome);
           if (!outcome.ok)
             throw new McpxError((outcome.error?.code as McpxError['code'] | undefined) ?? 'MCPX_INTERNAL', outcome.error?.message ?? 'the call failed');

@@ -16,39 +16,50 @@ export function register(program: Command, cli: CliContext): void {
   )
     .option('--no-browser', 'print the address to open instead of opening a browser (for a machine without a desktop)')
     .action(async (server: string, o: CommonOpts & { browser?: boolean }) =>
-      withClient(o, cli, async (client) => {
-        const view = await runLogin(client, server, { browser: o.browser !== false, json: o.json === true });
+      withClient(o, cli, async (client, target) => {
+        const view = await runLogin(client, server, { browser: o.browser !== false, json: o.json === true, stateDir: target.stateDir });
         if (o.json) return printJson(view);
         out(`authorized mcpx for ${server}${view.scopes?.length ? ` (scopes: ${view.scopes.join(' ')})` : ''}`);
       }),
     );
 }
 
-/** Starts a login at the daemon, opens (or prints) its address and waits for it to end. */
-export async function runLogin(client: DaemonClient, server: string, o: { browser: boolean; json?: boolean; stepUp?: boolean }): Promise<LoginView> {
+/**
+ * Starts a login at the daemon, opens (or prints) its address and waits for it to end. The browser gets a 0600
+ * page that forwards to the authorization URL (../browser.ts), never the URL in its command line. The daemon
+ * holds the login only while this command waits for it: Ctrl-C, SIGTERM or SIGHUP cancel it here, and a
+ * command killed outright is noticed there when its wait is cut off.
+ */
+export async function runLogin(client: DaemonClient, server: string, o: { browser: boolean; json?: boolean; stateDir: string }): Promise<LoginView> {
   const path = `/v1/auth/${encodeURIComponent(server)}`;
-  const { body: started } = await api<LoginView>(client, 'POST', `${path}/login`, o.stepUp ? { stepUp: true } : {}).catch((err: unknown) => {
+  const { body: started } = await api<LoginView>(client, 'POST', `${path}/login`, {}).catch((err: unknown) => {
     // A login that cannot start (its callback port taken) reports like one that failed later.
     if (o.json && err instanceof McpxError) printJson({ server, status: 'failed', error: { code: err.code, message: err.message } });
     throw err;
   });
-  if (started.status === 'waiting' && started.url) {
-    const say = (text: string) => process.stderr.write(`${text}\n`);
-    if (!o.browser) {
-      say(`Open this address in a browser to authorize mcpx for ${server}:\n\n  ${started.url}\n\nWaiting for the authorization…`);
-    } else {
-      const { openUrl } = await import('../browser.js');
-      try {
-        await openUrl(started.url);
-        say(`Opened the browser to authorize mcpx for ${server}. If nothing opened, open:\n  ${started.url}`);
-      } catch (err) {
-        say(`${(err as Error).message}. Open this address in a browser to authorize mcpx for ${server}:\n\n  ${started.url}`);
+  let forgetPage: (() => void) | undefined;
+  const cancel = (signal: NodeJS.Signals) => {
+    forgetPage?.();
+    void api(client, 'POST', `/v1/auth/logins/${started.id}/cancel`).finally(() => process.exit(signal === 'SIGINT' ? 130 : signal === 'SIGHUP' ? 129 : 143));
+  };
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  for (const s of signals) process.once(s, cancel);
+  try {
+    if (started.status === 'waiting' && started.url) {
+      const say = (text: string) => process.stderr.write(`${text}\n`);
+      if (!o.browser) {
+        say(`Open this address in a browser to authorize mcpx for ${server}:\n\n  ${started.url}\n\nWaiting for the authorization…`);
+      } else {
+        const { openInBrowser } = await import('../browser.js');
+        try {
+          const opened = await openInBrowser(o.stateDir, 'oauth-login', started.url);
+          forgetPage = opened.forget;
+          say(`Opened the browser to authorize mcpx for ${server}. If nothing opened, open:\n  ${started.url}`);
+        } catch (err) {
+          say(`${(err as Error).message}. Open this address in a browser to authorize mcpx for ${server}:\n\n  ${started.url}`);
+        }
       }
     }
-  }
-  const cancel = () => void api(client, 'POST', `/v1/auth/logins/${started.id}/cancel`).finally(() => process.exit(130));
-  process.once('SIGINT', cancel);
-  try {
     let view = started;
     while (view.status === 'waiting') {
       view = (await api<LoginView>(client, 'GET', `/v1/auth/logins/${started.id}?waitMs=55000`)).body;
@@ -59,6 +70,8 @@ export async function runLogin(client: DaemonClient, server: string, o: { browse
     }
     return view;
   } finally {
-    process.off('SIGINT', cancel);
+    for (const s of signals) process.off(s, cancel);
+    // The page holds the authorization URL: spent once the login ended.
+    forgetPage?.();
   }
 }

@@ -18,12 +18,8 @@ export function register(program: Command, cli: CliContext): void {
         if (server !== undefined) q.set('server', server);
         if (o.session) q.set('session', o.session);
         const path = `/v1/tools${q.size > 0 ? `?${q}` : ''}`;
-        const { withReauthorization } = await import('../reauthorize.js');
-        const { body } = await withReauthorization(
-          client,
-          () => withProgress(client, server, () => api<ToolsView>(client, 'GET', path, undefined, callHeaders(o))),
-          (r) => r.body.errors.find((e) => e.code === 'MCPX_UPSTREAM_UNAUTHORIZED')?.server,
-        );
+        // A server that needs authorization is an error naming `mcpx login NAME`: listing never opens a browser.
+        const { body } = await withProgress(client, server, () => api<ToolsView>(client, 'GET', path, undefined, callHeaders(o)));
         if (o.json) printJson(body);
         else
           out(
