@@ -8,8 +8,7 @@
  * the open descriptor (never by path), then the data, fsync, close, and the rename. A temp file that
  * could not be finished (a full disk) is removed, not left behind empty.
  */
-import { closeSync, constants, fchmodSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { open, rename, rm } from 'node:fs/promises';
+import { closeSync, constants, fchmodSync, fsyncSync, openSync, promises as fsp, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 
@@ -73,11 +72,11 @@ export function writeFileAtomicSync(file: string, data: string | Uint8Array, opt
 /** `writeFileAtomicSync` for the daemon: the same steps, without blocking the event loop. */
 export async function writeFileAtomic(file: string, data: string | Uint8Array, opts: AtomicWriteOptions): Promise<void> {
   let tmp = '';
-  let h: import('node:fs/promises').FileHandle | undefined;
+  let h: fsp.FileHandle | undefined;
   for (let i = 0; h === undefined; i++) {
     tmp = tempPath(file);
     try {
-      h = await open(tmp, CREATE, opts.mode & 0o777);
+      h = await fsp.open(tmp, CREATE, opts.mode & 0o777);
     } catch (err) {
       if (!isExists(err) || i + 1 >= ATTEMPTS) throw err;
     }
@@ -91,9 +90,9 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, o
       await h.close();
     }
     opts.beforeRename?.();
-    await rename(tmp, file);
+    await fsp.rename(tmp, file);
   } catch (err) {
-    await rm(tmp, { force: true }).catch(() => undefined);
+    await fsp.rm(tmp, { force: true }).catch(() => undefined);
     throw err;
   }
 }
