@@ -75,7 +75,8 @@ export type ErrorCode =
   | 'MCPX_BAD_TOOL'
   // mcpx install / uninstall (src/install): an unknown client; a client file that does not parse (line:column),
   // is read-only, is locked by another mcpx, changed under the edit, or is laid out so that mcpx cannot edit
-  // it alone; a server name already taken in mcpx's config; a file that could not be read or written
+  // it alone; a server name already taken in mcpx's config; a file that could not be read or written; a
+  // symbolic link another user made where the file should be
   | 'MCPX_UNKNOWN_CLIENT'
   | 'MCPX_INSTALL_PARSE'
   | 'MCPX_INSTALL_READ_ONLY'
@@ -84,6 +85,7 @@ export type ErrorCode =
   | 'MCPX_INSTALL_LAYOUT'
   | 'MCPX_INSTALL_COLLISION'
   | 'MCPX_INSTALL_IO'
+  | 'MCPX_INSTALL_UNSAFE'
   // OAuth (src/auth): the authorization flow failed (discovery, a metadata or issuer that is not this
   // server's, the authorization server's refusal, a state or iss that does not match); the login's fixed
   // callback port is taken; no login of that id; the login did not finish in time

@@ -4,7 +4,7 @@
  * `modify`; TOML (Codex) by replacing whole `[mcp_servers.NAME]` tables in the text, checked afterwards by
  * parsing both texts: anything else changed and nothing is written.
  */
-import { applyEdits, modify, parse as parseJsonc, printParseErrorCode, type FormattingOptions, type ParseError } from 'jsonc-parser';
+import { applyEdits, modify, parse as parseJsonc, ParseErrorCode, visit, type FormattingOptions, type ParseError } from 'jsonc-parser';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { McpxError } from '../errors.js';
 import { isObject } from '../is-object.js';
@@ -29,36 +29,128 @@ function lineCol(text: string, offset: number): { line: number; column: number }
 }
 
 function parseError(file: string, line: number, column: number, what: string): McpxError {
-  return new McpxError('MCPX_INSTALL_PARSE', `${file}:${line}:${column}: ${what}; mcpx does not change a file it cannot read back (fix it, or move it away)`, {
-    data: { file, line, column },
-  });
+  return new McpxError(
+    'MCPX_INSTALL_PARSE',
+    `${file}:${line}:${column}: ${what} (line ${line}, column ${column}); mcpx does not change a file it cannot read back (fix it, or move it away)`,
+    {
+      data: { file, line, column },
+    },
+  );
+}
+
+/** What a JSON syntax error is, in words (jsonc-parser names it `CloseBraceExpected` and the like). */
+function syntaxInWords(code: ParseErrorCode, text: string, offset: number): string {
+  switch (code) {
+    case ParseErrorCode.InvalidSymbol:
+      return `unexpected ${JSON.stringify(text.slice(offset, offset + 1))}`;
+    case ParseErrorCode.InvalidNumberFormat:
+      return 'a number that is not written as JSON writes numbers';
+    case ParseErrorCode.PropertyNameExpected:
+      return 'expected a property name in double quotes';
+    case ParseErrorCode.ValueExpected:
+      return 'expected a value';
+    case ParseErrorCode.ColonExpected:
+      return 'expected `:`';
+    case ParseErrorCode.CommaExpected:
+      return 'expected `,`';
+    case ParseErrorCode.CloseBraceExpected:
+      return 'expected `}`';
+    case ParseErrorCode.CloseBracketExpected:
+      return 'expected `]`';
+    case ParseErrorCode.EndOfFileExpected:
+      return 'expected the end of the file (something follows the closing `}`)';
+    case ParseErrorCode.InvalidCommentToken:
+      return 'a comment that is not `//` or `/*`';
+    case ParseErrorCode.UnexpectedEndOfComment:
+      return 'a `/*` comment that is never closed';
+    case ParseErrorCode.UnexpectedEndOfString:
+      return 'a string that is never closed (a missing `"`)';
+    case ParseErrorCode.UnexpectedEndOfNumber:
+      return 'a number cut short';
+    case ParseErrorCode.InvalidUnicode:
+      return 'a `\\u` escape that is not four hex digits';
+    case ParseErrorCode.InvalidEscapeCharacter:
+      return 'an escape (`\\`) JSON does not have';
+    case ParseErrorCode.InvalidCharacter:
+      return 'a control character (a tab, a line end) inside a string';
+    default:
+      return 'a syntax error';
+  }
+}
+
+/** A UTF-8 byte order mark some Windows editors put first: read past it, written back as it was. */
+const BOM = '\uFEFF';
+function splitBom(text: string): [string, string] {
+  return text.startsWith(BOM) ? [BOM, text.slice(1)] : ['', text];
+}
+
+/**
+ * The first key written twice in the top-level object or in the servers object. JSON parsers keep the
+ * last one, but an edit goes into the first: the client would never see it.
+ */
+function duplicateKey(text: string, key: string): { name: string; offset: number; inServers: boolean } | undefined {
+  const stack: Array<Set<string> | undefined> = [];
+  let found: { name: string; offset: number; inServers: boolean } | undefined;
+  visit(
+    text,
+    {
+      onObjectBegin: (_o, _l, _sl, _sc, path) => {
+        const depth = stack.length;
+        const p = depth === 1 ? path() : undefined;
+        stack.push(depth === 0 || (p !== undefined && p.length === 1 && p[0] === key) ? new Set() : undefined);
+      },
+      onObjectEnd: () => {
+        stack.pop();
+      },
+      onObjectProperty: (name, offset) => {
+        const seen = stack[stack.length - 1];
+        if (seen === undefined || found !== undefined) return;
+        if (seen.has(name)) found = { name, offset, inServers: stack.length > 1 };
+        seen.add(name);
+      },
+    },
+    { allowTrailingComma: true, disallowComments: false },
+  );
+  return found;
 }
 
 /** The document and its servers under `key`; a syntax error is refused with its line and column. */
 export function parseClientFile(text: string | undefined, format: 'json' | 'toml', key: string, file: string): ParsedFile {
   if (text === undefined || text.trim() === '') return { doc: {}, servers: {} };
+  const [, body] = splitBom(text);
   let doc: unknown;
   if (format === 'json') {
     const errors: ParseError[] = [];
-    doc = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false });
+    doc = parseJsonc(body, errors, { allowTrailingComma: true, disallowComments: false });
     if (errors.length > 0) {
       const e = errors[0]!;
-      const { line, column } = lineCol(text, e.offset);
-      throw parseError(file, line, column, printParseErrorCode(e.error));
+      const { line, column } = lineCol(body, e.offset);
+      throw parseError(file, line, column, syntaxInWords(e.error, body, e.offset));
+    }
+    const dup = duplicateKey(body, key);
+    if (dup !== undefined) {
+      const { line, column } = lineCol(body, dup.offset);
+      throw parseError(
+        file,
+        line,
+        column,
+        `${JSON.stringify(dup.name)} is written twice${dup.inServers ? ` in "${key}"` : ''}; the client reads the last one and an edit would go into the first`,
+      );
     }
   } else {
     try {
-      doc = parseToml(text);
+      doc = parseToml(body);
     } catch (err) {
       if (err instanceof TomlError) throw parseError(file, err.line, err.column, err.message.split('\n')[0] ?? 'invalid TOML');
       throw err;
     }
   }
   if (!isObject(doc)) throw parseError(file, 1, 1, 'the top level is not an object');
-  const servers = doc[key];
-  if (servers === undefined) return { doc, servers: {} };
+  const servers = Object.hasOwn(doc, key) ? doc[key] : undefined;
+  if (servers === undefined) return { doc, servers: Object.create(null) as ServerMap };
   if (!isObject(servers)) throw new McpxError('MCPX_INSTALL_PARSE', `${file}: "${key}" is not an object; mcpx leaves the file as it is`, { data: { file } });
-  const out: ServerMap = {};
+  // No prototype: a server named `constructor` or `toString` is a name like any other.
+  const out = Object.create(null) as ServerMap;
   for (const [name, v] of Object.entries(servers)) if (isObject(v)) out[name] = v;
   return { doc, servers: out };
 }
@@ -80,24 +172,95 @@ export interface ServerChange {
 
 /** Applies `change` under `key` and returns the new text (`text` undefined: a new file). */
 export function editJson(text: string | undefined, key: string, change: ServerChange): string {
-  let t = text === undefined || text.trim() === '' ? '{}\n' : text;
+  const [bom, body] = splitBom(text ?? '');
+  const t = body.trim() === '' ? '{}\n' : body;
   const fmt = formatting(t === '{}\n' ? '{\n  "x": 1\n}' : t);
-  for (const name of change.remove) t = edit(t, [key, name], undefined, fmt);
-  for (const [name, entry] of Object.entries(change.set)) t = edit(t, [key, name], entry, fmt);
-  return t;
+  const apply = (doc: string, plainOnly: boolean): string => {
+    let d = doc;
+    for (const name of change.remove) d = edit(d, [key, name], undefined, fmt, plainOnly);
+    for (const [name, entry] of Object.entries(change.set)) d = edit(d, [key, name], entry, fmt, plainOnly);
+    return d;
+  };
+  return bom + (editInPlace(t, key, fmt.eol ?? '\n', apply) ?? apply(t, false));
 }
+
+/** Where the top-level property `key` is: its name's offset and its value's end. */
+function locate(text: string, key: string): { start: number; end: number } | undefined {
+  let depth = 0;
+  let start = -1;
+  let found: { start: number; end: number } | undefined;
+  const close = (offset: number, length: number) => {
+    depth--;
+    if (depth === 1 && start >= 0 && found === undefined) found = { start, end: offset + length };
+  };
+  visit(
+    text,
+    {
+      onObjectBegin: () => void depth++,
+      onArrayBegin: () => void depth++,
+      onObjectEnd: close,
+      onArrayEnd: close,
+      onObjectProperty: (name, offset) => {
+        if (depth === 1 && name === key && start < 0) start = offset;
+      },
+      onLiteralValue: (_v, offset, length) => {
+        if (depth === 1 && start >= 0 && found === undefined) found = { start, end: offset + length };
+      },
+    },
+    { allowTrailingComma: true, disallowComments: false },
+  );
+  return found;
+}
+
+/**
+ * Edits only the servers property: it is copied into a small document of its own (with whole lines when
+ * they hold little else, so the edit is formatted as in the file; else just the property, and the edit
+ * goes in compact), edited there, and put back in one splice. jsonc-parser's `modify` parses the whole
+ * document into a tree for every change: for a `~/.claude.json` of tens of MB that is seconds and
+ * hundreds of MB each. Undefined: not a layout this can do (no such property yet), edit the whole text.
+ */
+function editInPlace(text: string, key: string, eolText: string, apply: (doc: string, plainOnly: boolean) => string): string | undefined {
+  const at = locate(text, key);
+  if (at === undefined) return undefined;
+  const lineStart = text.lastIndexOf('\n', at.start) + 1;
+  const eol = text.indexOf('\n', at.end);
+  const lineEnd = eol === -1 ? text.length : eol > 0 && text[eol - 1] === '\r' ? eol - 1 : eol;
+  // Short lines: copied whole, so the edit is formatted as the file is. Long ones (a file on one line):
+  // just the property, and the edit goes in compact.
+  const w =
+    lineEnd - lineStart - (at.end - at.start) <= FORMAT_LINE_LIMIT
+      ? { from: lineStart, to: lineEnd, head: `{${eolText}`, tail: `${eolText}}`, plainOnly: false }
+      : { from: at.start, to: at.end, head: '{', tail: '}', plainOnly: true };
+  const mini = w.head + text.slice(w.from, w.to) + w.tail;
+  const errors: ParseError[] = [];
+  parseJsonc(mini, errors, { allowTrailingComma: true, disallowComments: false });
+  if (errors.length > 0) return undefined; // the lines start or end inside something else
+  const done = apply(mini, w.plainOnly);
+  if (done.startsWith(w.head) && done.endsWith(w.tail))
+    return text.slice(0, w.from) + done.slice(w.head.length, done.length - w.tail.length) + text.slice(w.to);
+  return undefined;
+}
+
+/** Past this many bytes of other text on the lines of an edit, the formatted edit is not tried. */
+const FORMAT_LINE_LIMIT = 4096;
 
 /**
  * One `modify`, formatted like the file when that touches only whitespace around the change. jsonc-parser
  * formats whole lines around an edit, so in a file written on one line it would re-lay-out other servers:
- * there the edit goes in unformatted (compact), and every other byte stays.
+ * there the edit goes in unformatted (compact), and every other byte stays. Such lines are not even
+ * formatted to find that out: jsonc-parser applies its formatting edits one by one to the whole text,
+ * which takes minutes for a one-line file of a few MB (`~/.claude.json` with history).
  */
-function edit(text: string, path: string[], value: unknown, fmt: FormattingOptions): string {
+function edit(text: string, path: string[], value: unknown, fmt: FormattingOptions, plainOnly: boolean): string {
   const plain = modify(text, path, value, {});
-  const pretty = modify(text, path, value, { formattingOptions: fmt });
   if (plain.length === 0) return text;
   const start = Math.min(...plain.map((e) => e.offset));
   const end = Math.max(...plain.map((e) => e.offset + e.length));
+  const lineStart = text.lastIndexOf('\n', start - 1) + 1;
+  const nextEol = text.indexOf('\n', end);
+  const lineEnd = nextEol === -1 ? text.length : nextEol;
+  if (plainOnly || lineEnd - lineStart - (end - start) > FORMAT_LINE_LIMIT) return applyEdits(text, plain);
+  const pretty = modify(text, path, value, { formattingOptions: fmt });
   // The formatted edit may rewrite whole lines around the change: they must come back as they were, but
   // for the whitespace next to the change.
   const keeps = pretty.every((e) => {
@@ -195,7 +358,7 @@ export function sameValue(a: unknown, b: unknown): boolean {
  * is refused rather than guessed at.
  */
 export function editToml(text: string | undefined, prefix: string, change: ServerChange, file: string): string {
-  const src = text ?? '';
+  const [bom, src] = splitBom(text ?? '');
   const eol = src.includes('\r\n') ? '\r\n' : '\n';
   const lines = src.split(/(?<=\n)/); // keeps each line's end
   const touched = new Set([...change.remove, ...Object.keys(change.set)]);
@@ -240,12 +403,12 @@ export function editToml(text: string | undefined, prefix: string, change: Serve
     result += added.map(([name, entry]) => tomlTable(prefix, name, entry, eol)).join(eol);
   }
   // What was meant: the old document with the change applied.
-  const before = text === undefined || text.trim() === '' ? {} : (parseToml(src) as Record<string, unknown>);
+  const before = src.trim() === '' ? {} : (parseToml(src) as Record<string, unknown>);
   const want: Record<string, unknown> = { ...before };
-  const servers: Record<string, unknown> = { ...(isObject(before[prefix]) ? (before[prefix] as Record<string, unknown>) : {}) };
+  const servers: Record<string, unknown> = Object.assign(Object.create(null) as Record<string, unknown>, isObject(before[prefix]) ? before[prefix] : {});
   for (const n of change.remove) delete servers[n];
   for (const [n, e] of Object.entries(change.set)) servers[n] = e;
-  if (Object.keys(servers).length > 0 || prefix in before) want[prefix] = servers;
+  if (Object.keys(servers).length > 0 || Object.hasOwn(before, prefix)) want[prefix] = servers;
   let got: unknown;
   try {
     got = parseToml(result);
@@ -259,5 +422,5 @@ export function editToml(text: string | undefined, prefix: string, change: Serve
       { data: { file } },
     );
   }
-  return result;
+  return bom + result;
 }

@@ -8,34 +8,48 @@ import {
   openSync,
   closeSync,
   writeSync,
-  fsyncSync,
   unlinkSync,
-  readFileSync,
+  lstatSync,
   statSync,
   realpathSync,
-  renameSync,
-  chmodSync,
   mkdirSync,
   copyFileSync,
   existsSync,
   accessSync,
 } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { createHash } from 'node:crypto';
 import { McpxError } from '../errors.js';
+import { writeFileAtomicSync } from '../state/atomic-write.js';
+import { FileTooLargeError, fileIdentity, NotRegularFileError, readRegularFileSync, type RegularFileText } from '../state/safe-files.js';
 
 export function sha256(text: string | Buffer): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-/** The file's text, or undefined when it does not exist. */
-export function readIfExists(file: string): string | undefined {
+/** The largest client file read (bytes): `~/.claude.json` grows to tens of MB with history. */
+export const CLIENT_FILE_MAX_BYTES = 128 * 1024 * 1024;
+
+/** The file's text and identity, or undefined when it does not exist. Regular files only, bounded, never blocking. */
+export function readClientFile(file: string): RegularFileText | undefined {
   try {
-    return readFileSync(file, 'utf8');
+    return readRegularFileSync(file, { follow: true, maxBytes: CLIENT_FILE_MAX_BYTES });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    // A FIFO would block the read until a writer comes, /dev/zero never ends: neither is a config file.
+    if (err instanceof NotRegularFileError)
+      throw new McpxError('MCPX_INSTALL_IO', `${file} is ${err.kind}, not a regular file; mcpx reads and writes only regular files`, { data: { file } });
+    if (err instanceof FileTooLargeError)
+      throw new McpxError('MCPX_INSTALL_IO', `${file} is ${err.size} bytes, more than mcpx reads (${err.maxBytes}); mcpx leaves it as it is`, {
+        data: { file },
+      });
     throw new McpxError('MCPX_INSTALL_IO', `${file}: cannot read it: ${(err as Error).message}`, { data: { file } });
   }
+}
+
+/** The file's text, or undefined when it does not exist (see readClientFile). */
+export function readIfExists(file: string): string | undefined {
+  return readClientFile(file)?.text;
 }
 
 /** Symlinked dotfiles are common: write the file the link points at, keep the link. */
@@ -45,6 +59,27 @@ export function realTarget(file: string): string {
   } catch {
     return file;
   }
+}
+
+/**
+ * Refuses a symlink another user made (root's aside): in a folder others can write, such a link at
+ * `.mcp.json` would have mcpx edit whatever file of the user's it points at.
+ */
+export function assertOwnLink(file: string): void {
+  const uid = process.getuid?.();
+  if (uid === undefined) return;
+  let st;
+  try {
+    st = lstatSync(file);
+  } catch {
+    return;
+  }
+  if (st.isSymbolicLink() && st.uid !== uid && st.uid !== 0)
+    throw new McpxError(
+      'MCPX_INSTALL_UNSAFE',
+      `${file} is a symbolic link another user (uid ${st.uid}) made: mcpx does not write through it (remove it, or make the file yourself)`,
+      { data: { file, uid: st.uid } },
+    );
 }
 
 /** Refuses a file its owner made read-only (root could write it anyway; the user meant it not to be). */
@@ -69,6 +104,16 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** The pid in a lock file (undefined: gone, empty, or not a regular file of a few bytes). */
+function lockHolder(lock: string): number | undefined {
+  try {
+    const n = Number(readRegularFileSync(lock, { maxBytes: 64 }).text.trim());
+    return Number.isInteger(n) && n > 0 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Runs `fn` holding `<file>.mcpx.lock` (O_EXCL; a lock whose pid is gone is taken over). */
 export async function withLock<T>(file: string, fn: () => Promise<T> | T): Promise<T> {
   const lock = `${file}.mcpx.lock`;
@@ -76,15 +121,21 @@ export async function withLock<T>(file: string, fn: () => Promise<T> | T): Promi
   const deadline = Date.now() + 5_000;
   for (;;) {
     try {
-      const fd = openSync(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-      writeSync(fd, String(process.pid));
+      const fd = openSync(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
+      try {
+        writeSync(fd, String(process.pid));
+      } catch (err) {
+        closeSync(fd);
+        unlinkSync(lock); // made but not written (a full disk): no empty lock left behind
+        throw err;
+      }
       closeSync(fd);
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
         throw new McpxError('MCPX_INSTALL_IO', `${lock}: cannot take the lock: ${(err as Error).message}`, { data: { file } });
-      const holder = Number(readIfExists(lock) ?? '');
-      if (!Number.isInteger(holder) || holder <= 0 || !pidAlive(holder)) {
+      const holder = lockHolder(lock);
+      if (holder === undefined || !pidAlive(holder)) {
         try {
           unlinkSync(lock);
         } catch {
@@ -114,45 +165,73 @@ export function backupFile(file: string, now = new Date()): string {
     .toISOString()
     .replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, 'Z');
-  let backup = `${file}.mcpx-backup-${stamp}`;
-  for (let i = 2; existsSync(backup); i++) backup = `${file}.mcpx-backup-${stamp}-${i}`;
-  copyFileSync(file, backup, constants.COPYFILE_EXCL);
-  return backup;
+  // COPYFILE_EXCL creates the copy O_EXCL: a name taken (or a link planted under it) means the next one.
+  for (let i = 1; ; i++) {
+    const backup = i === 1 ? `${file}.mcpx-backup-${stamp}` : `${file}.mcpx-backup-${stamp}-${i}`;
+    try {
+      copyFileSync(file, backup, constants.COPYFILE_EXCL);
+      return backup;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || i >= 100)
+        throw new McpxError('MCPX_INSTALL_IO', `${file}: cannot back it up: ${(err as Error).message}`, { data: { file } });
+    }
+  }
+}
+
+function raceError(file: string, when: 'during' | 'after'): McpxError {
+  let at = '';
+  try {
+    at = ` (last written ${statSync(file).mtime.toISOString()})`;
+  } catch {
+    // gone
+  }
+  const message =
+    when === 'during'
+      ? `${file} was changed by another program (the client?) while mcpx was writing it${at}; mcpx wrote nothing and kept that program's version`
+      : `${file} was written by another program (the client?) right after mcpx wrote it${at}; that program's version stands, without mcpx's change`;
+  return new McpxError('MCPX_INSTALL_RACE', message, { data: { file, when } });
+}
+
+export interface AtomicWriteOptions {
+  /** The new file's mode; default: the file's own (0600 for a new one). */
+  mode?: number;
 }
 
 /**
  * Replaces `file` with `text` atomically. `expected` is the text the edit was made from: when the file no
- * longer holds it (the client wrote it meanwhile) nothing is written and the caller starts again.
+ * longer holds it (the client wrote it meanwhile) nothing is written and the caller starts again. The
+ * file is compared before the temp file is written and again once it is, its identity (inode, size,
+ * times) a last time just before the rename; a program that writes in the microseconds between that look
+ * and the rename cannot be seen before (no exchanging rename in Node), so the file is read back after:
+ * a write that landed right after mcpx's is reported, never passed off as done.
  */
-export function atomicWrite(file: string, text: string, expected: string | undefined): void {
+export function atomicWrite(file: string, text: string, expected: string | undefined, opts: AtomicWriteOptions = {}): void {
+  assertOwnLink(file);
   const target = realTarget(file);
-  const now = readIfExists(target);
-  if (now !== expected)
-    throw new McpxError('MCPX_INSTALL_RACE', `${file} changed while mcpx was editing it (is the client writing it?); nothing was written, try again`, {
-      data: { file },
-    });
+  const now = readClientFile(target);
+  if (now?.text !== expected) throw raceError(file, 'during');
   mkdirSync(dirname(target), { recursive: true });
-  const mode = existsSync(target) ? statSync(target).mode & 0o7777 : 0o600;
-  const tmp = join(dirname(target), `.${basename(target)}.mcpx-${process.pid}.tmp`);
+  const mode = opts.mode ?? (now !== undefined ? statSync(target).mode & 0o7777 : 0o600);
   try {
-    const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, mode);
-    try {
-      writeSync(fd, text);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    chmodSync(tmp, mode); // the umask may have narrowed it
-    renameSync(tmp, target);
+    writeFileAtomicSync(target, text, {
+      mode,
+      beforeRename: () => {
+        const again = readClientFile(target);
+        if (again?.text !== expected) throw raceError(file, 'during');
+        let id: string | undefined;
+        try {
+          id = fileIdentity(statSync(target, { bigint: true }));
+        } catch {
+          id = undefined;
+        }
+        if (id !== again?.identity) throw raceError(file, 'during');
+      },
+    });
   } catch (err) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      // never made
-    }
     if (err instanceof McpxError) throw err;
     throw new McpxError('MCPX_INSTALL_IO', `${file}: cannot write it: ${(err as Error).message}`, { data: { file } });
   }
+  if (readClientFile(target)?.text !== text) throw raceError(file, 'after');
 }
 
 /** A unified-style diff of two texts by lines (common head and tail trimmed first: config edits are local). */

@@ -6,12 +6,13 @@
  * file is locked, backed up (the restore point `uninstall` puts back) and replaced atomically. What was
  * done is kept in `<state>/installs.json`.
  */
-import { existsSync, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { McpxError } from '../errors.js';
 import { clientPaths, CLIENTS, type ClientInfo, type PathContext } from './clients.js';
 import { editJson, editToml, parseClientFile, sameValue, type ServerMap } from './edit.js';
-import { assertWritable, atomicWrite, backupFile, lineDiff, readIfExists, realTarget, sha256, withLock } from './files.js';
+import { assertOwnLink, assertWritable, atomicWrite, backupFile, lineDiff, readIfExists, realTarget, sha256, withLock } from './files.js';
+import { readRegularFileSync } from '../state/safe-files.js';
 
 export const ENTRY_NAME = 'mcpx';
 
@@ -134,7 +135,7 @@ export function planInstall(o: PlanOptions): InstallPlan {
   const configKey = config.doc['servers'] !== undefined && config.doc['mcpServers'] === undefined ? 'servers' : 'mcpServers';
   const configServers: ServerMap = configKey === 'servers' ? parseClientFile(configBefore, 'json', 'servers', o.configFile).servers : config.servers;
   const remove: string[] = [];
-  const add: Record<string, Record<string, unknown>> = {};
+  const add = Object.create(null) as Record<string, Record<string, unknown>>;
   let imported: ImportPlan | undefined;
   if (o.import) {
     imported = { moved: [], already: [], skipped: [], kept: [], notes: [] };
@@ -155,7 +156,8 @@ export function planInstall(o: PlanOptions): InstallPlan {
       }
       const to = o.renames.get(name) ?? name;
       const server = toMcpxServer(o.client, name, raw, imported.notes);
-      const existing = configServers[to] ?? add[to];
+      // Own keys only: a server named `constructor` is not Object's constructor.
+      const existing = Object.hasOwn(configServers, to) ? configServers[to] : Object.hasOwn(add, to) ? add[to] : undefined;
       if (existing !== undefined) {
         if (sameValue(existing, server)) {
           imported.already.push(name);
@@ -176,7 +178,7 @@ export function planInstall(o: PlanOptions): InstallPlan {
         { data: { collisions } },
       );
     }
-    const unknownRename = [...o.renames.keys()].filter((n) => parsed.servers[n] === undefined);
+    const unknownRename = [...o.renames.keys()].filter((n) => !Object.hasOwn(parsed.servers, n));
     if (unknownRename.length > 0)
       throw new McpxError('MCPX_INSTALL_COLLISION', `--rename names servers ${o.client.title} does not have: ${unknownRename.join(', ')}`);
   }
@@ -225,45 +227,96 @@ function recordsFile(stateDir: string): string {
   return join(stateDir, 'installs.json');
 }
 
+/** The records (none when the file is missing, not a regular file, too large or not JSON). */
 export function readRecords(stateDir: string): Records {
-  const text = readIfExists(recordsFile(stateDir));
-  if (text === undefined) return {};
+  const records = Object.create(null) as Records;
   try {
-    return JSON.parse(text) as Records;
+    const data = JSON.parse(readRegularFileSync(recordsFile(stateDir)).text) as unknown;
+    if (typeof data === 'object' && data !== null && !Array.isArray(data)) Object.assign(records, data);
   } catch {
-    return {};
+    // nothing usable: the next install writes it anew
   }
+  return records;
 }
 
 function writeRecords(stateDir: string, records: Records): void {
   const file = recordsFile(stateDir);
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  atomicWrite(file, `${JSON.stringify(records, null, 2)}\n`, readIfExists(file));
+  let now: string | undefined;
+  try {
+    now = readIfExists(file);
+  } catch {
+    now = undefined; // not a regular file, too large: replaced (atomicWrite refuses what it cannot read)
+  }
+  atomicWrite(file, `${JSON.stringify(records, null, 2)}\n`, now, { mode: 0o600 });
 }
 
 /** Writes one file under its lock: refuses read-only, backs up, replaces atomically. Returns the backup. */
-async function writeFileSafely(file: string, before: string | undefined, after: string, backup: boolean): Promise<string | undefined> {
+async function writeFileSafely(file: string, before: string | undefined, after: string, backup: boolean, mode?: number): Promise<string | undefined> {
+  assertOwnLink(file);
   const target = realTarget(file);
   assertWritable(target);
   return withLock(target, () => {
     const made = backup && before !== undefined ? backupFile(target) : undefined;
-    atomicWrite(target, after, before);
+    atomicWrite(target, after, before, mode === undefined ? {} : { mode });
     return made;
   });
 }
 
 export interface ApplyResult {
   backups: string[];
+  /** What else was done (a mode narrowed). */
+  notes: string[];
+}
+
+const modeOf = (file: string): number | undefined => {
+  try {
+    return statSync(file).mode & 0o7777;
+  } catch {
+    return undefined;
+  }
+};
+const octal = (m: number) => m.toString(8).padStart(4, '0');
+
+/**
+ * Servers imported from a client's file may carry secrets (a token in `env` or `headers`): mcpx's config
+ * gets no more readable than the file they came from. Returns the config's mode to write (undefined: as
+ * it is) and what to say.
+ */
+function importMode(plan: InstallPlan): { mode?: number; note?: string } {
+  if (plan.imported === undefined || plan.imported.moved.length === 0) return {};
+  const from = modeOf(realTarget(plan.file));
+  const was = modeOf(realTarget(plan.configFile));
+  if (from === undefined || was === undefined) return {};
+  const extra = was & 0o077 & ~from;
+  if (extra === 0) return {};
+  const mode = was & ~extra;
+  const who = extra & 0o004 ? 'every user' : 'its group';
+  return {
+    mode,
+    note: `${plan.configFile} was mode ${octal(was)}, readable by ${who}; made ${octal(mode)} as ${plan.file} (${octal(from)}) is: the imported servers may carry secrets`,
+  };
 }
 
 export async function applyInstall(plan: InstallPlan, stateDir: string): Promise<ApplyResult> {
   const backups: string[] = [];
+  const notes: string[] = [];
   // Check both files before writing either.
+  assertOwnLink(plan.file);
   assertWritable(realTarget(plan.file));
-  if (plan.configAfter !== undefined) assertWritable(realTarget(plan.configFile));
+  if (plan.configAfter !== undefined) {
+    assertOwnLink(plan.configFile);
+    assertWritable(realTarget(plan.configFile));
+  }
   if (plan.configAfter !== undefined && plan.configAfter !== plan.configBefore) {
-    const b = await writeFileSafely(plan.configFile, plan.configBefore, plan.configAfter, true);
-    if (b) backups.push(b);
+    const narrow = importMode(plan);
+    const b = await writeFileSafely(plan.configFile, plan.configBefore, plan.configAfter, true, narrow.mode);
+    if (b) {
+      backups.push(b);
+      // The backup holds no imported server, but keeps to the same mode all the same.
+      if (narrow.mode !== undefined) chmodSync(b, narrow.mode);
+    }
+    if (narrow.note !== undefined) notes.push(narrow.note);
   }
   const records = readRecords(stateDir);
   const key = realTarget(plan.file);
@@ -285,7 +338,7 @@ export async function applyInstall(plan: InstallPlan, stateDir: string): Promise
     };
     writeRecords(stateDir, records);
   }
-  return { backups };
+  return { backups, notes };
 }
 
 export interface UninstallResult {
@@ -315,7 +368,7 @@ export async function uninstall(client: ClientInfo, file: string, stateDir: stri
   // A restore point the user deleted: fall back to taking the entry out.
   if (rec !== undefined && sha256(before) === rec.written && (rec.backup === undefined || existsSync(rec.backup))) {
     if (rec.backup !== undefined) {
-      after = readFileSync(rec.backup, 'utf8');
+      after = readIfExists(rec.backup) ?? '';
       how = 'restored';
     } else {
       after = undefined;
@@ -323,11 +376,11 @@ export async function uninstall(client: ClientInfo, file: string, stateDir: stri
     }
   } else {
     if (parsed.servers[ENTRY_NAME] === undefined && rec === undefined) return { file: key, how: 'nothing', restored: [] };
-    const set: Record<string, Record<string, unknown>> = {};
+    const set = Object.create(null) as Record<string, Record<string, unknown>>;
     if (rec?.backup !== undefined && existsSync(rec.backup)) {
-      const old = parseClientFile(readFileSync(rec.backup, 'utf8'), client.format, client.key, rec.backup).servers;
+      const old = parseClientFile(readIfExists(rec.backup), client.format, client.key, rec.backup).servers;
       for (const [name, raw] of Object.entries(old))
-        if (name !== ENTRY_NAME && parsed.servers[name] === undefined) {
+        if (name !== ENTRY_NAME && !Object.hasOwn(parsed.servers, name)) {
           set[name] = raw;
           restored.push(name);
         }
@@ -337,6 +390,7 @@ export async function uninstall(client: ClientInfo, file: string, stateDir: stri
   }
   if (!dryRun) {
     if (after === undefined) {
+      assertOwnLink(file);
       assertWritable(key);
       await withLock(key, () => {
         if (readIfExists(key) !== before) throw new McpxError('MCPX_INSTALL_RACE', `${key} changed while mcpx was editing it; nothing was done, try again`);
@@ -370,9 +424,9 @@ export function parseServersOf(text: string, client: ClientInfo, file: string): 
 
 export function clientStatus(client: ClientInfo, ctx: PathContext, project = false): ClientStatus {
   const file = clientFile(client, ctx, project);
-  const text = readIfExists(file);
-  const base = { client: client.name, title: client.title, file, exists: text !== undefined };
+  const base = { client: client.name, title: client.title, file, exists: existsSync(file) };
   try {
+    const text = readIfExists(file);
     const { servers } = parseClientFile(text, client.format, client.key, file);
     const entry = servers[ENTRY_NAME];
     const args = Array.isArray(entry?.['args']) ? (entry['args'] as unknown[]) : [];

@@ -21,6 +21,7 @@ import { mkdir, stat } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { McpxError } from '../errors.js';
+import { writeFileAtomic } from '../state/atomic-write.js';
 import { fileKind, readRegularFile } from '../state/safe-files.js';
 
 export const LOCK_FILE = 'daemon.lock';
@@ -357,16 +358,7 @@ async function moveAsideIfUnchanged(fs: StateFs, file: string, judged: string, s
 
 /** Writes a file atomically with mode 0600 (temp file in the same folder, then rename). */
 export async function writePrivateFile(file: string, text: string): Promise<void> {
-  const { open, rename } = fsp;
-  const tmp = `${file}.${process.pid}-${randomUUID().slice(0, 8)}.tmp`;
-  const h = await open(tmp, 'wx', 0o600);
-  try {
-    await h.chmod(0o600);
-    await h.writeFile(text, 'utf8');
-  } finally {
-    await h.close();
-  }
-  await rename(tmp, file);
+  await writeFileAtomic(file, text, { mode: 0o600 });
 }
 
 export async function writeDaemonFile(stateDir: string, info: DaemonFile): Promise<void> {

@@ -11,7 +11,7 @@
  * Writing is safe against other processes (a second daemon, `mcpx` CLI runs): each write takes an
  * exclusive lock file (`<file>.lock`, created with 'wx'), re-reads the file, applies only this
  * process's changes onto what is there, writes a temp file (mode 0600) in the same folder, renames it
- * over the file, and releases the lock. Writes within one process are serialized on a promise chain,
+ * over the file (src/state/atomic-write.ts), and releases the lock. Writes within one process are serialized on a promise chain,
  * and changes made while a write waits join it.
  */
 import { randomUUID } from 'node:crypto';
@@ -21,7 +21,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import stringify from 'safe-stable-stringify';
 import { CacheIoError } from '../errors.js';
 import { isObject } from '../is-object.js';
-import { fileKind, NotRegularFileError, readRegularFile } from './safe-files.js';
+import { writeFileAtomic } from './atomic-write.js';
+import { FileTooLargeError, fileKind, NotRegularFileError, readRegularFile } from './safe-files.js';
 
 /** The part of a pino logger a state file uses (src/log.ts's Logger fits). */
 export interface StateFileLogger {
@@ -192,6 +193,7 @@ export class LockedJsonFile<R> {
     } catch (err) {
       if (errCode(err) === 'ENOENT') return { servers, missing: true, dropped };
       if (err instanceof NotRegularFileError) return { servers, problem: `it is ${err.kind}, not a regular file`, dropped };
+      if (err instanceof FileTooLargeError) return { servers, problem: `it is too large (${err.size} bytes; at most ${err.maxBytes} are read)`, dropped };
       return { servers, problem: `cannot read it (${errCode(err) ?? String(err)})`, dropped };
     }
     if (text.trim() === '') return { servers, problem: 'the file is empty', dropped };
@@ -257,19 +259,9 @@ export class LockedJsonFile<R> {
     // `version` first and servers sorted by key, so the file reads (and diffs) the same way every time.
     const sorted = Object.fromEntries([...servers].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
     const body = `${JSON.stringify({ version: this.format.version, servers: sorted }, null, 2)}\n`;
-    const tmp = `${this.path}.${process.pid}-${randomUUID().slice(0, 8)}.tmp`;
-    let handle: fs.FileHandle | undefined;
     try {
-      handle = await fs.open(tmp, 'wx', 0o600);
-      await handle.chmod(0o600); // whatever the umask
-      await handle.writeFile(body, 'utf8');
-      await handle.sync();
-      await handle.close();
-      handle = undefined;
-      await fs.rename(tmp, this.path);
+      await writeFileAtomic(this.path, body, { mode: 0o600 });
     } catch (err) {
-      await handle?.close().catch(() => undefined);
-      await fs.rm(tmp, { force: true }).catch(() => undefined);
       throw new CacheIoError(this.path, `cannot write (${errCode(err) ?? String(err)})`, err);
     }
   }

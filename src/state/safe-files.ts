@@ -3,7 +3,10 @@
  *
  * - `readRegularFile`: opens without blocking (a FIFO opened for reading blocks until a writer comes:
  *   a daemon start that never ends) and without following a last-component symlink, then refuses
- *   anything that is not a regular file, naming what it is.
+ *   anything that is not a regular file, naming what it is, and a file larger than a bound (a 300 MB
+ *   state file would otherwise be read whole, and `/dev/zero` behind a link never ends).
+ * - `readRegularFileSync`: the same for the CLI's synchronous readers (other programs' files, which may
+ *   be symlinked dotfiles: `follow`).
  * - `checkSocketTrust`: before a client speaks on the daemon socket, the socket and its folder must be
  *   this user's own and not writable by others. A socket planted by another user in a folder they made
  *   would otherwise receive every call's arguments, and answer with whatever it likes. Node gives no
@@ -12,7 +15,7 @@
  *
  * Plain node:fs and nothing else: a CLI command loads this on every run.
  */
-import { constants, lstatSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { McpxError } from '../errors.js';
@@ -43,28 +46,108 @@ export class NotRegularFileError extends Error {
 
 const READ_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
 
+/** The largest state file read (bytes): the biggest real one (a tool catalog) is a few MB. */
+export const STATE_FILE_MAX_BYTES = 64 * 1024 * 1024;
+
+/** A file larger than the reader's bound; `code` EFBIG, as the kernel says for a file too large. */
+export class FileTooLargeError extends Error {
+  readonly code = 'EFBIG';
+  readonly path: string;
+  readonly size: number;
+  readonly maxBytes: number;
+  constructor(path: string, size: number, maxBytes: number) {
+    super(`${path} is larger than mcpx reads (${size} bytes; at most ${maxBytes})`);
+    this.path = path;
+    this.size = size;
+    this.maxBytes = maxBytes;
+  }
+}
+
+function openError(err: unknown, path: string): unknown {
+  // O_NOFOLLOW on a symlink: ELOOP on Linux, EMLINK on FreeBSD, EFTYPE on NetBSD.
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ELOOP' || code === 'EMLINK' || code === 'EFTYPE') return new NotRegularFileError(path, 'a symbolic link');
+  if (code === 'EISDIR') return new NotRegularFileError(path, 'a folder');
+  if (code === 'ENXIO') return new NotRegularFileError(path, 'a socket');
+  return err;
+}
+
 /**
- * The text of `path`, a regular file that is not a symlink.
- * @throws NotRegularFileError for a FIFO, socket, device, folder or symlink; the errno for the rest (ENOENT…).
+ * The text of `path`, a regular file that is not a symlink, of at most `maxBytes` (default STATE_FILE_MAX_BYTES).
+ * @throws NotRegularFileError for a FIFO, socket, device, folder or symlink; FileTooLargeError; the errno for the rest (ENOENT…).
  */
-export async function readRegularFile(path: string): Promise<string> {
+export async function readRegularFile(path: string, opts: { maxBytes?: number } = {}): Promise<string> {
+  const max = opts.maxBytes ?? STATE_FILE_MAX_BYTES;
   let h;
   try {
     h = await open(path, READ_FLAGS);
   } catch (err) {
-    // O_NOFOLLOW on a symlink: ELOOP on Linux, EMLINK on FreeBSD, EFTYPE on NetBSD.
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP' || code === 'EMLINK' || code === 'EFTYPE') throw new NotRegularFileError(path, 'a symbolic link');
-    if (code === 'EISDIR') throw new NotRegularFileError(path, 'a folder');
-    if (code === 'ENXIO') throw new NotRegularFileError(path, 'a socket');
-    throw err;
+    throw openError(err, path);
   }
   try {
     const s = await h.stat();
     if (!s.isFile()) throw new NotRegularFileError(path, fileKind(s));
-    return await h.readFile('utf8');
+    if (s.size > max) throw new FileTooLargeError(path, s.size, max);
+    // Read at most max + 1 bytes: a file that grows while read is still bounded.
+    const buf = Buffer.alloc(Math.min(s.size, max) + 1);
+    let n = 0;
+    for (;;) {
+      const { bytesRead } = await h.read(buf, n, buf.length - n, n);
+      if (bytesRead === 0) break;
+      n += bytesRead;
+      if (n === buf.length) {
+        if (n > max) throw new FileTooLargeError(path, n, max);
+        break;
+      }
+    }
+    return buf.toString('utf8', 0, n);
   } finally {
     await h.close();
+  }
+}
+
+export interface RegularFileText {
+  text: string;
+  /** dev, inode, size, mtime and ctime (ns) as read: a file replaced or written since has another. */
+  identity: string;
+}
+
+/** dev:ino:size:mtime:ctime of a stat, in nanoseconds: what changes when a file is written or replaced. */
+export function fileIdentity(s: import('node:fs').BigIntStats): string {
+  return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+}
+
+/**
+ * `readRegularFile` for synchronous callers, with the file's identity. `follow`: a symlink is followed
+ * (a dotfile kept elsewhere), but what it leads to must still be a regular file.
+ * @throws as readRegularFile.
+ */
+export function readRegularFileSync(path: string, opts: { maxBytes?: number; follow?: boolean } = {}): RegularFileText {
+  const max = opts.maxBytes ?? STATE_FILE_MAX_BYTES;
+  let fd: number;
+  try {
+    fd = openSync(path, opts.follow ? constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) : READ_FLAGS);
+  } catch (err) {
+    throw openError(err, path);
+  }
+  try {
+    const s = fstatSync(fd);
+    if (!s.isFile()) throw new NotRegularFileError(path, fileKind(s));
+    if (s.size > max) throw new FileTooLargeError(path, s.size, max);
+    const buf = Buffer.alloc(Math.min(s.size, max) + 1);
+    let n = 0;
+    for (;;) {
+      const got = readSync(fd, buf, n, buf.length - n, n);
+      if (got === 0) break;
+      n += got;
+      if (n === buf.length) {
+        if (n > max) throw new FileTooLargeError(path, n, max);
+        break;
+      }
+    }
+    return { text: buf.toString('utf8', 0, n), identity: fileIdentity(fstatSync(fd, { bigint: true })) };
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -106,21 +106,27 @@ export function register(program: Command, cli: CliContext): void {
       // Claude Code rewrites ~/.claude.json often: a file that changed under the edit is read again and the
       // edit made again (servers already moved count as "already there"), a few times.
       let backups: string[] = [];
+      let notes: string[] = [];
+      // What another program did to the file meanwhile, each time (said, not hidden in a retry).
+      const raced: string[] = [];
       for (let attempt = 1; ; attempt++) {
         try {
-          ({ backups } = await inst.applyInstall(plan, t.stateDir));
+          ({ backups, notes } = await inst.applyInstall(plan, t.stateDir));
           break;
         } catch (err) {
           if (!(err instanceof McpxError) || err.code !== 'MCPX_INSTALL_RACE' || attempt >= 3) throw err;
+          raced.push(err.message);
           await new Promise((r) => setTimeout(r, 100 * attempt));
           plan = makePlan();
         }
       }
       const running = plan.unchanged ? undefined : await runningNote(client, ctx.platform);
-      if (o.json) return printJson({ ...report(), backups, ...(running === undefined ? {} : { running }) });
+      if (o.json) return printJson({ ...report(), backups, notes, raced, ...(running === undefined ? {} : { running }) });
+      for (const r of raced) out(`${r}; read it again and redid the edit`);
       if (plan.unchanged) out(`${file}: the mcpx entry is there already; nothing changed`);
       else out(`${client.title}: wrote the mcpx entry into ${file}`);
       for (const b of backups) out(`backup: ${b}`);
+      for (const n of notes) out(n);
       printImport(plan.imported, configFile);
       if (!o.import) {
         const own = Object.keys(parseServers(plan.after, client, file, inst)).filter((n) => n !== inst.ENTRY_NAME);
