@@ -151,9 +151,10 @@ export class RequestTimeoutError extends McpxError {
 }
 
 export class SpawnError extends McpxError {
-  constructor(command: string, cause: unknown) {
+  /** `message`: the whole of what to say, when it is plainer than "could not start X: <node's error>". */
+  constructor(command: string, cause: unknown, message?: string) {
     const why = cause instanceof Error ? cause.message : String(cause);
-    super('MCPX_SPAWN_FAILED', `could not start ${JSON.stringify(command)}: ${why}`, { cause, data: { command } });
+    super('MCPX_SPAWN_FAILED', message ?? `could not start ${JSON.stringify(command)}: ${why}`, { cause, data: { command } });
   }
 }
 
