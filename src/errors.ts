@@ -44,6 +44,8 @@ export type ErrorCode =
   // the pool (src/pool): a call without the scope key its server needs, a server name not configured,
   // a pool stopped (or being stopped) under a call
   | 'MCPX_BAD_REQUEST'
+  /** The CLI was typed wrong (an unknown option, bad arguments): exit 2; under --json, the error's code. */
+  | 'MCPX_USAGE'
   | 'MCPX_UNKNOWN_SERVER'
   | 'MCPX_POOL_STOPPED'
   // the daemon and its /v1 API (src/server), the CLI (src/cli)

@@ -11,6 +11,7 @@ import { McpxError } from '../errors.js';
 import type { ServerView } from '../server/views.js';
 import type { ApiResponse, ClientOptions, DaemonClient, Target } from './client.js';
 import { table } from './format.js';
+import { noteJsonPrinted } from './json-errors.js';
 
 /** A mistake in how the command was typed: exit 2. */
 export class UsageError extends Error {
@@ -49,6 +50,7 @@ export function out(text: string): void {
 
 /** JSON on stdout: exact JSON, with the control characters JSON leaves raw written as `\u` escapes. */
 export function printJson(body: unknown): void {
+  noteJsonPrinted();
   process.stdout.write(`${terminalSafeJson(JSON.stringify(body, null, 2))}\n`);
 }
 

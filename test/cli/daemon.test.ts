@@ -264,7 +264,7 @@ describe.concurrent('config', { timeout: E2E_TIMEOUT }, () => {
     const state = join(h, 'state');
     const env = cleanEnv(h, { MCPX_STATE_DIR: state });
     try {
-      expect((await mcpx(['status'], { env, cwd: h })).code).toBe(0); // auto-starts the daemon; no call is made
+      expect((await mcpx(['status', '--start'], { env, cwd: h })).code).toBe(0); // starts the daemon; no call is made
       trackPid(readJson(join(state, 'daemon.json')).pid);
       let eras: unknown[] = [];
       await until(
@@ -298,7 +298,7 @@ describe.concurrent('config', { timeout: E2E_TIMEOUT }, () => {
     const daemon = await mcpx(['daemon', '--config', file], { env });
     expect(daemon.code).toBe(1);
     expect(daemon.stderr).toContain(`config ${file}: ${key}`);
-    const auto = await mcpx(['status', '--config', file], { env });
+    const auto = await mcpx(['status', '--start', '--config', file], { env });
     expect(auto.code).toBe(1);
     expect(auto.stderr).toMatch(/^mcpx: the daemon did not start: /);
     expect(auto.stderr).toContain(key);
