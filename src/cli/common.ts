@@ -131,11 +131,11 @@ export function callHeaders(o: { callerProtocol?: string; session?: string }): R
   };
 }
 
-/** While the request is pending, a progress line (TTY only) naming the server and its probe state. */
-export async function withProgress<T>(client: DaemonClient, server: string | undefined, work: () => Promise<T>): Promise<T> {
+/** While the request is pending, a progress line (TTY only) saying in words what it waits for (`doing`, once the server is ready). */
+export async function withProgress<T>(client: DaemonClient, server: string | undefined, work: () => Promise<T>, doing?: string): Promise<T> {
   const { progressEnabled, startProgress } = await import('./progress.js');
   if (!progressEnabled()) return work();
-  const p = startProgress(client, server);
+  const p = startProgress(client, server, doing === undefined ? {} : { doing });
   try {
     await p.ready;
     return await work();

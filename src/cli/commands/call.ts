@@ -77,12 +77,15 @@ export function register(program: Command, cli: CliContext): void {
           };
           // Through /v1/ask, so a server that asks something in the middle of the call is answered here.
           // The progress line (a TTY only) gives way to the first question.
-          const progress = progressEnabled() ? startProgress(client, server) : undefined;
+          const progress = progressEnabled() ? startProgress(client, server, { doing: `calling ${tool}` }) : undefined;
           await progress?.ready;
           const { withReauthorization } = await import('../reauthorize.js');
           const outcome = await withReauthorization(
             client,
-            () => runAsk(client, body, callHeaders(o), sources, () => progress?.stop()).catch((err: unknown) => wentAway(client, err)),
+            () =>
+              runAsk(client, body, callHeaders(o), sources, () => progress?.stop(), progress ? (p) => progress.update(p) : undefined).catch((err: unknown) =>
+                wentAway(client, err),
+              ),
             (r) => (!r.ok && r.error?.code === 'MCPX_UPSTREAM_UNAUTHORIZED' ? server : undefined),
           ).finally(() => progress?.stop());
           if (o.json) printJson(outcome);

@@ -26,7 +26,7 @@ export function register(program: Command, cli: CliContext): void {
         const { withReauthorization } = await import('../reauthorize.js');
         const { body } = await withReauthorization(
           client,
-          () => withProgress(client, server, () => api<ToolsView>(client, 'GET', path, undefined, callHeaders(o))),
+          () => withProgress(client, server, () => api<ToolsView>(client, 'GET', path, undefined, callHeaders(o)), 'listing tools'),
           (r) => r.body.errors.find((e) => e.code === 'MCPX_UPSTREAM_UNAUTHORIZED')?.server,
         );
         if (o.json) printJson(body);
