@@ -154,3 +154,48 @@ describe('mcpx doctor: can each server start? (issue 36)', () => {
     }
   });
 });
+
+describe('mcpx doctor with the registry unreachable: the local cache decides (issue 36)', () => {
+  let dir: { path: string; remove: () => Promise<void> };
+
+  afterAll(async () => {
+    await dir?.remove();
+  });
+
+  it('a package npx installed before is ok, said as from its cache; one it never installed cannot start', async () => {
+    dir = await tempDir('mcpx-doctor-offline-');
+    // What an earlier `npx -y @mcpx-test/cached` left in npm's cache (<HOME>/.npm/_npx/<hash>/node_modules).
+    const cached = join(dir.path, '.npm', '_npx', '0123abcd', 'node_modules', '@mcpx-test', 'cached');
+    mkdirSync(cached, { recursive: true });
+    writeFileSync(join(cached, 'package.json'), JSON.stringify({ name: '@mcpx-test/cached', version: '1.0.0' }));
+    const npm = { npm_config_registry: `http://127.0.0.1:${await closedPort()}/`, npm_config_update_notifier: 'false' };
+    const config = join(dir.path, 'mcpx.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        mcpServers: {
+          cached: { command: 'npx', args: ['-y', '@mcpx-test/cached'], env: npm },
+          uncached: { command: 'npx', args: ['-y', '@mcpx-test/never-installed'], env: npm },
+        },
+      }),
+    );
+    const env = cleanEnv(dir.path, { MCPX_STATE_DIR: join(dir.path, 'state'), MCPX_CONFIG: config });
+    const r = await mcpx(['doctor', '--json'], { env, timeoutMs: 120_000 });
+    expect(r.code).toBe(1);
+    const checks = JSON.parse(r.stdout).checks as Array<{ check: string; ok: boolean; detail: string }>;
+    expect(checks.find((c) => c.check === 'server cached')).toMatchObject({
+      ok: true,
+      detail: expect.stringMatching(
+        new RegExp(
+          `^npx runs @mcpx-test/cached from its cache \\(${cached.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\); the registry could not be asked \\(.*ECONNREFUSED`,
+        ),
+      ),
+    });
+    expect(checks.find((c) => c.check === 'server uncached')).toMatchObject({
+      ok: false,
+      detail: expect.stringMatching(
+        /^npx cannot start it now: the registry could not be asked about @mcpx-test\/never-installed \(.*ECONNREFUSED.*\) and it is in no local cache$/,
+      ),
+    });
+  });
+});
