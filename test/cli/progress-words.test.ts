@@ -65,7 +65,7 @@ describe('the progress line in words (issue 36)', () => {
     const config = writeConfig(dir.path, {
       slow: { fixture: 'raw', mode: 'slow-modern', env: { SLOW_MS: '2000' }, mcpx: { probeTimeout: '30s', startTimeout: '60s' } },
       tools: { fixture: 'serve-tools' },
-      pages: { command: process.execPath, args: [join(FIXTURE_DIR, 'slow-progress.mjs')] },
+      pages: { command: process.execPath, args: [join(FIXTURE_DIR, 'slow-progress.mjs')] } as never, // a plain command entry
     });
     env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config });
     await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env });

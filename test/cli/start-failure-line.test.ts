@@ -27,8 +27,9 @@ describe('start failures in one plain line (issue 36)', () => {
     dir = await tempDir('mcpx-start-line-');
     const state = join(dir.path, 'state');
     const config = writeConfig(dir.path, {
-      badpkg: { command: process.execPath, args: [join(FIXTURE_DIR, 'npm-404.mjs'), PKG] },
-      ghost: { command: 'mcpx-test-ghost-command', args: [] },
+      // Plain command entries, not fixtures (writeConfig writes them as they are).
+      badpkg: { command: process.execPath, args: [join(FIXTURE_DIR, 'npm-404.mjs'), PKG] } as never,
+      ghost: { command: 'mcpx-test-ghost-command', args: [] } as never,
     });
     env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config, PATH: `${join(dir.path, 'bin')}:${process.env['PATH']}` });
     await ForegroundDaemon.start(join(state, 'daemon.sock'), [], { env });
