@@ -44,6 +44,8 @@ export type ErrorCode =
   // the pool (src/pool): a call without the scope key its server needs, a server name not configured,
   // a pool stopped (or being stopped) under a call
   | 'MCPX_BAD_REQUEST'
+  /** The CLI was typed wrong (an unknown option, bad arguments): exit 2; under --json, the error's code. */
+  | 'MCPX_USAGE'
   | 'MCPX_UNKNOWN_SERVER'
   | 'MCPX_POOL_STOPPED'
   // the daemon and its /v1 API (src/server), the CLI (src/cli)
@@ -153,9 +155,10 @@ export class RequestTimeoutError extends McpxError {
 }
 
 export class SpawnError extends McpxError {
-  constructor(command: string, cause: unknown) {
+  /** `message`: the whole of what to say, when it is plainer than "could not start X: <node's error>". */
+  constructor(command: string, cause: unknown, message?: string) {
     const why = cause instanceof Error ? cause.message : String(cause);
-    super('MCPX_SPAWN_FAILED', `could not start ${JSON.stringify(command)}: ${why}`, { cause, data: { command } });
+    super('MCPX_SPAWN_FAILED', message ?? `could not start ${JSON.stringify(command)}: ${why}`, { cause, data: { command } });
   }
 }
 

@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import type { askStartedSchema, askViewSchema, callResultSchema } from '../server/schemas.js';
 import { readFileSync } from 'node:fs';
 import { McpxError } from '../errors.js';
-import type { DaemonClient } from './client.js';
+import { readText, send, type DaemonClient } from './client.js';
 import { answerQuestion, parseAnswerFlag, type AnswerSources } from './questions.js';
 import { terminalSafe } from './terminal-text.js';
 
@@ -56,23 +56,90 @@ async function json<T>(client: DaemonClient, method: 'GET' | 'POST', path: strin
   return res.body;
 }
 
+/** The server's own progress on a call (notifications/progress, relayed by the daemon). */
+export interface CallProgress {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+/**
+ * One poll of the ask, streamed (`Accept: text/event-stream`): `event: progress` frames while it waits,
+ * then the view as `event: result` (a failure there as `{ok:false, error}`).
+ */
+async function pollStreamed(client: DaemonClient, path: string, onProgress: (p: CallProgress) => void): Promise<AskViewBody> {
+  const res = await send(client.socket, { method: 'GET', path, headers: { accept: 'text/event-stream' } });
+  if ((res.statusCode ?? 0) >= 400) {
+    const text = await readText(res);
+    let e: { code?: string; message?: string } | undefined;
+    try {
+      e = (JSON.parse(text) as { error?: { code?: string; message?: string } }).error;
+    } catch {
+      // not JSON
+    }
+    throw new McpxError((e?.code as McpxError['code'] | undefined) ?? 'MCPX_INTERNAL', e?.message ?? `the daemon answered ${res.statusCode}`);
+  }
+  return new Promise<AskViewBody>((resolve, reject) => {
+    let buf = '';
+    let result: unknown;
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => {
+      buf += chunk;
+      let at: number;
+      while ((at = buf.indexOf('\n\n')) !== -1) {
+        const frame = buf.slice(0, at);
+        buf = buf.slice(at + 2);
+        let type = 'message';
+        const data: string[] = [];
+        for (const line of frame.split('\n')) {
+          if (line.startsWith('event:')) type = line.slice(6).trim();
+          else if (line.startsWith('data:')) data.push(line.slice(5).trimStart());
+        }
+        if (data.length === 0) continue;
+        try {
+          const value: unknown = JSON.parse(data.join('\n'));
+          if (type === 'progress') onProgress(value as CallProgress);
+          else if (type === 'result') result = value;
+        } catch {
+          // a frame we cannot read: skip it
+        }
+      }
+    });
+    res.once('error', reject);
+    res.once('end', () => {
+      const failed = result as { ok?: unknown; error?: { code?: string; message?: string } } | undefined;
+      if (result === undefined)
+        reject(Object.assign(new Error('the connection closed before the answer was complete'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+      else if (failed?.ok === false && failed.error)
+        reject(new McpxError((failed.error.code as McpxError['code'] | undefined) ?? 'MCPX_INTERNAL', failed.error.message ?? 'the ask failed'));
+      else resolve(result as AskViewBody);
+    });
+  });
+}
+
 export async function runAsk(
   client: DaemonClient,
   body: Record<string, unknown> & { server: string },
   headers: Record<string, string>,
   sources: AnswerSources,
   beforeQuestion?: () => void,
+  onProgress?: (p: CallProgress) => void,
 ): Promise<CallOutcomeBody> {
   const { id } = await json<z.output<typeof askStartedSchema>>(client, 'POST', '/v1/ask', body, headers);
   const path = `/v1/ask/${encodeURIComponent(id)}`;
   // Ctrl-C outside a question gives the call up (the daemon cancels it upstream) before exiting.
+  let abandoning: Promise<never> | undefined;
   const onSigint = () => {
+    abandoning = new Promise<never>(() => undefined); // the exit below ends the command, not the abandoned ask's outcome
     void client.request('POST', `${path}/abandon`, {}).finally(() => process.exit(130));
   };
   process.once('SIGINT', onSigint);
   try {
     for (;;) {
-      const v = await json<AskViewBody>(client, 'GET', `${path}?waitMs=30000`, undefined);
+      const v = await (
+        onProgress ? pollStreamed(client, `${path}?waitMs=30000`, onProgress) : json<AskViewBody>(client, 'GET', `${path}?waitMs=30000`, undefined)
+      ).catch((err: unknown) => abandoning ?? Promise.reject(err));
+      if (abandoning) await abandoning;
       if (v.result !== undefined && v.error === undefined) return { ok: true, result: v.result };
       if (v.error !== undefined) return { ok: false, error: v.error };
       if (v.status === 'abandoned' || v.status === 'expired')

@@ -11,6 +11,7 @@ import { McpxError } from '../errors.js';
 import type { ServerView } from '../server/views.js';
 import type { ApiResponse, ClientOptions, DaemonClient, Target } from './client.js';
 import { table } from './format.js';
+import { noteJsonPrinted } from './json-errors.js';
 
 /** A mistake in how the command was typed: exit 2. */
 export class UsageError extends Error {
@@ -49,6 +50,7 @@ export function out(text: string): void {
 
 /** JSON on stdout: exact JSON, with the control characters JSON leaves raw written as `\u` escapes. */
 export function printJson(body: unknown): void {
+  noteJsonPrinted();
   process.stdout.write(`${terminalSafeJson(JSON.stringify(body, null, 2))}\n`);
 }
 
@@ -129,11 +131,11 @@ export function callHeaders(o: { callerProtocol?: string; session?: string }): R
   };
 }
 
-/** While the request is pending, a progress line (TTY only) naming the server and its probe state. */
-export async function withProgress<T>(client: DaemonClient, server: string | undefined, work: () => Promise<T>): Promise<T> {
+/** While the request is pending, a progress line (TTY only) saying in words what it waits for (`doing`, once the server is ready). */
+export async function withProgress<T>(client: DaemonClient, server: string | undefined, work: () => Promise<T>, doing?: string): Promise<T> {
   const { progressEnabled, startProgress } = await import('./progress.js');
   if (!progressEnabled()) return work();
-  const p = startProgress(client, server);
+  const p = startProgress(client, server, doing === undefined ? {} : { doing });
   try {
     await p.ready;
     return await work();

@@ -9,12 +9,14 @@
  *   mcpx settings [get|set|unset PATH [VALUE]]
  *   mcpx config                      the resolved config, secrets redacted (no daemon needed)
  *   mcpx reload | stop
+ *   mcpx logs [-f]                   the auto-started daemon's log
  *   mcpx install [--client NAME] [--import]   one `mcpx` entry in an MCP client's config (docs/clients.md)
  *   mcpx uninstall --client NAME | doctor
  *
  * Client commands find the daemon through the state folder and start one in the background when
- * none answers (`stop` excepted). Errors: one line on stderr, `mcpx: <message>`; exit 2 for a usage
- * error, 1 for anything else.
+ * none answers (`stop`, `logs` and a `status` without `--start` excepted). Errors: one line on stderr,
+ * `mcpx: <message>` (under --json also `{ok:false, error}` on stdout); exit 2 for a usage error, 1 for
+ * anything else.
  *
  * Each command is its own module (./commands/), loaded only when the command line can run it, and
  * loads what it runs only when it runs: a command is a separate process each time, so what it imports
@@ -26,6 +28,7 @@ import type { Command, CommanderError } from 'commander';
 import { packageVersion } from '../package-info.js';
 import { commandsFor } from './commands/index.js';
 import { UsageError, type CliContext } from './common.js';
+import { printJsonError } from './json-errors.js';
 
 const ENTRY = fileURLToPath(import.meta.url);
 
@@ -67,6 +70,14 @@ function oneLine(message: string): string {
     .join('; ');
 }
 
+/** An error's code and data, for --json (an McpxError's own; anything else is MCPX_INTERNAL). */
+function jsonErrorOf(err: unknown, message: string): { code: string; message: string; data?: Record<string, unknown> } {
+  const e = err as { code?: unknown; data?: unknown } | null;
+  const code = typeof e?.code === 'string' && e.code.startsWith('MCPX_') ? e.code : 'MCPX_INTERNAL';
+  const data = e?.data !== null && typeof e?.data === 'object' ? (e.data as Record<string, unknown>) : undefined;
+  return { code, message, ...(data === undefined ? {} : { data }) };
+}
+
 async function main(argv: string[]): Promise<number> {
   try {
     // `mcpx daemon` and nothing else (how a client starts one in the background) has no command line to
@@ -86,14 +97,17 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (commanderError && err instanceof commanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
+      if (err.exitCode !== 0) printJsonError(argv, { code: 'MCPX_USAGE', message: oneLine(err.message.replace(/^error:\s*/i, '')) });
       return err.exitCode === 0 ? 0 : 2; // a usage error (or no command at all): commander already printed it
     }
     // By name as well: the quick serve path is a bundle of its own, with its own copy of the class.
     if (err instanceof UsageError || (err instanceof Error && err.name === 'UsageError')) {
+      printJsonError(argv, { code: 'MCPX_USAGE', message: oneLine(err.message) });
       process.stderr.write(`mcpx: ${oneLine(err.message)}\n`);
       return 2;
     }
     const message = err instanceof Error ? err.message : String(err);
+    printJsonError(argv, jsonErrorOf(err, oneLine(message)));
     process.stderr.write(`mcpx: ${oneLine(message)}\n`);
     return 1;
   }

@@ -214,7 +214,8 @@ function eraSourceFor(c: SessionContext, era: Era): EraSource {
 /** The context update that fails the session: the error, with everything the server answered as evidence. */
 function failure(context: SessionContext, event: SessionEvent, code: ErrorCode, why: string, connecting = false): Pick<SessionContext, 'evidence' | 'error'> {
   const last = discoverAnswer(event)?.why ?? initializeAnswer(event)?.why ?? closeEvidence(context, event, connecting);
-  const evidence = last && context.evidence[context.evidence.length - 1] !== last ? [...context.evidence, last] : context.evidence;
+  // Once: the two processes of one attempt (discover, then initialize) often die the same way.
+  const evidence = last && !context.evidence.includes(last) ? [...context.evidence, last] : context.evidence;
   const message = `${context.server}: ${why}${evidence.length ? ` — ${evidence.join('; ')}` : ''}`;
   return { evidence, error: { code, message, data: { preference: context.preference, evidence } } };
 }
@@ -222,6 +223,8 @@ function failure(context: SessionContext, event: SessionEvent, code: ErrorCode, 
 /** What ended the wire, in the upstream's terms: a process, or a connection. */
 function closeEvidence(context: SessionContext, event: SessionEvent, connecting = false): string {
   if (event.type !== 'transport.closed') return '';
+  // Nothing ran: the spawn error says what it is (a command not found, and the PATH searched).
+  if (event.reason === 'spawn-failed' && event.detail) return event.detail;
   const why = `(${event.reason}${event.detail ? `: ${event.detail}` : ''})`;
   if (caps(context).processBound) return `the process closed before answering ${why}`;
   return connecting ? `the connection failed ${why}` : `the connection closed before answering ${why}`;

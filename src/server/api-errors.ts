@@ -70,6 +70,7 @@ const STATUS: Record<ErrorCode, number> = {
   MCPX_ASK_EXPIRED: 500,
   // the CLI's install commands (never raised on /v1; a status because every code has one)
   MCPX_UNKNOWN_CLIENT: 400,
+  MCPX_USAGE: 400,
   MCPX_INSTALL_PARSE: 500,
   MCPX_INSTALL_READ_ONLY: 500,
   MCPX_INSTALL_LOCKED: 500,

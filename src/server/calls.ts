@@ -21,6 +21,23 @@ function errorOf(err: unknown): { code: string; message: string; data?: Record<s
   return { code: 'MCPX_INTERNAL', message: err instanceof Error ? err.message : String(err) };
 }
 
+/**
+ * A call that outran the caller's own timeout, said with the server and tool that gave no answer (the
+ * transport knows only the method, and the time that was left when the request went out).
+ */
+function callerTimeout(err: unknown, server: string, tool: string, timeoutMs: number | undefined): unknown {
+  if (!(err instanceof McpxError) || err.code !== 'MCPX_REQUEST_TIMEOUT' || timeoutMs === undefined) return err;
+  const phase = / — (timed out .*)$/.exec(err.message)?.[1];
+  return new McpxError(
+    'MCPX_REQUEST_TIMEOUT',
+    `${server}: tool "${tool}" got no answer within ${timeoutMs} ms (the call's timeout${phase ? `; ${phase}` : ''})`,
+    {
+      cause: err,
+      data: { ...err.data, server, tool, timeoutMs },
+    },
+  );
+}
+
 function textOfResult(result: Record<string, unknown>): string {
   const content = result['content'];
   if (Array.isArray(content)) {
@@ -62,7 +79,7 @@ export class Calls {
         this.deps.records.finished(server, tool, started, { ok: false, error: err.toJSON() }, lane, ctx);
         throw err;
       }
-      outcome = { ok: false, error: errorOf(err) };
+      outcome = { ok: false, error: errorOf(callerTimeout(err, server, tool, ctx.timeoutMs)) };
     }
     this.deps.records.finished(server, tool, started, outcome, lane, ctx);
     return outcome;

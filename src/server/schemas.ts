@@ -434,6 +434,9 @@ export const settingChangeSchema = z.object({
   setting: settingEntrySchema,
   appliesTo: z.string().meta({ description: '"sessions started from now on", "now", or "the next daemon start".' }),
   servers: z.object({ applied: z.array(z.string()), deferred: z.array(z.string()) }).optional(),
+  outlivesRestart: z
+    .boolean()
+    .meta({ description: 'Whether the value now in force is read again at the next daemon start: false for a runtime value, which lives in the daemon only.' }),
 });
 
 const eraRecordOut = z.object({ era: z.enum(['legacy', 'modern']), version: z.string(), at: z.string(), source: z.string(), transport: z.string().optional() });

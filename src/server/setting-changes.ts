@@ -58,8 +58,10 @@ export class SettingChanges {
     const applies = appliesTo(entry.path);
     this.deps.log.info({ setting: entry.path, value: entry.display, source: entry.source, appliesTo: applies }, 'setting changed');
     this.deps.hub.publish({ type: 'setting.changed', path: entry.path, value: entry.value, source: entry.source });
-    if (applies !== APPLIES_TO.sessions) return { setting: entry, appliesTo: applies };
+    // A runtime value lives in this daemon only; any other source is read again at the next start.
+    const outlivesRestart = entry.source !== 'runtime';
+    if (applies !== APPLIES_TO.sessions) return { setting: entry, appliesTo: applies, outlivesRestart };
     const r = await this.deps.reconcile({ deferBusy: true });
-    return { setting: entry, appliesTo: applies, servers: { applied: [...r.added, ...r.replaced], deferred: r.deferred } };
+    return { setting: entry, appliesTo: applies, servers: { applied: [...r.added, ...r.replaced], deferred: r.deferred }, outlivesRestart };
   }
 }

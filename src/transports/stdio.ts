@@ -93,6 +93,8 @@ export class StdioChannel<C = unknown> extends ChannelBase<C> implements Channel
   /** How much of a stderr line is kept before redaction: the shown part plus the longest secret, so a secret crossing the cut is seen whole. */
   private readonly stderrKeep: number;
   private readonly cwd: string | undefined;
+  /** The PATH the child was spawned with: what a "command not found" searched. */
+  private spawnPath: string | undefined;
   private readonly maxMessageBytes: number;
   private readonly stopGraceMs: number;
   protected readonly log: TransportLogger;
@@ -215,10 +217,12 @@ export class StdioChannel<C = unknown> extends ChannelBase<C> implements Channel
     }
     return new Promise<void>((resolve, reject) => {
       let child: ChildProcess;
+      const env: NodeJS.ProcessEnv = { ...inheritedEnvironment(process.env, this.inheritEnv), ...this.env, [SPAWN_TAG_VAR]: SPAWN_TAG };
+      this.spawnPath = env['PATH'];
       try {
         child = spawn(this.command, this.args, {
           stdio: ['pipe', 'pipe', 'pipe'],
-          env: { ...inheritedEnvironment(process.env, this.inheritEnv), ...this.env, [SPAWN_TAG_VAR]: SPAWN_TAG },
+          env,
           cwd: this.cwd,
           detached: true,
           windowsHide: true,
@@ -286,11 +290,13 @@ export class StdioChannel<C = unknown> extends ChannelBase<C> implements Channel
     this.isClosed = true;
     this.markExitSeen();
     let cause = err;
+    let plain: string | undefined;
+    const enoent = (err as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
     // Node reports a missing cwd as "spawn <command> ENOENT", which blames the wrong thing.
-    if (this.cwd !== undefined && (err as NodeJS.ErrnoException | undefined)?.code === 'ENOENT' && !existsSync(this.cwd)) {
+    if (this.cwd !== undefined && enoent && !existsSync(this.cwd)) {
       cause = new Error(`working directory ${JSON.stringify(this.cwd)} does not exist`, { cause: err });
-    }
-    const error = new SpawnError(this.command, cause);
+    } else if (enoent) plain = commandNotFound(this.command, this.spawnPath, this.cwd);
+    const error = new SpawnError(this.command, cause, plain);
     this.log.warn({ err: error, command: this.command }, 'could not start upstream process');
     reject(error);
     this.fireClose({ reason: 'spawn-failed', error, stderrTail: this.stderrTail });
@@ -529,4 +535,11 @@ async function pollUntilGroupGone(pgid: number, ms: number): Promise<boolean> {
     if (Date.now() >= deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
+}
+
+/** "command not found: X", with where it was looked for: the PATH searched, or the path itself. */
+function commandNotFound(command: string, path: string | undefined, cwd: string | undefined): string {
+  if (command.includes('/') || command.includes('\\'))
+    return `command not found: ${command} (no such file${cwd === undefined ? '' : ` from ${cwd}`}, or its #! interpreter is missing)`;
+  return `command not found: ${command} (PATH searched: ${path === undefined || path === '' ? '(empty)' : path})`;
 }

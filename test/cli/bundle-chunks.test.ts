@@ -207,7 +207,7 @@ describe.concurrent('each path through the binary to a lazily loaded chunk works
   it('mcpx call with its progress line (forced on) while a server is slow to start', async ({ expect }) => {
     const r = await run('mcpx call with the progress line', ['call', 'slow', 'echo', '{"text":"p"}'], { ...main.env, MCPX_PROGRESS: '1' });
     expect(r.stdout).toBe('p era=modern\n');
-    expect(r.stderr).toMatch(/starting slow: \S+/);
+    expect(r.stderr).toMatch(/slow: (?:starting the server|waiting for its first answer) \(/);
     expect(r.stderr.endsWith('\r\x1b[K')).toBe(true);
   });
 
@@ -337,6 +337,8 @@ describe.concurrent('each path through the binary to a lazily loaded chunk works
     const call = await run('mcpx call starting a daemon in the background', ['call', 'dual', 'echo', '{"text":"auto"}'], env);
     trackPid(readJson(join(state, 'daemon.json')).pid as number);
     expect(call.stdout).toMatch(/^auto \(from dual, era=\w+\)\n$/);
+    const logs = await run('mcpx logs (the background daemon)', ['logs', '-n', 'all'], env);
+    expect(logs.stdout).toMatch(/ INFO {2}mcpx daemon ready/);
     const stop = await run('mcpx stop', ['stop'], env);
     expect(stop.stdout).toMatch(/^stopped the mcpx daemon \(pid \d+\)\n$/);
   });

@@ -84,7 +84,10 @@ describe.concurrent('upstream.protocol aliases, by source', () => {
       }
       const set = await mcpx(['settings', 'set', 'upstream.protocol', 'Prefer-Legacy'], { env: d.env });
       expect(set.code).toBe(0);
-      expect(set.stdout).toBe('upstream.protocol = prefer-initialize  (runtime; applies to sessions started from now on)\n');
+      expect(set.stdout).toBe(
+        'upstream.protocol = prefer-initialize  (runtime; applies to sessions started from now on)\n' +
+          'note: kept until the daemon stops, not across a restart; to keep it, put {"upstream":{"protocol":"prefer-initialize"}} in the config file, or set MCPX_UPSTREAM_PROTOCOL\n',
+      );
       const json = await mcpxJson(['settings'], { env: d.env });
       expect(json.settings.find((s: any) => s.path === 'upstream.protocol')).toMatchObject({ value: 'prefer-initialize', source: 'runtime' });
       const bad = await mcpx(['settings', 'set', 'upstream.protocol', 'newest'], { env: d.env });

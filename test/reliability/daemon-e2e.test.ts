@@ -170,7 +170,7 @@ describe.concurrent('through mcpx commands', () => {
     expect(shown.stderr).toContain('api_key=<redacted>');
     expect(shown.stderr).not.toContain(secret);
     // A daemon started on it refuses, in its log.
-    const started = await mcpx(['status', '--config', bad], { env });
+    const started = await mcpx(['status', '--start', '--config', bad], { env });
     expect(started.code).toBe(1);
     expect(started.stderr).not.toContain(secret);
     expect(readFileSync(join(state, 'daemon.log'), 'utf8')).toContain('api_key=<redacted>');
@@ -201,7 +201,7 @@ describe.concurrent('through mcpx commands', () => {
     expect(fg.code).toBe(1);
     expect(fg.stderr).toContain(`at most ${MAX_SOCKET_PATH_BYTES} bytes`);
     expect(fg.stderr).toContain(socket);
-    const client = await mcpx(['status'], { env });
+    const client = await mcpx(['status', '--start'], { env });
     expect(client.code).toBe(1);
     expect(client.stderr).toContain(`at most ${MAX_SOCKET_PATH_BYTES} bytes`);
     // No stray socket where the cut path would have landed, no folder made.
@@ -210,7 +210,7 @@ describe.concurrent('through mcpx commands', () => {
       if (existsSync(dir)) for (const f of readdirSync(dir)) expect(statSync(join(dir, f)).isSocket(), join(dir, f)).toBe(false);
     }
     // The way out it names works.
-    const ok = await mcpx(['status'], { env: { ...env, MCPX_DAEMON_SOCKET: join(h, 's.sock') } });
+    const ok = await mcpx(['status', '--start'], { env: { ...env, MCPX_DAEMON_SOCKET: join(h, 's.sock') } });
     if (existsSync(join(state, 'daemon.json'))) trackPid(JSON.parse(readFileSync(join(state, 'daemon.json'), 'utf8')).pid);
     expect(ok.stderr).toBe('');
     expect(ok.code).toBe(0);

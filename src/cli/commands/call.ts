@@ -77,10 +77,10 @@ export function register(program: Command, cli: CliContext): void {
           };
           // Through /v1/ask, so a server that asks something in the middle of the call is answered here.
           // The progress line (a TTY only) gives way to the first question.
-          const progress = progressEnabled() ? startProgress(client, server) : undefined;
+          const progress = progressEnabled() ? startProgress(client, server, { doing: `calling ${tool}` }) : undefined;
           await progress?.ready;
           // A server that needs authorization fails the call, naming `mcpx login NAME`: a call never opens a browser.
-          const outcome = await runAsk(client, body, callHeaders(o), sources, () => progress?.stop())
+          const outcome = await runAsk(client, body, callHeaders(o), sources, () => progress?.stop(), progress ? (p) => progress.update(p) : undefined)
             .catch((err: unknown) => wentAway(client, err))
             .finally(() => progress?.stop());
           if (o.json) printJson(outcome);

@@ -1,12 +1,33 @@
 /** `mcpx doctor`: what would stop mcpx working, checked locally (never starts a daemon). */
 import type { Command } from 'commander';
 import { McpxError } from '../../errors.js';
+import type { DaemonConfig } from '../../server/views.js';
 import { out, printJson, withJson, withTarget, type CliContext, type CommonOpts } from '../common.js';
 
 interface Check {
   check: string;
   ok: boolean;
   detail: string;
+}
+
+/** The doctor-servers checks, with the daemon's environment and `upstream.inheritEnv` as the daemon would resolve them. */
+async function serverChecks(loaded: DaemonConfig, stateDir: string, alive: boolean): Promise<Check[]> {
+  const [{ checkServers, daemonEnvironment }, { Settings }] = await Promise.all([import('../doctor-servers.js'), import('../../config/settings.js')]);
+  const daemon = daemonEnvironment(stateDir, alive);
+  let inheritAll = false;
+  try {
+    inheritAll =
+      new Settings({ file: loaded.settingsFile, ...(loaded.file ? { filePath: loaded.file } : {}), env: daemon.env }).get('upstream.inheritEnv') === true;
+  } catch {
+    // a bad setting is the config check's to report
+  }
+  return checkServers(loaded.servers, { file: loaded.found ? loaded.file : undefined, daemon, inheritAll });
+}
+
+/** "doctor: server ghost and client cursor need attention (…)", in words. */
+function needAttention(failed: string[]): string {
+  const list = failed.length === 1 ? failed[0]! : `${failed.slice(0, -1).join(', ')} and ${failed[failed.length - 1]}`;
+  return `doctor: ${list} ${failed.length === 1 ? 'needs' : 'need'} attention (the FAIL lines above say why)`;
 }
 
 export function register(program: Command, cli: CliContext): void {
@@ -75,6 +96,8 @@ export function register(program: Command, cli: CliContext): void {
         await client.close();
       }
       checks.push({ check: 'daemon', ok: true, detail: alive ? `running (${t.socket})` : `not running (the first client command starts one at ${t.socket})` });
+      // Whether each server can start, right after the list of servers.
+      checks.splice(checks.findIndex((c) => c.check === 'servers') + 1, 0, ...(await serverChecks(loaded, t.stateDir, alive)));
 
       const [{ homeFolder }, clients, inst, running, { realTarget }] = await Promise.all([
         import('../../config/settings.js'),
@@ -120,13 +143,6 @@ export function register(program: Command, cli: CliContext): void {
       const ok = checks.every((c) => c.ok);
       if (o.json) printJson({ ok, checks, servers, clients: found, fixed, daemon: { running: alive, socket: t.socket, stateDir: t.stateDir } });
       else for (const c of checks) out(`${c.ok ? 'ok  ' : 'FAIL'} ${c.check.padEnd(22)} ${c.detail}`);
-      if (!ok)
-        throw new McpxError(
-          'MCPX_BAD_CONFIG',
-          `doctor: ${checks
-            .filter((c) => !c.ok)
-            .map((c) => c.check)
-            .join(', ')} need attention`,
-        );
+      if (!ok) throw new McpxError('MCPX_BAD_CONFIG', needAttention(checks.filter((c) => !c.ok).map((c) => c.check)));
     });
 }

@@ -21,6 +21,7 @@ const COMMANDS: readonly CommandEntry[] = [
   { name: 'ui', load: () => import('./ui.js') },
   { name: 'status', load: () => import('./status.js') },
   { name: 'stop', load: () => import('./stop.js') },
+  { name: 'logs', load: () => import('./logs.js') },
   { name: 'reload', load: () => import('./reload.js') },
   { name: 'servers', load: () => import('./servers.js') },
   { name: 'tools', load: () => import('./tools.js') },

@@ -48,7 +48,17 @@ export function register(program: Command, cli: CliContext): void {
       const { body } = action === 'set' ? await api<SettingChangeView>(client, 'PUT', at, { value }) : await api<SettingChangeView>(client, 'DELETE', at);
       if (o.json) return printJson(body);
       const deferred = body.servers?.deferred.length ? `; ${body.servers.deferred.join(', ')} pick it up when their running instances stop` : '';
-      return out(`${body.setting.path} = ${body.setting.display}  (${body.setting.source}; applies to ${body.appliesTo}${deferred})`);
+      out(`${body.setting.path} = ${body.setting.display}  (${body.setting.source}; applies to ${body.appliesTo}${deferred})`);
+      if (body.outlivesRestart === false) out(lostAtRestart(body.setting));
     });
   });
+}
+
+/** What a runtime value does not do: live past the daemon. Where to put it so that it does. */
+function lostAtRestart(s: Pick<SettingEntry, 'key' | 'value' | 'env' | 'flag' | 'restart'>): string {
+  const nested = s.key.split('.').reduceRight<unknown>((inner, k) => ({ [k]: inner }), s.value);
+  const keep = `to keep it, put ${JSON.stringify(nested)} in the config file, or set ${s.env}`;
+  return s.restart
+    ? `note: this value is lost when the daemon stops, so it never reaches the next start it waits for; ${keep} (or run mcpx daemon ${s.flag} …)`
+    : `note: kept until the daemon stops, not across a restart; ${keep}`;
 }

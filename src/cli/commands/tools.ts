@@ -6,6 +6,11 @@ import { api, callHeaders, out, printJson, withClient, withJson, withProgress, w
 import { clip, table } from '../format.js';
 import { terminalSafe } from '../terminal-text.js';
 
+/** The message prefixed with its server, once (the daemon's start errors already begin with it). */
+function named(server: string, message: string): string {
+  return message.startsWith(`${server}: `) ? message : `${server}: ${message}`;
+}
+
 export function register(program: Command, cli: CliContext): void {
   withJson(
     withTarget(program.command('tools').argument('[server]', 'one server (default: every server)').description('list tools, starting servers as needed')),
@@ -19,7 +24,7 @@ export function register(program: Command, cli: CliContext): void {
         if (o.session) q.set('session', o.session);
         const path = `/v1/tools${q.size > 0 ? `?${q}` : ''}`;
         // A server that needs authorization is an error naming `mcpx login NAME`: listing never opens a browser.
-        const { body } = await withProgress(client, server, () => api<ToolsView>(client, 'GET', path, undefined, callHeaders(o)));
+        const { body } = await withProgress(client, server, () => api<ToolsView>(client, 'GET', path, undefined, callHeaders(o)), 'listing tools');
         if (o.json) printJson(body);
         else
           out(
@@ -29,9 +34,9 @@ export function register(program: Command, cli: CliContext): void {
             ),
           );
         if (body.errors.length > 0) {
-          for (const e of body.errors.slice(1)) process.stderr.write(`mcpx: ${e.server}: ${terminalSafe(e.message)}\n`);
+          for (const e of body.errors.slice(1)) process.stderr.write(`mcpx: ${terminalSafe(named(e.server, e.message))}\n`);
           const first = body.errors[0]!;
-          throw new McpxError((first.code as McpxError['code']) ?? 'MCPX_INTERNAL', `${first.server}: ${first.message}`);
+          throw new McpxError((first.code as McpxError['code']) ?? 'MCPX_INTERNAL', named(first.server, first.message));
         }
       }),
     );
