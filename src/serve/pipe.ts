@@ -273,8 +273,17 @@ export class Pipe {
       return;
     }
     // The daemon aborts what is in flight and closes its side; a daemon that does not is not waited for long.
+    // While answers still come (the client reads them slowly, or waits to: its stdout full), the wait goes on: they are its.
     s.socket.end();
-    setTimeout(() => s.socket.destroy(), 2_000).unref();
+    let read = s.socket.bytesRead;
+    const giveUp = (): void => {
+      if (s.closed) return;
+      const progress = s.socket.bytesRead !== read;
+      read = s.socket.bytesRead;
+      if (progress || this.opts.output.writableNeedDrain) setTimeout(giveUp, 2_000).unref();
+      else s.socket.destroy();
+    };
+    setTimeout(giveUp, 2_000).unref();
   };
 
   // ---- the daemon's side ----
