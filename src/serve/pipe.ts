@@ -402,7 +402,11 @@ export class Pipe {
       this.ended();
       return;
     }
-    this.log.info({}, 'the daemon stream closed');
+    // The client was not reading what the stream sent it: the daemon cuts such a stream off (daemon.maxUnreadBytes,
+    // daemon.unreadTimeout), and what it answers now is what the client reads next.
+    const unread = this.opts.output.writableNeedDrain;
+    if (unread) this.log.warn({}, `the daemon closed the stream: ${CUT_OFF.message}`);
+    else this.log.info({}, 'the daemon stream closed');
     // An answer cut off mid-line is ended, so what follows reads as lines (the cut one does not parse).
     if (this.outputMidLine) this.write(NEWLINE);
     for (const id of s.asked.values())
@@ -413,7 +417,7 @@ export class Pipe {
       delete entry.stream;
       if (entry.method === 'subscriptions/listen') continue; // sent again with the next stream, whenever that is
       const repeatable = REPEATABLE.has(entry.method) && entry.line !== undefined;
-      if (repeatable && !entry.resent) {
+      if (repeatable && !entry.resent && !unread) {
         entry.resent = true;
         again = true;
         continue;
@@ -421,7 +425,11 @@ export class Pipe {
       this.open.delete(key);
       this.answerGone(
         entry,
-        repeatable ? { code: 'MCPX_DAEMON_UNAVAILABLE', message: `${GONE} twice during this request (it was sent again once)` } : GONE_MIDWAY,
+        unread
+          ? CUT_OFF
+          : repeatable
+            ? { code: 'MCPX_DAEMON_UNAVAILABLE', message: `${GONE} twice during this request (it was sent again once)` }
+            : GONE_MIDWAY,
       );
     }
     if (this.phase === 'open') this.phase = 'closed';
@@ -540,4 +548,10 @@ const GONE = 'the mcpx daemon went away';
 const GONE_MIDWAY = {
   code: 'MCPX_DAEMON_UNAVAILABLE',
   message: `${GONE} during this request; it was not retried, since a tool may have side effects (the next request starts a new daemon)`,
+};
+/** The daemon closed the stream while its client left the answers unread. */
+const CUT_OFF = {
+  code: 'MCPX_TRANSPORT_CLOSED',
+  message:
+    'this client did not read its answers, so the mcpx daemon closed its stream (daemon.maxUnreadBytes, daemon.unreadTimeout); the request was not retried (the next request opens a new stream)',
 };
