@@ -75,8 +75,9 @@ export class SocketEntry {
     // leave together.
     const output = new TurnBatchedOutput(socket);
     // The stream is read as fast as its client takes the answers; one that stops reading is cut off, alone.
-    const flow = new StreamFlow(socket, {
+    const flow: StreamFlow = new StreamFlow(socket, {
       maxInFlight: this.opts.maxInFlight?.() ?? 64,
+      release: () => gate.release(),
       unread: this.opts.unreadLimits?.() ?? DEFAULT_UNREAD_LIMITS,
       onOverflow: (o) => {
         log.warn({ reason: o.reason, queuedBytes: o.queued }, `closed a serve stream: ${o.message}`);
@@ -92,6 +93,7 @@ export class SocketEntry {
       },
       maxLineBytes: MAX_LINE_BYTES,
       logger: log,
+      holding: () => flow.holding,
     });
     const handle = serveStdio(factory, { legacy: 'serve', transport, onerror: (err) => log.debug({ err }, 'serve stream') });
     // Deeper than what mcpx relays: answered here, before the SDK and the relay recurse through it (the /v1 rule).

@@ -8,6 +8,7 @@
  * - `serve.maxInFlight` of its requests are in flight (answered, or cancelled by the client, frees one),
  *   unless the daemon waits for the client's answer to a question of its own: that answer must be read.
  *
+ * The stdin gate stops at the line that reached a bound, and keeps the rest of what it read until then.
  * And it cuts the stream off (./../server/unread-guard.ts) when what waits for its reader passes
  * `daemon.maxUnreadBytes`, or has waited `daemon.unreadTimeout` with nothing taken. Other streams are
  * not touched. The cost per message is a set entry for a request's id and a few property reads.
@@ -19,6 +20,8 @@ type Id = string | number;
 
 export interface StreamFlowOptions {
   maxInFlight: number;
+  /** Reads the stream on after a hold (the stdin gate's `release`: what it read meanwhile first). */
+  release: () => void;
   unread: UnreadLimits;
   onOverflow: (o: UnreadOverflow) => void;
 }
@@ -32,12 +35,14 @@ export class StreamFlow {
   private waitingForDrain = false;
   private readonly guard: UnreadGuard;
   private readonly max: number;
+  private readonly release: () => void;
 
   constructor(
     private readonly socket: Socket,
     opts: StreamFlowOptions,
   ) {
     this.max = opts.maxInFlight;
+    this.release = opts.release;
     this.guard = new UnreadGuard(socket, opts.unread, opts.onOverflow);
   }
 
@@ -93,7 +98,12 @@ export class StreamFlow {
     if (hold === this.paused) return;
     this.paused = hold;
     if (hold) this.socket.pause();
-    else this.socket.resume();
+    else this.release();
+  }
+
+  /** Whether the stream is held: the stdin gate asks after each line. */
+  get holding(): boolean {
+    return this.paused;
   }
 
   private readonly onDrain = (): void => {

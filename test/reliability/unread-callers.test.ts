@@ -20,11 +20,13 @@ import { join } from 'node:path';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeConfig } from '../server/helpers.js';
+import { readWireLog, type WireRecvEvent } from '../fixtures/wire-log-read.js';
 import { tempDir } from '../support/real.js';
 import { api, cleanEnv, ForegroundDaemon, healthy, killAll, MCPX, until } from '../cli/helpers.js';
 
 const BIG = 2_000_000;
 const UNREAD_TIMEOUT_S = 3;
+const MAX_IN_FLIGHT = 16;
 
 let dir: { path: string; remove: () => Promise<void> };
 let env: NodeJS.ProcessEnv;
@@ -37,8 +39,13 @@ beforeAll(async () => {
   dir = await tempDir('mcpx-unread-');
   const state = join(dir.path, 'state');
   socket = join(state, 'daemon.sock');
-  const config = writeConfig(dir.path, { h: { fixture: 'raw', mode: 'huge', env: { HUGE_BYTES: String(BIG) } } });
-  env = cleanEnv(dir.path, { MCPX_STATE_DIR: state, MCPX_CONFIG: config, MCPX_DAEMON_UNREAD_TIMEOUT: `${UNREAD_TIMEOUT_S}s` });
+  const config = writeConfig(dir.path, { h: { fixture: 'raw', mode: 'huge', env: { HUGE_BYTES: String(BIG) } }, slow: { fixture: 'serve-tools' } });
+  env = cleanEnv(dir.path, {
+    MCPX_STATE_DIR: state,
+    MCPX_CONFIG: config,
+    MCPX_DAEMON_UNREAD_TIMEOUT: `${UNREAD_TIMEOUT_S}s`,
+    MCPX_SERVE_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT),
+  });
   daemon = await ForegroundDaemon.start(socket, [], { env });
 }, 60_000);
 afterAll(async () => {
@@ -95,6 +102,13 @@ function politeClient() {
       send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'h__echo', arguments: { text } } });
       await until(() => answers.has(id), 20_000, `the answer to ${text}`);
       return answers.get(id)!['result'].content[0].text as string;
+    },
+    /** Sends `n` calls of `name` at once; resolves with their answers' texts. */
+    async burst(n: number, name: string, args: Record<string, unknown>): Promise<string[]> {
+      const ids = Array.from({ length: n }, () => next++);
+      s.child.stdin.write(ids.map((id) => `${JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } })}\n`).join(''));
+      await until(() => ids.every((id) => answers.has(id)), 60_000, `${n} answers`);
+      return ids.map((id) => answers.get(id)!['result'].content[0].text as string);
     },
   };
 }
@@ -167,6 +181,28 @@ describe('#37 a client of mcpx serve that writes and never reads', () => {
     expect(await healthy(socket)).toBe(true);
     hostile.child.kill('SIGKILL');
     polite.child.stdin.end();
+  }, 90_000);
+});
+
+describe('#37 a client of mcpx serve that sends more calls than are answered', () => {
+  it(`has at most serve.maxInFlight (${MAX_IN_FLIGHT}) of them in the daemon at once; all are answered`, async () => {
+    const client = politeClient();
+    await client.start();
+    const N = 4 * MAX_IN_FLIGHT;
+    const SLEEP_MS = 1_000;
+    const started = Date.now();
+    const texts = await client.burst(N, 'slow__sleep', { ms: SLEEP_MS });
+    const ms = Date.now() - started;
+    expect(texts).toEqual(Array.from({ length: N }, () => `slept ${SLEEP_MS}`));
+    // When the upstream got each call: the first MAX_IN_FLIGHT at once, the next only after answers went out.
+    const got = readWireLog(join(dir.path, 'slow.wire.log'))
+      .filter((e): e is WireRecvEvent => e.event === 'recv' && e.method === 'tools/call')
+      .map((e) => e.t);
+    expect(got).toHaveLength(N);
+    const waves = got.map((t) => Math.floor((t - got[0]!) / (SLEEP_MS * 0.9)));
+    console.log(`[unread] in flight: ${JSON.stringify({ calls: N, maxInFlight: MAX_IN_FLIGHT, ms, firstWave: waves.filter((w) => w === 0).length })}`);
+    expect(waves.filter((w) => w === 0).length).toBeLessThanOrEqual(MAX_IN_FLIGHT);
+    client.child.stdin.end();
   }, 90_000);
 });
 
