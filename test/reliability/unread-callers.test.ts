@@ -146,29 +146,32 @@ describe('#37 a client of mcpx serve that writes and never reads', () => {
     // Meanwhile the others are answered, promptly.
     const latencies: number[] = [];
     let cutOffMs: number | undefined;
-    while (Date.now() - started < 4_000 || cutOffMs === undefined) {
-      if (Date.now() - started > 40_000) break;
-      const t = Date.now();
-      expect(await polite.call(`during-${latencies.length}`)).toBe(`during-${latencies.length} era=legacy`);
-      const v1 = await api(socket, 'POST', '/v1/call', { server: 'h', tool: 'echo', args: { text: 'v1' } });
-      expect(v1.body.result.content[0].text).toBe('v1 era=legacy');
-      latencies.push(Date.now() - t);
-      if (cutOffMs === undefined && logged('closed a serve stream') > 0) cutOffMs = Date.now() - started;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    writing = false;
-    clearInterval(sampler);
-    const takenByThen = written;
-    const figures = {
-      written: takenByThen,
+    const figures = () => ({
+      written,
       offered: LIMIT,
       cutOffMs,
       rssBeforeMB: Math.round(rssBefore / 1024),
       rssMaxMB: Math.round(rssMax / 1024),
       politeCalls: latencies.length,
       politeMaxMs: Math.max(...latencies),
-    };
-    console.log(`[unread] serve: ${JSON.stringify(figures)}`);
+    });
+    try {
+      while (Date.now() - started < 4_000 || cutOffMs === undefined) {
+        if (Date.now() - started > 40_000) break;
+        const t = Date.now();
+        expect(await polite.call(`during-${latencies.length}`)).toBe(`during-${latencies.length} era=legacy`);
+        const v1 = await api(socket, 'POST', '/v1/call', { server: 'h', tool: 'echo', args: { text: 'v1' } });
+        expect(v1.body.result.content[0].text).toBe('v1 era=legacy');
+        latencies.push(Date.now() - t);
+        if (cutOffMs === undefined && logged('closed a serve stream') > 0) cutOffMs = Date.now() - started;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } finally {
+      writing = false;
+      clearInterval(sampler);
+      console.log(`[unread] serve: ${JSON.stringify(figures())}`);
+    }
+    const takenByThen = written;
 
     // Cut off, with a line in the daemon's log and on that serve's stderr (its client's log).
     expect(daemon.stdout).toContain('closed a serve stream: the caller does not read its answers');
