@@ -5,7 +5,9 @@
  * Into a file or a terminal the writes are synchronous and nothing waits. A reader that went away
  * (EPIPE) ends the wait; a reader that stops reading holds the command, as it would hold `cat`.
  */
-export function exitWhenWritten(code: number): void {
+export function exitWhenWritten(code: number, maxWaitMs?: number): void {
+  // A process that must end (the daemon, once stopped) waits for its readers only so long.
+  if (maxWaitMs !== undefined) setTimeout(() => process.exit(code), maxWaitMs).unref();
   let waiting = 1;
   const done = (): void => {
     if (--waiting === 0) process.exit(code);

@@ -9,7 +9,7 @@ export async function runDaemon(opts: Pick<DaemonOptions, 'configFlag' | 'flags'
   const { startDaemon } = await import('../server/daemon.js');
   const handle = await startDaemon({ ...opts, handleSignals: true });
   await handle.stopped;
-  exitWhenWritten(0);
+  exitWhenWritten(0, 5_000);
   // Never settles: the process exits once its last log lines have left.
   return new Promise<never>(() => {});
 }
