@@ -280,8 +280,11 @@ export class Pipe {
       if (s.closed) return;
       const progress = s.socket.bytesRead !== read;
       read = s.socket.bytesRead;
-      if (progress || this.opts.output.writableNeedDrain) setTimeout(giveUp, 2_000).unref();
-      else s.socket.destroy();
+      if (progress || this.opts.output.writableNeedDrain || s.socket.isPaused()) setTimeout(giveUp, 2_000).unref();
+      else {
+        this.log.debug({ bytesRead: read }, 'the daemon did not close the stream after stdin ended; closing it');
+        s.socket.destroy();
+      }
     };
     setTimeout(giveUp, 2_000).unref();
   };
@@ -399,6 +402,7 @@ export class Pipe {
     this.swallow?.settle(new Error('the daemon closed the stream'));
     this.flushLater();
     if (this.ending) {
+      this.log.debug({ bytesRead: s.socket.bytesRead, waiting: this.opts.output.writableLength }, 'the daemon closed the stream after stdin ended');
       this.ended();
       return;
     }

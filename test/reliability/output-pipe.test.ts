@@ -139,25 +139,27 @@ describe('#36 mcpx serve whose client closes stdin with answers still on their w
     await client.close();
 
     child.stdin.end();
-    // Then read it, slowly: what is there every 5 ms.
+    // Nothing read for a while yet: serve must not exit with answers it has not written (it did, at once).
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 3_000))]);
+    // Then read it, slowly: a pause of 5 ms after each chunk. (A 'data' listener, not read(): when the child
+    // exits, node resumes its stdout, and what a paused reader had not read yet would go to no one.)
     let buf = '';
     const ids: unknown[] = [];
-    const read = (): void => {
-      for (let c: Buffer | null; (c = child.stdout.read() as Buffer | null) !== null;) {
-        buf += c.toString();
-        for (let i: number; (i = buf.indexOf('\n')) !== -1; buf = buf.slice(i + 1)) {
-          const m = JSON.parse(buf.slice(0, i)) as { id: unknown; result: { content?: Array<{ text: string }> } };
-          if (m.id !== 0) expect(m.result.content![0]!.text).toHaveLength(BIG);
-          ids.push(m.id);
-        }
-      }
-    };
     const ended = new Promise((resolve) => child.stdout.once('end', resolve));
-    const timer = setInterval(read, 5);
+    child.stdout.on('data', (c: Buffer) => {
+      buf += c.toString();
+      for (let i: number; (i = buf.indexOf('\n')) !== -1; buf = buf.slice(i + 1)) {
+        const m = JSON.parse(buf.slice(0, i)) as { id: unknown; result: { content?: Array<{ text: string }> } };
+        if (m.id !== 0) expect(m.result.content![0]!.text).toHaveLength(BIG);
+        ids.push(m.id);
+      }
+      child.stdout.pause();
+      setTimeout(() => child.stdout.resume(), 5);
+    });
+    child.stdout.resume();
     const code = await exited;
     await ended;
-    clearInterval(timer);
     expect(code, stderr).toBe(0);
-    expect(ids).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(ids, `${buf.length} bytes of an unfinished line; ${stderr}`).toEqual([0, 1, 2, 3, 4, 5]);
   }, 90_000);
 });
