@@ -29,6 +29,7 @@ import { packageVersion } from '../package-info.js';
 import { commandsFor } from './commands/index.js';
 import { UsageError, type CliContext } from './common.js';
 import { printJsonError } from './json-errors.js';
+import { exitWhenWritten } from './exit.js';
 
 const ENTRY = fileURLToPath(import.meta.url);
 
@@ -113,5 +114,5 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-// stdout and stderr are synchronous for files, pipes and TTYs on Linux, so nothing is lost by exiting at once.
-process.exit(await main(process.argv));
+// Into a pipe, stdout and stderr are asynchronous: the exit waits until what was written has left.
+exitWhenWritten(await main(process.argv));

@@ -374,6 +374,13 @@ export const SETTINGS = [
       'Of those, how many one caller (its session, else its connection; the stateless 2026-07-28 callers of /mcp count as one) may have running: its next reclaims its oldest ask waiting unanswered, else is refused (MCPX_TOO_MANY_ASKS).',
   }),
   setting({
+    path: 'serve.maxInFlight',
+    codec: integerCodec(1),
+    default: 64,
+    description:
+      'Requests one mcpx serve stream may have in flight in the daemon; at the bound the daemon reads no more of that stream until one is answered (its client waits to write), so a client that sends faster than it reads answers cannot pile work up.',
+  }),
+  setting({
     path: 'paths.state',
     codec: pathCodec,
     default: ({ env, home }) => defaultStateDir(env, home),
@@ -439,6 +446,20 @@ export const SETTINGS = [
     default: 5 * 60_000,
     description:
       'After a failed refresh a credential waits before the next one: 1 s, then twice as long after each failure in a row, at most this. Calls in the wait fail at once with the last failure.',
+  }),
+  setting({
+    path: 'daemon.maxUnreadBytes',
+    codec: integerCodec(64 * 1024),
+    default: 64 * 1024 * 1024,
+    description:
+      'Bytes that may wait for one caller that does not read them (an mcpx serve stream, a /mcp or /v1 answer or event stream); past it that caller alone is cut off, with a log line.',
+  }),
+  setting({
+    path: 'daemon.unreadTimeout',
+    codec: durationCodec(1_000),
+    default: 60_000,
+    description:
+      'How long one caller may leave what waits for it unread (its socket full, nothing taken) before it alone is cut off, with a log line. A caller that reads, however slowly, is never cut off by it.',
   }),
   setting({
     path: 'log.level',

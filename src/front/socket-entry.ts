@@ -7,7 +7,8 @@
  * message to the SDK (./stream-transport.ts), the SDK's `serveStdio` pins the caller's era (`initialize`: legacy; `server/discover` or a `_meta`-carrying
  * request: 2026-07-28), one front (./front.ts) over the controller answers, and the answers of one turn
  * leave in one write (./turn-batched-output.ts). When serve ends its side (its client closed stdin),
- * requests in flight are aborted, as on stdio, and the stream is closed.
+ * requests in flight are aborted, as on stdio, and the stream is closed. A stream is read only as fast as
+ * its client takes the answers, and one whose client stops reading is cut off alone (./stream-flow.ts).
  */
 import type { Socket } from 'node:net';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
@@ -18,6 +19,8 @@ import type { FrontBackend } from './backend.js';
 import { frontFactory } from './front.js';
 import type { EntryMode } from './http-entry.js';
 import { MAX_LINE_BYTES, StdinGate } from './stdin-gate.js';
+import { DEFAULT_UNREAD_LIMITS, type UnreadLimits } from '../server/unread-guard.js';
+import { StreamFlow } from './stream-flow.js';
 import { StreamTransport } from './stream-transport.js';
 import { TurnBatchedOutput } from './turn-batched-output.js';
 
@@ -27,6 +30,10 @@ export interface SocketEntryOptions {
   logger?: Logger;
   /** How long a 2026-07-28 caller has to answer a question round (`serve.questionTtl`), read for each new stream. */
   questionTtlSeconds?: () => number;
+  /** Requests one stream may have in flight (`serve.maxInFlight`), read for each new stream. Default 64. */
+  maxInFlight?: () => number;
+  /** What may wait for a stream's reader (`daemon.maxUnreadBytes`, `daemon.unreadTimeout`), read for each new stream. */
+  unreadLimits?: () => UnreadLimits;
 }
 
 interface Stream {
@@ -67,12 +74,26 @@ export class SocketEntry {
     // are answered there; the rest reaches the SDK a message at a time, parsed once. Answers of one turn
     // leave together.
     const output = new TurnBatchedOutput(socket);
-    const transport = new StreamTransport(output);
+    // The stream is read as fast as its client takes the answers; one that stops reading is cut off, alone.
+    const flow: StreamFlow = new StreamFlow(socket, {
+      maxInFlight: this.opts.maxInFlight?.() ?? 64,
+      release: () => gate.release(),
+      unread: this.opts.unreadLimits?.() ?? DEFAULT_UNREAD_LIMITS,
+      onOverflow: (o) => {
+        log.warn({ reason: o.reason, queuedBytes: o.queued }, `closed a serve stream: ${o.message}`);
+        socket.destroy();
+      },
+    });
+    const transport = new StreamTransport(output, (message, ok) => flow.sent(message, ok));
     const gate = new StdinGate(socket, {
-      write: (line) => void output.write(line),
-      deliver: (message) => transport.receive(message),
+      write: (line) => flow.wrote(output.write(line)),
+      deliver: (message) => {
+        flow.received(message);
+        transport.receive(message);
+      },
       maxLineBytes: MAX_LINE_BYTES,
       logger: log,
+      holding: () => flow.holding,
     });
     const handle = serveStdio(factory, { legacy: 'serve', transport, onerror: (err) => log.debug({ err }, 'serve stream') });
     // Deeper than what mcpx relays: answered here, before the SDK and the relay recurse through it (the /v1 rule).
@@ -92,6 +113,7 @@ export class SocketEntry {
       close: () =>
         (closing ??= (async () => {
           this.streams.delete(stream);
+          flow.stop();
           output.flush();
           factory.close();
           await transport.close();

@@ -17,7 +17,7 @@
  *   the 2026-07-28 envelope (`_meta` protocolVersion) needs no handshake and passes untouched, as does
  *   everything once the connection's era is settled.
  *
- * The input is always read to its end, so the end of the client's stdin is always seen.
+ * The input is always read to its end (a hold only defers it), so the end of the client's stdin is always seen.
  */
 import type { Readable } from 'node:stream';
 import type { Logger } from '../log.js';
@@ -34,6 +34,8 @@ export interface StdinGateOptions {
   deliver: (message: object) => void;
   maxLineBytes?: number;
   logger?: Logger;
+  /** Checked after each line: while true the gate reads no further, and what it has read waits for `release` (flow control). */
+  holding?: () => boolean;
 }
 
 type Phase = 'fresh' | 'legacy' | 'settled';
@@ -51,6 +53,9 @@ export class StdinGate {
   private dropping: { scanner: LineScanner; facts: LineFacts | undefined; bytes: number } | undefined;
   private phase: Phase = 'fresh';
   private ended = false;
+  /** What was read but waits while the gate holds (undefined: not holding). */
+  private rest: Buffer | undefined;
+  private releasing = false;
   private resolveFinished!: () => void;
   /** Resolves when stdin has ended (or closed, or failed). */
   readonly finished: Promise<void> = new Promise((resolve) => (this.resolveFinished = resolve));
@@ -70,7 +75,25 @@ export class StdinGate {
   }
 
   private readonly onData = (chunk: Buffer | string): void => {
-    let buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    this.consume(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  };
+
+  /** Reads on after a hold: what waited first, then the input again (unless the gate holds again). */
+  release(): void {
+    if (this.releasing) return;
+    const rest = this.rest;
+    if (rest !== undefined) {
+      this.releasing = true;
+      this.rest = undefined;
+      this.consume(rest);
+      this.releasing = false;
+      if (this.rest !== undefined) return; // held again
+    }
+    if (!this.ended) this.input.resume();
+  }
+
+  private consume(chunk: Buffer): void {
+    let buf = chunk;
     while (buf.length > 0) {
       const nl = buf.indexOf(0x0a);
       const part = nl === -1 ? buf : buf.subarray(0, nl);
@@ -94,8 +117,14 @@ export class StdinGate {
       if (nl === -1) return;
       buf = buf.subarray(nl + 1);
       this.lineEnded();
+      if (this.opts.holding?.()) {
+        // The rest of this chunk waits too: a chunk can hold hundreds of short requests.
+        this.rest = buf;
+        this.input.pause();
+        return;
+      }
     }
-  };
+  }
 
   private lineEnded(): void {
     if (this.dropping) {

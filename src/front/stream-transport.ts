@@ -16,7 +16,11 @@ export class StreamTransport implements Transport {
   onmessage?: Transport['onmessage'];
   private closed = false;
 
-  constructor(private readonly out: TurnBatchedOutput) {}
+  /** `sent`: told of each message written (and whether the stream took it at once), for the stream's flow control. */
+  constructor(
+    private readonly out: TurnBatchedOutput,
+    private readonly sent?: (message: JSONRPCMessage, ok: boolean) => void,
+  ) {}
 
   async start(): Promise<void> {}
 
@@ -28,7 +32,9 @@ export class StreamTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the serve stream is closed'));
-    if (this.out.write(serializeMessage(message))) return Promise.resolve();
+    const ok = this.out.write(serializeMessage(message));
+    this.sent?.(message, ok);
+    if (ok) return Promise.resolve();
     return new Promise((resolve) => this.out.once('drain', () => resolve()));
   }
 

@@ -273,8 +273,20 @@ export class Pipe {
       return;
     }
     // The daemon aborts what is in flight and closes its side; a daemon that does not is not waited for long.
+    // While answers still come (the client reads them slowly, or waits to: its stdout full), the wait goes on: they are its.
     s.socket.end();
-    setTimeout(() => s.socket.destroy(), 2_000).unref();
+    let read = s.socket.bytesRead;
+    const giveUp = (): void => {
+      if (s.closed) return;
+      const progress = s.socket.bytesRead !== read;
+      read = s.socket.bytesRead;
+      if (progress || this.opts.output.writableNeedDrain || s.socket.isPaused()) setTimeout(giveUp, 2_000).unref();
+      else {
+        this.log.debug({ bytesRead: read }, 'the daemon did not close the stream after stdin ended; closing it');
+        s.socket.destroy();
+      }
+    };
+    setTimeout(giveUp, 2_000).unref();
   };
 
   // ---- the daemon's side ----
@@ -390,10 +402,15 @@ export class Pipe {
     this.swallow?.settle(new Error('the daemon closed the stream'));
     this.flushLater();
     if (this.ending) {
+      this.log.debug({ bytesRead: s.socket.bytesRead, waiting: this.opts.output.writableLength }, 'the daemon closed the stream after stdin ended');
       this.ended();
       return;
     }
-    this.log.info({}, 'the daemon stream closed');
+    // The client was not reading what the stream sent it: the daemon cuts such a stream off (daemon.maxUnreadBytes,
+    // daemon.unreadTimeout), and what it answers now is what the client reads next.
+    const unread = this.opts.output.writableNeedDrain;
+    if (unread) this.log.warn({}, `the daemon closed the stream: ${CUT_OFF.message}`);
+    else this.log.info({}, 'the daemon stream closed');
     // An answer cut off mid-line is ended, so what follows reads as lines (the cut one does not parse).
     if (this.outputMidLine) this.write(NEWLINE);
     for (const id of s.asked.values())
@@ -404,7 +421,7 @@ export class Pipe {
       delete entry.stream;
       if (entry.method === 'subscriptions/listen') continue; // sent again with the next stream, whenever that is
       const repeatable = REPEATABLE.has(entry.method) && entry.line !== undefined;
-      if (repeatable && !entry.resent) {
+      if (repeatable && !entry.resent && !unread) {
         entry.resent = true;
         again = true;
         continue;
@@ -412,7 +429,11 @@ export class Pipe {
       this.open.delete(key);
       this.answerGone(
         entry,
-        repeatable ? { code: 'MCPX_DAEMON_UNAVAILABLE', message: `${GONE} twice during this request (it was sent again once)` } : GONE_MIDWAY,
+        unread
+          ? CUT_OFF
+          : repeatable
+            ? { code: 'MCPX_DAEMON_UNAVAILABLE', message: `${GONE} twice during this request (it was sent again once)` }
+            : GONE_MIDWAY,
       );
     }
     if (this.phase === 'open') this.phase = 'closed';
@@ -531,4 +552,10 @@ const GONE = 'the mcpx daemon went away';
 const GONE_MIDWAY = {
   code: 'MCPX_DAEMON_UNAVAILABLE',
   message: `${GONE} during this request; it was not retried, since a tool may have side effects (the next request starts a new daemon)`,
+};
+/** The daemon closed the stream while its client left the answers unread. */
+const CUT_OFF = {
+  code: 'MCPX_TRANSPORT_CLOSED',
+  message:
+    'this client did not read its answers, so the mcpx daemon closed its stream (daemon.maxUnreadBytes, daemon.unreadTimeout); the request was not retried (the next request opens a new stream)',
 };

@@ -16,6 +16,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createRequire } from 'node:module';
+import type { Socket } from 'node:net';
 import Fastify, { errorCodes, LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import { loopbackHost } from '../config/settings.js';
@@ -30,6 +31,7 @@ import { mcpRoutes } from './mcp-routes.js';
 import { packageVersion } from '../package-info.js';
 import type { ResponseViolation } from './response-contract.js';
 import { v1Routes, type DaemonInfo } from './v1-routes.js';
+import { UnreadGuard, unreadLimits, type UnreadLimits } from './unread-guard.js';
 
 export type { DaemonInfo } from './v1-routes.js';
 
@@ -203,8 +205,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     done();
   });
 
-  // Every payload leaves scrubbed of known secrets.
-  app.addHook('onSend', (_req, _reply, payload, done) => done(null, typeof payload === 'string' ? scrub(payload) : payload));
+  // Every payload leaves scrubbed of known secrets. A large one may wait in the daemon for a caller that
+  // does not read it: its connection is watched until it has left (./unread-guard.ts).
+  app.addHook('onSend', (req, reply, payload, done) => {
+    if (typeof payload !== 'string') return done(null, payload);
+    const text = scrub(payload);
+    if (text.length > LARGE_ANSWER) setImmediate(watchUnread, reply.raw.socket, unreadLimits(controller.settings), log, req.url);
+    done(null, text);
+  });
 
   app.setErrorHandler((err, req, reply) => {
     const { status, error } = toApiError(err);
@@ -223,6 +231,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     startedAt,
     ...(deps.info ? { info: deps.info } : {}),
     ...(deps.shutdown ? { shutdown: deps.shutdown } : {}),
+    ...(deps.logger ? { logger: deps.logger } : {}),
     pageAdmits: (req) => ui.admits(req),
   });
   await app.register(mcpRoutes, { controller, version, ...(deps.logger ? { logger: deps.logger } : {}), ...(deps.mcp ? { mcp: deps.mcp } : {}) });
@@ -240,4 +249,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.ready();
   return app;
+}
+
+/** An answer longer than a socket's buffer (64 KiB) may wait for its caller to read it. */
+const LARGE_ANSWER = 64 * 1024;
+
+/** Cuts off a connection whose caller leaves a large answer unread (after the answer was written). */
+function watchUnread(socket: Socket | null, limits: UnreadLimits, log: PinoLogger | undefined, url: string): void {
+  if (!socket || socket.destroyed || !socket.writableNeedDrain) return;
+  const guard = new UnreadGuard(socket, limits, (o) => {
+    log?.warn({ url: url.split('?')[0], reason: o.reason, queuedBytes: o.queued }, `closed a connection: ${o.message}`);
+    socket.destroy();
+  });
+  socket.once('close', () => guard.stop());
+  guard.check();
 }

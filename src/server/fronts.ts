@@ -8,6 +8,7 @@ import type { McpHttpEntry } from '../front/http-entry.js';
 import type { SocketEntry } from '../front/socket-entry.js';
 import type { Logger } from '../log.js';
 import type { Controller } from './controller.js';
+import { unreadLimits } from './unread-guard.js';
 
 export interface FrontsDeps {
   controller: Controller;
@@ -45,6 +46,8 @@ export class LazyFronts {
           version: this.deps.version,
           logger: this.deps.logger,
           questionTtlSeconds: () => Math.ceil(this.deps.settings.get('serve.questionTtl') / 1000),
+          maxInFlight: () => this.deps.settings.get('serve.maxInFlight'),
+          unreadLimits: () => unreadLimits(this.deps.settings),
         }),
     ));
 

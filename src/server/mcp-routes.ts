@@ -1,8 +1,10 @@
 /**
  * `/mcp` and `/mcp/:server`, as a fastify plugin: the MCP front over Streamable HTTP (both caller eras),
  * under the daemon's access rules. The entry (the MCP SDK's server side) loads on the first /mcp request,
- * not before the daemon listens.
+ * not before the daemon listens. A response (an SSE stream above all) whose caller stops reading is cut
+ * off alone (./unread-guard.ts).
  */
+import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import type { EntryMode, McpHttpEntry } from '../front/http-entry.js';
@@ -10,6 +12,7 @@ import { RPC } from '../protocol/constants.js';
 import { send } from './api-errors.js';
 import { deepParamsRefusal } from './json-depth.js';
 import type { Controller } from './controller.js';
+import { UnreadGuard, unreadLimits, type UnreadLimits } from './unread-guard.js';
 
 export interface McpRoutesOptions {
   controller: Controller;
@@ -51,6 +54,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
     }
     const [mcp, toNodeHandler] = await Promise.all([mcpEntry(), (nodeHandler ??= import('@modelcontextprotocol/node').then((m) => m.toNodeHandler))]);
     reply.hijack();
+    guardUnread(reply.raw, () => unreadLimits(controller.settings), log);
     const body = req.body;
     await toNodeHandler({ fetch: (request) => mcp.fetch(request, body, mode) }, { onerror: (err) => log?.error({ err }, '/mcp failed') })(
       req.raw as never,
@@ -81,3 +85,24 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
     handler: async (req, reply) => serveMcp(req, reply, { passthrough: (req.params as { server: string }).server }),
   });
 };
+
+/**
+ * Watches what waits in `res` for its caller: each write the socket does not take at once is checked
+ * (the node adapter then waits for drain, while the SDK's stream keeps what comes meanwhile).
+ */
+function guardUnread(res: ServerResponse, limits: () => UnreadLimits, log: PinoLogger | undefined): void {
+  let guard: UnreadGuard | undefined;
+  const write = res.write;
+  res.write = function (this: ServerResponse, ...args: Parameters<ServerResponse['write']>): boolean {
+    const ok = (write as (...a: unknown[]) => boolean).apply(this, args);
+    if (!ok) {
+      guard ??= new UnreadGuard(res, limits(), (o) => {
+        log?.warn({ reason: o.reason, queuedBytes: o.queued }, `closed a /mcp response: ${o.message}`);
+        res.destroy();
+      });
+      guard.check();
+    }
+    return ok;
+  } as ServerResponse['write'];
+  res.once('close', () => guard?.stop());
+}

@@ -2,9 +2,12 @@
  * The daemon's one server-sent-events writer: `GET /v1/events` and every streamed answer (`Accept:
  * text/event-stream` on /v1/request, /v1/catalog, GET /v1/ask/:id) write their frames here. A stream
  * hijacks its reply, so fastify's onSend scrubber never sees it: each frame is scrubbed here instead,
- * and nothing is written once the response ended.
+ * and nothing is written once the response ended. A caller that stops reading is cut off alone
+ * (./unread-guard.ts): a feed writes whatever happens, whether or not anyone takes it.
  */
 import type { FastifyReply } from 'fastify';
+import type { Logger } from '../log.js';
+import { DEFAULT_UNREAD_LIMITS, UnreadGuard, type UnreadLimits } from './unread-guard.js';
 
 export interface SseStream {
   /** One frame: `id: <id>` (when given), `event: <event>`, `data: <data as JSON>`. */
@@ -31,7 +34,12 @@ const HEARTBEAT_MS = 15_000;
 export class SseWriter {
   private readonly feeds = new Set<SseStream>();
 
-  constructor(private readonly scrub: (text: string) => string) {}
+  constructor(
+    private readonly scrub: (text: string) => string,
+    /** What may wait for a stream's reader, read for each new stream. */
+    private readonly limits: () => UnreadLimits = () => DEFAULT_UNREAD_LIMITS,
+    private readonly log?: Logger,
+  ) {}
 
   /** Takes the reply over (hijacked) and answers 200 `text/event-stream`. */
   open(reply: FastifyReply, opts: SseOptions = {}): SseStream {
@@ -44,8 +52,14 @@ export class SseWriter {
       'x-accel-buffering': 'no',
     });
     const scrub = this.scrub;
+    const url = reply.request.url.split('?')[0];
+    // The connection is watched, not the response: the last frame may still wait in it once the response has ended.
+    const guard = new UnreadGuard(res.socket ?? res, this.limits(), (o) => {
+      this.log?.warn({ url, reason: o.reason, queuedBytes: o.queued }, `closed an event stream: ${o.message}`);
+      res.destroy();
+    });
     const write = (text: string) => {
-      if (!res.writableEnded && !res.destroyed) res.write(text);
+      if (!res.writableEnded && !res.destroyed && !res.write(text)) guard.check();
     };
     const closers: Array<() => void> = [];
     let ping: NodeJS.Timeout | undefined;
@@ -73,6 +87,8 @@ export class SseWriter {
       reply.request.raw.once('close', stream.close);
     }
     res.once('close', stream.close);
+    // Closed once what it wrote has left (or the caller went away).
+    res.once('close', () => guard.stop());
     return stream;
   }
 

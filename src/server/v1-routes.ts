@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { McpxError } from '../errors.js';
+import type { Logger } from '../log.js';
 import type { CallContext } from '../pool/types.js';
 import { send, statusFor, toApiError } from './api-errors.js';
 import type { Controller } from './controller.js';
@@ -17,6 +18,7 @@ import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from './headers.js';
 import { registerRoutes, routeOf, type Call } from './routes.js';
 import type { callHeadersSchema } from './schemas.js';
 import { SseWriter } from './sse.js';
+import { unreadLimits } from './unread-guard.js';
 import { localMermaid, MERMAID_ASSET_URL, statechartPage } from './statechart-page.js';
 
 export interface DaemonInfo {
@@ -37,6 +39,8 @@ export interface V1Context {
   /** `POST /v1/shutdown`: called after the 202 is sent. */
   shutdown?: () => void;
   sse: SseWriter;
+  /** The daemon's logger (an event stream cut off for not reading is logged). */
+  logger?: Logger;
 }
 
 export interface V1Options extends Omit<V1Context, 'sse'> {
@@ -527,7 +531,11 @@ export type V1RouteName = keyof typeof V1_ROUTES;
 
 export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
   const { pageAdmits, ...context } = opts;
-  const sse = new SseWriter((text) => opts.controller.scrubber.scrub(text));
+  const sse = new SseWriter(
+    (text) => opts.controller.scrubber.scrub(text),
+    () => unreadLimits(opts.controller.settings),
+    opts.logger?.child({ component: 'api' }),
+  );
   app.addHook('preClose', async () => sse.closeAll());
 
   registerRoutes(app, V1_ROUTES, { context: { ...context, sse }, ...(pageAdmits ? { pageAdmits } : {}) });

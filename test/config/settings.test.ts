@@ -52,6 +52,7 @@ const NAMES: Record<string, { env: string; flag: string; envAliases?: string[]; 
   'serve.sessionIdleTimeout': { env: 'MCPX_SERVE_SESSION_IDLE_TIMEOUT', flag: '--serve-session-idle-timeout' },
   'serve.maxAsks': { env: 'MCPX_SERVE_MAX_ASKS', flag: '--serve-max-asks' },
   'serve.maxAsksPerCaller': { env: 'MCPX_SERVE_MAX_ASKS_PER_CALLER', flag: '--serve-max-asks-per-caller' },
+  'serve.maxInFlight': { env: 'MCPX_SERVE_MAX_IN_FLIGHT', flag: '--serve-max-in-flight' },
   'paths.state': { env: 'MCPX_PATHS_STATE', flag: '--paths-state', envAliases: ['MCPX_STATE_DIR'], flagAliases: ['--state-dir'] },
   'daemon.socket': { env: 'MCPX_DAEMON_SOCKET', flag: '--daemon-socket' },
   'daemon.port': { env: 'MCPX_DAEMON_PORT', flag: '--daemon-port' },
@@ -61,6 +62,8 @@ const NAMES: Record<string, { env: string; flag: string; envAliases?: string[]; 
   'oauth.requestTimeout': { env: 'MCPX_OAUTH_REQUEST_TIMEOUT', flag: '--oauth-request-timeout' },
   'oauth.maxResponseBytes': { env: 'MCPX_OAUTH_MAX_RESPONSE_BYTES', flag: '--oauth-max-response-bytes' },
   'oauth.refreshBackoffMax': { env: 'MCPX_OAUTH_REFRESH_BACKOFF_MAX', flag: '--oauth-refresh-backoff-max' },
+  'daemon.maxUnreadBytes': { env: 'MCPX_DAEMON_MAX_UNREAD_BYTES', flag: '--daemon-max-unread-bytes' },
+  'daemon.unreadTimeout': { env: 'MCPX_DAEMON_UNREAD_TIMEOUT', flag: '--daemon-unread-timeout' },
   'log.level': { env: 'MCPX_LOG_LEVEL', flag: '--log-level' },
 };
 
@@ -82,6 +85,7 @@ const SAMPLE: Record<string, [string, unknown]> = {
   'serve.sessionIdleTimeout': ['10m', 600_000],
   'serve.maxAsks': ['64', 64],
   'serve.maxAsksPerCaller': ['8', 8],
+  'serve.maxInFlight': ['16', 16],
   'paths.state': ['/srv/mcpx-state', '/srv/mcpx-state'],
   'daemon.socket': ['/srv/mcpx.sock', '/srv/mcpx.sock'],
   'daemon.port': ['8377', 8377],
@@ -91,6 +95,8 @@ const SAMPLE: Record<string, [string, unknown]> = {
   'oauth.requestTimeout': ['2s', 2_000],
   'oauth.maxResponseBytes': ['65536', 65_536],
   'oauth.refreshBackoffMax': ['1m', 60_000],
+  'daemon.maxUnreadBytes': ['1048576', 1_048_576],
+  'daemon.unreadTimeout': ['90s', 90_000],
   'log.level': ['DEBUG', 'debug'],
 };
 
@@ -153,6 +159,7 @@ describe('declarations', () => {
       'serve.sessionIdleTimeout': 1_800_000,
       'serve.maxAsks': 256,
       'serve.maxAsksPerCaller': 32,
+      'serve.maxInFlight': 64,
       'paths.state': join(HOME, '.local/state/mcpx'),
       'daemon.socket': join(HOME, '.local/state/mcpx/daemon.sock'),
       'daemon.port': null,
@@ -162,6 +169,8 @@ describe('declarations', () => {
       'oauth.requestTimeout': 30_000,
       'oauth.maxResponseBytes': 1_048_576,
       'oauth.refreshBackoffMax': 300_000,
+      'daemon.maxUnreadBytes': 67_108_864,
+      'daemon.unreadTimeout': 60_000,
       'log.level': 'info',
     });
     for (const e of s.list()) expect(e.source).toBe('default');
