@@ -99,5 +99,14 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-// stdout and stderr are synchronous for files, pipes and TTYs on Linux, so nothing is lost by exiting at once.
-process.exit(await main(process.argv));
+const code = await main(process.argv);
+// A pipe takes what it can at once and the rest as its reader drains it (14 MB of `mcpx config` for 200k
+// servers was cut at 128 KiB by exiting here): exit once what was written is out, or the reader has gone.
+const flushed = (s: NodeJS.WriteStream) =>
+  new Promise<void>((resolve) => {
+    if (s.writableLength === 0) return resolve();
+    s.once('error', () => resolve());
+    s.write('', () => resolve());
+  });
+await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+process.exit(code);
