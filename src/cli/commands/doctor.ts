@@ -7,6 +7,8 @@ interface Check {
   check: string;
   ok: boolean;
   detail: string;
+  /** Worth saying, not a failure (printed `warn`). */
+  warn?: boolean;
 }
 
 export function register(program: Command, cli: CliContext): void {
@@ -76,6 +78,20 @@ export function register(program: Command, cli: CliContext): void {
       }
       checks.push({ check: 'daemon', ok: true, detail: alive ? `running (${t.socket})` : `not running (the first client command starts one at ${t.socket})` });
 
+      // What an upstream left running in a session of its own (setsid): neither a stop nor the sweep reaches it.
+      const leftovers = (await import('../../server/leftovers.js')).findLeftovers();
+      if (leftovers.length > 0)
+        checks.push({
+          check: 'leftover processes',
+          ok: true,
+          warn: true,
+          detail: `${leftovers
+            .map((l) => `pid ${l.pid} (${l.command}; process group ${l.pgid}, parent ${l.ppid})`)
+            .join(
+              ', ',
+            )} outlived the upstream that started them (they carry an earlier upstream's MCPX_SPAWN_TAG and left its process group or session, so mcpx's stop and start-up sweep do not reach them); end them with kill ${leftovers.map((l) => l.pid).join(' ')}`,
+        });
+
       const [{ homeFolder }, clients, inst, running, { realTarget }] = await Promise.all([
         import('../../config/settings.js'),
         import('../../install/clients.js'),
@@ -118,8 +134,8 @@ export function register(program: Command, cli: CliContext): void {
         checks.push({ check: `client ${s.client}`, ok, detail: note && (fixed.includes(s.client) || gone) ? `${detail}; ${note}` : detail });
       }
       const ok = checks.every((c) => c.ok);
-      if (o.json) printJson({ ok, checks, servers, clients: found, fixed, daemon: { running: alive, socket: t.socket, stateDir: t.stateDir } });
-      else for (const c of checks) out(`${c.ok ? 'ok  ' : 'FAIL'} ${c.check.padEnd(22)} ${c.detail}`);
+      if (o.json) printJson({ ok, checks, servers, clients: found, fixed, daemon: { running: alive, socket: t.socket, stateDir: t.stateDir }, leftovers });
+      else for (const c of checks) out(`${c.ok ? (c.warn ? 'warn' : 'ok  ') : 'FAIL'} ${c.check.padEnd(22)} ${c.detail}`);
       if (!ok)
         throw new McpxError(
           'MCPX_BAD_CONFIG',
