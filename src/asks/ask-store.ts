@@ -37,6 +37,7 @@ import {
   askStatus,
   answerProblem,
   openQuestions,
+  roundRefusal as refusalOfRound,
   type AskContext,
   type AskEmitted,
   type AskError,
@@ -124,10 +125,16 @@ export interface AskStats {
 }
 
 export interface AskLimits {
-  /** Asks running at once; one more is refused (MCPX_TOO_MANY_ASKS, 429). */
+  /**
+   * Running asks that have put a question to their caller, at once (an ask that asks nothing never
+   * counts). The next one to ask reclaims the ask left longest unattended (waiting on its caller, unpolled
+   * for reclaimIdleMs), whoever its caller; none: its question is refused (`busy`, MCPX_TOO_MANY_ASKS).
+   */
   maxRunning: number;
-  /** Asks one caller may have running; its next one reclaims its oldest unattended ask, else is refused (MCPX_TOO_MANY_ASKS). */
+  /** Of those, one caller's; its next one to ask reclaims its oldest unattended ask, else its question is refused (`busy`). */
   maxPerCaller: number;
+  /** How long an ask waiting on its caller must have gone unpolled before another caller's question may reclaim it. */
+  reclaimIdleMs: number;
   /** Finished asks kept for their pollers beyond the running ones; the oldest go first. */
   maxKept: number;
   /** Questions one ask may put, over every round (legacy: each request; modern: each inputRequests entry). */
@@ -143,6 +150,7 @@ export interface AskLimits {
 export const DEFAULT_ASK_LIMITS: Readonly<AskLimits> = Object.freeze({
   maxRunning: 256,
   maxPerCaller: 32,
+  reclaimIdleMs: 2_000,
   maxKept: 1024,
   maxQuestionsPerAsk: 32,
   finishedTtlMs: 5 * 60_000,
@@ -188,6 +196,10 @@ interface Ask {
   progress: Set<(p: ProgressUpdate) => void>;
   /** Running: the max-age timer; finished: the deletion timer. */
   timer: NodeJS.Timeout | undefined;
+  /** It has put a question to its caller: it counts against limits.maxRunning and maxPerCaller until it ends. */
+  asking: boolean;
+  /** When its caller last started, polled, answered or abandoned it. */
+  seenAt: number;
 }
 
 const FINAL: ReadonlySet<AskStatus> = new Set(['completed', 'failed', 'abandoned', 'expired']);
@@ -217,7 +229,9 @@ function roundRefusal(reason: RefusalReason, message: string, data: Record<strin
         ? 'MCPX_REQUEST_CANCELLED'
         : reason === 'expired'
           ? 'MCPX_ASK_EXPIRED'
-          : 'MCPX_QUESTION_REFUSED';
+          : reason === 'busy'
+            ? 'MCPX_TOO_MANY_ASKS'
+            : 'MCPX_QUESTION_REFUSED';
   return new McpxError(code, message, { data: { reason, ...data } });
 }
 
@@ -247,42 +261,12 @@ export class AskStore {
   }
 
   /**
-   * Starts the call; it runs until it finishes, is abandoned or expires.
-   * @throws McpxError MCPX_TOO_MANY_ASKS (limits.maxRunning asks run already); MCPX_SHUTTING_DOWN.
+   * Starts the call; it runs until it finishes, is abandoned or expires. Never refused for the bounds on
+   * asks: a call that asks nothing is a plain call; the bounds apply when it first asks (`placeFor`).
+   * @throws McpxError MCPX_SHUTTING_DOWN.
    */
   start(start: AskStart): AskView {
     if (this.stopped) throw new McpxError('MCPX_SHUTTING_DOWN', 'the daemon is shutting down');
-    if (start.caller !== undefined) {
-      const mine = [...this.asks.values()].filter((a) => a.start.caller === start.caller && !FINAL.has(statusOf(a)));
-      if (mine.length >= this.limits.maxPerCaller) {
-        // A caller asking again while its oldest ask waits on it, unpolled, has walked away from that one.
-        const left = mine.find((a) => statusOf(a) === 'input_required' && a.waiters.size === 0);
-        if (!left) {
-          throw new McpxError(
-            'MCPX_TOO_MANY_ASKS',
-            `this caller has ${mine.length} asks running already (at most ${this.limits.maxPerCaller} per caller): answer, abandon or wait for one first`,
-            {
-              data: { running: mine.length, max: this.limits.maxPerCaller, scope: 'caller' },
-            },
-          );
-        }
-        this.send(left, {
-          type: 'abandon',
-          why: `reclaimed: its caller started more than ${this.limits.maxPerCaller} asks without answering this one`,
-          at: Date.now(),
-        });
-      }
-    }
-    const running = this.countRunning();
-    if (running >= this.limits.maxRunning) {
-      throw new McpxError(
-        'MCPX_TOO_MANY_ASKS',
-        `${running} asks are running already (at most ${this.limits.maxRunning}): answer, abandon or wait for one first`,
-        {
-          data: { running, max: this.limits.maxRunning, scope: 'total' },
-        },
-      );
-    }
     const id = `ask-${randomUUID()}`;
     const capabilities = start.capabilities ?? { ...DEFAULT_ASK_CAPABILITIES };
     const ask: Ask = {
@@ -297,6 +281,8 @@ export class AskStore {
       waiters: new Set(),
       progress: new Set(),
       timer: undefined,
+      asking: false,
+      seenAt: Date.now(),
     };
     ask.actor.on('*', (e) => this.perform(ask, e as AskEmitted));
     ask.actor.subscribe({ error: (err) => this.log.error({ err, ask: id }, 'ask actor failed') });
@@ -336,7 +322,7 @@ export class AskStore {
 
   /** @throws McpxError MCPX_NOT_FOUND */
   get(id: string): AskView {
-    return this.view(this.find(id));
+    return this.view(this.seen(this.find(id)));
   }
 
   /**
@@ -345,7 +331,7 @@ export class AskStore {
    * @throws McpxError MCPX_NOT_FOUND
    */
   async wait(id: string, waitMs = 0, signal?: AbortSignal, onProgress?: (p: ProgressUpdate) => void): Promise<AskView> {
-    const ask = this.find(id);
+    const ask = this.seen(this.find(id));
     const ms = Math.min(Math.max(0, waitMs), this.limits.maxWaitMs);
     if (ms > 0 && statusOf(ask) === 'working' && !signal?.aborted) {
       if (onProgress) ask.progress.add(onProgress);
@@ -362,7 +348,7 @@ export class AskStore {
         signal?.addEventListener('abort', done, { once: true });
       });
     }
-    return this.view(ask);
+    return this.view(this.seen(ask));
   }
 
   /**
@@ -373,7 +359,7 @@ export class AskStore {
    */
   async answer(id: string, answers: Record<string, unknown>): Promise<AskView> {
     const schemas = (answerSchemas ??= (await import('./answer-schemas.js')).ANSWER_SCHEMAS);
-    const ask = this.find(id);
+    const ask = this.seen(this.find(id));
     const entries = Object.entries(answers);
     if (entries.length === 0) throw new McpxError('MCPX_BAD_REQUEST', 'body field answers: name at least one question', { data: { path: ['answers'] } });
     const state = stateOf(ask);
@@ -419,7 +405,7 @@ export class AskStore {
 
   /** Gives up: the call is cancelled upstream and its open questions refused. Idempotent. @throws McpxError MCPX_NOT_FOUND */
   abandon(id: string): AskView {
-    const ask = this.find(id);
+    const ask = this.seen(this.find(id));
     this.send(ask, { type: 'abandon', at: Date.now() });
     return this.view(ask);
   }
@@ -500,7 +486,7 @@ export class AskStore {
     ask.rounds.set(id, round);
     const before = stateOf(ask).questions.length;
     const callId = isObject(context) ? context['callId'] : undefined;
-    this.send(ask, {
+    const event: Extract<AskEvent, { type: 'round' }> = {
       type: 'round',
       round: id,
       via,
@@ -508,7 +494,14 @@ export class AskStore {
       callId,
       maxQuestions: this.limits.maxQuestionsPerAsk,
       at: Date.now(),
-    });
+    };
+    // A round that would be put to the caller needs the ask to have its place among the asking ones.
+    if (!ask.asking && refusalOfRound(stateOf(ask), event) === undefined) {
+      const busy = this.placeFor(ask);
+      if (busy === undefined) ask.asking = true;
+      else event.busy = busy;
+    }
+    this.send(ask, event);
     // Ids are spent only by questions put (a refused round puts none).
     this.nextQuestion += stateOf(ask).questions.length - before;
     return ids;
@@ -583,6 +576,47 @@ export class AskStore {
           this.log.info({ ask: ask.id, server: ask.start.server, tool: ask.start.tool, status: e.status }, e.message);
         return;
     }
+  }
+
+  /**
+   * A place among the asks that question their callers, for `ask`'s first question; undefined when it
+   * has one, else why not. Past the caller's bound its oldest unattended ask (waiting on it, unpolled) is
+   * reclaimed; past the total bound, the ask left unattended longest by any caller, once it has been for
+   * reclaimIdleMs.
+   */
+  private placeFor(ask: Ask): string | undefined {
+    const asking = [...this.asks.values()].filter((a) => a !== ask && a.asking && !FINAL.has(statusOf(a)));
+    const unattended = (a: Ask) => statusOf(a) === 'input_required' && a.waiters.size === 0;
+    const caller = ask.start.caller;
+    if (caller !== undefined) {
+      const mine = asking.filter((a) => a.start.caller === caller);
+      if (mine.length >= this.limits.maxPerCaller) {
+        // A caller asking again while its oldest ask waits on it, unpolled, has walked away from that one.
+        const left = mine.find(unattended);
+        if (!left)
+          return `this caller has ${mine.length} asks waiting on it already (at most ${this.limits.maxPerCaller} per caller, serve.maxAsksPerCaller): answer, abandon or wait for one first`;
+        this.reclaim(left, `its caller started more than ${this.limits.maxPerCaller} asks without answering this one`);
+        asking.splice(asking.indexOf(left), 1);
+      }
+    }
+    if (asking.length < this.limits.maxRunning) return undefined;
+    const now = Date.now();
+    let oldest: Ask | undefined;
+    for (const a of asking) if (unattended(a) && now - a.seenAt >= this.limits.reclaimIdleMs && (!oldest || a.seenAt < oldest.seenAt)) oldest = a;
+    if (!oldest)
+      return `${asking.length} asks are waiting on their callers already (at most ${this.limits.maxRunning}, serve.maxAsks), none of them unattended: answer, abandon or wait for one first`;
+    this.reclaim(oldest, `${this.limits.maxRunning} asks were waiting on their callers and this one had gone unpolled longest (${now - oldest.seenAt} ms)`);
+    return undefined;
+  }
+
+  private reclaim(ask: Ask, why: string): void {
+    this.log.info({ ask: ask.id, server: ask.start.server, tool: ask.start.tool }, `ask reclaimed: ${why}`);
+    this.send(ask, { type: 'abandon', why: `reclaimed: ${why}`, at: Date.now() });
+  }
+
+  private seen(ask: Ask): Ask {
+    ask.seenAt = Date.now();
+    return ask;
   }
 
   /** Keeps at most maxKept finished asks (beyond the running ones): the oldest go first. */

@@ -77,7 +77,17 @@ export interface RoundEntry {
 
 export type AskEvent =
   /** The upstream asks (a legacy request, or a modern round); `callId`: the call its context names, if any. */
-  | { type: 'round'; round: string; via: QuestionVia; entries: RoundEntry[]; callId: unknown; maxQuestions: number; at: number }
+  | {
+      type: 'round';
+      round: string;
+      via: QuestionVia;
+      entries: RoundEntry[];
+      callId: unknown;
+      maxQuestions: number;
+      at: number;
+      /** Why the ask could not be given a place among the asks that question their callers (the store's bounds), if it could not. */
+      busy?: string;
+    }
   /** Checked answers to open questions (the shell checks them against `answerProblem` and the answer schemas first). */
   | { type: 'answer'; answers: Array<{ question: string; answer: Record<string, unknown> }> }
   | { type: 'question.timeout'; question: string; message: string }
@@ -125,6 +135,7 @@ function entryRefusal(
   if (missing !== undefined) return { reason: 'capability', message: `the caller did not declare the ${missing} capability, so ${method} cannot be put to it` };
   if (context.questions.length + event.entries.length > event.maxQuestions)
     return { reason: 'limit', message: `this call asked more than ${event.maxQuestions} questions (the limit per ask)` };
+  if (event.busy !== undefined) return { reason: 'busy', message: event.busy };
   return undefined;
 }
 

@@ -10,7 +10,8 @@ export type QuestionMethod = (typeof QUESTION_METHODS)[number];
 
 export const isQuestionMethod = (m: string): m is QuestionMethod => (QUESTION_METHODS as readonly string[]).includes(m);
 
-export type RefusalReason = 'capability' | 'unsupported' | 'limit' | 'timeout' | 'abandoned' | 'expired' | 'finished' | 'misrouted';
+/** `busy`: the asks waiting on their callers were at their bound (serve.maxAsks, serve.maxAsksPerCaller) and none could be reclaimed. */
+export type RefusalReason = 'capability' | 'unsupported' | 'limit' | 'busy' | 'timeout' | 'abandoned' | 'expired' | 'finished' | 'misrouted';
 
 /** A question mcpx refused on the caller's behalf (`questionId` when it had been put to the caller). */
 export interface RefusalView {

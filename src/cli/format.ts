@@ -3,7 +3,9 @@
 /** Columns padded to their widest cell, two spaces apart; the last column is not padded. */
 export function table(headers: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number | null | undefined>>): string {
   const cells = [headers.map(String), ...rows.map((r) => headers.map((_, i) => cell(r[i])))];
-  const widths = headers.map((_, i) => Math.max(...cells.map((r) => width(r[i] ?? ''))));
+  // A loop, not Math.max(...column): spread arguments overflow the stack past ~100k rows.
+  const widths = headers.map(() => 0);
+  for (const r of cells) for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i]!, width(r[i] ?? ''));
   return cells
     .map((r) =>
       r

@@ -363,7 +363,8 @@ export const SETTINGS = [
     codec: integerCodec(1),
     default: 256,
     restart: true,
-    description: 'Calls that may ask questions (/v1/ask, /mcp, mcpx serve, mcpx call) running at once; one more is refused (MCPX_TOO_MANY_ASKS).',
+    description:
+      'Calls (/v1/ask, /mcp, mcpx serve, mcpx call) that have asked their callers questions, running at once; a call that asks nothing is never counted. The next to ask reclaims the ask left unattended longest (unpolled for 2 s or more), else its question is refused (MCPX_TOO_MANY_ASKS).',
   }),
   setting({
     path: 'serve.maxAsksPerCaller',
@@ -371,7 +372,7 @@ export const SETTINGS = [
     default: 32,
     restart: true,
     description:
-      'Of those, how many one caller (its session, else its connection; the stateless 2026-07-28 callers of /mcp count as one) may have running: its next reclaims its oldest ask waiting unanswered, else is refused (MCPX_TOO_MANY_ASKS).',
+      'Of those, how many one caller (its session, else its connection; the stateless 2026-07-28 callers of /mcp count as one) may have running: its next to ask reclaims its oldest ask waiting unanswered, else its question is refused (MCPX_TOO_MANY_ASKS).',
   }),
   setting({
     path: 'serve.maxInFlight',

@@ -13,7 +13,6 @@
 import type { Socket } from 'node:net';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { silentLogger, type Logger } from '../log.js';
-import { RPC } from '../protocol/constants.js';
 import { deepParamsRefusal } from '../server/json-depth.js';
 import type { FrontBackend } from './backend.js';
 import { frontFactory } from './front.js';
@@ -101,9 +100,10 @@ export class SocketEntry {
     transport.onmessage = (message) => {
       const deep = deepParamsRefusal(message);
       if (!deep) return deliver?.(message);
-      if (deep.id === null) return undefined; // a notification: nothing to answer
+      if (!deep.answer) return undefined; // a notification: nothing to answer
       void transport
-        .send({ jsonrpc: '2.0', id: deep.id, error: { code: RPC.invalidParams, message: deep.message } })
+        // A null id (one mcpx could not read) is JSON-RPC's answer to an invalid request.
+        .send({ jsonrpc: '2.0', id: deep.id as string | number, error: { code: deep.code, message: deep.message } })
         .catch((err: unknown) => log.debug({ err }, 'serve stream'));
       return undefined;
     };

@@ -86,6 +86,8 @@ interface Live {
   key: string;
   session: UpstreamSession;
   startedAt: number;
+  /** The same moment on the pool's clock (monotonic): uptime never goes negative when the wall clock is set back. */
+  startedMono: number;
   /** The process id once ready (the session forgets it when the process goes). */
   pid: number | undefined;
   ready: boolean;
@@ -219,6 +221,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
 
   instances(): InstanceStatus[] {
     const now = Date.now();
+    const mono = this.now();
     return this.actor
       .getSnapshot()
       .context.instances.list()
@@ -236,7 +239,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
           negotiated: info?.negotiated ?? null,
           eraSource: info?.eraSource ?? null,
           startedAt: new Date(live?.startedAt ?? now).toISOString(),
-          uptimeMs: live ? now - live.startedAt : 0,
+          uptimeMs: live ? Math.max(0, Math.round(mono - live.startedMono)) : 0,
           ...(info ? { sessionState: info.state } : {}),
         };
       });
@@ -527,6 +530,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       key: e.key,
       session,
       startedAt: Date.now(),
+      startedMono: this.now(),
       pid: undefined,
       ready: false,
       stopRequested: false,

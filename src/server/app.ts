@@ -25,6 +25,7 @@ import type { SocketEntry } from '../front/socket-entry.js';
 import { UiHub } from '../ui/hub.js';
 import { uiRoutes } from '../ui/routes.js';
 import { send, toApiError } from './api-errors.js';
+import { closeSilentConnections, FIRST_REQUEST_TIMEOUT_MS, REQUEST_RECEIVE_TIMEOUT_MS } from './connection-limit.js';
 import { serveUpgrade } from './serve-upgrade.js';
 import type { Controller } from './controller.js';
 import { mcpRoutes } from './mcp-routes.js';
@@ -138,10 +139,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Requests are not logged (the daemon logs what it did): no pino child logger built per request.
     childLoggerFactory: (logger) => logger,
     forceCloseConnections: true,
+    // A request must arrive whole in time (408 otherwise); a connection that sends none at all is
+    // closed below. The answer and any stream after it are not bounded.
+    requestTimeout: REQUEST_RECEIVE_TIMEOUT_MS,
+    http: { headersTimeout: FIRST_REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1_000 },
     bodyLimit: 8 * 1024 * 1024,
     return503OnClosing: true,
     schemaController: { compilersFactory: lazyCompilers },
   });
+
+  closeSilentConnections(app.server, FIRST_REQUEST_TIMEOUT_MS, log, listener);
 
   // An empty body is no body, whatever its Content-Type says: clients close sessions with
   // `DELETE` + `Content-Type: application/json` and nothing after (the Python SDK, fastmcp). A route that

@@ -5,10 +5,12 @@
  * held to `daemon.maxConnections` and to half the process's descriptor limit (the other half stays for
  * the Unix socket, upstream pipes and files), whichever is less;
  * node closes a connection past the bound as soon as it is accepted. The Unix socket is not bounded:
- * only its owner reaches it (mode 0600).
+ * only its owner reaches it (mode 0600). On every listener, a connection that sends no request in time
+ * is closed (`closeSilentConnections`).
  */
 import { readFileSync } from 'node:fs';
-import type { Server } from 'node:net';
+import type { IncomingMessage } from 'node:http';
+import type { Server, Socket } from 'node:net';
 import type { Logger } from '../log.js';
 
 /** The soft limit on open descriptors (Linux: /proc/self/limits), or undefined where it cannot be read. */
@@ -46,4 +48,49 @@ export function boundConnections(server: Server, configured: number, log?: Logge
     log?.warn({ listener, maxConnections: max, dropped }, "closed connections past the listener's bound (daemon.maxConnections)");
   });
   return max;
+}
+
+/**
+ * How long a new connection (either listener) has to send its first request's headers. Node's own
+ * `headersTimeout` starts only with a request's first byte, so a connection that never sends one would
+ * hold its descriptor (and a place under the TCP bound) for ever.
+ */
+export const FIRST_REQUEST_TIMEOUT_MS = 10_000;
+
+/** How long a request may take to arrive whole, headers and body (node's `requestTimeout`, answered 408). */
+export const REQUEST_RECEIVE_TIMEOUT_MS = 30_000;
+
+/**
+ * Closes every connection of `server` that has not sent a whole request head (a request or an upgrade)
+ * within `ms` of being accepted. Once a request has come, the connection is node's: its `requestTimeout`
+ * bounds the rest of that request, `keepAliveTimeout` the wait for the next; a long answer or an event
+ * stream is never cut.
+ */
+export function closeSilentConnections(server: Server, ms = FIRST_REQUEST_TIMEOUT_MS, log?: Logger, listener = 'tcp'): void {
+  const waiting = new Map<Socket, NodeJS.Timeout>();
+  let closed = 0;
+  let lastLog = 0;
+  const settle = (socket: Socket) => {
+    const timer = waiting.get(socket);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    waiting.delete(socket);
+  };
+  server.on('connection', (socket: Socket) => {
+    const timer = setTimeout(() => {
+      waiting.delete(socket);
+      closed++;
+      socket.destroy();
+      const now = Date.now();
+      if (now - lastLog < 10_000) return;
+      lastLog = now;
+      log?.warn({ listener, closed, afterMs: ms }, 'closed connections that sent no request in time');
+    }, ms);
+    timer.unref();
+    waiting.set(socket, timer);
+    socket.once('close', () => settle(socket));
+  });
+  const came = (req: IncomingMessage) => settle(req.socket);
+  server.on('request', came);
+  server.on('upgrade', came);
 }

@@ -8,7 +8,6 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import type { EntryMode, McpHttpEntry } from '../front/http-entry.js';
-import { RPC } from '../protocol/constants.js';
 import { send } from './api-errors.js';
 import { deepParamsRefusal } from './json-depth.js';
 import type { Controller } from './controller.js';
@@ -42,16 +41,14 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
   const serveMcp = async (req: FastifyRequest, reply: FastifyReply, mode: EntryMode) => {
     const missing = [mode.passthrough, ...(mode.servers ?? [])].find((n) => n !== undefined && !known(n));
     if (missing !== undefined) return send(reply, 404, { code: 'MCPX_UNKNOWN_SERVER', message: `no server ${JSON.stringify(missing)} is configured` });
-    // Deeper than what mcpx relays (the /v1 rule): refused here, before the node adapter re-serialises the
-    // body (JSON.stringify recurses, and overflowed into a 500).
-    for (const m of Array.isArray(req.body) ? req.body : [req.body]) {
-      const deep = deepParamsRefusal(m);
-      if (deep)
-        return reply
-          .code(400)
-          .type('application/json')
-          .send({ jsonrpc: '2.0', id: deep.id, error: { code: RPC.invalidParams, message: deep.message } });
-    }
+    // Deeper than what mcpx relays (the /v1 rule), anywhere in the body: refused here, before the node
+    // adapter re-serialises it (JSON.stringify recurses, and overflowed into a 500).
+    const deep = (Array.isArray(req.body) ? req.body : [req.body]).map((m) => deepParamsRefusal(m)).find((r) => r !== undefined);
+    if (deep)
+      return reply
+        .code(400)
+        .type('application/json')
+        .send({ jsonrpc: '2.0', id: deep.id, error: { code: deep.code, message: deep.message } });
     const [mcp, toNodeHandler] = await Promise.all([mcpEntry(), (nodeHandler ??= import('@modelcontextprotocol/node').then((m) => m.toNodeHandler))]);
     reply.hijack();
     guardUnread(reply.raw, () => unreadLimits(controller.settings), log);

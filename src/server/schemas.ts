@@ -98,7 +98,8 @@ export const askBodySchema = callBodySchema
     questionTimeoutMs: z.number().int().positive().max(2_147_483_647).optional().meta({
       description: "How long a question may wait for its answer, when shorter than the server's request timeout (a front passes its requestState lifetime).",
     }),
-    capabilities: askCapabilitiesSchema.optional().meta({
+    // Extra keys pass as given and are sent upstream: the depth rule of args holds them too.
+    capabilities: boundedDepth(askCapabilitiesSchema, 'capabilities').optional().meta({
       description:
         "The MCP client capabilities the caller can answer. A modern upstream gets them in each request's `_meta`; a question needing one not declared here is refused at once. Default {elicitation: {form: {}, url: {}}}: forms and URLs are put to the caller, sampling and roots refused (the answer's `refuses` says so).",
     }),

@@ -25,6 +25,8 @@ import { writeFileAtomic } from '../state/atomic-write.js';
 import { fileKind, readRegularFile } from '../state/safe-files.js';
 
 export const LOCK_FILE = 'daemon.lock';
+/** An empty `daemon.lock` older than this (or dated this far ahead) was made by a writer that could not write it: stale. */
+export const EMPTY_LOCK_MS = 1_000;
 export const DAEMON_JSON = 'daemon.json';
 export const DAEMON_LOG = 'daemon.log';
 
@@ -242,6 +244,8 @@ export async function acquireLock(stateDir: string, socket: string, fs: StateFs 
   const file = join(stateDir, LOCK_FILE);
   const cleaned: string[] = [];
   const content = `${JSON.stringify({ pid: process.pid, socket, startedAt: new Date().toISOString() })}\n`;
+  // However a clock moves, an empty lock is waited on for at most twice its second.
+  const emptyDeadline = Date.now() + 2 * EMPTY_LOCK_MS;
   for (let attempt = 0; attempt < 10; attempt += 1) {
     try {
       const h = await open(file, 'wx', 0o600);
@@ -305,9 +309,11 @@ export async function acquireLock(stateDir: string, socket: string, fs: StateFs 
         throw new DaemonRunningError(holder.pid, holderSocket, stateDir, `(but it does not answer; if it is stuck, end it with kill ${holder.pid})`);
       }
       // pid reused by something else: the lock is stale
-    } else if (text.trim() === '' && Math.abs(Date.now() - mtimeMs) < 2_000) {
-      // being written right now by a starting daemon
+    } else if (text.trim() === '' && Math.abs(Date.now() - mtimeMs) < EMPTY_LOCK_MS && Date.now() < emptyDeadline) {
+      // Being written right now by a starting daemon: it has until the lock is a second old. Waiting for
+      // that is not a failed attempt (10 × 50 ms ran out long before, and the start failed or took 2.4 s).
       await new Promise((r) => setTimeout(r, 50));
+      attempt -= 1;
       continue;
     }
     if (await moveAsideIfUnchanged(fs, file, text, stateDir)) {

@@ -6,6 +6,7 @@
 import type { AuthManager } from '../auth/auth-manager.js';
 import { createReadStream } from 'node:fs';
 import type { Socket } from 'node:net';
+import { uptimeSince } from './uptime.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { McpxError } from '../errors.js';
@@ -34,6 +35,8 @@ export interface V1Context {
   pid: number;
   /** When the daemon started (ms since the epoch). */
   startedAt: number;
+  /** The ms since then, on a monotonic clock (./uptime.ts); default: measured from when the routes are registered. */
+  uptime?: () => number;
   /** Where the daemon listens, for /v1/status. */
   info?: () => DaemonInfo;
   /** `POST /v1/shutdown`: called after the 202 is sent. */
@@ -150,14 +153,15 @@ export const V1_ROUTES = {
     whileStopping: true,
     page: true,
     responses: (s) => ({ 200: { description: 'Status.', schema: s.statusSchema } }),
-    handler: async (_, { controller, version, pid, startedAt, info }) => {
+    handler: async (_, { controller, version, pid, startedAt, uptime, info }) => {
       const cfg = controller.config;
       return {
         ok: true,
         version,
         pid,
         startedAt: new Date(startedAt).toISOString(),
-        uptimeMs: Date.now() - startedAt,
+        // Not Date.now() - startedAt: negative once the wall clock is set back.
+        uptimeMs: uptime?.() ?? 0,
         daemon: info?.() ?? { stateDir: null, socket: null, tcp: null },
         config: { file: cfg.file ?? null, via: cfg.via ?? null, demo: cfg.demo === true },
         servers: controller.serverStatus(),
@@ -531,6 +535,7 @@ export type V1RouteName = keyof typeof V1_ROUTES;
 
 export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
   const { pageAdmits, ...context } = opts;
+  context.uptime ??= uptimeSince(opts.startedAt);
   const sse = new SseWriter(
     (text) => opts.controller.scrubber.scrub(text),
     () => unreadLimits(opts.controller.settings),

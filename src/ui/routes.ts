@@ -57,6 +57,8 @@ function pageHeaders(reply: FastifyReply): FastifyReply {
 const refused = (reply: FastifyReply, message: string) =>
   reply
     .code(401)
+    // As every other 401: a caller without the credential does not keep its connection open.
+    .header('connection', 'close')
     .type('application/json; charset=utf-8')
     .send({ ok: false, error: { code: 'MCPX_UNAUTHORIZED', message } });
 

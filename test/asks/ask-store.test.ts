@@ -69,23 +69,81 @@ describe('AskStore', () => {
     store.close();
   });
 
-  it("asks per caller: the next reclaims the caller's oldest unattended ask; none to reclaim is MCPX_TOO_MANY_ASKS naming the caller bound", async () => {
+  it("asks per caller: a call that asks nothing is never held back; the next to ask reclaims the caller's oldest unattended ask, else its question is refused (busy)", async () => {
     const { store, calls } = scripted({ limits: { maxPerCaller: 2 } });
     const caps = { elicitation: {} };
     const a = store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'x' });
     const b = store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'x' });
+    // Plain calls of the same caller: started whatever x has running (issue 37 #9).
+    const plain = [1, 2, 3].map(() => store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'x' }));
     await tick();
-    // Both working (nobody waits on a question): nothing to reclaim.
-    expect(() => store.start({ server: 's', tool: 't', args: {}, caller: 'x' })).toThrow(
-      expect.objectContaining({ code: 'MCPX_TOO_MANY_ASKS', data: expect.objectContaining({ scope: 'caller', max: 2 }) }),
-    );
+    expect(plain.map((p) => store.get(p.id).status)).toEqual(['working', 'working', 'working']);
+    // a and b ask, and x answers both: each holds its place (it asks), neither is unattended.
+    const qa = calls[0]!.ctx.relay!.ask(elicit(0), calls[0]!.ctx);
+    const qb = calls[1]!.ctx.relay!.ask(elicit(1), calls[1]!.ctx);
+    for (const id of [a.id, b.id]) await store.answer(id, { [store.get(id).questions[0]!.id]: { action: 'decline' } });
+    await Promise.all([qa, qb]);
+    // One of x's plain calls asks: x has 2 asks that asked, none unattended: refused, busy; the call goes on.
+    await expect(calls[2]!.ctx.relay!.ask(elicit(2), calls[2]!.ctx)).rejects.toMatchObject({ code: -32603, message: expect.stringContaining('per caller') });
+    expect(store.get(plain[0]!.id)).toMatchObject({ status: 'working', refused: [{ reason: 'busy' }] });
     // Another caller is not held back by x.
-    const other = store.start({ server: 's', tool: 't', args: {}, caller: 'y' });
-    // a's question waits on x, unpolled: x walked away from it, so x's next ask reclaims it.
-    void calls[0]!.ctx.relay!.ask(elicit(0), calls[0]!.ctx).catch(() => undefined);
-    const c = store.start({ server: 's', tool: 't', args: {}, caller: 'x' });
+    const other = store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'y' });
+    await tick();
+    const qo = calls[5]!.ctx.relay!.ask(elicit(5), calls[5]!.ctx);
+    expect(store.get(other.id).status).toBe('input_required');
+    // a asks again and x leaves it waiting: x walked away from it, so x's next question reclaims it.
+    void calls[0]!.ctx.relay!.ask(elicit(6), calls[0]!.ctx).catch(() => undefined);
+    const qc = calls[3]!.ctx.relay!.ask(elicit(3), calls[3]!.ctx);
     expect(store.get(a.id)).toMatchObject({ status: 'abandoned', error: { code: 'MCPX_REQUEST_CANCELLED', message: expect.stringContaining('reclaimed') } });
-    expect([store.get(b.id).status, store.get(c.id).status, store.get(other.id).status]).toEqual(['working', 'working', 'working']);
+    expect([store.get(b.id).status, store.get(plain[1]!.id).status, store.get(other.id).status]).toEqual(['working', 'input_required', 'input_required']);
+    for (const q of [qc, qo]) void q.catch(() => undefined);
+    store.close();
+  });
+
+  it('asks in all (issue 37 #9): plain calls start past the bound; the next to ask reclaims the ask unattended longest, whoever its caller, once it is idle long enough', async () => {
+    const { store, calls } = scripted({ limits: { maxRunning: 3, reclaimIdleMs: 60_000 } });
+    const caps = { elicitation: {} };
+    // Three walk-aways on three connections: each asks, nobody polls.
+    const walkAways = ['c1', 'c2', 'c3'].map((caller) => store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller }));
+    await tick();
+    for (const i of [0, 1, 2]) void calls[i]!.ctx.relay!.ask(elicit(i), calls[i]!.ctx).catch(() => undefined);
+    // Touched in the order c2, c3, c1: c2 is the one unattended longest.
+    for (const w of [walkAways[1]!, walkAways[2]!, walkAways[0]!]) {
+      store.get(w.id);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    // A call that asks nothing: started and finished, no slot needed.
+    const plain = store.start({ server: 's', tool: 'echo', args: {}, caller: 'me' });
+    await tick();
+    calls[3]!.finish({ ok: true, result: { content: [] } });
+    await tick();
+    expect(store.get(plain.id).status).toBe('completed');
+    // One that asks while none of the three has been idle reclaimIdleMs: its question is refused, busy.
+    const asker = store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'me' });
+    await tick();
+    await expect(calls[4]!.ctx.relay!.ask(elicit(4), calls[4]!.ctx)).rejects.toMatchObject({
+      message: expect.stringContaining('3 asks are waiting on their callers'),
+    });
+    // (A poll is the caller's attention: the walk-aways are counted, not looked at.)
+    expect(store.stats().openQuestions).toBe(3);
+    // Idle long enough: the next question reclaims c2's, the one unattended longest; then c3's.
+    store.limits.reclaimIdleMs = 0;
+    void calls[4]!.ctx.relay!.ask(elicit(5), calls[4]!.ctx).catch(() => undefined);
+    expect(store.get(asker.id).status).toBe('input_required');
+    expect(walkAways.map((w) => store.get(w.id).status)).toEqual(['input_required', 'abandoned', 'input_required']);
+    expect(store.get(walkAways[1]!.id).error?.message).toContain('reclaimed');
+    expect([store.get(walkAways[0]!.id).status, store.get(walkAways[2]!.id).status]).toEqual(['input_required', 'input_required']);
+    // A modern round refused busy ends its call with MCPX_TOO_MANY_ASKS.
+    store.limits.reclaimIdleMs = 60_000;
+    const modern = store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'm' });
+    await tick();
+    await expect(
+      calls[5]!.ctx.relay!.askRound!({ a: { method: 'elicitation/create', params: { message: 'x', requestedSchema: { type: 'object' } } } }, calls[5]!.ctx),
+    ).rejects.toMatchObject({
+      code: 'MCPX_TOO_MANY_ASKS',
+      data: { reason: 'busy' },
+    });
+    expect(store.get(modern.id).refused).toMatchObject([{ reason: 'busy' }]);
     store.close();
   });
 

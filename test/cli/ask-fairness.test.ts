@@ -119,4 +119,36 @@ describe('asks shared fairly', () => {
     expect(kinds.filter((k) => k !== 'input_required')).toEqual([]);
     expect([call.code, call.stdout, call.stderr]).toEqual([0, 'hello Cy era=modern\n', '']);
   }, 120_000);
+
+  it('issue 37 #9: 300 walk-away /v1/asks on their own connections: a call that asks nothing is served at once, and one that asks reclaims the oldest', async () => {
+    // Each through its own connection (its own caller), never polled: they ask and are left.
+    const t0 = Date.now();
+    const started: Array<{ status: number; body: any }> = [];
+    for (let batch = 0; batch < 300; batch += 20)
+      started.push(
+        ...(await Promise.all(
+          Array.from({ length: Math.min(20, 300 - batch) }, () => api(d.socket, 'POST', '/v1/ask', { server: 'new', tool: 'ask_name', args: {} })),
+        )),
+      );
+    const startMs = Date.now() - t0;
+    const statuses = started.map((r) => r.status);
+    // Before: 256 × 202, then 429 "256 asks are running already" for the rest.
+    expect(
+      statuses.filter((s) => s !== 202),
+      JSON.stringify(started.find((r) => r.status !== 202)?.body),
+    ).toEqual([]);
+    const [echo, echoMs] = await timed(() => mcpx(['call', 'new', 'echo', '{"text":"plain"}'], { env: d.env }));
+    const [asks, asksMs] = await timed(() => mcpx(['call', 'new', 'ask_name', '--answer', 'name="Dee"'], { env: d.env }));
+    const after = await Promise.all(started.map(async (r) => (await api(d.socket, 'GET', `/v1/ask/${r.body.id}`)).body));
+    const count = (st: string) => after.filter((a) => a.status === st).length;
+    console.log(
+      `issue 37 #9: 300 walk-away asks started in ${startMs} ms (all 202); then mcpx call echo exit ${echo.code} in ${echoMs} ms, an answered ask_name exit ${asks.code} in ${asksMs} ms; the walk-aways: ${count('input_required')} waiting, ${count('abandoned')} reclaimed, ${after.filter((a) => a.refused?.some((r: any) => r.reason === 'busy')).length} refused busy`,
+    );
+    expect([echo.code, echo.stdout, echo.stderr]).toEqual([0, 'plain era=modern\n', '']);
+    expect([asks.code, asks.stdout, asks.stderr]).toEqual([0, 'hello Dee era=modern\n', '']);
+    // At most serve.maxAsks of them wait on their callers; what was reclaimed says why.
+    expect(count('input_required')).toBeLessThanOrEqual(256);
+    expect(after.filter((a) => a.status === 'abandoned').every((a) => /reclaimed/.test(a.error?.message ?? ''))).toBe(true);
+    for (const r of started) await api(d.socket, 'POST', `/v1/ask/${r.body.id}/abandon`);
+  }, 120_000);
 });

@@ -121,4 +121,11 @@ describe.concurrent('deeply nested arguments', () => {
     expect(r.status).toBe(400);
     expect(r.body.error.path[0]).toBe('params');
   });
+
+  it('POST /v1/ask: 100,000 levels in an extra capability is a 400 naming capabilities (issue 37 #16: they are sent upstream as given)', async () => {
+    const r = await post('/v1/ask', { server: 'dual', tool: 'echo', args: { text: 'x' }, capabilities: { experimental: DEEP } }, nested(100_000));
+    expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(400);
+    expect(r.body.error).toMatchObject({ code: 'MCPX_BAD_REQUEST', path: ['capabilities'] });
+    expect(r.body.error.message).toContain(`nests deeper than ${MAX_JSON_DEPTH} levels`);
+  });
 });

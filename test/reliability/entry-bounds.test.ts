@@ -113,6 +113,54 @@ describe('#16 deep arguments on every entry', () => {
   });
 });
 
+/** A 2026-07-28 tools/call to dual__echo whose `where` holds a 100,000-deep value (JSON text): an extra key, the id, or the whole message in an array. */
+function deepOutside(where: 'key' | 'id' | 'array' | 'batch'): string {
+  const call = callText(9, 'dual__echo', '{"text":"x"}');
+  if (where === 'key') return `${call.slice(0, -1)},"extra":${nested(DEPTH)}}`;
+  if (where === 'id') return call.replace('"id":9', `"id":${nested(DEPTH)}`);
+  if (where === 'array') return `${'['.repeat(DEPTH)}${call}${']'.repeat(DEPTH)}`;
+  return `[${call},${nested(DEPTH)}]`;
+}
+
+describe('issue 37 #16 deep values outside params, on both entries', () => {
+  const cases = [
+    ['an extra top-level key', 'key', 9, 'extra nests deeper'],
+    ['the id', 'id', null, 'id nests deeper'],
+    ['a top-level array around the message', 'array', null, 'the message (an array) nests deeper'],
+    ['a batch with a deep member (its key named)', 'batch', null, 'Invalid Request: d nests deeper'],
+  ] as const;
+
+  it.each(cases)('/mcp, %s: HTTP 400 with -32600 naming the field (before: 500 -32603)', async (_label, where, id, says) => {
+    const r = await postMcp(deepOutside(where));
+    expect(r.status, r.text.slice(0, 300)).toBe(400);
+    const body = JSON.parse(r.text);
+    expect(body).toMatchObject({ jsonrpc: '2.0', id, error: { code: -32600 } });
+    expect(body.error.message).toContain(`${says} than ${MAX_JSON_DEPTH} levels`);
+  });
+
+  it('mcpx serve: each answered -32600 with its field (the id null where it cannot be read); the stream serves on', async () => {
+    const child = spawn(process.execPath, [MCPX, 'serve'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    trackPid(child.pid);
+    let out = '';
+    child.stdout.setEncoding('utf8');
+    const lines = () => out.split('\n').filter((l) => l.length > 0);
+    child.stdout.on('data', (c: string) => (out += c));
+    const exited = new Promise((r) => child.on('exit', r));
+    // A 2026-07-28 message needs no handshake: the key and the id outside params, then an echo served.
+    child.stdin.write(`${deepOutside('key')}\n`);
+    child.stdin.write(`${deepOutside('id')}\n`);
+    child.stdin.write(`${callText(10, 'dual__echo', '{"text":"after"}')}\n`);
+    const deadline = Date.now() + 30_000;
+    while (lines().length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    child.stdin.end();
+    await exited;
+    const answers = lines().map((l) => JSON.parse(l));
+    expect(answers.find((a) => a.id === 9)).toMatchObject({ error: { code: -32600, message: expect.stringContaining('extra nests deeper') } });
+    expect(answers.find((a) => a.id === null)).toMatchObject({ error: { code: -32600, message: expect.stringContaining('id nests deeper') } });
+    expect(JSON.stringify(answers.find((a) => a.id === 10)?.result)).toContain('after');
+  }, 60_000);
+});
+
 describe('#18 an oversized message from an upstream', () => {
   it('is MCPX_MESSAGE_TOO_LARGE naming the limit, and the next call is served by a fresh process', async () => {
     const r = await mcpx(['call', 'huge', 'big', '{}', '--json'], { env, timeoutMs: 60_000 });

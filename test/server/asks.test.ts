@@ -446,19 +446,32 @@ describe('around the edges', () => {
     expect(modern.body).toMatchObject({ ok: false, error: { code: 'MCPX_UPSTREAM_ERROR', data: { rpcCode: -32021 } } });
   });
 
-  it('at most limits.maxRunning asks run at once: one more is 429 MCPX_TOO_MANY_ASKS', async () => {
+  it('at most limits.maxRunning asks wait on their callers: a plain call is never held back; one more that asks is refused busy (MCPX_TOO_MANY_ASKS) until one is unattended long enough to reclaim', async () => {
     const limits = h.controller.asks.limits;
-    const saved = limits.maxRunning;
+    const saved = { ...limits };
     try {
       limits.maxRunning = 2;
+      limits.reclaimIdleMs = 60_000;
       const ids = [await start('modern', 'ask_name'), await start('modern', 'ask_name')];
-      const third = await api('POST', '/v1/ask', { server: 'modern', tool: 'ask_name', capabilities: ALL });
-      expect(third.status).toBe(429);
-      expect(third.body.error).toMatchObject({ code: 'MCPX_TOO_MANY_ASKS', data: { running: 2, max: 2 } });
-      for (const id of ids) await api('POST', `/v1/ask/${id}/abandon`);
-      expect((await api('POST', '/v1/ask', { server: 'modern', tool: 'whoami' })).status).toBe(202);
+      for (const id of ids) expect((await poll(id)).status).toBe('input_required');
+      // A call that asks nothing: served.
+      const plain = await start('modern', 'echo', { text: 'plain' });
+      expect((await done(plain)).status).toBe('completed');
+      // One more that asks: its question is refused, and the modern call ends with why.
+      const third = await start('modern', 'ask_name');
+      expect(await done(third)).toMatchObject({
+        status: 'failed',
+        error: { code: 'MCPX_TOO_MANY_ASKS', data: { reason: 'busy' } },
+        refused: [{ reason: 'busy', message: expect.stringContaining('2 asks are waiting on their callers') }],
+      });
+      // Unattended long enough: the next reclaims the one left longest.
+      limits.reclaimIdleMs = 0;
+      const fourth = await start('modern', 'ask_name');
+      expect((await poll(fourth)).status).toBe('input_required');
+      expect((await api('GET', `/v1/ask/${ids[0]}`)).body).toMatchObject({ status: 'abandoned', error: { message: expect.stringContaining('reclaimed') } });
+      for (const id of [ids[1]!, fourth]) await api('POST', `/v1/ask/${id}/abandon`);
     } finally {
-      limits.maxRunning = saved;
+      Object.assign(limits, saved);
     }
     await settled();
   });

@@ -8,6 +8,8 @@ interface Check {
   check: string;
   ok: boolean;
   detail: string;
+  /** Worth saying, not a failure (printed `warn`). */
+  warn?: boolean;
 }
 
 /** The doctor-servers checks, with the daemon's environment and `upstream.inheritEnv` as the daemon would resolve them. */
@@ -99,6 +101,20 @@ export function register(program: Command, cli: CliContext): void {
       // Whether each server can start, right after the list of servers.
       checks.splice(checks.findIndex((c) => c.check === 'servers') + 1, 0, ...(await serverChecks(loaded, t.stateDir, alive)));
 
+      // What an upstream left running in a session of its own (setsid): neither a stop nor the sweep reaches it.
+      const leftovers = (await import('../../server/leftovers.js')).findLeftovers();
+      if (leftovers.length > 0)
+        checks.push({
+          check: 'leftover processes',
+          ok: true,
+          warn: true,
+          detail: `${leftovers
+            .map((l) => `pid ${l.pid} (${l.command}; process group ${l.pgid}, parent ${l.ppid})`)
+            .join(
+              ', ',
+            )} outlived the upstream that started them (they carry an earlier upstream's MCPX_SPAWN_TAG and left its process group or session, so mcpx's stop and start-up sweep do not reach them); end them with kill ${leftovers.map((l) => l.pid).join(' ')}`,
+        });
+
       const [{ homeFolder }, clients, inst, running, { realTarget }] = await Promise.all([
         import('../../config/settings.js'),
         import('../../install/clients.js'),
@@ -141,8 +157,8 @@ export function register(program: Command, cli: CliContext): void {
         checks.push({ check: `client ${s.client}`, ok, detail: note && (fixed.includes(s.client) || gone) ? `${detail}; ${note}` : detail });
       }
       const ok = checks.every((c) => c.ok);
-      if (o.json) printJson({ ok, checks, servers, clients: found, fixed, daemon: { running: alive, socket: t.socket, stateDir: t.stateDir } });
-      else for (const c of checks) out(`${c.ok ? 'ok  ' : 'FAIL'} ${c.check.padEnd(22)} ${c.detail}`);
+      if (o.json) printJson({ ok, checks, servers, clients: found, fixed, daemon: { running: alive, socket: t.socket, stateDir: t.stateDir }, leftovers });
+      else for (const c of checks) out(`${c.ok ? (c.warn ? 'warn' : 'ok  ') : 'FAIL'} ${c.check.padEnd(22)} ${c.detail}`);
       if (!ok) throw new McpxError('MCPX_BAD_CONFIG', needAttention(checks.filter((c) => !c.ok).map((c) => c.check)));
     });
 }
