@@ -20,6 +20,8 @@ import type { ServerPool } from '../pool/server-pool.js';
 import type { CallContext } from '../pool/types.js';
 import type { ServerDefinition } from '../upstream/definition.js';
 import { catalogKey, sameListing, type CatalogRecord, type CatalogStore } from './catalog-store.js';
+import { describeLeftOut } from './left-out.js';
+import { validListing } from './valid-listing.js';
 import type { CatalogChange, CatalogView, ListKind, Progress, ServerCatalog } from '../front/backend.js';
 
 export interface CatalogDeps {
@@ -135,7 +137,7 @@ export class Catalog {
           record = await this.list(server, key, pool, ctx);
           source = 'live';
         }
-        return { server, lane, source, at: record.at, ...pick(record) };
+        return { server, lane, source, at: record.at, ...served(record) };
       });
     } catch (err) {
       const e: { code: string; message: string; data?: Record<string, unknown> } =
@@ -170,6 +172,10 @@ export class Catalog {
       resourceTemplates: resourceTemplates!,
     };
     const before = this.known(key);
+    // Named once per listing that differs (a refresh that finds the same says nothing again).
+    if (!before || !sameListing(before, record)) {
+      for (const l of served(record).leftOut ?? []) this.log.warn({ server, list: l.list, name: l.name, reason: l.reason }, `${server}: ${describeLeftOut(l)}`);
+    }
     this.memory.set(key, record);
     this.confirmed.add(key);
     if (this.deps.store) {
@@ -258,8 +264,15 @@ export class Catalog {
   }
 }
 
-function pick(r: CatalogRecord): Pick<ServerCatalog, ListName> {
-  return { tools: r.tools, prompts: r.prompts ?? [], resources: r.resources ?? [], resourceTemplates: r.resourceTemplates ?? [] };
+/** The lists as served: each item valid for every client SDK (src/catalog/valid-listing.ts), and what was left out. */
+function served(r: CatalogRecord): Pick<ServerCatalog, ListName | 'leftOut'> {
+  const { leftOut, ...lists } = validListing({
+    tools: r.tools,
+    prompts: r.prompts ?? [],
+    resources: r.resources ?? [],
+    resourceTemplates: r.resourceTemplates ?? [],
+  });
+  return { ...lists, ...(leftOut.length > 0 ? { leftOut } : {}) };
 }
 
 function changedLists(a: CatalogRecord, b: CatalogRecord): ListKind[] {
