@@ -21,7 +21,11 @@ import type { CallContext } from '../pool/types.js';
 import type { ServerDefinition } from '../upstream/definition.js';
 import { catalogKey, sameListing, type CatalogRecord, type CatalogStore } from './catalog-store.js';
 import { describeLeftOut } from './left-out.js';
-import { validListing } from './valid-listing.js';
+import type { validListing } from './valid-listing.js';
+
+/** The checks (and zod) load with the first listing served: a daemon that serves none never loads them. */
+let checks: Promise<typeof validListing> | undefined;
+const loadChecks = (): Promise<typeof validListing> => (checks ??= import('./valid-listing.js').then((m) => m.validListing));
 import type { CatalogChange, CatalogView, ListKind, Progress, ServerCatalog } from '../front/backend.js';
 
 export interface CatalogDeps {
@@ -137,7 +141,7 @@ export class Catalog {
           record = await this.list(server, key, pool, ctx);
           source = 'live';
         }
-        return { server, lane, source, at: record.at, ...served(record) };
+        return { server, lane, source, at: record.at, ...served(await loadChecks(), record) };
       });
     } catch (err) {
       const e: { code: string; message: string; data?: Record<string, unknown> } =
@@ -171,10 +175,12 @@ export class Catalog {
       resources: resources!,
       resourceTemplates: resourceTemplates!,
     };
+    const valid = await loadChecks();
     const before = this.known(key);
     // Named once per listing that differs (a refresh that finds the same says nothing again).
     if (!before || !sameListing(before, record)) {
-      for (const l of served(record).leftOut ?? []) this.log.warn({ server, list: l.list, name: l.name, reason: l.reason }, `${server}: ${describeLeftOut(l)}`);
+      for (const l of served(valid, record).leftOut ?? [])
+        this.log.warn({ server, list: l.list, name: l.name, reason: l.reason }, `${server}: ${describeLeftOut(l)}`);
     }
     this.memory.set(key, record);
     this.confirmed.add(key);
@@ -265,8 +271,8 @@ export class Catalog {
 }
 
 /** The lists as served: each item valid for every client SDK (src/catalog/valid-listing.ts), and what was left out. */
-function served(r: CatalogRecord): Pick<ServerCatalog, ListName | 'leftOut'> {
-  const { leftOut, ...lists } = validListing({
+function served(valid: typeof validListing, r: CatalogRecord): Pick<ServerCatalog, ListName | 'leftOut'> {
+  const { leftOut, ...lists } = valid({
     tools: r.tools,
     prompts: r.prompts ?? [],
     resources: r.resources ?? [],
