@@ -2,14 +2,14 @@
  * One server's malformed listing costs a client nothing else (docs/serving.md, what a caller sees):
  * through the built binary, server-gitlab 2025.4.25's tools as a fresh install lists them (inputSchema
  * `{"$schema": …}` alone, replayed from a file) are served repaired and still called; what cannot be made
- * valid is left out and named by `mcpx tools`; the SDK v1 and v2 clients of `mcpx serve` list every
+ * valid is left out and named by `mcpx tools` and `mcpx doctor`; the SDK v1 and v2 clients of `mcpx serve` list every
  * other server's tools, prompts and resources. The real server-gitlab runs behind mcpx alongside.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/package-info.js';
-import { killAll, mcpx, mcpxJson } from '../cli/helpers.js';
+import { killAll, mcpx, mcpxJson, until } from '../cli/helpers.js';
 import { fixtureEntry } from '../server/helpers.js';
 import { startServeDaemon, stdioCaller, textOf, type CallerEra, type ServeDaemon } from './clients.js';
 
@@ -41,13 +41,15 @@ beforeAll(async () => {
         { name: 'stringy', inputSchema: { type: 'string' } },
         { name: 'fine', inputSchema: { type: 'object' } },
         { name: 'out', inputSchema: { type: 'object' }, outputSchema: { type: 'array' } },
-        { name: 7, inputSchema: {} },
       ],
       prompts: [
         { name: 'p', arguments: [{ name: 'x' }] },
         { name: 'q', arguments: 'none' },
       ],
-      resources: [{ name: 'r', uri: 'mem://r' }, { name: 'r2' }],
+      resources: [
+        { name: 'r', uri: 'mem://r' },
+        { name: 'r2', uri: 'mem://r2', size: 'big' },
+      ],
       resourceTemplates: [{ name: 't', uriTemplate: 'mem://{id}' }],
     }),
   );
@@ -88,15 +90,32 @@ describe('every tool stands alone', () => {
       { server: 'bad', list: 'tools', name: 'stringy', reason: expect.stringMatching(/^inputSchema\.type: /) },
       { server: 'bad', list: 'tools', name: 'fine', reason: 'a second tool with this name' },
       { server: 'bad', list: 'tools', name: 'out', reason: expect.stringMatching(/^outputSchema\.type: /) },
-      { server: 'bad', list: 'tools', name: '#4', reason: expect.stringMatching(/^name: /) },
       { server: 'bad', list: 'prompts', name: 'q', reason: expect.stringMatching(/^arguments: /) },
-      { server: 'bad', list: 'resources', name: '#1', reason: expect.stringMatching(/^uri: /) },
+      { server: 'bad', list: 'resources', name: 'mem://r2', reason: expect.stringMatching(/^size: /) },
     ]);
     const text = await mcpx(['tools'], { env: d.env });
     expect(text.code).toBe(0);
     expect(text.stderr).toContain('mcpx: bad: tool "stringy" is not served: inputSchema.type: ');
     expect(text.stdout).toContain('gitlab__create_issue');
   }, 90_000);
+
+  it('mcpx doctor: names what a server listed and is not served, from the catalogue, as a note', async () => {
+    let checks: Array<{ check: string; ok: boolean; detail: string }> = [];
+    await until(
+      async () => {
+        const r = await mcpx(['doctor', '--json'], { env: d.env });
+        checks = JSON.parse(r.stdout).checks;
+        return checks.some((c) => c.check === 'listing bad');
+      },
+      20_000,
+      'the catalogue written',
+    );
+    const bad = checks.find((c) => c.check === 'listing bad')!;
+    expect(bad.ok).toBe(true);
+    expect(bad.detail).toContain('tool "stringy" is not served: inputSchema.type: ');
+    expect(bad.detail).toContain('prompt "q" is not served: arguments: ');
+    expect(checks.filter((c) => c.check.startsWith('listing ')).map((c) => c.check)).toEqual(['listing bad']);
+  }, 60_000);
 
   it('mcpx call: a repaired tool is still called', async () => {
     const r = await mcpx(['call', 'gitlab', 'create_issue', '{"project_id":"1","title":"t"}'], { env: d.env });
