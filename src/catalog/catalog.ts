@@ -20,7 +20,7 @@ import type { ServerPool } from '../pool/server-pool.js';
 import type { CallContext } from '../pool/types.js';
 import type { ServerDefinition } from '../upstream/definition.js';
 import { catalogKey, sameListing, type CatalogRecord, type CatalogStore } from './catalog-store.js';
-import { describeLeftOut } from './left-out.js';
+import { describeLeftOut, type LeftOut } from './left-out.js';
 import type { validListing } from './valid-listing.js';
 
 /** The checks (and zod) load with the first listing served: a daemon that serves none never loads them. */
@@ -75,6 +75,8 @@ export class Catalog {
   /** Listings held in memory (the store's view, plus listings made while the store is off). */
   private readonly memory = new Map<string, CatalogRecord>();
   private readonly listing = new Map<string, Promise<CatalogRecord>>();
+  /** What each server's listing, as last served, left out (for the live page). */
+  private readonly notServed = new Map<string, LeftOut[]>();
   /** Background refreshes per server and lane (see refresh). */
   private readonly refreshes = new Map<string, RefreshState>();
 
@@ -87,6 +89,11 @@ export class Catalog {
   onChange(listener: (change: CatalogChange) => void): () => void {
     this.events.on('change', listener);
     return () => this.events.off('change', listener);
+  }
+
+  /** What the server's listing, as last served, left out (none known: empty). */
+  leftOut(server: string): LeftOut[] {
+    return this.notServed.get(server) ?? [];
   }
 
   /** Tells fronts that the set of servers changed. */
@@ -141,7 +148,9 @@ export class Catalog {
           record = await this.list(server, key, pool, ctx);
           source = 'live';
         }
-        return { server, lane, source, at: record.at, ...served(await loadChecks(), record) };
+        const lists = served(await loadChecks(), record);
+        this.notServed.set(server, lists.leftOut ?? []);
+        return { server, lane, source, at: record.at, ...lists };
       });
     } catch (err) {
       const e: { code: string; message: string; data?: Record<string, unknown> } =

@@ -117,6 +117,18 @@ describe('every tool stands alone', () => {
     expect(checks.filter((c) => c.check.startsWith('listing ')).map((c) => c.check)).toEqual(['listing bad']);
   }, 60_000);
 
+  it('the live page: each left-out item on its server, with its reason', async () => {
+    const r = await mcpx(['ui'], { env: d.env });
+    expect(r.code, r.stderr).toBe(0);
+    const url = r.stdout.split('\n')[0]!;
+    const login = await fetch(url, { redirect: 'manual', headers: { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate' } });
+    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+    const state = await (await fetch(`${new URL(url).origin}/ui/api/state`, { headers: { cookie, 'sec-fetch-site': 'same-origin' } })).json();
+    const bad = state.servers.find((s: { server: string }) => s.server === 'bad');
+    expect(bad.leftOut.map((l: { text: string }) => l.text)).toContain('tool "stringy" is not served: inputSchema.type: Invalid input: expected "object"');
+    expect(state.servers.find((s: { server: string }) => s.server === 'gitlab').leftOut).toEqual([]);
+  }, 60_000);
+
   it('mcpx call: a repaired tool is still called', async () => {
     const r = await mcpx(['call', 'gitlab', 'create_issue', '{"project_id":"1","title":"t"}'], { env: d.env });
     expect([r.code, r.stdout.trim()]).toEqual([0, 'called create_issue {"project_id":"1","title":"t"}']);
