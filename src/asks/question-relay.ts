@@ -38,6 +38,5 @@ export interface QuestionRelay {
 export const RELAYABLE_CAPABILITIES: Readonly<ClientCapabilities> = Object.freeze({
   elicitation: { form: {}, url: {} },
   sampling: {},
-  // mcpx announces a change of the roots it answers with (mcpx.roots in the config).
-  roots: { listChanged: true },
+  // Not roots: a session declares them only when it has some to give (ServerPool.startInstance).
 });

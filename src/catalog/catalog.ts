@@ -21,6 +21,12 @@ import type { ServerPool } from '../pool/server-pool.js';
 import type { CallContext } from '../pool/types.js';
 import type { ServerDefinition } from '../upstream/definition.js';
 import { catalogKey, sameListing, type CatalogRecord, type CatalogStore } from './catalog-store.js';
+import { describeLeftOut, type LeftOut } from './left-out.js';
+import type { validListing } from './valid-listing.js';
+
+/** The checks (and zod) load with the first listing served: a daemon that serves none never loads them. */
+let checks: Promise<typeof validListing> | undefined;
+const loadChecks = (): Promise<typeof validListing> => (checks ??= import('./valid-listing.js').then((m) => m.validListing));
 import type { CatalogChange, CatalogView, ListKind, Progress, ServerCatalog } from '../front/backend.js';
 
 export interface CatalogDeps {
@@ -70,6 +76,8 @@ export class Catalog {
   /** Listings held in memory (the store's view, plus listings made while the store is off). */
   private readonly memory = new Map<string, CatalogRecord>();
   private readonly listing = new Map<string, Promise<CatalogRecord>>();
+  /** What each server's listing, as last served, left out (for the live page). */
+  private readonly notServed = new Map<string, LeftOut[]>();
   /** Background refreshes per server and lane (see refresh). */
   private readonly refreshes = new Map<string, RefreshState>();
 
@@ -82,6 +90,11 @@ export class Catalog {
   onChange(listener: (change: CatalogChange) => void): () => void {
     this.events.on('change', listener);
     return () => this.events.off('change', listener);
+  }
+
+  /** What the server's listing, as last served, left out (none known: empty). */
+  leftOut(server: string): LeftOut[] {
+    return this.notServed.get(server) ?? [];
   }
 
   /** Tells fronts that the set of servers changed. */
@@ -136,8 +149,10 @@ export class Catalog {
           record = await this.list(server, key, pool, ctx);
           source = 'live';
         }
+        const lists = served(await loadChecks(), record);
+        this.notServed.set(server, lists.leftOut ?? []);
         const extensions = record.capabilities?.['extensions'];
-        return { server, lane, source, at: record.at, ...pick(record), ...(isObject(extensions) ? { extensions } : {}) };
+        return { server, lane, source, at: record.at, ...lists, ...(isObject(extensions) ? { extensions } : {}) };
       });
     } catch (err) {
       const e: { code: string; message: string; data?: Record<string, unknown> } =
@@ -174,7 +189,13 @@ export class Catalog {
     // The extensions it offers (SEP-2133), which mcpx declares to callers that declare them too.
     const extensions = (pool.upstreamInfo(pool.laneFor(listCtx))?.capabilities as { extensions?: unknown } | undefined)?.extensions;
     if (isObject(extensions) && Object.keys(extensions).length > 0) record.capabilities = { extensions };
+    const valid = await loadChecks();
     const before = this.known(key);
+    // Named once per listing that differs (a refresh that finds the same says nothing again).
+    if (!before || !sameListing(before, record)) {
+      for (const l of served(valid, record).leftOut ?? [])
+        this.log.warn({ server, list: l.list, name: l.name, reason: l.reason }, `${server}: ${describeLeftOut(l)}`);
+    }
     this.memory.set(key, record);
     this.confirmed.add(key);
     if (this.deps.store) {
@@ -263,8 +284,15 @@ export class Catalog {
   }
 }
 
-function pick(r: CatalogRecord): Pick<ServerCatalog, ListName> {
-  return { tools: r.tools, prompts: r.prompts ?? [], resources: r.resources ?? [], resourceTemplates: r.resourceTemplates ?? [] };
+/** The lists as served: each item valid for every client SDK (src/catalog/valid-listing.ts), and what was left out. */
+function served(valid: typeof validListing, r: CatalogRecord): Pick<ServerCatalog, ListName | 'leftOut'> {
+  const { leftOut, ...lists } = valid({
+    tools: r.tools,
+    prompts: r.prompts ?? [],
+    resources: r.resources ?? [],
+    resourceTemplates: r.resourceTemplates ?? [],
+  });
+  return { ...lists, ...(leftOut.length > 0 ? { leftOut } : {}) };
 }
 
 function changedLists(a: CatalogRecord, b: CatalogRecord): ListKind[] {

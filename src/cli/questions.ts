@@ -12,7 +12,7 @@
  *   as the address.
  * - Everything the upstream wrote (messages, titles, choices, the URL) has its control sequences
  *   escaped (./terminal-text.ts): a question cannot retitle the terminal, erase a line or hide a link.
- * - roots/list: the `--roots DIR…` folders (default: none).
+ * - roots/list: the `--roots DIR…` folders (without them, roots are not declared at all).
  * - sampling: only when an answer was given (`"$sampling"` in the answers file); otherwise mcpx does
  *   not declare sampling, so the daemon refuses it upstream with a clear message.
  */
@@ -64,7 +64,8 @@ type FieldSchema = {
 export function capabilitiesFor(s: AnswerSources): Record<string, unknown> {
   return {
     elicitation: { form: {}, url: {} },
-    roots: {},
+    // Roots only when there are some to give: a server told of none may drop the folders it was given.
+    ...(s.roots.length > 0 ? { roots: {} } : {}),
     ...(s.sampling ? { sampling: {} } : {}),
   };
 }

@@ -990,8 +990,9 @@ export function resolvePoolConfigs(config: Pick<LoadedConfig, 'servers'>, settin
       probeTimeoutMs: s.timeouts.probeTimeoutMs ?? (settings.get('upstream.probeTimeout') as number),
       startTimeoutMs: s.timeouts.startTimeoutMs ?? (settings.get('upstream.startTimeout') as number),
       requestTimeoutMs: s.timeouts.requestTimeoutMs ?? (settings.get('upstream.requestTimeout') as number),
-      // Configured, else the folder a stdio server runs in; an HTTP server is told of no local folder.
-      roots: s.roots ?? (s.transport === 'stdio' && (s.definition as StdioDefinition).cwd ? [(s.definition as StdioDefinition).cwd!] : []),
+      // Only what the config names: a server given roots it was not meant to have (its cwd, say) drops the
+      // folders of its own command line for them (server-filesystem does).
+      ...(s.roots === undefined ? {} : { roots: s.roots }),
     }));
 }
 

@@ -5,6 +5,7 @@
  * The front decides nothing about upstream eras; it names things, routes each request to its server, and
  * speaks the caller's era.
  */
+import type { LeftOut } from '../catalog/left-out.js';
 import type { Lane } from '../machines/preference.js';
 
 export type CatalogItem = Record<string, unknown>;
@@ -25,6 +26,8 @@ export interface ServerCatalog {
   prompts: CatalogItem[];
   resources: CatalogItem[];
   resourceTemplates: CatalogItem[];
+  /** Items the server listed that no client SDK would take (src/catalog/valid-listing.ts): not served. */
+  leftOut?: LeftOut[];
   error?: { code: string; message: string; data?: Record<string, unknown> };
   /** The extensions the server offers (its `capabilities.extensions`, SEP-2133), when it offers any. */
   extensions?: Record<string, unknown>;

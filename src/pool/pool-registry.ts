@@ -56,6 +56,8 @@ export function poolFingerprint(config: PoolServerConfig): string {
       backoff: config.backoff ?? null,
       // A running pool's sessions were built with or without the era cache.
       eraCache: config.eraCache ?? null,
+      // Whether its sessions declare `roots` at initialize (a session cannot take that back or add it).
+      roots: (config.roots?.length ?? 0) > 0,
     }) ?? ''
   );
 }

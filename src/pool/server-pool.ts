@@ -141,6 +141,11 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
 
   /** The folders roots/list is answered with (config.roots, updated in place by setRoots). */
   private roots: readonly string[];
+  /**
+   * Scope keys whose caller, waiting for an instance, declared roots: a session that is that caller's
+   * alone is started declaring them (startInstance), and its roots/list goes to that caller.
+   */
+  private readonly callerRoots = new Map<string, number>();
 
   /** The configured roots changed: running legacy sessions are told (`notifications/roots/list_changed`). */
   setRoots(roots: readonly string[] | undefined): void {
@@ -322,7 +327,19 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       }));
       if (this.actor.getSnapshot().status !== 'active') throw this.stoppedError(); // stopped while it loaded
     }
-    const lease = await this.acquire(want, key, ctx, deadline);
+    // Counted while the acquire waits: the instance it may start is started within it.
+    const rootsCaller = this.config.limits.scope !== 'global' && ctx.relay?.capabilities.roots !== undefined;
+    if (rootsCaller) this.callerRoots.set(key, (this.callerRoots.get(key) ?? 0) + 1);
+    let lease: Lease;
+    try {
+      lease = await this.acquire(want, key, ctx, deadline);
+    } finally {
+      if (rootsCaller) {
+        const n = (this.callerRoots.get(key) ?? 1) - 1;
+        if (n > 0) this.callerRoots.set(key, n);
+        else this.callerRoots.delete(key);
+      }
+    }
     const { live } = lease;
     try {
       const remaining = deadline === undefined ? undefined : deadline - Date.now();
@@ -490,6 +507,25 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
     this.alarms.clear();
   }
 
+  /**
+   * What a new session declares at initialize: the deps' capabilities, and `roots` only when mcpx has
+   * roots to give it — the server's `mcpx.roots`, or, on a session that is one caller's alone, a caller
+   * that declared roots. A server told of roots it was not meant to have may trade the folders of its own
+   * command line for them (server-filesystem does), so with none it is told nothing of roots.
+   */
+  private sessionCapabilities(key: string): Pick<UpstreamSessionOptions, 'clientCapabilities' | 'capabilitiesWithoutRelay'> {
+    const given = this.deps.sessionCapabilities ?? {};
+    const giveRoots = this.roots.length > 0 || (this.config.limits.scope !== 'global' && this.callerRoots.has(key));
+    if (!giveRoots) return given;
+    const base = given.clientCapabilities ?? {};
+    return {
+      // mcpx tells the server when the roots change (a reload of mcpx.roots).
+      clientCapabilities: { ...base, roots: { listChanged: true } },
+      // A modern request declares roots only for a caller that can answer them (its relay's capabilities).
+      capabilitiesWithoutRelay: given.capabilitiesWithoutRelay ?? base,
+    };
+  }
+
   private startInstance(e: Extract<PoolEmitted, { type: 'instance.start' }>): void {
     const c = this.config;
     const opts: PoolSessionOptions = {
@@ -502,12 +538,12 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       ...(c.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: c.requestTimeoutMs }),
       logger: (this.deps.logger ?? silentLogger).child({ instance: e.id, lane: e.lane }),
       ...(this.deps.authorizer?.(c.name) ? { authorizer: this.deps.authorizer(c.name)! } : {}),
-      ...this.deps.sessionCapabilities,
+      ...this.sessionCapabilities(e.key),
       instanceId: e.id,
       lane: e.lane,
       scopeKey: e.key,
-      // The session of a global scope is everyone's: mcpx answers its roots/list; under scope session or
-      // call it is one caller's, who is asked.
+      // The session of a global scope is everyone's: mcpx answers its roots/list (mcpx.roots); under scope
+      // session or call it is one caller's, who is asked when it declared roots.
       roots: () => this.roots,
       rootsPerCaller: c.limits.scope !== 'global',
     };

@@ -50,9 +50,10 @@ export interface PoolServerConfig {
    */
   eraCache?: boolean;
   /**
-   * The folders mcpx answers `roots/list` with on a session callers share (`mcpx.roots`, else a stdio
-   * server's cwd). Not in the pool fingerprint: a change is announced to running sessions
-   * (`notifications/roots/list_changed`) instead of replacing them. Absent: none.
+   * The folders mcpx gives the server as its roots (`mcpx.roots`). None: a session callers share declares
+   * no `roots` capability, and the server keeps its own configuration. Whether there are any is in the
+   * pool fingerprint (the capability is declared at initialize); a change of folders is announced to
+   * running sessions (`notifications/roots/list_changed`) instead of replacing them.
    */
   roots?: readonly string[];
 }

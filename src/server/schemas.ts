@@ -319,6 +319,8 @@ export const serverViewSchema = z.object({
 
 export const serversSchema = z.object({ servers: z.array(serverViewSchema) });
 
+const leftOutList = z.enum(['tools', 'prompts', 'resources', 'resourceTemplates']);
+
 export const toolsSchema = z.object({
   ok: z.boolean(),
   tools: z.array(
@@ -334,6 +336,12 @@ export const toolsSchema = z.object({
   ),
   lanes: z.record(z.string(), laneSchema),
   errors: z.array(z.object({ server: z.string(), code: z.string(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() })),
+  leftOut: z
+    .array(z.object({ server: z.string(), list: leftOutList, name: z.string(), reason: z.string() }))
+    .meta({
+      description:
+        'Items a server listed that no MCP client SDK would take (a tool whose inputSchema type is not "object", a duplicate name…): not served, each with its reason.',
+    }),
 });
 
 const catalogItems = z.array(z.record(z.string(), z.unknown()));
@@ -351,6 +359,7 @@ export const catalogSchema = z.object({
       prompts: catalogItems,
       resources: catalogItems,
       resourceTemplates: catalogItems,
+      leftOut: z.array(z.object({ list: leftOutList, name: z.string(), reason: z.string() })).optional(),
       error: z.object({ code: z.string(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() }).optional(),
     }),
   ),

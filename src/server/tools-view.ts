@@ -21,7 +21,7 @@ export async function toolsView(catalog: Catalog, server: string | undefined, ct
     view.servers.flatMap((s) => s.tools.filter((t) => typeof t['name'] === 'string').map((t) => ({ server: s.server, name: t['name'] as string }))),
   );
   const exposed = new Map(named.map((n) => [`${n.server}\0${n.original}`, n.name]));
-  const out: ToolsView = { ok: true, tools: [], lanes: {}, errors: [] };
+  const out: ToolsView = { ok: true, tools: [], lanes: {}, errors: [], leftOut: [] };
   for (const row of view.servers) {
     if (server !== undefined && row.server !== server) continue;
     out.lanes[row.server] = row.lane;
@@ -32,6 +32,7 @@ export async function toolsView(catalog: Catalog, server: string | undefined, ct
       out.errors.push({ server: row.server, ...row.error });
       continue;
     }
+    for (const l of row.leftOut ?? []) out.leftOut.push({ server: row.server, ...l });
     for (const t of row.tools) {
       if (typeof t['name'] !== 'string') continue;
       out.tools.push({ ...(t as Tool), server: row.server, exposed: exposed.get(`${row.server}\0${t['name']}`) ?? t['name'] });

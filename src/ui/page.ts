@@ -536,6 +536,8 @@ export const UI_SCRIPT = String.raw`'use strict';
   function staleBanner(sec, s) {
     var st = sec.querySelector('.stale-box');
     st.textContent = '';
+    // What the server listed and clients could not take: named with its reason, the rest served.
+    (s.leftOut || []).forEach(function (l) { st.appendChild(el('div', { cls: 'stale left-out', text: l.text })); });
     if (!s.stale) return;
     var div = el('div', { cls: 'stale' }, [el('span', { text: 'server.era.stale at ' + time(s.stale.at) + ': the cached record said ' + s.stale.cached.era + ' ' + s.stale.cached.version + ', the server answered ' + s.stale.found })]);
     // the step of the probe where the era was found different

@@ -4,6 +4,7 @@
  * instances with the chart ids of their session states, the pool's own state, the last
  * `server.era.stale`, and the kept probe timelines; plus the session, pool and reconcile charts as Mermaid text.
  */
+import { describeLeftOut } from '../catalog/left-out.js';
 import { activeStateIds, toMermaid } from '../machines/statechart-doc.js';
 import { CHARTS } from '../machines/charts.js';
 import type { Controller } from '../server/controller.js';
@@ -36,6 +37,8 @@ export interface UiServer extends ProtocolRow {
   pool: { state: string; activeStateIds: string[] };
   stale: StaleNote | null;
   probes: ProbeRecord[];
+  /** What the server last listed that mcpx does not serve (docs/serving.md), each as one line. */
+  leftOut: Array<{ list: string; name: string; reason: string; text: string }>;
   /** OAuth (HTTP servers that may use it): needed, authorized until when, or why it failed; never a token. */
   auth: { state: string; scopes?: string[]; expiresAt?: string; error?: string; unsaved?: string } | null;
 }
@@ -121,6 +124,7 @@ export function uiState(controller: Controller, hub: UiHub): UiState {
       stale: probes[s.server]?.stale ?? null,
       probes: probes[s.server]?.probes ?? [],
       auth: authOf(controller, s.server),
+      leftOut: controller.catalog.leftOut(s.server).map((l) => ({ ...l, text: describeLeftOut(l) })),
     };
   });
   return { at: new Date().toISOString(), inspector: hub.inspectorUrl, charts: chartTexts(), servers };

@@ -48,6 +48,8 @@ const MAX_LIST_PAGES = 1000;
 const LEND_AFTER_MS = 200;
 /** How long a stdio question that two running asking calls could have provoked waits for one of them to end. */
 const AMBIGUOUS_HOLD_MS = 10_000;
+/** How long a roots/list on a one-caller session waits for the call it was started for (see answerServerRequest). */
+const FIRST_ASKER_MS = 5_000;
 
 /** Progress tokens are unique across every session of the process, so a log line names one request. */
 let progressTokens = 0;
@@ -131,6 +133,8 @@ export class RequestClient {
   private paramTools: ToolHeaders | undefined;
   /** The tools/list callTool runs when it needs paramTools; shared by concurrent calls. */
   private paramToolsListing: Promise<void> | undefined;
+  /** On a session that is one caller's alone: the roots that caller last gave (a later roots/list with no call to go to gets them). */
+  private callerRoots: unknown;
   /** Requests in flight that asked for progress, by the progressToken they carry. */
   private readonly progress = new Map<string, { listener: ProgressListener; call: InFlightCall }>();
 
@@ -167,7 +171,10 @@ export class RequestClient {
     // Where the wire says nothing of which call a legacy server's question is for, calls that can
     // answer questions take turns, so a question always has exactly one call to go to.
     if (call.relay && turnsFor(conn) && conn.era === 'legacy') await this.askTurn(call, opts.signal);
-    else if (call.relay) this.askers.add(call);
+    else if (call.relay) {
+      this.askers.add(call);
+      this.changed();
+    }
     try {
       return await this.requestRounds(conn, method, params, opts, call, maxRounds, headers);
     } finally {
@@ -188,6 +195,7 @@ export class RequestClient {
   private askTurn(call: InFlightCall, signal: AbortSignal | undefined): Promise<void> {
     if (this.turnQueue.length === 0 && !this.askerRunning()) {
       this.askers.add(call);
+      this.changed();
       return Promise.resolve();
     }
     return new Promise<void>((resolve, reject) => {
@@ -196,6 +204,7 @@ export class RequestClient {
         go: () => {
           signal?.removeEventListener('abort', onAbort);
           this.askers.add(call);
+          this.changed();
           resolve();
         },
       };
@@ -244,6 +253,25 @@ export class RequestClient {
         resolve(call);
       };
       const timer = setTimeout(() => done(undefined), ms);
+      timer.unref();
+      this.changes.add(check);
+    });
+  }
+
+  /** The first asking call to come, or undefined after `ms`. */
+  private firstAskerWithin(ms: number): Promise<InFlightCall | undefined> {
+    return new Promise((resolve) => {
+      const check = () => {
+        const call = this.soleAsker();
+        if (call === undefined) return;
+        clearTimeout(timer);
+        this.changes.delete(check);
+        resolve(call);
+      };
+      const timer = setTimeout(() => {
+        this.changes.delete(check);
+        resolve(undefined);
+      }, ms);
       timer.unref();
       this.changes.add(check);
     });
@@ -485,13 +513,18 @@ export class RequestClient {
     // A legacy server keeps the roots it was given for the whole session (server-filesystem asks right
     // after initialize, whoever's call is in flight): on a session callers share they are mcpx's answer,
     // the same for every caller. Only a session that is one caller's alone asks that caller.
-    const ownRoots = () => ({ roots: this.link.roots!().map((dir) => ({ uri: pathToFileURL(dir).href, name: basename(dir) || dir })) });
-    if (req.method === 'roots/list' && this.link.roots && !this.link.rootsPerCaller) return ownRoots();
+    if (req.method === 'roots/list' && this.link.roots && !this.link.rootsPerCaller) return this.ownRoots();
     let call = context ?? this.soleAsker();
     // Two asking calls running (a parked one was answered while one went ahead): the question is held
     // until one of them ends, then it is the other's; held too long, it is refused, never guessed.
     if (!call && context === undefined && this.askers.size > 1) call = await this.soleAskerWithin(AMBIGUOUS_HOLD_MS);
-    if (req.method === 'roots/list' && this.link.roots && !call?.relay) return ownRoots();
+    // A session that is one caller's alone was started for that caller's call, and its server may ask for
+    // roots (right after initialize) before the call is sent: the call that is coming is the one to ask.
+    if (!call && context === undefined && req.method === 'roots/list' && this.link.rootsPerCaller && this.askers.size === 0) {
+      call = await this.firstAskerWithin(FIRST_ASKER_MS);
+    }
+    // Nobody here can answer for roots: the last roots this session's caller gave, else the configured ones.
+    if (req.method === 'roots/list' && this.link.roots && call?.relay?.capabilities.roots === undefined) return this.callerRoots ?? this.ownRoots();
     if (call?.relay) {
       // While its caller is asked, the call is parked: the session's next asking call may start (askTurn).
       const asker = call;
@@ -500,7 +533,9 @@ export class RequestClient {
       // After a moment: questions a tool sends together arrive together, before anyone goes ahead.
       setTimeout(() => this.nextTurn(), LEND_AFTER_MS).unref();
       try {
-        return await asker.relay!.ask(req, asker.context);
+        const answer = await asker.relay!.ask(req, asker.context);
+        if (req.method === 'roots/list') this.callerRoots = answer;
+        return answer;
       } finally {
         const n = (this.parked.get(asker) ?? 1) - 1;
         if (n > 0) this.parked.set(asker, n);
@@ -517,6 +552,19 @@ export class RequestClient {
     }
     const error: RpcErrorObject = { code: RPC.methodNotFound, message: `mcpx has no caller to ask (${req.method})` };
     throw error;
+  }
+
+  /**
+   * mcpx's own answer to roots/list: the configured roots. With none, what a client that declared no
+   * roots answers (-32601): a server that asks anyway is given nothing to replace its own folders with.
+   */
+  private ownRoots(): { roots: Array<{ uri: string; name: string }> } {
+    const dirs = this.link.roots?.() ?? [];
+    if (dirs.length === 0) {
+      const error: RpcErrorObject = { code: RPC.methodNotFound, message: 'mcpx has no roots to give this server (it declared none; see mcpx.roots)' };
+      throw error;
+    }
+    return { roots: dirs.map((dir) => ({ uri: pathToFileURL(dir).href, name: basename(dir) || dir })) };
   }
 
   // ---- SEP-2243 Mcp-Param-* headers ----

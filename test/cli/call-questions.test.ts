@@ -103,13 +103,21 @@ describe('mcpx call answers questions', () => {
       const two = await mcpx(['call', server, 'ask_two', '--answers', file], { env });
       expect(two.stdout).toMatch(new RegExp(`^name=Cy colour=red states=.* era=${era}\\n$`));
 
-      // A modern request's roots are its caller's; a shared legacy session's are mcpx's own answer, the
-      // same for every caller (the server's cwd here, the config file's folder: docs/serving.md).
+      // A modern request's roots are its caller's. A shared legacy session's are mcpx's own answer, the
+      // same for every caller: with no mcpx.roots it has none and declares none (docs/serving.md), so the
+      // server's own SDK does not ask.
       const mine = join(dir.path, 'mine');
       const roots = await mcpx(['call', server, 'ask_roots', '--roots', mine], { env });
-      expect(roots.stdout).toBe(`roots file://${era === 'modern' ? mine : dir.path} era=${era}\n`);
       const none = await mcpx(['call', server, 'ask_roots'], { env });
-      expect(none.stdout).toBe(`roots ${era === 'modern' ? '' : `file://${dir.path}`} era=${era}\n`);
+      if (era === 'modern') {
+        expect(roots.stdout).toBe(`roots file://${mine} era=${era}\n`);
+        // Without --roots, mcpx call declares no roots: the upstream says it needs them (-32021).
+        expect(none.code).toBe(1);
+        expect(none.stderr).toMatch(/error -32021: Cannot request input 'roots' \(roots\/list\)/);
+      } else {
+        for (const r of [roots, none])
+          expect(r.stdout + r.stderr).toMatch(/Cannot request input 'roots' \(roots\/list\): the client on this 2025-era connection did not declare/);
+      }
 
       // sampling is not declared unless an answer is given: the daemon refuses it upstream, saying why
       const sample = await mcpx(['call', server, 'ask_sample'], { env });

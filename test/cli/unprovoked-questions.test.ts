@@ -1,7 +1,7 @@
 /**
  * Questions no call provoked (docs/serving.md): a legacy stdio server that asks `roots/list` right after
- * `initialize` (like server-filesystem) gets mcpx's own answer — the server's `mcpx.roots`, else the
- * folder it runs in — the same for every caller of a shared session, and hears
+ * `initialize` (like server-filesystem) gets mcpx's own answer — the server's `mcpx.roots`, and no roots
+ * without them — the same for every caller of a shared session, and hears
  * `notifications/roots/list_changed` when the configured roots change. `mcpx call` never fails a call
  * that finished because one of its questions closed.
  */
@@ -60,9 +60,11 @@ describe('questions no call provoked: roots/list at start-up', () => {
     const b = await mcpx(['call', 'fs1', 'show_roots', '--roots', join(dir.path, 'b')], { env });
     expect([a.code, a.stdout]).toEqual([0, `roots file://${configured}\n`]);
     expect([b.code, b.stdout]).toEqual([0, `roots file://${configured}\n`]);
-    // No mcpx.roots: the folder the server runs in (the config file's folder).
+    // No mcpx.roots: no roots to give (never the folder the server runs in, nor the caller's of a shared
+    // session); a server that asks anyway is refused as by a client that declared none.
     const plain = await mcpx(['call', 'plain', 'show_roots', '--roots', join(dir.path, 'c')], { env });
-    expect([plain.code, plain.stdout]).toEqual([0, `roots file://${dir.path}\n`]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toMatch(/^roots error: MCP error -32601: mcpx has no roots to give this server/);
   }, 90_000);
 
   it('a change of mcpx.roots reaches the running session as notifications/roots/list_changed', async () => {

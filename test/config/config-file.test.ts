@@ -640,7 +640,6 @@ describe('resolvePoolConfigs', () => {
         probeTimeoutMs: 1_000,
         startTimeoutMs: 120_000,
         requestTimeoutMs: 300_000,
-        roots: ['/cfg'],
       },
       {
         name: 'tuned',
@@ -650,7 +649,6 @@ describe('resolvePoolConfigs', () => {
         probeTimeoutMs: 5_000,
         startTimeoutMs: 600_000,
         requestTimeoutMs: 1_000,
-        roots: [],
       },
     ]);
     settings.setRuntime('upstream.protocol', 'force-modern');

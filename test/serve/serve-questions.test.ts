@@ -107,8 +107,11 @@ describe('questions across eras through mcpx serve and /mcp', () => {
           expect(person.seen).toContain('What is your name?');
           expect(textOf(await c.call(`${upstream}__ask_url`))).toBe(`url accept era=${upEra}`);
           expect(textOf(await c.call(`${upstream}__ask_sample`))).toBe(`sampled hi there model=test-model era=${upEra}`);
-          // A shared legacy session's roots are mcpx's own answer (the server's cwd), never one caller's.
-          expect(textOf(await c.call(`${upstream}__ask_roots`))).toBe(`roots ${upEra === 'modern' ? 'file:///work/a' : `file://${dir.path}`} era=${upEra}`);
+          // A modern request's roots are its caller's. A shared legacy session has none to give (no
+          // mcpx.roots) and declares none, never one caller's: the server's own SDK will not ask.
+          const roots = textOf(await c.call(`${upstream}__ask_roots`));
+          if (upEra === 'modern') expect(roots).toBe(`roots file:///work/a era=${upEra}`);
+          else expect(roots).toMatch(/^Cannot request input 'roots' \(roots\/list\): the client on this 2025-era connection did not declare/);
           const two = textOf(await c.call(`${upstream}__ask_two`));
           expect(two).toMatch(new RegExp(`^name=Ada colour=green states=s0:"ü✓"\\|s1:"Ada":s0:"ü✓" era=${upEra}$`));
           person.action = 'decline';

@@ -157,8 +157,9 @@ describe.each([
 
     const roots = await start(server, 'ask_roots');
     if (server === 'legacy') {
-      // A shared legacy session's roots are mcpx's own answer (the server's cwd), never one caller's.
-      expect(text(await done(roots))).toBe(`roots file://${dir.path} era=${server}`);
+      // A shared legacy session has no roots to give (no mcpx.roots), so it declares none: the server's
+      // own SDK will not ask, and no caller is asked either.
+      expect(text(await done(roots))).toMatch(/^Cannot request input 'roots' \(roots\/list\): the client on this 2025-era connection did not declare/);
     } else {
       const qr = (await poll(roots)).questions[0];
       expect(qr).toMatchObject({ method: 'roots/list', params: {} });

@@ -90,6 +90,11 @@ export function register(program: Command, cli: CliContext): void {
       } else stateDetail += ' (not made yet: the first daemon makes it)';
       checks.push({ check: 'state folder', ok: stateOk, detail: stateDetail });
 
+      // What a server listed that clients could not take, from the catalogue the daemon keeps (no server
+      // is started): named with its reason, the rest served (docs/serving.md). A note, not a failure.
+      const { listingNotes } = await import('../doctor-listings.js');
+      for (const n of listingNotes(t.stateDir, loaded.servers)) checks.push({ check: `listing ${n.server}`, ok: true, detail: n.detail });
+
       const client = new DaemonClient(t.socket);
       let alive = false;
       try {

@@ -1,5 +1,6 @@
 /** `mcpx tools [SERVER]`: list tools, starting servers as needed. */
 import type { Command } from 'commander';
+import { describeLeftOut } from '../../catalog/left-out.js';
 import { McpxError } from '../../errors.js';
 import type { ToolsView } from '../../server/views.js';
 import { api, callHeaders, out, printJson, withClient, withJson, withProgress, withTarget, type CliContext, type CommonOpts } from '../common.js';
@@ -33,6 +34,8 @@ export function register(program: Command, cli: CliContext): void {
               body.tools.map((t) => [t.server, t.name, t.exposed, clip(typeof t.description === 'string' ? t.description : '', 60)]),
             ),
           );
+        // What a server listed that clients could not take: named, the rest served (docs/serving.md).
+        for (const l of body.leftOut ?? []) process.stderr.write(`mcpx: ${l.server}: ${terminalSafe(describeLeftOut(l))}\n`);
         if (body.errors.length > 0) {
           for (const e of body.errors.slice(1)) process.stderr.write(`mcpx: ${terminalSafe(named(e.server, e.message))}\n`);
           const first = body.errors[0]!;
