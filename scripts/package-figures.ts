@@ -1,6 +1,6 @@
 /**
  * The package's figures in README.md and docs/packaging.md — files in the tarball, the tarball's size, the
- * unpacked size, Mermaid's share — measured with `npm pack --dry-run` of the current build
+ * unpacked size, Mermaid's share, and the README's count of test files — measured with `npm pack --dry-run` of the current build
  * (`npm run figures` writes them; test/package/figures.test.ts fails when the written ones drift).
  *
  * Sizes are written in MB of 10⁶ bytes (as npm prints them) rounded to 0.1 MB, and checked within
@@ -9,7 +9,7 @@
  * is a change to what the package holds, and the docs should say so.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -20,6 +20,8 @@ export interface Figures {
   tarball: number;
   unpacked: number;
   mermaid: number;
+  /** Test files `npm test` runs (vitest's include: every `.test.ts` under test/). */
+  tests: number;
 }
 
 /** How far a stated size may be from the build's, in MB: its rounding (0.05) plus 0.1 MB of drift. */
@@ -49,6 +51,13 @@ export const SPOTS: Spot[] = [
     keys: ['files', 'tarball', 'unpacked'],
     first: 1,
     write: (f) => `${f.files} files, a ${MB(f.tarball)} MB tarball, ${MB(f.unpacked)} MB installed`,
+  },
+  {
+    doc: 'README.md',
+    pattern: /included \((\d+) test files;/,
+    keys: ['tests'],
+    first: 1,
+    write: (f) => `included (${f.tests} test files;`,
   },
   {
     doc: 'docs/packaging.md',
@@ -103,7 +112,7 @@ export function readStated(doc: (typeof DOCS)[number], text: string): Stated[] {
     if (!m) throw new Error(`${doc} no longer states its package figures where ${spot.pattern} finds them`);
     spot.keys.forEach((key, i) => {
       const raw = m[spot.first + i]!;
-      out.push({ doc, key, value: key === 'files' ? Number(raw) : Number(raw) * 1e6, text: m[0] });
+      out.push({ doc, key, value: key === 'files' || key === 'tests' ? Number(raw) : Number(raw) * 1e6, text: m[0] });
     });
   }
   return out;
@@ -121,7 +130,7 @@ export function writeFigures(doc: (typeof DOCS)[number], text: string, f: Figure
 
 /** Whether a stated figure is true of the build (see SIZE_TOLERANCE_MB). */
 export function agrees(stated: Stated, f: Figures): boolean {
-  if (stated.key === 'files') return stated.value === f.files;
+  if (stated.key === 'files' || stated.key === 'tests') return stated.value === f[stated.key];
   return Math.abs(stated.value - f[stated.key]) <= SIZE_TOLERANCE_MB * 1e6;
 }
 
@@ -144,7 +153,16 @@ export function measure(root: string): Figures {
   const pack = (JSON.parse(out) as PackJson[])[0]!;
   const mermaid = pack.files.find((f) => f.path === 'dist/assets/mermaid.min.js');
   if (!mermaid) throw new Error('the package holds no dist/assets/mermaid.min.js: run `npm run build` first');
-  return { files: pack.entryCount, tarball: pack.size, unpacked: pack.unpackedSize, mermaid: mermaid.size };
+  return { files: pack.entryCount, tarball: pack.size, unpacked: pack.unpackedSize, mermaid: mermaid.size, tests: countTests(join(root, 'test')) };
+}
+
+function countTests(dir: string): number {
+  let n = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.isDirectory()) n += countTests(join(dir, e.name));
+    else if (e.name.endsWith('.test.ts')) n++;
+  }
+  return n;
 }
 
 async function main(): Promise<void> {
@@ -157,7 +175,7 @@ async function main(): Promise<void> {
     if (after !== before) writeFileSync(path, after);
     console.log(`${doc}: ${after === before ? 'already current' : 'updated'}`);
   }
-  console.log(`${f.files} files, tarball ${MB(f.tarball)} MB, unpacked ${MB(f.unpacked)} MB, Mermaid ${MB(f.mermaid)} MB`);
+  console.log(`${f.files} files, tarball ${MB(f.tarball)} MB, unpacked ${MB(f.unpacked)} MB, Mermaid ${MB(f.mermaid)} MB; ${f.tests} test files`);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await main();
