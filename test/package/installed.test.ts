@@ -175,6 +175,9 @@ describe('the npm package', () => {
       `[package] ${pack.filename}: ${pack.entryCount} files, tarball ${(pack.size / 1e6).toFixed(2)} MB, unpacked ${(pack.unpackedSize / 1e6).toFixed(2)} MB; installed ${(tree.bytes / 1e6).toFixed(2)} MB in ${tree.files} files`,
     );
     expect(existsSync(join(installed, 'node_modules'))).toBe(false);
+    // The docs state the unpacked figures as what is installed (figures.test.ts checks them against npm pack).
+    expect(tree.files).toBe(pack.entryCount);
+    expect(Math.abs(tree.bytes - pack.unpackedSize)).toBeLessThan(0.05e6);
     expect(tree.bytes).toBeLessThan(20e6);
     expect(realpathSync(bin)).toBe(realpathSync(mainJs));
   });
