@@ -37,7 +37,9 @@ const SECRET_NAME = /key|token|secret|pass|auth|sig|cred|session|cookie/i;
 function hideSecretNames(value: unknown, depth = 0): unknown {
   if (depth > 6 || value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.map((v) => hideSecretNames(v, depth + 1));
-  return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, SECRET_NAME.test(k) ? REDACTED : hideSecretNames(v, depth + 1)]));
+  return Object.fromEntries(
+    Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, SECRET_NAME.test(k) ? REDACTED : hideSecretNames(v, depth + 1)]),
+  );
 }
 
 function clip(text: string, max: number): string {
@@ -116,7 +118,17 @@ export class CallRecords {
   }
 
   // Scrubbed and clipped when kept: the ring never holds a known secret, a secret-named argument or a long value.
-  private keep(c: { server: string; tool: string; ok: boolean; ms: number; code?: string | undefined; callerProtocol?: string | undefined; via: CallVia; args: unknown; message?: string | undefined }): void {
+  private keep(c: {
+    server: string;
+    tool: string;
+    ok: boolean;
+    ms: number;
+    code?: string | undefined;
+    callerProtocol?: string | undefined;
+    via: CallVia;
+    args: unknown;
+    message?: string | undefined;
+  }): void {
     let args: string | undefined;
     if (c.args !== undefined) {
       try {

@@ -90,7 +90,8 @@ export class Calls {
       if (err instanceof McpxError && (err.code === 'MCPX_UNKNOWN_SERVER' || err.code === 'MCPX_BAD_REQUEST')) throw err;
       outcome = { ok: false, error: errorOf(err) };
     }
-    if (method === 'tools/call') this.deps.records.finished(server, String(params['name'] ?? ''), started, outcome, lane, ctx, { via: 'mcp', args: params['arguments'] });
+    if (method === 'tools/call')
+      this.deps.records.finished(server, String(params['name'] ?? ''), started, outcome, lane, ctx, { via: 'mcp', args: params['arguments'] });
     return outcome;
   }
 }

@@ -82,6 +82,7 @@ export const UI_PAGE = `<!doctype html>
   table.summary { width: 100%; margin: 0; }
   table.summary td, table.summary th { padding: 2px 8px; white-space: nowrap; }
   table.summary td.err { white-space: normal; max-width: 420px; overflow: hidden; text-overflow: ellipsis; color: #b91c1c; }
+  table.summary td.err.none { color: #6b7280; }
   table.summary td.err span { display: block; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
   table.summary button.server-link { font: inherit; font-weight: 600; color: #1d4ed8; background: none; border: 0; padding: 0; cursor: pointer; text-decoration: underline; }
   .st-ready { color: #047857; font-weight: 600; } .st-failed, .st-needs-login, .st-authorization-failed { color: #b91c1c; font-weight: 600; } .st-idle { color: #6b7280; }
@@ -100,7 +101,7 @@ export const UI_PAGE = `<!doctype html>
 </style>
 </head>
 <body>
-<header><h1>mcpx</h1><span class="muted">live statecharts and probe timelines, served by this machine's daemon</span><span id="conn" class="muted">connecting…</span><span id="inspector" class="muted"></span></header>
+<header><h1>mcpx</h1><span class="muted">servers, calls, probe timelines and statecharts, served by this machine's daemon</span><span id="conn" class="muted">connecting…</span><span id="inspector" class="muted"></span></header>
 <main>
   <p id="error"></p>
   <section class="glance" id="summary"><h2>Servers</h2><table class="summary" id="summary-table"><thead><tr><th>server</th><th>state</th><th>era</th><th>tools</th><th>last error</th><th>auth</th></tr></thead><tbody></tbody></table></section>
@@ -545,7 +546,7 @@ export const UI_SCRIPT = String.raw`'use strict';
         el('td', { cls: 'state st-' + String(s.state).replace(/[^a-z]+/g, '-'), text: s.state }),
         el('td', { cls: 'era', text: s.era || '—' }),
         el('td', { cls: 'tools', text: s.tools == null ? '—' : String(s.tools) }),
-        el('td', { cls: 'err' }, [err]),
+        el('td', { cls: 'err' + (s.lastError ? '' : ' none') }, [err]),
         el('td', { cls: 'auth' }, [authText(s)]),
       ]));
     });

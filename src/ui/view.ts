@@ -158,20 +158,20 @@ export function uiState(controller: Controller, hub: UiHub): UiState {
     const snap = pool.actor.getSnapshot();
     const slots = (snap.context as { instances?: { get(id: string): { holders: string[] } | undefined } }).instances;
     const instances: UiInstance[] = s.instances.map((i) => ({
-        id: i.id,
-        lane: i.lane,
-        pid: i.pid,
-        poolState: i.state,
-        sessionState: i.sessionState,
-        era: i.era,
-        negotiated: i.negotiated,
-        eraSource: i.eraSource,
-        holders: i.holders,
-        holderIds: [...(slots?.get(i.id)?.holders ?? [])].slice(0, 16),
-        startedAt: i.startedAt,
-        uptimeMs: i.uptimeMs,
-        activeStateIds: ids.get(i.id) ?? [],
-      }));
+      id: i.id,
+      lane: i.lane,
+      pid: i.pid,
+      poolState: i.state,
+      sessionState: i.sessionState,
+      era: i.era,
+      negotiated: i.negotiated,
+      eraSource: i.eraSource,
+      holders: i.holders,
+      holderIds: [...(slots?.get(i.id)?.holders ?? [])].slice(0, 16),
+      startedAt: i.startedAt,
+      uptimeMs: i.uptimeMs,
+      activeStateIds: ids.get(i.id) ?? [],
+    }));
     const kept = probes[s.server]?.probes ?? [];
     const auth = authOf(controller, s.server);
     const own = errorsOf(s.server, kept, calls, auth);

@@ -127,6 +127,9 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui at a glance, 10 servers in chrom
       if (m.type() === 'error') problems.push(m.text());
     });
     page.on('pageerror', (e) => problems.push(e.message));
+    const res = await page.goto(loginUrl);
+    expect(res?.status()).toBe(200);
+    await page.waitForFunction(() => window.mcpxUi?.loaded === true, null, { timeout: 60_000 });
   }, 180_000);
 
   afterAll(async () => {
@@ -156,9 +159,6 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui at a glance, 10 servers in chrom
     );
 
   it('shows every server with its state, era, tools, last error and auth within the first 1280 × 900 viewport', async () => {
-    const res = await page.goto(loginUrl);
-    expect(res?.status()).toBe(200);
-    await page.waitForFunction(() => window.mcpxUi?.loaded === true, null, { timeout: 60_000 });
     // the broken server's failed start and the oauth server's refusal have reached the page
     await until(
       async () => {
