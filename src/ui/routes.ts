@@ -12,7 +12,8 @@
  * The page loads nothing from anywhere but the daemon (its Content-Security-Policy says so too) and
  * follows /v1/events for live updates. Its GET routes admit the page's cookie in place of the bearer
  * token (route config, read by src/server/app.ts's access hook); /ui/login admits anyone (the code is
- * the credential).
+ * the credential), and so do /ui and /ui/ themselves, which answer a browser without a session with a
+ * page saying to run `mcpx ui` again (they hold no data: that comes from the reads).
  */
 import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
