@@ -161,6 +161,14 @@ export class Catalog {
     }
   }
 
+  /** How many tools the known listing of a server's own lane holds (without starting anything); null: none known. */
+  toolCount(server: string): number | null {
+    const s = this.deps.servers().find((x) => x.name === server);
+    if (!s) return null;
+    const record = this.known(catalogKey(s.definition, 'own'));
+    return record ? (record.tools?.length ?? 0) : null;
+  }
+
   private known(key: string): CatalogRecord | undefined {
     return this.memory.get(key) ?? this.deps.store?.get(key);
   }

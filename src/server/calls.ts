@@ -76,12 +76,12 @@ export class Calls {
           : { ok: true, result };
     } catch (err) {
       if (err instanceof McpxError && (err.code === 'MCPX_UNKNOWN_SERVER' || err.code === 'MCPX_BAD_REQUEST')) {
-        this.deps.records.finished(server, tool, started, { ok: false, error: err.toJSON() }, lane, ctx);
+        this.deps.records.finished(server, tool, started, { ok: false, error: err.toJSON() }, lane, ctx, { via: 'api', args });
         throw err;
       }
       outcome = { ok: false, error: errorOf(callerTimeout(err, server, tool, ctx.timeoutMs)) };
     }
-    this.deps.records.finished(server, tool, started, outcome, lane, ctx);
+    this.deps.records.finished(server, tool, started, outcome, lane, ctx, { via: 'api', args });
     return outcome;
   }
 
@@ -107,7 +107,8 @@ export class Calls {
       if (err instanceof McpxError && (err.code === 'MCPX_UNKNOWN_SERVER' || err.code === 'MCPX_BAD_REQUEST')) throw err;
       outcome = { ok: false, error: errorOf(err) };
     }
-    if (method === 'tools/call') this.deps.records.finished(server, String(params['name'] ?? ''), started, outcome, lane, ctx);
+    if (method === 'tools/call')
+      this.deps.records.finished(server, String(params['name'] ?? ''), started, outcome, lane, ctx, { via: 'mcp', args: params['arguments'] });
     return outcome;
   }
 }

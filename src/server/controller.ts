@@ -28,7 +28,7 @@ import type { CatalogStore } from '../catalog/catalog-store.js';
 import type { RelayedMethod } from '../front/backend.js';
 import { AskStore } from '../asks/ask-store.js';
 import { Catalog } from '../catalog/catalog.js';
-import { CallRecords, recordLogger } from './call-records.js';
+import { CallRecords, recordLogger, type RecentCall } from './call-records.js';
 import { Calls } from './calls.js';
 import { reloadConfig } from './config-reload.js';
 import { describeConfig, serverView } from './config-view.js';
@@ -98,7 +98,9 @@ export class Controller {
     this.sources = opts.settingsSources;
     this.registry.on('event', this.onPoolEvent);
     this.reconciler = new Reconciler({ registry: this.registry, desired: () => this.desired(), pool: (server) => this.pool(server), logger: this.log });
-    this.records = new CallRecords(opts.records ?? { logger: recordLogger(opts.logger ?? silentLogger), flush: () => undefined }, this.hub);
+    this.records = new CallRecords(opts.records ?? { logger: recordLogger(opts.logger ?? silentLogger), flush: () => undefined }, this.hub, (t) =>
+      this.scrubber.scrub(t),
+    );
     this.calls = new Calls({ withPool: (server, fn) => this.withPool(server, fn), records: this.records });
     this.settingChanges = new SettingChanges({ settings: this.settings, log: this.log, hub: this.hub, reconcile: (o) => this.reconcile(o) });
     this.inPlace = new InPlaceAuthorizer(this.auth, this.log);
@@ -195,6 +197,11 @@ export class Controller {
   async tools(server: string | undefined, ctx: CallContext = {}, opts: { fresh?: boolean } = {}): Promise<ToolsView> {
     if (server !== undefined) this.pool(server);
     return toolsView(this.catalog, server, ctx, opts);
+  }
+
+  /** The last finished calls, scrubbed (./call-records.ts): the `mcpx ui` page's recent calls. */
+  recentCalls(): RecentCall[] {
+    return this.records.recent();
   }
 
   /** Calls a tool (./calls.ts). @throws McpxError MCPX_UNKNOWN_SERVER; MCPX_BAD_REQUEST. */

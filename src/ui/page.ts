@@ -75,12 +75,41 @@ export const UI_PAGE = `<!doctype html>
   section.global-chart { background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; padding: 12px 16px; }
   details > summary { cursor: pointer; color: #374151; margin: 6px 0; }
   #error { color: #b91c1c; }
+  #error:empty { display: none; }
+  /* The top of the page, for a person at a glance: every server, then recent calls and errors. */
+  .glance { background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; padding: 8px 12px; margin: 0 0 12px; }
+  .glance h2 { font-size: 15px; margin: 0 0 4px; }
+  table.summary { width: 100%; margin: 0; }
+  table.summary td, table.summary th { padding: 2px 8px; white-space: nowrap; }
+  table.summary td.err { white-space: normal; max-width: 420px; overflow: hidden; text-overflow: ellipsis; color: #b91c1c; }
+  table.summary td.err.none { color: #6b7280; }
+  table.summary td.err span { display: block; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+  table.summary button.server-link { font: inherit; font-weight: 600; color: #1d4ed8; background: none; border: 0; padding: 0; cursor: pointer; text-decoration: underline; }
+  .st-ready { color: #047857; font-weight: 600; } .st-failed, .st-needs-login, .st-authorization-failed { color: #b91c1c; font-weight: 600; } .st-idle { color: #6b7280; }
+  .auth-needed code { background: #fef3c7; padding: 0 4px; border-radius: 4px; }
+  .glance-cols { display: flex; gap: 12px; }
+  .glance-cols > .glance { flex: 1 1 0; min-width: 0; }
+  .glance .scroll { max-height: 230px; overflow: auto; }
+  table.calls { width: 100%; margin: 0; }
+  table.calls td, table.calls th { padding: 2px 6px; font-size: 12px; }
+  table.calls td.args { font: 11px ui-monospace, monospace; max-width: 220px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+  .ok { color: #047857; font-weight: 600; } .bad { color: #b91c1c; font-weight: 600; }
+  ul.errors { margin: 0; padding-left: 16px; font-size: 12px; color: #7f1d1d; }
+  .empty { color: #6b7280; font-size: 12px; margin: 2px 0; }
+  h2.details { font-size: 15px; margin: 16px 0 8px; }
+  section.server.focus { outline: 3px solid #2563eb; }
 </style>
 </head>
 <body>
-<header><h1>mcpx</h1><span class="muted">live statecharts and probe timelines, served by this machine's daemon</span><span id="conn" class="muted">connecting…</span><span id="inspector" class="muted"></span></header>
+<header><h1>mcpx</h1><span class="muted">servers, calls, probe timelines and statecharts, served by this machine's daemon</span><span id="conn" class="muted">connecting…</span><span id="inspector" class="muted"></span></header>
 <main>
   <p id="error"></p>
+  <section class="glance" id="summary"><h2>Servers</h2><table class="summary" id="summary-table"><thead><tr><th>server</th><th>state</th><th>era</th><th>tools</th><th>last error</th><th>auth</th></tr></thead><tbody></tbody></table></section>
+  <div class="glance-cols">
+    <section class="glance" id="recent-calls"><h2>Recent calls</h2><div class="scroll"><table class="calls"><thead><tr><th>time</th><th>caller</th><th>server/tool</th><th>arguments</th><th>duration</th><th>outcome</th></tr></thead><tbody></tbody></table></div></section>
+    <section class="glance" id="recent-errors"><h2>Errors</h2><div class="scroll"><ul class="errors"></ul></div></section>
+  </div>
+  <h2 class="details">Each server: probe timeline and statecharts (click a server above to go to it)</h2>
   <div id="servers"></div>
   <section class="global-chart"><h3 class="global">Reconcile statechart</h3><div class="chart-box" id="reconcile-box"></div></section>
 </main>
@@ -205,6 +234,7 @@ export const UI_SCRIPT = String.raw`'use strict';
       c.container.innerHTML = r.svg;
       c.drawn = want;
       c.container.setAttribute('data-drawn', c.container.getAttribute('data-active') || '');
+      if (c.box.querySelector('.viewport.fitted')) fitWidth(c);
       applyZoom(c);
       decorate(c);
       if (!c.centred) { c.centred = true; if (!c.box.querySelector('.viewport.fitted')) centre(c); }
@@ -236,6 +266,13 @@ export const UI_SCRIPT = String.raw`'use strict';
     c.zoom = z;
     applyZoom(c);
     vp.scrollLeft = x * k - px; vp.scrollTop = y * k - py;
+  }
+  // The path is short and wide: drawn no larger than its box is wide, so its last state (the verdict) is always in view.
+  function fitWidth(c) {
+    var svg = svgOf(c), vp = c.box.querySelector('.viewport');
+    if (!svg || !vp) return;
+    var w = svg.viewBox.baseVal.width;
+    if (w > 0) c.zoom = Math.max(MIN_ZOOM, Math.min(DEFAULT_ZOOM, (vp.clientWidth - 16) / w));
   }
   function zoomBy(key, f, px, py) { var c = charts[key]; if (c) setZoom(key, c.zoom * f, px, py); }
   function fit(key) {
@@ -482,8 +519,59 @@ export const UI_SCRIPT = String.raw`'use strict';
   }
   function select(server, key) { ui.selected[server] = key; render(); }
 
+  function authText(s) {
+    if (!s.auth) return s.transport === 'stdio' ? el('span', { cls: 'muted', text: '—' }) : el('span', { text: 'none' });
+    var a = s.auth;
+    if (a.state === 'authorized') return el('span', { cls: 'ok', text: 'logged in' + (a.expiresAt ? ' until ' + time(a.expiresAt) : '') });
+    if (a.state === 'needed') return el('span', { cls: 'auth-needed' }, ['not logged in: run ', el('code', { text: 'mcpx login ' + s.server })]);
+    if (a.state === 'failed') return el('span', { cls: 'auth-needed bad' }, ['failed: run ', el('code', { text: 'mcpx login ' + s.server })]);
+    return el('span', { text: 'none' });
+  }
+  function focusServer(name) {
+    var sec = document.getElementById('server-' + safeId(name));
+    if (!sec) return;
+    Array.from(document.querySelectorAll('section.server.focus')).forEach(function (x) { x.classList.remove('focus'); });
+    sec.classList.add('focus');
+    sec.scrollIntoView({ block: 'start' });
+  }
+  function summary() {
+    var body = document.querySelector('#summary-table tbody');
+    body.textContent = '';
+    state.servers.forEach(function (s) {
+      var go = el('button', { type: 'button', cls: 'server-link', title: 'its probe timeline and statecharts', text: s.server });
+      go.addEventListener('click', function () { focusServer(s.server); });
+      var err = s.lastError ? el('span', { title: s.lastError.text, text: (s.lastError.at ? time(s.lastError.at) + ' ' : '') + s.lastError.text }) : '—';
+      body.appendChild(el('tr', { 'data-server': s.server }, [
+        el('td', { cls: 'name' }, [go]),
+        el('td', { cls: 'state st-' + String(s.state).replace(/[^a-z]+/g, '-'), text: s.state }),
+        el('td', { cls: 'era', text: s.era || '—' }),
+        el('td', { cls: 'tools', text: s.tools == null ? '—' : String(s.tools) }),
+        el('td', { cls: 'err' + (s.lastError ? '' : ' none') }, [err]),
+        el('td', { cls: 'auth' }, [authText(s)]),
+      ]));
+    });
+    var calls = document.querySelector('#recent-calls tbody');
+    calls.textContent = '';
+    (state.calls || []).slice(0, 50).forEach(function (c) {
+      calls.appendChild(el('tr', { cls: 'call' }, [
+        el('td', { text: time(c.at) }),
+        el('td', { cls: 'caller', text: c.via === 'api' ? 'mcpx call / API' : 'MCP client' + (c.callerProtocol ? ' ' + c.callerProtocol : '') }),
+        el('td', { cls: 'target', text: c.server + '/' + c.tool }),
+        el('td', { cls: 'args', title: c.args || '', text: c.args || '' }),
+        el('td', { cls: 'ms', text: fmtMs(c.ms) }),
+        el('td', { cls: 'outcome ' + (c.ok ? 'ok' : 'bad'), title: c.message || '', text: c.ok ? 'ok' : (c.code || 'failed') }),
+      ]));
+    });
+    if (!(state.calls || []).length) calls.appendChild(el('tr', {}, [el('td', { colspan: '6', cls: 'empty', text: 'no calls yet' })]));
+    var errs = document.querySelector('#recent-errors ul');
+    errs.textContent = '';
+    (state.errors || []).slice(0, 30).forEach(function (e) { errs.appendChild(el('li', { text: (e.at ? time(e.at) + ' ' : '') + e.server + ': ' + e.text })); });
+    if (!(state.errors || []).length) errs.appendChild(el('li', { cls: 'empty', text: 'no errors' }));
+  }
+
   function render() {
     if (!state) return;
+    summary();
     var names = state.servers.map(function (s) { return 'server-' + safeId(s.server); });
     Array.from(document.querySelectorAll('section.server[data-server]')).forEach(function (sec) { if (names.indexOf(sec.id) < 0) sec.remove(); });
     document.getElementById('inspector').textContent = state.inspector ? 'Stately inspector: ' + state.inspector.split('#')[0] : '';
@@ -682,7 +770,7 @@ export const UI_SCRIPT = String.raw`'use strict';
     var es = new EventSource('/v1/events');
     es.onopen = function () { document.getElementById('conn').textContent = 'live'; load(); };
     es.onerror = function () { document.getElementById('conn').textContent = 'reconnecting…'; };
-    ['session.state', 'server.start', 'server.stop', 'server.era.stale', 'server.auth', 'config.reloaded', 'setting.changed'].forEach(function (type) {
+    ['session.state', 'server.start', 'server.stop', 'server.era.stale', 'server.auth', 'config.reloaded', 'setting.changed', 'call.finished', 'catalog.changed'].forEach(function (type) {
       es.addEventListener(type, function (m) {
         var e = JSON.parse(m.data);
         ui.events.push(e);

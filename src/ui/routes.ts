@@ -12,7 +12,8 @@
  * The page loads nothing from anywhere but the daemon (its Content-Security-Policy says so too) and
  * follows /v1/events for live updates. Its GET routes admit the page's cookie in place of the bearer
  * token (route config, read by src/server/app.ts's access hook); /ui/login admits anyone (the code is
- * the credential).
+ * the credential), and so do /ui and /ui/ themselves, which answer a browser without a session with a
+ * page saying to run `mcpx ui` again (they hold no data: that comes from the reads).
  */
 import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
@@ -54,13 +55,25 @@ function pageHeaders(reply: FastifyReply): FastifyReply {
     .header('x-frame-options', 'DENY');
 }
 
-const refused = (reply: FastifyReply, message: string) =>
-  reply
+/**
+ * A refusal a person reads: a stale login address or a bookmarked page opened without a live session
+ * lands here in a browser, so it is a page (401) that says how to get in again, not JSON.
+ */
+const refused = (reply: FastifyReply, why: string) =>
+  pageHeaders(reply)
     .code(401)
     // As every other 401: a caller without the credential does not keep its connection open.
     .header('connection', 'close')
-    .type('application/json; charset=utf-8')
-    .send({ ok: false, error: { code: 'MCPX_UNAUTHORIZED', message } });
+    .type('text/html; charset=utf-8')
+    .send(
+      `<!doctype html>\n<html lang="en">\n<meta charset="utf-8">\n<title>mcpx ui: log in again</title>\n` +
+        `<style>body{font:16px/1.5 system-ui,sans-serif;max-width:640px;margin:60px auto;padding:0 20px;color:#1d1d1f}code{background:#f3f4f6;padding:2px 6px;border-radius:4px}</style>\n` +
+        `<h1>This page needs a new login address</h1>\n<p id="why">${why}</p>\n` +
+        `<p>Run <code>mcpx ui</code> again (or <code>mcpx ui --open</code>) and open the address it prints: each address works once, for 10 minutes, and logs this browser in for as long as the daemon runs.</p>\n</html>\n`,
+    );
+
+/** Requests to the page that neither the token nor the page's cookie admits: answered with `refused`. */
+const notLoggedIn = new WeakSet<FastifyRequest>();
 
 export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: FastifyInstance, opts: UiRoutesOptions) => {
   const { controller, hub, listener } = opts;
@@ -86,7 +99,7 @@ export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: Fastify
   app.get('/ui/login', { config: { admitsWithoutToken: () => true } }, async (req, reply) => {
     const code = (req.query as { code?: unknown }).code;
     const secret = typeof code === 'string' && code.length > 0 && code.length < 200 ? hub.redeem(code) : undefined;
-    if (!secret) return refused(reply, 'this login address is unknown, expired or already used: run `mcpx ui` again for a new one');
+    if (!secret) return refused(reply, 'This login address is unknown, expired or already used.');
     const port = /:(\d+)$/.exec(req.headers.host ?? '')?.[1] ?? '80';
     reply.header('set-cookie', `${cookieName(port)}=${secret}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${Math.floor(UI_SESSION_TTL_MS / 1000)}`);
     // Sent on from another page (`mcpx ui --open`'s login file is a file:// page): a redirect would carry
@@ -104,12 +117,26 @@ export const uiRoutes: FastifyPluginAsync<UiRoutesOptions> = async (app: Fastify
     return reply.code(303).header('location', '/ui/').header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').send();
   });
 
-  app.get('/ui', pageRead, async (_req, reply) => reply.code(301).header('location', '/ui/').send());
+  // The page's own address admits anyone past the token check (the Host/Origin check still applies) so that
+  // a browser without a session (a bookmark, a daemon restarted) gets `refused`, a page, instead of JSON.
+  // It holds nothing: what it shows comes from the reads below, which the cookie must open.
+  const pageItself = {
+    config: {
+      admitsWithoutToken: (req: FastifyRequest) => {
+        if (!hub.admits(req)) notLoggedIn.add(req);
+        return true;
+      },
+    },
+  };
 
-  app.get('/ui/', pageRead, async (_req, reply) =>
-    pageHeaders(reply)
-      .type('text/html; charset=utf-8')
-      .send((await page()).UI_PAGE),
+  app.get('/ui', { config: { admitsWithoutToken: () => true } }, async (_req, reply) => reply.code(301).header('location', '/ui/').send());
+
+  app.get('/ui/', pageItself, async (req, reply) =>
+    notLoggedIn.has(req)
+      ? refused(reply, 'This browser is not logged in to the page (its login ended, or the daemon started again).')
+      : pageHeaders(reply)
+          .type('text/html; charset=utf-8')
+          .send((await page()).UI_PAGE),
   );
 
   app.get('/ui/assets/app.js', pageRead, async (_req, reply) =>

@@ -2,12 +2,15 @@
  * `GET /ui/api/state`: everything the page draws, in one read — per server the protocol row
  * (preference, era, negotiated version, eraSource, cached record, legacy lane), its lanes and live
  * instances with the chart ids of their session states, the pool's own state, the last
- * `server.era.stale`, and the kept probe timelines; plus the session, pool and reconcile charts as Mermaid text.
+ * `server.era.stale`, and the kept probe timelines; its summary (state, tool count, last error) for the
+ * table at the top of the page; the recent calls (scrubbed, ../server/call-records.ts); plus the session,
+ * pool and reconcile charts as Mermaid text.
  */
 import { describeLeftOut } from '../catalog/left-out.js';
 import { activeStateIds, toMermaid } from '../machines/statechart-doc.js';
 import { CHARTS } from '../machines/charts.js';
 import type { Controller } from '../server/controller.js';
+import type { RecentCall } from '../server/call-records.js';
 import type { LaneView, ProtocolRow } from '../server/views.js';
 import { statechartView } from '../server/statechart-view.js';
 import type { ProbeRecord, StaleNote } from './probe-ring.js';
@@ -41,6 +44,18 @@ export interface UiServer extends ProtocolRow {
   leftOut: Array<{ list: string; name: string; reason: string; text: string }>;
   /** OAuth (HTTP servers that may use it): needed, authorized until when, or why it failed; never a token. */
   auth: { state: string; scopes?: string[]; expiresAt?: string; error?: string; unsaved?: string } | null;
+  /** One line for a person: what it is doing now (`ready`, `idle`, `failed`, `needs login`…). */
+  state: string;
+  /** Tools in its known listing (own lane); null before it was ever listed. */
+  tools: number | null;
+  /** The latest failure seen: a probe that failed, a failed call, an authorization error. */
+  lastError: { at: string; text: string } | null;
+}
+
+export interface UiError {
+  at: string;
+  server: string;
+  text: string;
 }
 
 export interface UiState {
@@ -48,6 +63,10 @@ export interface UiState {
   inspector: string | null;
   charts: { session: string; pool: string; reconcile: string };
   servers: UiServer[];
+  /** The last finished calls, newest first. */
+  calls: RecentCall[];
+  /** The latest failures of every server (probes, calls), newest first. */
+  errors: UiError[];
 }
 
 let charts: UiState['charts'] | undefined;
@@ -91,9 +110,49 @@ function authOf(controller: Controller, server: string): UiServer['auth'] {
   };
 }
 
+/** The errors a server's probes and calls ended with, oldest first. */
+function errorsOf(server: string, probes: ProbeRecord[], calls: RecentCall[], auth: UiServer['auth']): UiError[] {
+  const out: UiError[] = [];
+  for (const p of probes) {
+    if (p.verdict && !p.verdict.ok) {
+      const at = p.steps.length ? p.steps[p.steps.length - 1]!.at : p.startedAt;
+      out.push({ at, server, text: `start failed: ${[p.verdict.code, p.verdict.message].filter(Boolean).join(' ')}`.trim() });
+    }
+  }
+  for (const c of calls) if (c.server === server && !c.ok) out.push({ at: c.at, server, text: `${c.tool}: ${c.message ?? c.code ?? 'failed'}` });
+  if (auth?.state === 'failed' && auth.error) out.push({ at: '', server, text: `authorization failed: ${auth.error}` });
+  return out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+}
+
+/** The lanes with a state each: the legacy lane's own, else what its instances are doing. */
+function lanesWithState(lanes: LaneView[], instances: UiInstance[]): LaneView[] {
+  return lanes.map((l) => {
+    if (l.state) return l;
+    const states = instances.filter((i) => i.lane === l.lane).map((i) => i.sessionState ?? i.poolState);
+    if (states.length === 0) return { ...l, state: 'idle' };
+    const counts = new Map<string, number>();
+    for (const x of states) counts.set(x, (counts.get(x) ?? 0) + 1);
+    return { ...l, state: [...counts].map(([x, n]) => (n > 1 ? `${n} ${x}` : x)).join(', ') };
+  });
+}
+
+function summaryState(instances: UiInstance[], probes: ProbeRecord[], auth: UiServer['auth']): string {
+  if (auth?.state === 'needed') return 'needs login';
+  if (instances.length > 0) {
+    const states = [...new Set(instances.map((i) => i.sessionState ?? i.poolState))];
+    return states.join(', ');
+  }
+  const last = probes[probes.length - 1];
+  if (last?.verdict && !last.verdict.ok) return 'failed';
+  if (auth?.state === 'failed') return 'authorization failed';
+  return 'idle';
+}
+
 export function uiState(controller: Controller, hub: UiHub): UiState {
   const rows = new Map(controller.protocol().servers.map((r) => [r.server, r]));
   const probes = hub.probes.view();
+  const calls = controller.recentCalls();
+  const errors: UiError[] = [];
   const servers: UiServer[] = controller.serverStatus().map((s) => {
     const row = rows.get(s.server)!;
     const pool = controller.pool(s.server);
@@ -101,31 +160,48 @@ export function uiState(controller: Controller, hub: UiHub): UiState {
     const ids = new Map(chart.instances.map((i) => [i.id, i.activeStateIds]));
     const snap = pool.actor.getSnapshot();
     const slots = (snap.context as { instances?: { get(id: string): { holders: string[] } | undefined } }).instances;
+    const instances: UiInstance[] = s.instances.map((i) => ({
+      id: i.id,
+      lane: i.lane,
+      pid: i.pid,
+      poolState: i.state,
+      sessionState: i.sessionState,
+      era: i.era,
+      negotiated: i.negotiated,
+      eraSource: i.eraSource,
+      holders: i.holders,
+      holderIds: [...(slots?.get(i.id)?.holders ?? [])].slice(0, 16),
+      startedAt: i.startedAt,
+      uptimeMs: i.uptimeMs,
+      activeStateIds: ids.get(i.id) ?? [],
+    }));
+    const kept = probes[s.server]?.probes ?? [];
+    const auth = authOf(controller, s.server);
+    const own = errorsOf(s.server, kept, calls, auth);
+    errors.push(...own);
+    const last = own[own.length - 1];
     return {
       ...row,
       transport: s.transport,
-      lanes: s.lanes,
-      instances: s.instances.map((i) => ({
-        id: i.id,
-        lane: i.lane,
-        pid: i.pid,
-        poolState: i.state,
-        sessionState: i.sessionState,
-        era: i.era,
-        negotiated: i.negotiated,
-        eraSource: i.eraSource,
-        holders: i.holders,
-        holderIds: [...(slots?.get(i.id)?.holders ?? [])].slice(0, 16),
-        startedAt: i.startedAt,
-        uptimeMs: i.uptimeMs,
-        activeStateIds: ids.get(i.id) ?? [],
-      })),
+      lanes: lanesWithState(s.lanes, instances),
+      instances,
       pool: { state: poolStateText(snap.value), activeStateIds: activeStateIds(snap) },
       stale: probes[s.server]?.stale ?? null,
-      probes: probes[s.server]?.probes ?? [],
-      auth: authOf(controller, s.server),
+      probes: kept,
+      auth,
       leftOut: controller.catalog.leftOut(s.server).map((l) => ({ ...l, text: describeLeftOut(l) })),
+      state: summaryState(instances, kept, auth),
+      tools: controller.catalog.toolCount(s.server),
+      lastError: last ? { at: last.at, text: last.text } : null,
     };
   });
-  return { at: new Date().toISOString(), inspector: hub.inspectorUrl, charts: chartTexts(), servers };
+  errors.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
+  return {
+    at: new Date().toISOString(),
+    inspector: hub.inspectorUrl,
+    charts: chartTexts(),
+    servers,
+    calls: calls.slice().reverse(),
+    errors: errors.slice(0, 50),
+  };
 }

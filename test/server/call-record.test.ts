@@ -56,6 +56,19 @@ describe('call records', () => {
     expect(h!.logs.text).not.toContain(SECRET);
   }, 60_000);
 
+  it("the page's recent calls keep a scrubbed preview: a known secret and a secret-named argument read <redacted>, at most 50 calls", async () => {
+    await h!.controller.call('tools', 'echo', { text: `say ${SECRET}`, password: 'hunter2-not-known', nested: { apiKey: 'k-123' } });
+    const last = h!.controller.recentCalls().at(-1)!;
+    expect(last).toMatchObject({ via: 'api', server: 'tools', tool: 'echo', ok: true });
+    expect(last.args).toBe('{"text":"say <redacted>","password":"<redacted>","nested":{"apiKey":"<redacted>"}}');
+    expect(JSON.stringify(h!.controller.recentCalls())).not.toMatch(new RegExp(`${SECRET}|hunter2|k-123`));
+    await Promise.all(Array.from({ length: 60 }, (_, i) => h!.controller.call('tools', 'echo', { text: `m${i}` })));
+    expect(h!.controller.recentCalls()).toHaveLength(50);
+    // their records written before the next test counts them
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+  }, 60_000);
+
   it('the records of answered calls are written when the daemon stops', async () => {
     const before = records().length;
     const finished: string[] = [];

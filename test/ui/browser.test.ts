@@ -8,7 +8,7 @@
  * hover linking both ways, highlights a state that changes when a server starts; a wrong or missing
  * login is refused.
  *
- * UPDATE_SCREENSHOT=1 writes the README's screenshot, docs/ui.png.
+ * The README's screenshot, docs/ui.png, is written by ./glance.test.ts.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -354,11 +354,6 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui in chromium, against the demo', 
     );
 
     expect(problems).toEqual([]);
-
-    if (process.env['UPDATE_SCREENSHOT'] === '1') {
-      await page.evaluate(() => window.scrollTo(0, 0));
-      await page.screenshot({ path: join(packageRoot(), 'docs', 'ui.png'), clip: { x: 0, y: 0, width: 1280, height: 900 } });
-    }
   }, 90_000);
 
   it('the old statechart page draws its chart with the bundled Mermaid too', async () => {
