@@ -13,8 +13,8 @@
  *   mcpx uninstall --client NAME | doctor
  *
  * Client commands find the daemon through the state folder and start one in the background when
- * none answers (`stop` excepted). Errors: one line on stderr, `mcpx: <message>`; exit 2 for a usage
- * error, 1 for anything else.
+ * none answers (`stop` excepted). Errors: one line on stderr, `mcpx: <message>` (a config's problems: one
+ * line each); exit 2 for a usage error, 1 for anything else.
  *
  * Each command is its own module (./commands/), loaded only when the command line can run it, and
  * loads what it runs only when it runs: a command is a separate process each time, so what it imports
@@ -94,6 +94,11 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     const message = err instanceof Error ? err.message : String(err);
+    // A config's problems: one a line, each whole (its file, key and line), as an editor lists them.
+    if (err instanceof Error && (err as { code?: unknown }).code === 'MCPX_BAD_CONFIG') {
+      for (const line of message.split('\n')) if (line.trim() !== '') process.stderr.write(`mcpx: ${oneLine(line)}\n`);
+      return 1;
+    }
     process.stderr.write(`mcpx: ${oneLine(message)}\n`);
     return 1;
   }
