@@ -33,9 +33,9 @@ const CURSOR_FILE = '{\n  "mcpServers": {\n    "other": { "command": "node", "ar
 describe('mcpx install --import into a hand-formatted mcpx config', () => {
   const cases: Array<{ name: string; config: string; want: string }> = [
     {
-      name: '2 spaces',
-      config: '{\n  "mcpServers": {\n    "mine": {\n      "command": "node"\n    }\n  }\n}\n',
-      want: '{\n  "mcpServers": {\n    "mine": {\n      "command": "node"\n    },\n    "other": {\n      "command": "node",\n      "args": [\n        "b.js"\n      ],\n      "env": {\n        "A": "1"\n      }\n    }\n  }\n}\n',
+      name: '2 spaces, one-liners and trailing commas',
+      config: '{\n  "mcpServers": {\n    "mine": { "command": "node" },\n  },\n}\n',
+      want: '{\n  "mcpServers": {\n    "mine": { "command": "node" },\n    "other": { "command": "node", "args": ["b.js"], "env": { "A": "1" } },\n  },\n}\n',
     },
     {
       name: '4 spaces, a setting block and a comment',
@@ -44,14 +44,14 @@ describe('mcpx install --import into a hand-formatted mcpx config', () => {
       want: '{\n    "pool": {\n        "max": 2\n    },\n    "mcpServers": {\n        "mine": {\n            "command": "node"\n        }, // mine\n        "other": {\n            "command": "node",\n            "args": [\n                "b.js"\n            ],\n            "env": {\n                "A": "1"\n            }\n        }\n    }\n}\n',
     },
     {
-      name: 'tabs',
-      config: '{\n\t"mcpServers": {\n\t\t"mine": {\n\t\t\t"command": "node"\n\t\t}\n\t}\n}\n',
-      want: '{\n\t"mcpServers": {\n\t\t"mine": {\n\t\t\t"command": "node"\n\t\t},\n\t\t"other": {\n\t\t\t"command": "node",\n\t\t\t"args": [\n\t\t\t\t"b.js"\n\t\t\t],\n\t\t\t"env": {\n\t\t\t\t"A": "1"\n\t\t\t}\n\t\t}\n\t}\n}\n',
+      name: 'tabs, a comment after the last server',
+      config: '{\n\t"mcpServers": {\n\t\t"mine": {\n\t\t\t"command": "node"\n\t\t} // mine\n\t}\n}\n',
+      want: '{\n\t"mcpServers": {\n\t\t"mine": {\n\t\t\t"command": "node"\n\t\t}, // mine\n\t\t"other": {\n\t\t\t"command": "node",\n\t\t\t"args": [\n\t\t\t\t"b.js"\n\t\t\t],\n\t\t\t"env": {\n\t\t\t\t"A": "1"\n\t\t\t}\n\t\t}\n\t}\n}\n',
     },
     {
-      name: 'CRLF',
-      config: '{\r\n  "mcpServers": {\r\n    "mine": {\r\n      "command": "node"\r\n    }\r\n  }\r\n}\r\n',
-      want: '{\r\n  "mcpServers": {\r\n    "mine": {\r\n      "command": "node"\r\n    },\r\n    "other": {\r\n      "command": "node",\r\n      "args": [\r\n        "b.js"\r\n      ],\r\n      "env": {\r\n        "A": "1"\r\n      }\r\n    }\r\n  }\r\n}\r\n',
+      name: 'CRLF, one server a line',
+      config: '{\r\n  "mcpServers": {\r\n    "mine": { "command": "node" } // mine\r\n  }\r\n}\r\n',
+      want: '{\r\n  "mcpServers": {\r\n    "mine": { "command": "node" }, // mine\r\n    "other": { "command": "node", "args": ["b.js"], "env": { "A": "1" } }\r\n  }\r\n}\r\n',
     },
     {
       name: 'one server a line',
