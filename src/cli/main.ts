@@ -95,7 +95,8 @@ async function main(argv: string[]): Promise<number> {
     }
     const message = err instanceof Error ? err.message : String(err);
     // A config's problems: one a line, each whole (its file, key and line), as an editor lists them.
-    if (err instanceof Error && (err as { code?: unknown }).code === 'MCPX_BAD_CONFIG') {
+    const data = err instanceof Error ? (err as { data?: { problems?: unknown } }).data : undefined;
+    if (err instanceof Error && ((err as { code?: unknown }).code === 'MCPX_BAD_CONFIG' || Array.isArray(data?.problems))) {
       for (const line of message.split('\n')) if (line.trim() !== '') process.stderr.write(`mcpx: ${oneLine(line)}\n`);
       return 1;
     }

@@ -84,6 +84,14 @@ describe('config mistakes, named', { timeout: 180_000 }, () => {
       expect(lines.join('\n')).toContain('mcpServers.a.mcpx.scop: is not an mcpx key (did you mean scope?)');
       expect(lines.join('\n')).toContain('mcpServers.b.mcpx.idelTimeout: is not an mcpx key (did you mean idleTimeout?)');
     }
+    // a client command that starts the daemon in the background: the same lines, after what happened
+    const auto = await mcpx(['status', '--config', file], { env, timeoutMs: 90_000 });
+    expect(auto.code).toBe(1);
+    const lines = auto.stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(new RegExp(`^mcpx: the daemon did not start: config ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: pool\\.maxx: `));
+    expect(lines.slice(1).every((l) => l.startsWith(`mcpx: config ${file}: mcpServers.`))).toBe(true);
+    expect(lines[2]).toMatch(/ \(log: .*daemon\.log\)$/);
   });
 
   it('an edit a running daemon refused shows in mcpx status and mcpx servers until the file is fixed', async () => {
