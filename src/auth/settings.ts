@@ -3,6 +3,8 @@
  * `authServerMetadataUrl`, `scopes`) plus mcpx's `clientSecret` and `clientMetadataUrl`. Every key is
  * optional: with none, everything is discovered. `oauth: false` turns authorization off.
  */
+import { didYouMean } from '../config/settings.js';
+
 export interface OAuthSettings {
   /** A pre-registered client; with it, no registration is made. */
   clientId?: string;
@@ -75,7 +77,8 @@ export function parseOAuthSettings(
     return v;
   };
   for (const k of Object.keys(entry)) {
-    if (!(OAUTH_KEYS as readonly string[]).includes(k)) warn([...at, k], `is not an oauth key mcpx reads and is ignored (known: ${OAUTH_KEYS.join(', ')})`);
+    if (!(OAUTH_KEYS as readonly string[]).includes(k))
+      warn([...at, k], `is not an oauth key mcpx reads and is ignored${didYouMean(k, OAUTH_KEYS)} (known: ${OAUTH_KEYS.join(', ')})`);
   }
   const clientId = text('clientId');
   if (clientId !== undefined) out.clientId = clientId;

@@ -221,7 +221,15 @@ function lastError(logFile: string): string | undefined {
     .slice(-40);
   for (let i = lines.length - 1; i >= 0; i -= 1) {
     const line = lines[i]!;
-    if (line.startsWith('mcpx: ')) return line.slice(6);
+    if (line.startsWith('mcpx: ')) {
+      // A bad config's problems come one a line: all of the last run of them.
+      let first = i;
+      while (first > 0 && lines[first - 1]!.startsWith('mcpx: ')) first -= 1;
+      return lines
+        .slice(first, i + 1)
+        .map((l) => l.slice(6))
+        .join('\n');
+    }
     try {
       const rec = JSON.parse(line) as { level?: number; msg?: string };
       if ((rec.level ?? 0) >= 50 && rec.msg) return rec.msg;
@@ -306,7 +314,9 @@ export async function startDaemonInBackground(target: Target, opts: StartOptions
     // Our daemon gave up; another client's daemon may still be coming up on the same socket.
     if (exited && Date.now() - exited.at > 1_500) {
       const why = lastError(logFile) ?? `it exited with ${exited.signal ? `signal ${exited.signal}` : `code ${exited.code}`}`;
-      throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon did not start: ${why} (log: ${logFile})`, { data: { log: logFile } });
+      // Several lines (a bad config's problems): printed one a line (main.ts), as `mcpx daemon` prints them.
+      const problems = why.includes('\n') ? { problems: why.split('\n') } : {};
+      throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon did not start: ${why} (log: ${logFile})`, { data: { log: logFile, ...problems } });
     }
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -41,3 +41,13 @@ export function clip(text: string | undefined, max = 60): string {
   const t = text.replace(/\s+/g, ' ').trim();
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
 }
+
+/** What `mcpx status` and `mcpx servers` say of a config edit the daemon refused: a line, then one problem a line. */
+export function rejectedEditLines(r: { file: string | null; at: string; problems: string[] } | undefined): string[] {
+  if (r === undefined) return [];
+  const n = r.problems.length;
+  return [
+    `the last edit of ${r.file ?? 'the config'} was rejected at ${r.at} (${n} problem${n === 1 ? '' : 's'}); the config before it stays in force until the file is fixed:`,
+    ...r.problems.map((p) => `  ${p}`),
+  ];
+}

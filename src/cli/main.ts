@@ -15,8 +15,8 @@
  *
  * Client commands find the daemon through the state folder and start one in the background when
  * none answers (`stop`, `logs` and a `status` without `--start` excepted). Errors: one line on stderr,
- * `mcpx: <message>` (under --json also `{ok:false, error}` on stdout); exit 2 for a usage error, 1 for
- * anything else.
+ * `mcpx: <message>` (a config's problems: one line each; under --json also `{ok:false, error}` on stdout);
+ * exit 2 for a usage error, 1 for anything else.
  *
  * Each command is its own module (./commands/), loaded only when the command line can run it, and
  * loads what it runs only when it runs: a command is a separate process each time, so what it imports
@@ -109,6 +109,12 @@ async function main(argv: string[]): Promise<number> {
     }
     const message = err instanceof Error ? err.message : String(err);
     printJsonError(argv, jsonErrorOf(err, oneLine(message)));
+    // A config's problems: one a line, each whole (its file, key and line), as an editor lists them.
+    const data = err instanceof Error ? (err as { data?: { problems?: unknown } }).data : undefined;
+    if (err instanceof Error && ((err as { code?: unknown }).code === 'MCPX_BAD_CONFIG' || Array.isArray(data?.problems))) {
+      for (const line of message.split('\n')) if (line.trim() !== '') process.stderr.write(`mcpx: ${oneLine(line)}\n`);
+      return 1;
+    }
     process.stderr.write(`mcpx: ${oneLine(message)}\n`);
     return 1;
   }

@@ -9,8 +9,9 @@
  *   write them (`stdio`, `http`, `streamable-http`, `sse`) are accepted and must agree with it.
  * - `${VAR}`, `${VAR:-default}` (Claude Code), `${env:VAR}`, `${workspaceFolder}`, `${userHome}` (VS Code,
  *   Cursor) are expanded in command, args, env, cwd, url and headers, as those tools do.
- * - Unknown keys in a server entry are ignored (other tools add their own) and left out of the result; an
- *   unknown key inside a server's `mcpx` block is an error.
+ * - Unknown keys at the top level and in a server entry are ignored with a warning (the file may be another
+ *   client's too), naming the nearest known key; a few keys other clients write are accepted silently
+ *   (FOREIGN_*). An unknown key inside mcpx's own blocks (a setting block, a server's `mcpx`) is an error.
  * - Every error names the file, the server and the key, and all of them are collected.
  */
 import { parseOAuthSettings } from '../auth/settings.js';
@@ -24,7 +25,7 @@ import { ConfigError, type ConfigProblem } from '../errors.js';
 import { canonicalPreference, preferenceRefusal, type Preference } from '../machines/preference.js';
 import type { PoolLimits, PoolServerConfig, Scope, Sharing } from '../pool/types.js';
 import type { HttpDefinition, ServerDefinition, StdioDefinition } from '../upstream/definition.js';
-import { checkSettingsFile, closest, findSetting, homeFolder, SETTING_BLOCKS, showValue, type SettingPath } from './settings.js';
+import { checkSettingsFile, didYouMean, findSetting, homeFolder, SETTING_BLOCKS, showValue, type SettingPath } from './settings.js';
 import { isObject } from '../is-object.js';
 import { capabilitiesOf, DEFAULT_URL_WIRE, WIRES, type UrlWire, type WireTransport } from '../transports/capabilities.js';
 
@@ -300,6 +301,28 @@ export function dottedKey(path: KeyPath): string {
 /** The keys of a server entry mcpx reads; anything else is another tool's business. */
 const SERVER_KEYS = ['command', 'args', 'env', 'cwd', 'url', 'headers', 'oauth', 'type', 'transport', 'protocol', 'disabled', 'mcpx'] as const;
 
+/** Top-level keys other clients write in these files (JSON schema, VS Code's prompted inputs, Claude Desktop's app settings): accepted silently. */
+const FOREIGN_TOP_KEYS = new Set(['$schema', 'inputs', 'globalShortcut', 'preferences']);
+
+/**
+ * Server keys other clients write that change nothing in how a server runs (the client's own approval of
+ * calls, a label): accepted silently.
+ */
+const FOREIGN_SERVER_KEYS = new Set(['alwaysAllow', 'autoApprove', 'trust', 'description']);
+
+/** Server keys other clients write for something mcpx does its own way: ignored, with a word on mcpx's way. */
+const FOREIGN_SERVER_HINTS: Readonly<Record<string, string>> = {
+  timeout: 'for mcpx\'s request timeout write "mcpx": {"requestTimeout": "60s"}',
+  enabled: 'mcpx reads "disabled": true',
+  serverUrl: 'mcpx reads "url"',
+  httpUrl: 'mcpx reads "url"',
+  transportType: 'mcpx reads "type"',
+  envFile: 'mcpx reads no env file; put the variables in "env"',
+  disabledTools: 'mcpx offers every tool the server lists',
+  includeTools: 'mcpx offers every tool the server lists',
+  excludeTools: 'mcpx offers every tool the server lists',
+};
+
 /** The `mcpx` block's keys and the settings they override. */
 export const MCPX_BLOCK_KEYS = {
   scope: 'pool.scope',
@@ -495,6 +518,13 @@ export function parseConfigText(rawText: string, file: string, opts: ParseConfig
   base.settingsFile = settingsFile;
   for (const p of checkSettingsFile(settingsFile, file, env)) errors.push({ ...p, ...(p.key === undefined ? {} : locate(p.key.split('.'))) });
 
+  // other top-level keys: another client's, or a typo of one of mcpx's (`upstrem`)
+  const topKeys = ['mcpServers', 'servers', ...SETTING_BLOCKS];
+  for (const k of Object.keys(doc)) {
+    if (topKeys.includes(k) || FOREIGN_TOP_KEYS.has(k)) continue;
+    problemAt(warnings, [k], `is not a key mcpx reads and is ignored${didYouMean(k, topKeys)}`);
+  }
+
   // the servers
   const hasMcp = Object.hasOwn(doc, 'mcpServers');
   const hasVs = Object.hasOwn(doc, 'servers');
@@ -622,7 +652,7 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
   }
   const ck = entryCheck(entry, at, c);
   checkName(ck, name);
-  warnNearMissKeys(ck);
+  warnUnknownKeys(ck);
   const declared = declaredTransport(ck);
   const transport = checkCommandOrUrl(ck, declared);
   const definition = transport === 'stdio' ? stdioDefinition(ck) : httpDefinition(ck, declared);
@@ -681,12 +711,13 @@ function checkName(ck: EntryCheck, name: string): void {
     ck.warn(ck.at, `the name contains "__", which also separates server and tool in "<server>__<tool>" names; a rename avoids ambiguity`);
 }
 
-/** Near-miss keys: ignored, as other tools' keys are, but worth a word. */
-function warnNearMissKeys({ entry, at, warn }: EntryCheck): void {
+/** Keys mcpx does not read: ignored (other tools add their own), each with a warning but the few FOREIGN_SERVER_KEYS. */
+function warnUnknownKeys({ entry, at, warn }: EntryCheck): void {
   for (const k of Object.keys(entry)) {
-    if ((SERVER_KEYS as readonly string[]).includes(k)) continue;
-    const near = closest(k, SERVER_KEYS);
-    if (near !== undefined && !Object.hasOwn(entry, near)) warn([...at, k], `is not a key mcpx reads and is ignored; did you mean "${near}"?`);
+    if ((SERVER_KEYS as readonly string[]).includes(k) || FOREIGN_SERVER_KEYS.has(k)) continue;
+    const hint = Object.hasOwn(FOREIGN_SERVER_HINTS, k) ? FOREIGN_SERVER_HINTS[k] : undefined;
+    if (hint !== undefined) warn([...at, k], `is another client's key, ignored by mcpx: ${hint}`);
+    else warn([...at, k], `is not a key mcpx reads and is ignored${didYouMean(k, SERVER_KEYS)}`);
   }
 }
 
@@ -873,8 +904,7 @@ function mcpxBlock(ck: EntryCheck, transport: 'stdio' | 'http'): McpxBlock {
       continue;
     }
     if (!Object.hasOwn(MCPX_BLOCK_KEYS, k)) {
-      const near = closest(k, known);
-      problem([...at, 'mcpx', k], `is not an mcpx key${near ? ` (did you mean ${near}?)` : ''}; use ${known.join(', ')}`);
+      problem([...at, 'mcpx', k], `is not an mcpx key${didYouMean(k, known)}; use ${known.join(', ')}`);
       continue;
     }
     if (v === undefined) continue;

@@ -515,6 +515,12 @@ export function closest(name: string, candidates: Iterable<string>): string | un
   return best !== undefined && bestD <= Math.max(2, Math.floor(name.length / 4)) ? best : undefined;
 }
 
+/** ` (did you mean X?)` when `name` is one typo away from one of `known`, else nothing: the same words at every level. */
+export function didYouMean(name: string, known: Iterable<string>): string {
+  const near = closest(name, known);
+  return near === undefined ? '' : ` (did you mean ${near}?)`;
+}
+
 /**
  * The declaration of `path` (exact, else case-insensitive).
  * @throws UnknownSettingError (MCPX_UNKNOWN_SETTING) suggesting the nearest path.

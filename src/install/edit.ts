@@ -178,10 +178,183 @@ export function editJson(text: string | undefined, key: string, change: ServerCh
   const apply = (doc: string, plainOnly: boolean): string => {
     let d = doc;
     for (const name of change.remove) d = edit(d, [key, name], undefined, fmt, plainOnly);
-    for (const [name, entry] of Object.entries(change.set)) d = edit(d, [key, name], entry, fmt, plainOnly);
+    for (const [name, entry] of Object.entries(change.set)) d = plainOnly ? edit(d, [key, name], entry, fmt, true) : put(d, key, name, entry, fmt);
     return d;
   };
   return bom + (editInPlace(t, key, fmt.eol ?? '\n', apply) ?? apply(t, false));
+}
+
+/** One member of an object: where its name starts, where its value starts and ends. */
+interface Member {
+  name: string;
+  start: number;
+  valueStart: number;
+  end: number;
+}
+
+/** An object in the text: its braces, its members, and a comma after the last one (a trailing comma). */
+interface ObjectLayout {
+  /** Where the name of the property holding the object starts (none for the top level). */
+  keyStart?: number;
+  open: number;
+  close: number;
+  members: Member[];
+  trailingComma?: number;
+}
+
+/** The object at `path` (`[]`: the top level), read in one streaming pass (no tree). */
+function objectLayout(text: string, path: readonly string[]): ObjectLayout | undefined {
+  const stack: Array<{ object: boolean; prop?: string; propAt?: number }> = [];
+  let depth = -1; // the target's depth in `stack` once found
+  let layout: ObjectLayout | undefined;
+  let done = false;
+  let pending: { name: string; start: number; valueStart?: number } | undefined;
+  const inside = () => layout !== undefined && !done && stack.length === depth;
+  const valueBegins = (offset: number) => {
+    if (inside() && pending !== undefined) pending.valueStart = offset;
+  };
+  const valueEnds = (end: number) => {
+    if (inside() && pending?.valueStart !== undefined) layout!.members.push({ ...pending, valueStart: pending.valueStart, end });
+    if (inside()) pending = undefined;
+  };
+  visit(
+    text,
+    {
+      onObjectBegin: (offset) => {
+        if (layout === undefined && stack.length === path.length && stack.every((c, i) => c.object && c.prop === path[i])) {
+          const parent = stack[stack.length - 1];
+          layout = { ...(parent?.propAt === undefined ? {} : { keyStart: parent.propAt }), open: offset, close: -1, members: [] };
+          depth = stack.length + 1;
+        } else valueBegins(offset);
+        stack.push({ object: true });
+      },
+      onObjectEnd: (offset, length) => {
+        stack.pop();
+        if (layout !== undefined && !done && stack.length === depth - 1) {
+          layout.close = offset;
+          done = true;
+        } else valueEnds(offset + length);
+      },
+      onArrayBegin: (offset) => {
+        valueBegins(offset);
+        stack.push({ object: false });
+      },
+      onArrayEnd: (offset, length) => {
+        stack.pop();
+        valueEnds(offset + length);
+      },
+      onObjectProperty: (name, offset) => {
+        const top = stack[stack.length - 1];
+        if (top?.object) {
+          top.prop = name;
+          top.propAt = offset;
+        }
+        if (inside()) {
+          pending = { name, start: offset };
+          delete layout!.trailingComma;
+        }
+      },
+      onLiteralValue: (_v, offset, length) => {
+        valueBegins(offset);
+        valueEnds(offset + length);
+      },
+      onSeparator: (ch, offset) => {
+        if (ch === ',' && inside()) layout!.trailingComma = offset;
+      },
+    },
+    { allowTrailingComma: true, disallowComments: false },
+  );
+  return done ? layout : undefined;
+}
+
+/** The blanks a line starts with (the line holding `at`). */
+function lineIndent(text: string, at: number): string {
+  const start = text.lastIndexOf('\n', at - 1) + 1;
+  return /^[ \t]*/.exec(text.slice(start, at))![0];
+}
+
+/** The blanks before `at` when nothing else precedes it on its line, else undefined. */
+function ownLineIndent(text: string, at: number): string | undefined {
+  const before = text.slice(text.lastIndexOf('\n', at - 1) + 1, at);
+  return /^[ \t]*$/.test(before) ? before : undefined;
+}
+
+/** JSON on one line, `{ "a": 1, "b": [2] }` when `spaced` (as people write it by hand), else compact. */
+function inline(v: unknown, spaced: boolean): string {
+  if (!spaced) return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map((x) => inline(x, true)).join(', ')}]`;
+  if (isObject(v)) {
+    const e = Object.entries(v).filter(([, x]) => x !== undefined);
+    return e.length === 0 ? '{}' : `{ ${e.map(([k, x]) => `${JSON.stringify(k)}: ${inline(x, true)}`).join(', ')} }`;
+  }
+  return JSON.stringify(v);
+}
+
+/** A one-line entry longer than this goes on several lines even where the others are one-liners. */
+const INLINE_ENTRY_LIMIT = 120;
+
+/**
+ * Adds or replaces the member `name` of the object `key` (the object made when missing), written as the
+ * file is: on the object's line when the object is on one line; else on a line of its own with the
+ * members' indentation and the file's line ends, on one line when every other member is a one-liner and
+ * the entry is short, else laid out with the file's indentation unit.
+ */
+function put(text: string, key: string, name: string, value: unknown, fmt: FormattingOptions): string {
+  const servers = objectLayout(text, [key]);
+  if (servers !== undefined) return setMember(text, servers, name, value, fmt);
+  const root = objectLayout(text, []);
+  return root === undefined ? edit(text, [key, name], value, fmt, false) : setMember(text, root, key, { [name]: value }, fmt);
+}
+
+function setMember(text: string, o: ObjectLayout, name: string, value: unknown, fmt: FormattingOptions): string {
+  const eol = fmt.eol ?? '\n';
+  // `"a": 1` or `"a":1`, as the object (and its own name) is written
+  const from = o.keyStart ?? o.open;
+  const spaced = /":\s/.test(text.slice(from, Math.min(o.close, from + FORMAT_LINE_LIMIT)));
+  const fileUnit = fmt.insertSpaces === false ? '\t' : ' '.repeat(fmt.tabSize ?? 2);
+  const oneLiners = o.members.length > 0 && o.members.every((m) => !text.slice(m.valueStart, m.end).includes('\n'));
+  const laidOut = (indent: string, unit: string): string => {
+    const short = inline(value, spaced);
+    return oneLiners && short.length <= INLINE_ENTRY_LIMIT
+      ? short
+      : JSON.stringify(value, null, unit)
+          .split('\n')
+          .join(eol + indent);
+  };
+  const objIndent = lineIndent(text, o.open);
+  const last = o.members[o.members.length - 1];
+  const memberIndent = (last === undefined ? undefined : ownLineIndent(text, last.start)) ?? objIndent + fileUnit;
+  const unit = memberIndent.startsWith(objIndent) && memberIndent.length > objIndent.length ? memberIndent.slice(objIndent.length) : fileUnit;
+
+  const existing = o.members.find((m) => m.name === name);
+  if (existing !== undefined) {
+    const old = text.slice(existing.valueStart, existing.end);
+    const v = !old.includes('\n') && !oneLiners ? inline(value, spaced) : laidOut(lineIndent(text, existing.start), unit);
+    return text.slice(0, existing.valueStart) + v + text.slice(existing.end);
+  }
+  if (last !== undefined && !text.slice(o.open, o.close).includes('\n')) {
+    // an object on one line: the member goes on that line
+    const prop = `${JSON.stringify(name)}: ${inline(value, spaced)}`;
+    const at = o.trailingComma !== undefined ? o.trailingComma + 1 : last.end;
+    return text.slice(0, at) + (o.trailingComma !== undefined ? ` ${prop},` : `, ${prop}`) + text.slice(at);
+  }
+  const prop = `${JSON.stringify(name)}: ${laidOut(memberIndent, unit)}`;
+  if (last === undefined) {
+    const inner = text.slice(o.open + 1, o.close);
+    // An empty object in a line of other things (a file on one line): the member goes in on that line.
+    if (!inner.includes('\n') && o.keyStart !== undefined && ownLineIndent(text, o.keyStart) === undefined)
+      return `${text.slice(0, o.open + 1)}${spaced ? ' ' : ''}${JSON.stringify(name)}:${spaced ? ' ' : ''}${inline(value, spaced)}${spaced ? ' ' : ''}${text.slice(o.close)}`;
+    return inner.trim() === ''
+      ? text.slice(0, o.open + 1) + eol + memberIndent + prop + eol + objIndent + text.slice(o.close)
+      : text.slice(0, o.open + 1) + eol + memberIndent + prop + text.slice(o.open + 1); // only comments inside: first
+  }
+  // After the last member (and its trailing comma), at the end of its line when only a comment follows there.
+  const after = o.trailingComma !== undefined ? o.trailingComma + 1 : last.end;
+  const nl = text.indexOf('\n', after);
+  const lineEnd = nl === -1 ? text.length : nl > 0 && text[nl - 1] === '\r' ? nl - 1 : nl;
+  const at = /^[ \t]*(\/\/.*|\/\*.*\*\/[ \t]*)?$/.test(text.slice(after, lineEnd)) ? lineEnd : after;
+  if (o.trailingComma !== undefined) return text.slice(0, at) + eol + memberIndent + prop + ',' + text.slice(at);
+  return text.slice(0, last.end) + ',' + text.slice(last.end, at) + eol + memberIndent + prop + text.slice(at);
 }
 
 /** Where the top-level property `key` is: its name's offset and its value's end. */

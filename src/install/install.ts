@@ -121,6 +121,81 @@ function editClient(client: ClientInfo, text: string | undefined, remove: string
   return client.format === 'toml' ? editToml(text, client.key, { remove, set }, file) : editJson(text, client.key, { remove, set });
 }
 
+/**
+ * What `--import` would do with a client's servers against mcpx's config: what moves, what is there
+ * already, what stays, and the names mcpx's config already has with another definition (`--import`
+ * refuses those until --rename or --skip settles them; the overview names them beforehand).
+ */
+export function classifyImport(
+  client: ClientInfo,
+  clientServers: ServerMap,
+  configServers: ServerMap,
+  renames: ReadonlyMap<string, string>,
+  skips: ReadonlySet<string>,
+): { imported: ImportPlan; add: Record<string, Record<string, unknown>>; remove: string[]; collisions: string[] } {
+  const remove: string[] = [];
+  const add = Object.create(null) as Record<string, Record<string, unknown>>;
+  const imported: ImportPlan = { moved: [], already: [], skipped: [], kept: [], notes: [] };
+  const collisions: string[] = [];
+  for (const [name, raw] of Object.entries(clientServers)) {
+    if (name === ENTRY_NAME) continue;
+    if (hasInput(raw)) {
+      imported.kept.push({
+        server: name,
+        note: 'uses ${input:…} (a value VS Code prompts for), which mcpx cannot ask: left in the client; put the value in an environment variable to move it',
+      });
+      continue;
+    }
+    if (skips.has(name)) {
+      imported.skipped.push(name);
+      remove.push(name);
+      continue;
+    }
+    const to = renames.get(name) ?? name;
+    const server = toMcpxServer(client, name, raw, imported.notes);
+    // Own keys only: a server named `constructor` is not Object's constructor.
+    const existing = Object.hasOwn(configServers, to) ? configServers[to] : Object.hasOwn(add, to) ? add[to] : undefined;
+    if (existing !== undefined) {
+      if (sameValue(existing, server)) {
+        imported.already.push(name);
+        remove.push(name);
+      } else collisions.push(to === name ? name : `${name} (renamed ${to})`);
+      continue;
+    }
+    add[to] = server;
+    remove.push(name);
+    const disabled = isDisabled(client, raw);
+    imported.moved.push({ from: name, to, disabled });
+    if (disabled) imported.notes.push({ server: name, note: `disabled in ${client.title}: imported with "disabled": true` });
+  }
+  return { imported, add, remove, collisions };
+}
+
+/** mcpx's config: which key holds its servers (`mcpServers` unless the file uses `servers`), and the servers. */
+function configServersOf(text: string | undefined, file: string): { configKey: 'mcpServers' | 'servers'; configServers: ServerMap } {
+  const config = parseClientFile(text, 'json', 'mcpServers', file);
+  const configKey = config.doc['servers'] !== undefined && config.doc['mcpServers'] === undefined ? 'servers' : 'mcpServers';
+  return { configKey, configServers: configKey === 'servers' ? parseClientFile(text, 'json', 'servers', file).servers : config.servers };
+}
+
+/** What `install --client C --import` would do with C's servers, for the overview (`mcpx install` alone). */
+export interface ImportPreview {
+  move: string[];
+  /** In mcpx's config already, the same. */
+  already: string[];
+  /** Left in the client (a prompted `${input:…}`). */
+  kept: string[];
+  /** In mcpx's config already with another definition: `--import` refuses them until --rename or --skip. */
+  clashes: string[];
+}
+
+export function previewImport(client: ClientInfo, clientFile: string, configFile: string): ImportPreview {
+  const { servers } = parseClientFile(readIfExists(clientFile), client.format, client.key, clientFile);
+  const { configServers } = configServersOf(readIfExists(configFile), configFile);
+  const c = classifyImport(client, servers, configServers, new Map(), new Set());
+  return { move: c.imported.moved.map((m) => m.from), already: c.imported.already, kept: c.imported.kept.map((k) => k.server), clashes: c.collisions };
+}
+
 export function planInstall(o: PlanOptions): InstallPlan {
   // One file as both would have mcpx run itself, and the two edits overwrite each other.
   if (realTarget(o.file) === realTarget(o.configFile))
@@ -131,46 +206,14 @@ export function planInstall(o: PlanOptions): InstallPlan {
   const parsed = parseClientFile(before, o.client.format, o.client.key, o.file);
   const entry = clientEntry(o.client, o.spec);
   const configBefore = readIfExists(o.configFile);
-  const config = parseClientFile(configBefore, 'json', 'mcpServers', o.configFile);
-  const configKey = config.doc['servers'] !== undefined && config.doc['mcpServers'] === undefined ? 'servers' : 'mcpServers';
-  const configServers: ServerMap = configKey === 'servers' ? parseClientFile(configBefore, 'json', 'servers', o.configFile).servers : config.servers;
-  const remove: string[] = [];
-  const add = Object.create(null) as Record<string, Record<string, unknown>>;
+  const { configKey, configServers } = configServersOf(configBefore, o.configFile);
+  let remove: string[] = [];
+  let add = Object.create(null) as Record<string, Record<string, unknown>>;
   let imported: ImportPlan | undefined;
   if (o.import) {
-    imported = { moved: [], already: [], skipped: [], kept: [], notes: [] };
-    const collisions: string[] = [];
-    for (const [name, raw] of Object.entries(parsed.servers)) {
-      if (name === ENTRY_NAME) continue;
-      if (hasInput(raw)) {
-        imported.kept.push({
-          server: name,
-          note: 'uses ${input:…} (a value VS Code prompts for), which mcpx cannot ask: left in the client; put the value in an environment variable to move it',
-        });
-        continue;
-      }
-      if (o.skips.has(name)) {
-        imported.skipped.push(name);
-        remove.push(name);
-        continue;
-      }
-      const to = o.renames.get(name) ?? name;
-      const server = toMcpxServer(o.client, name, raw, imported.notes);
-      // Own keys only: a server named `constructor` is not Object's constructor.
-      const existing = Object.hasOwn(configServers, to) ? configServers[to] : Object.hasOwn(add, to) ? add[to] : undefined;
-      if (existing !== undefined) {
-        if (sameValue(existing, server)) {
-          imported.already.push(name);
-          remove.push(name);
-        } else collisions.push(to === name ? name : `${name} (renamed ${to})`);
-        continue;
-      }
-      add[to] = server;
-      remove.push(name);
-      const disabled = isDisabled(o.client, raw);
-      imported.moved.push({ from: name, to, disabled });
-      if (disabled) imported.notes.push({ server: name, note: `disabled in ${o.client.title}: imported with "disabled": true` });
-    }
+    const c = classifyImport(o.client, parsed.servers, configServers, o.renames, o.skips);
+    ({ imported, add, remove } = c);
+    const { collisions } = c;
     if (collisions.length > 0) {
       throw new McpxError(
         'MCPX_INSTALL_COLLISION',
@@ -346,6 +389,12 @@ export interface UninstallResult {
   how: 'restored' | 'removed-entry' | 'deleted' | 'nothing';
   /** Servers put back from the backup when the file had changed since the install. */
   restored: string[];
+  /** What `--import` moved into mcpx's config (they stay there), and whether each is in the client's file again. */
+  imported: Array<{ from: string; to: string; inClient: boolean }>;
+  /** mcpx's config the servers were imported into. */
+  configFile?: string;
+  /** The restore point, when mcpx kept one. */
+  backup?: string;
   after?: string;
   before?: string;
 }
@@ -360,7 +409,7 @@ export async function uninstall(client: ClientInfo, file: string, stateDir: stri
   const records = readRecords(stateDir);
   const rec = records[key];
   const before = readIfExists(key);
-  if (before === undefined) return { file: key, how: 'nothing', restored: [] };
+  if (before === undefined) return { file: key, how: 'nothing', restored: [], imported: [] };
   const parsed = parseClientFile(before, client.format, client.key, key);
   let after: string | undefined;
   let how: UninstallResult['how'];
@@ -375,7 +424,7 @@ export async function uninstall(client: ClientInfo, file: string, stateDir: stri
       how = 'deleted';
     }
   } else {
-    if (parsed.servers[ENTRY_NAME] === undefined && rec === undefined) return { file: key, how: 'nothing', restored: [] };
+    if (parsed.servers[ENTRY_NAME] === undefined && rec === undefined) return { file: key, how: 'nothing', restored: [], imported: [] };
     const set = Object.create(null) as Record<string, Record<string, unknown>>;
     if (rec?.backup !== undefined && existsSync(rec.backup)) {
       const old = parseClientFile(readIfExists(rec.backup), client.format, client.key, rec.backup).servers;
@@ -388,6 +437,8 @@ export async function uninstall(client: ClientInfo, file: string, stateDir: stri
     after = editClient(client, before, [ENTRY_NAME], set, key);
     how = 'removed-entry';
   }
+  // Before the write below: a backup it makes within the same second takes the same name.
+  const backupThere = rec?.backup !== undefined && existsSync(rec.backup);
   if (!dryRun) {
     if (after === undefined) {
       assertOwnLink(file);
@@ -400,7 +451,24 @@ export async function uninstall(client: ClientInfo, file: string, stateDir: stri
     delete records[key];
     writeRecords(stateDir, records);
   }
-  return { file: key, how, restored, before, ...(after === undefined ? {} : { after }) };
+  // The imported servers stay in mcpx's config; say which the client has again (the file as it is now).
+  let nowIn: ServerMap = Object.create(null) as ServerMap;
+  try {
+    if (after !== undefined) nowIn = parseClientFile(after, client.format, client.key, key).servers;
+  } catch {
+    // a restore point that does not parse: nothing to say it holds
+  }
+  const imported = (rec?.imported ?? []).map(({ from, to }) => ({ from, to, inClient: Object.hasOwn(nowIn, from) }));
+  return {
+    file: key,
+    how,
+    restored,
+    imported,
+    ...(rec === undefined ? {} : { configFile: rec.configFile }),
+    ...(backupThere ? { backup: rec!.backup! } : {}),
+    before,
+    ...(after === undefined ? {} : { after }),
+  };
 }
 
 // ---- what is there ----

@@ -40,7 +40,18 @@ import { Scrubber } from './secrets.js';
 import { SettingChanges } from './setting-changes.js';
 import { orderedPools, protocolRows, serverStatus } from './status-views.js';
 import { toolsView } from './tools-view.js';
-import type { CallOutcome, ConfigView, DaemonConfig, ProtocolRow, ReloadOutcome, ServerStatusView, ServerView, SettingChangeView, ToolsView } from './views.js';
+import type {
+  CallOutcome,
+  ConfigView,
+  DaemonConfig,
+  ProtocolRow,
+  RejectedEdit,
+  ReloadOutcome,
+  ServerStatusView,
+  ServerView,
+  SettingChangeView,
+  ToolsView,
+} from './views.js';
 
 export interface ControllerOptions {
   settings: Settings;
@@ -75,6 +86,8 @@ export class Controller {
   readonly auth: AuthManager | null;
   private readonly log: Logger;
   private cfg: DaemonConfig;
+  /** The last edit a reload refused, until one succeeds: `mcpx status` and `mcpx servers` say so. */
+  private rejectedEdit: RejectedEdit | undefined;
   private readonly loader: (() => Promise<DaemonConfig>) | undefined;
   private readonly sources: ControllerOptions['settingsSources'];
   /** When pools change, and which callers wait for it (the shell of ./reconcile.machine.ts). */
@@ -97,6 +110,11 @@ export class Controller {
     this.loader = opts.loadConfig;
     this.sources = opts.settingsSources;
     this.registry.on('event', this.onPoolEvent);
+    this.hub.subscribe((e) => {
+      if (e.type === 'config.error')
+        this.rejectedEdit = { file: e.file, at: new Date().toISOString(), problems: e.problems.length > 0 ? e.problems.map((p) => p.message) : [e.message] };
+      else if (e.type === 'config.reloaded') this.rejectedEdit = undefined;
+    });
     this.reconciler = new Reconciler({ registry: this.registry, desired: () => this.desired(), pool: (server) => this.pool(server), logger: this.log });
     this.records = new CallRecords(opts.records ?? { logger: recordLogger(opts.logger ?? silentLogger), flush: () => undefined }, this.hub, (t) =>
       this.scrubber.scrub(t),
@@ -158,6 +176,11 @@ export class Controller {
 
   servers(): ServerView[] {
     return this.cfg.servers.map((s) => serverView(s, this.settings, this.registry.has(s.name) ? this.registry.get(s.name).instances().length : 0));
+  }
+
+  /** The last config edit a reload refused (the config before it is in force), until a reload succeeds. */
+  rejected(): RejectedEdit | undefined {
+    return this.rejectedEdit;
   }
 
   configView(): ConfigView {

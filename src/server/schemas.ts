@@ -271,6 +271,15 @@ export const instanceSchema = z.object({
   uptimeMs: z.number(),
 });
 
+/** The last edit of the config file a running daemon refused (the config before it stays in force); gone after a good reload. */
+export const rejectedEditSchema = z
+  .object({
+    file: z.string().nullable(),
+    at: z.string().meta({ description: 'When the reload refused it (ISO 8601).' }),
+    problems: z.array(z.string()).meta({ description: 'Every problem, one message each (file, key path and what is wrong).' }),
+  })
+  .meta({ description: 'The last config edit the daemon refused; the config before it stays in force until a reload succeeds.' });
+
 export const statusSchema = z.object({
   ok: z.literal(true),
   version: z.string(),
@@ -282,7 +291,7 @@ export const statusSchema = z.object({
     socket: z.string().nullable(),
     tcp: z.object({ host: z.string(), port: z.number().int(), auth: z.enum(['token', 'none']) }).nullable(),
   }),
-  config: z.object({ file: z.string().nullable(), via: z.string().nullable(), demo: z.boolean() }),
+  config: z.object({ file: z.string().nullable(), via: z.string().nullable(), demo: z.boolean(), rejected: rejectedEditSchema.optional() }),
   servers: z.array(
     z.object({
       server: z.string(),
@@ -317,7 +326,7 @@ export const serverViewSchema = z.object({
   instances: z.number().int(),
 });
 
-export const serversSchema = z.object({ servers: z.array(serverViewSchema) });
+export const serversSchema = z.object({ servers: z.array(serverViewSchema), rejected: rejectedEditSchema.optional() });
 
 const leftOutList = z.enum(['tools', 'prompts', 'resources', 'resourceTemplates']);
 

@@ -15,6 +15,7 @@ import type { CallContext } from '../pool/types.js';
 import { send, statusFor, toApiError } from './api-errors.js';
 import type { Controller } from './controller.js';
 import type { DaemonEvent } from './events.js';
+import type { RejectedEdit } from './views.js';
 import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from './headers.js';
 import { registerRoutes, routeOf, type Call } from './routes.js';
 import type { callHeadersSchema } from './schemas.js';
@@ -136,6 +137,12 @@ const route = routeOf<V1Context>();
  * What a handler needs that V1Context lacks goes into V1Context (app.ts fills it in). Then add the route
  * to the table of docs/contract.md §4.
  */
+/** `rejected`: the last config edit a reload refused, when there is one. */
+const rejectedOf = (controller: { rejected(): RejectedEdit | undefined }): { rejected?: RejectedEdit } => {
+  const r = controller.rejected();
+  return r === undefined ? {} : { rejected: r };
+};
+
 export const V1_ROUTES = {
   health: route({
     method: 'GET',
@@ -163,7 +170,7 @@ export const V1_ROUTES = {
         // Not Date.now() - startedAt: negative once the wall clock is set back.
         uptimeMs: uptime?.() ?? 0,
         daemon: info?.() ?? { stateDir: null, socket: null, tcp: null },
-        config: { file: cfg.file ?? null, via: cfg.via ?? null, demo: cfg.demo === true },
+        config: { file: cfg.file ?? null, via: cfg.via ?? null, demo: cfg.demo === true, ...rejectedOf(controller) },
         servers: controller.serverStatus(),
       };
     },
@@ -174,7 +181,7 @@ export const V1_ROUTES = {
     url: '/v1/servers',
     summary: 'Configured servers, with transport and effective preference; secrets redacted.',
     responses: (s) => ({ 200: { description: 'Servers.', schema: s.serversSchema } }),
-    handler: async (_, { controller }) => ({ servers: controller.servers() }),
+    handler: async (_, { controller }) => ({ servers: controller.servers(), ...rejectedOf(controller) }),
   }),
 
   tools: route({

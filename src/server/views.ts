@@ -11,6 +11,7 @@ import type {
   instanceSchema,
   protocolSchema,
   reloadSchema,
+  rejectedEditSchema,
   serverViewSchema,
   settingChangeSchema,
   statusSchema,
@@ -28,6 +29,7 @@ export type CallOutcome = z.output<typeof callResultSchema>;
 export type SettingChangeView = z.output<typeof settingChangeSchema>;
 export type ConfigView = z.output<typeof configViewSchema>;
 export type ReloadOutcome = z.output<typeof reloadSchema>;
+export type RejectedEdit = z.output<typeof rejectedEditSchema>;
 
 /** A loaded config plus whether it is the bundled demo (no config file found). */
 export type DaemonConfig = LoadedConfig & { demo?: boolean };

@@ -242,9 +242,9 @@ describe('safety and the other paths', () => {
       expect(readFileSync(h.file, 'utf8')).toBe(text);
       const dry = await mcpx(['install', '--client', 'cursor', '--import', '--config', own, '--rename', 'dual=dual2', '--dry-run'], { env: h.env });
       expect(dry.code).toBe(0);
-      // Servers written on one line stay as written; the imported one goes in compact beside them.
+      // Servers written on one line stay as written; the imported one goes beside them, spaced as they are.
       expect(dry.stdout).toContain(
-        '\n-  "mcpServers": { "dual": { "command": "something-else" } }\n+  "mcpServers": { "dual": { "command": "something-else" },"dual2": {"command":',
+        '\n-  "mcpServers": { "dual": { "command": "something-else" } }\n+  "mcpServers": { "dual": { "command": "something-else" }, "dual2": { "command":',
       );
       expect(readFileSync(h.file, 'utf8')).toBe(text);
       const ok = await mcpx(['install', '--client', 'cursor', '--import', '--config', own, '--rename', 'dual=dual2', '--skip', 'other'], { env: h.env });

@@ -532,12 +532,14 @@ describe('errors name the file, the server and the key', () => {
     ]);
   });
 
-  it('unknown keys outside the mcpx block are ignored; one that looks like a typo gets a warning', () => {
-    const c = one({ command: 'x', protocl: 'follow', alwaysAllow: ['t'], someToolSetting: 1 });
+  it('unknown keys outside the mcpx block are ignored with a warning (the nearest key when one is close); other clients keys are accepted or pointed at mcpx own', () => {
+    const c = one({ command: 'x', protocl: 'follow', alwaysAllow: ['t'], autoApprove: [], trust: true, description: 'd', someToolSetting: 1, enabled: false });
     expect(c.errors).toEqual([]);
     expect(c.servers[0]?.preference).toBeUndefined();
     expect(c.warnings.map((w) => w.message)).toEqual([
-      `config ${F}: mcpServers.remote.protocl: is not a key mcpx reads and is ignored; did you mean "protocol"?`,
+      `config ${F}: mcpServers.remote.protocl: is not a key mcpx reads and is ignored (did you mean protocol?)`,
+      `config ${F}: mcpServers.remote.someToolSetting: is not a key mcpx reads and is ignored`,
+      `config ${F}: mcpServers.remote.enabled: is another client's key, ignored by mcpx: mcpx reads "disabled": true`,
     ]);
     expect(Object.keys(c.servers[0] ?? {}).sort()).toEqual(['definition', 'disabled', 'limits', 'name', 'timeouts', 'transport']);
   });
@@ -792,7 +794,7 @@ describe('oauth (Claude Code keys, read unchanged)', () => {
 
   it('unknown keys and a stdio server with oauth are warnings', () => {
     expect(parse(server({ clientID: 'x' })).warnings.map((w) => w.message)).toEqual([
-      'config /cfg/.mcpx.json: mcpServers.r.oauth.clientID: is not an oauth key mcpx reads and is ignored (known: clientId, clientSecret, callbackPort, authServerMetadataUrl, scopes, clientMetadataUrl)',
+      'config /cfg/.mcpx.json: mcpServers.r.oauth.clientID: is not an oauth key mcpx reads and is ignored (did you mean clientId?) (known: clientId, clientSecret, callbackPort, authServerMetadataUrl, scopes, clientMetadataUrl)',
     ]);
     expect(parse(JSON.stringify({ mcpServers: { s: { command: 'x', oauth: {} } } })).warnings.map((w) => w.message)).toEqual([
       'config /cfg/.mcpx.json: mcpServers.s.oauth: is for HTTP servers and is ignored on a stdio server',

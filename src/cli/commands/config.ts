@@ -1,6 +1,6 @@
 /** `mcpx config`: the resolved config as the daemon would run it, secrets redacted (no daemon needed). */
 import type { Command } from 'commander';
-import { McpxError } from '../../errors.js';
+import { ConfigError } from '../../errors.js';
 import type { ConfigView } from '../../server/views.js';
 import { out, printJson, serversTable, withJson, withTarget, type CommonOpts } from '../common.js';
 
@@ -12,7 +12,7 @@ export function register(program: Command): void {
     const cwd = process.cwd();
     const [{ loadDaemonConfig }, { Settings }] = await Promise.all([import('../../server/config-source.js'), import('../../config/settings.js')]);
     const loaded = await loadDaemonConfig({ ...(o.config === undefined ? {} : { configFlag: o.config }), env, cwd });
-    if (loaded.errors.length > 0) throw new McpxError('MCPX_BAD_CONFIG', loaded.errors.map((e) => e.message).join('; '));
+    if (loaded.errors.length > 0) throw new ConfigError(loaded.errors, loaded.file);
     const settings = new Settings({
       file: loaded.settingsFile,
       ...(loaded.file ? { filePath: loaded.file } : {}),

@@ -49,10 +49,21 @@ export function register(program: Command, cli: CliContext): void {
     .option('--dry-run', 'print the diff of every file it would change, change nothing')
     .option('--json', 'print what was done (or would be) as JSON')
     .action(async (o: InstallOpts) => {
-      const { ctx } = await context();
+      const { ctx, clients } = await context();
       const inst = await import('../../install/install.js');
+      const { resolve } = await import('node:path');
+      const { userConfigPath } = await import('../../config/config-file.js');
+      const configFile = o.config !== undefined ? resolve(o.config) : userConfigPath(process.env);
       if (o.client === undefined) {
-        const all = inst.allClientStatus(ctx);
+        // What --import would do, against mcpx's config as it is: the names it would refuse are said here.
+        const all = inst.allClientStatus(ctx).map((s) => {
+          if (s.error || s.installed || s.servers.length === 0) return s;
+          try {
+            return { ...s, import: inst.previewImport(clients.findClient(s.client)!, s.file, configFile) };
+          } catch (err) {
+            return { ...s, importError: (err as Error).message };
+          }
+        });
         if (o.json) return printJson(all);
         for (const s of all) {
           const state = s.error
@@ -66,7 +77,7 @@ export function register(program: Command, cli: CliContext): void {
             ? 'fix the file first'
             : s.installed
               ? 'nothing (install again to refresh the entry)'
-              : `add the mcpx entry${s.servers.length > 0 ? `; with --import, move ${s.servers.length} server(s) into mcpx` : ''}`;
+              : `add the mcpx entry${s.servers.length > 0 ? `; with --import, ${importWould(s, configFile)}` : ''}`;
           out(`${s.client.padEnd(16)} ${s.file}\n${' '.repeat(17)}${state}\n${' '.repeat(17)}install would: ${would}`);
         }
         return;
@@ -80,9 +91,6 @@ export function register(program: Command, cli: CliContext): void {
         if (eq <= 0 || eq === r.length - 1) throw new UsageError(`--rename ${r}: write NAME=NEW`);
         renames.set(r.slice(0, eq), r.slice(eq + 1));
       }
-      const { resolve } = await import('node:path');
-      const { userConfigPath } = await import('../../config/config-file.js');
-      const configFile = o.config !== undefined ? resolve(o.config) : userConfigPath(process.env);
       const spec = inst.entrySpec(cli.entry, configFile);
       const file = inst.clientFile(client, ctx, o.project === true);
       const makePlan = () => inst.planInstall({ client, file, configFile, spec, import: o.import === true, renames, skips: new Set(o.skip) });
@@ -162,6 +170,8 @@ export function registerUninstall(program: Command): void {
           file: r.file,
           how: r.how,
           restored: r.restored,
+          imported: r.imported,
+          ...(r.configFile === undefined ? {} : { configFile: r.configFile }),
           dryRun: o.dryRun === true,
           ...(running === undefined ? {} : { running }),
         });
@@ -183,8 +193,42 @@ export function registerUninstall(program: Command): void {
         nothing: 'no mcpx entry; nothing to do',
       }[r.how];
       out(`${r.file}: ${said}`);
+      for (const l of importedLines(r, client)) out(l);
       if (running) out(running);
     });
+}
+
+/** The overview's words for `--import`: what would move, and the names it would refuse as they are. */
+function importWould(s: { import?: import('../../install/install.js').ImportPreview; importError?: string; servers: string[] }, configFile: string): string {
+  if (s.importError !== undefined) return `move ${s.servers.length} server(s) into mcpx, but ${s.importError}`;
+  const p = s.import;
+  if (p === undefined) return `move ${s.servers.length} server(s) into mcpx`;
+  const parts = [`move ${p.move.length} server(s) into mcpx${p.move.length > 0 ? ` (${p.move.join(', ')})` : ''}`];
+  if (p.already.length > 0) parts.push(`take out ${p.already.join(', ')} (in mcpx's config already, the same)`);
+  if (p.kept.length > 0) parts.push(`leave ${p.kept.join(', ')} in the client (prompted values)`);
+  if (p.clashes.length > 0)
+    parts.push(
+      `but ${configFile} already has a different server named ${p.clashes.join(', ')}: --import refuses until --rename NAME=NEW or --skip NAME settles ${p.clashes.length === 1 ? 'it' : 'each'}`,
+    );
+  return parts.join('; ');
+}
+
+/** After uninstall: the servers --import moved stay in mcpx's config; which are in the client again, and how to put back the others. */
+function importedLines(r: import('../../install/install.js').UninstallResult, client: import('../../install/clients.js').ClientInfo): string[] {
+  if (r.imported.length === 0) return [];
+  const where = r.configFile ?? "mcpx's config";
+  const name = (m: { from: string; to: string }) => (m.to === m.from ? m.from : `${m.from} (as ${m.to})`);
+  const lines = [`the servers --import moved stay in ${where}: ${r.imported.map(name).join(', ')} (take them out there if mcpx should not run them)`];
+  const back = r.imported.filter((m) => m.inClient);
+  const missing = r.imported.filter((m) => !m.inClient);
+  if (back.length > 0) lines.push(`${back.map((m) => m.from).join(', ')}: in ${client.title}'s file again too`);
+  if (missing.length > 0) {
+    const from = r.backup !== undefined ? `the backup ${r.backup}` : where;
+    lines.push(
+      `${missing.map((m) => m.from).join(', ')}: not in ${client.title}'s file; to run ${missing.length === 1 ? 'it' : 'them'} from ${client.title} again, copy ${missing.length === 1 ? 'its entry' : 'their entries'} from ${from} into ${r.file} (under "${client.key}")`,
+    );
+  }
+  return lines;
 }
 
 function parseServers(text: string, client: import('../../install/clients.js').ClientInfo, file: string, inst: typeof import('../../install/install.js')) {

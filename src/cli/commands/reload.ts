@@ -11,7 +11,7 @@ export function register(program: Command, cli: CliContext): void {
     withClient(o, cli, async (client) => {
       const { body } = await api<ReloadOutcome>(client, 'POST', '/v1/reload');
       if (o.json) printJson(body);
-      if (!body.ok) throw new McpxError('MCPX_BAD_CONFIG', `config not reloaded (the last good config stays): ${body.error.message.split('\n').join('; ')}`);
+      if (!body.ok) throw new McpxError('MCPX_BAD_CONFIG', `config not reloaded (the last good config stays): ${body.error.message}`);
       if (o.json) return;
       const parts = [
         `added: ${body.added.join(', ') || '-'}`,

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import type { z } from 'zod';
 import type { statusSchema } from '../../server/schemas.js';
 import { api, out, printJson, target, withJson, withTarget, type CliContext, type CommonOpts } from '../common.js';
-import { ago, table } from '../format.js';
+import { ago, rejectedEditLines, table } from '../format.js';
 
 export function register(program: Command, cli: CliContext): void {
   withJson(
@@ -37,6 +37,7 @@ export function register(program: Command, cli: CliContext): void {
           `mcpx ${body.version}, daemon pid ${body.pid}, up ${ago(body.uptimeMs)}; socket ${body.daemon.socket ?? '-'}${body.daemon.tcp ? `; tcp ${body.daemon.tcp.host}:${body.daemon.tcp.port}` : ''}`,
         );
         out(`config: ${body.config.file ?? '-'}${body.config.demo ? ' (the bundled demo)' : ''}`);
+        for (const l of rejectedEditLines(body.config.rejected)) out(l);
         out('');
         out(
           table(
