@@ -573,13 +573,16 @@ describe.concurrent('raw.mjs modes', () => {
     });
   });
 
-  it('huge: tool big returns one text content of HUGE_BYTES (default 10_000_000) characters', async () => {
+  it('huge: tools big and big-error (isError) return one text content of HUGE_BYTES (default 10_000_000) characters', async () => {
     await withFixture('raw', { mode: 'huge' }, async (p) => {
       await handshake(p, 1);
       const list = await p.request(req(2, 'tools/list'));
-      expect(list.result.tools.map((t: { name: string }) => t.name)).toEqual(['echo', 'big']);
+      expect(list.result.tools.map((t: { name: string }) => t.name)).toEqual(['echo', 'big', 'big-error']);
       const big = await p.request(req(3, 'tools/call', { name: 'big', arguments: {} }), 15_000);
       expect(text(big)).toHaveLength(10_000_000);
+      const bigError = await p.request(req(4, 'tools/call', { name: 'big-error', arguments: {} }), 15_000);
+      expect(bigError.result.isError).toBe(true);
+      expect(text(bigError)).toHaveLength(10_000_000);
     });
   });
 
