@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { McpxError } from '../errors.js';
 import { readText, send, type DaemonClient } from './client.js';
 import { answerQuestion, parseAnswerFlag, type AnswerSources } from './questions.js';
+import { sseFrameReader } from './sse-frames.js';
 import { terminalSafe } from './terminal-text.js';
 
 /** What /v1/call answers (mcpx call --json prints the same shape, whichever route ran the call). */
@@ -80,31 +81,13 @@ async function pollStreamed(client: DaemonClient, path: string, onProgress: (p: 
     throw new McpxError((e?.code as McpxError['code'] | undefined) ?? 'MCPX_INTERNAL', e?.message ?? `the daemon answered ${res.statusCode}`);
   }
   return new Promise<AskViewBody>((resolve, reject) => {
-    let buf = '';
     let result: unknown;
     res.setEncoding('utf8');
-    res.on('data', (chunk: string) => {
-      buf += chunk;
-      let at: number;
-      while ((at = buf.indexOf('\n\n')) !== -1) {
-        const frame = buf.slice(0, at);
-        buf = buf.slice(at + 2);
-        let type = 'message';
-        const data: string[] = [];
-        for (const line of frame.split('\n')) {
-          if (line.startsWith('event:')) type = line.slice(6).trim();
-          else if (line.startsWith('data:')) data.push(line.slice(5).trimStart());
-        }
-        if (data.length === 0) continue;
-        try {
-          const value: unknown = JSON.parse(data.join('\n'));
-          if (type === 'progress') onProgress(value as CallProgress);
-          else if (type === 'result') result = value;
-        } catch {
-          // a frame we cannot read: skip it
-        }
-      }
+    const read = sseFrameReader((type, value) => {
+      if (type === 'progress') onProgress(value as CallProgress);
+      else if (type === 'result') result = value;
     });
+    res.on('data', read);
     res.once('error', reject);
     res.once('end', () => {
       const failed = result as { ok?: unknown; error?: { code?: string; message?: string } } | undefined;

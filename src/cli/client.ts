@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { McpxError } from '../errors.js';
 import { checkSocketTrust, fileKind } from '../state/safe-files.js';
 import type { Target } from './target.js';
+import { sseFrameReader } from './sse-frames.js';
 
 export { resolveTarget, type ClientOptions, type Target } from './target.js';
 export { isNotRunning } from './not-running.js';
@@ -158,27 +159,16 @@ export class DaemonClient {
       try {
         const res = await send(this.socket, { method: 'GET', path: `/v1/events${query}`, signal: ac.signal });
         res.setEncoding('utf8');
-        let buf = '';
+        const read = sseFrameReader((type, value) => {
+          try {
+            onEvent(type, value);
+          } catch {
+            // an event the listener cannot use: skip it
+          }
+        });
         for await (const chunk of res) {
           markReady();
-          buf += chunk as string;
-          let at: number;
-          while ((at = buf.indexOf('\n\n')) !== -1) {
-            const frame = buf.slice(0, at);
-            buf = buf.slice(at + 2);
-            let type = 'message';
-            const data: string[] = [];
-            for (const line of frame.split('\n')) {
-              if (line.startsWith('event:')) type = line.slice(6).trim();
-              else if (line.startsWith('data:')) data.push(line.slice(5).trimStart());
-            }
-            if (data.length === 0) continue;
-            try {
-              onEvent(type, JSON.parse(data.join('\n')));
-            } catch {
-              // a frame we cannot read: skip it
-            }
-          }
+          read(chunk as string);
         }
       } catch {
         // stopped, or the daemon went away: progress is best effort
