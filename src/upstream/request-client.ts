@@ -385,7 +385,15 @@ export class RequestClient {
     const seen = new Set<string>();
     let cursor: string | undefined;
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const result = await this.request(method, cursor ? { cursor } : undefined, opts);
+      let result: Record<string, unknown>;
+      try {
+        result = await this.request(method, cursor ? { cursor } : undefined, opts);
+      } catch (err) {
+        // A server that declared `resources` but has no templates (or the like) answers -32601: that list is
+        // empty, and the server's other lists are still served. Tools have no such excuse.
+        if (kind !== 'tools' && page === 0 && err instanceof UpstreamRpcError && err.rpc.code === RPC.methodNotFound) return [];
+        throw err;
+      }
       const list = result[key];
       if (Array.isArray(list)) items.push(...list.filter(isObject));
       cursor = typeof result.nextCursor === 'string' && result.nextCursor ? result.nextCursor : undefined;

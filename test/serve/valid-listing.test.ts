@@ -53,7 +53,14 @@ beforeAll(async () => {
       resourceTemplates: [{ name: 't', uriTemplate: 'mem://{id}' }],
     }),
   );
-  const replay = (file: string) => ({ command: process.execPath, args: [REPLAY], env: { LISTING: file }, mcpx: timeouts });
+  const replay = (file: string, env: Record<string, string> = {}) => ({
+    command: process.execPath,
+    args: [REPLAY],
+    env: { LISTING: file, ...env },
+    mcpx: timeouts,
+  });
+  const resourcesOnly = join(d.dir, 'resources-only.json');
+  writeFileSync(resourcesOnly, JSON.stringify({ tools: [{ name: 'only', inputSchema: { type: 'object' } }], resources: [{ name: 'doc', uri: 'mem://doc' }] }));
   writeFileSync(
     d.config,
     `${JSON.stringify(
@@ -61,6 +68,8 @@ beforeAll(async () => {
         mcpServers: {
           gitlab: replay(GITLAB_FRESH),
           bad: replay(bad),
+          // Declares resources, answers resources/templates/list -32601 (an empty list, not a failed server).
+          notemplates: replay(resourcesOnly, { UNANSWERED: 'resources/templates/list' }),
           plain: fixtureEntry(d.dir, 'plain', { fixture: 'legacy-v1' }),
           // The real server lists its tools without calling GitLab; the token is never used.
           real: { command: process.execPath, args: [GITLAB], env: { GITLAB_PERSONAL_ACCESS_TOKEN: 'not-a-token' }, mcpx: timeouts },
@@ -98,6 +107,12 @@ describe('every tool stands alone', () => {
     expect(text.stderr).toContain('mcpx: bad: tool "stringy" is not served: inputSchema.type: ');
     expect(text.stdout).toContain('gitlab__create_issue');
   }, 90_000);
+
+  it('a server that declared resources but answers resources/templates/list -32601: its tools and resources are served', async () => {
+    const v = await mcpxJson<{ tools: Array<Record<string, any>>; errors?: Array<Record<string, any>> }>(['tools', 'notemplates'], { env: d.env });
+    expect(v.tools.map((t) => t['name'])).toEqual(['only']);
+    expect(v.errors ?? []).toEqual([]);
+  }, 60_000);
 
   it('mcpx doctor: names what a server listed and is not served, from the catalogue, as a note', async () => {
     let checks: Array<{ check: string; ok: boolean; detail: string }> = [];
