@@ -345,12 +345,10 @@ export const toolsSchema = z.object({
   ),
   lanes: z.record(z.string(), laneSchema),
   errors: z.array(z.object({ server: z.string(), code: z.string(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() })),
-  leftOut: z
-    .array(z.object({ server: z.string(), list: leftOutList, name: z.string(), reason: z.string() }))
-    .meta({
-      description:
-        'Items a server listed that no MCP client SDK would take (a tool whose inputSchema type is not "object", a duplicate name…): not served, each with its reason.',
-    }),
+  leftOut: z.array(z.object({ server: z.string(), list: leftOutList, name: z.string(), reason: z.string() })).meta({
+    description:
+      'Items a server listed that no MCP client SDK would take (a tool whose inputSchema type is not "object", a duplicate name…): not served, each with its reason.',
+  }),
 });
 
 const catalogItems = z.array(z.record(z.string(), z.unknown()));
