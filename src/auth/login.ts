@@ -20,7 +20,7 @@ import { McpxError } from '../errors.js';
 import type { ClientRecord, CredentialStore, GrantClient, TokenRecord } from './credential-store.js';
 import { browserAddressProblem } from './browser-address.js';
 import { parseChallenge, scopeIncludes, scopeUnion } from './challenge.js';
-import { loadOAuthClient, oauthFetch } from './oauth-client.js';
+import { loadOAuthClient, oauthErrorText, oauthFetch } from './oauth-client.js';
 import type { OAuthSettings } from './settings.js';
 
 /** How long a login waits for the browser to come back. */
@@ -412,7 +412,7 @@ export class LoginFlow {
 export function toOAuthError(err: unknown, name: string): McpxError {
   if (err instanceof McpxError) return err;
   const e = err as { name?: string; message?: string; code?: string; error?: string };
-  const what = e.message ?? String(err);
+  const what = oauthErrorText(err);
   const kind = e.name && e.name !== 'Error' ? `${e.name}: ` : '';
   return new McpxError('MCPX_OAUTH_FAILED', `${name}: the authorization failed: ${kind}${what}`.slice(0, 600), { cause: err });
 }

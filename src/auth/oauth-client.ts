@@ -76,3 +76,12 @@ function describeEndpoint(input: string | URL): string {
     return 'the OAuth endpoint';
   }
 }
+
+/**
+ * An OAuth failure's message as mcpx shows it: the SDK quotes an answer it could not read whole ("… Raw
+ * body: …"), and such a body can hold a token or a client secret, so the quote is cut.
+ */
+export function oauthErrorText(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.replace(/\s*Raw body:[\s\S]*$/, ' (the answer is not shown: it may hold a secret)');
+}

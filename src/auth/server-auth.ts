@@ -12,7 +12,7 @@ import { McpxError } from '../errors.js';
 import type { AuthChallenge, RequestAuthorizer } from '../transports/request-authorizer.js';
 import type { CredentialStore, TokenRecord } from './credential-store.js';
 import { parseChallenge, scopeSet, scopeUnion } from './challenge.js';
-import { loadOAuthClient, oauthFetchWith } from './oauth-client.js';
+import { loadOAuthClient, oauthErrorText, oauthFetchWith } from './oauth-client.js';
 import type { OAuthSettings } from './settings.js';
 
 /** The clock a credential keeps time by; tests give a fake one. */
@@ -302,9 +302,9 @@ export class ServerAuth implements RequestAuthorizer {
         this.opts.log?.warn({ server: this.name, error: String(code) }, 'the refresh was refused; the server needs a new login');
       } else {
         // The network or the server failed: the credential stays; the next refresh waits (1 s, doubling).
-        const wait = this.failed(`the last refresh failed: ${(err as Error).message}`.slice(0, 300));
+        const wait = this.failed(`the last refresh failed: ${oauthErrorText(err)}`.slice(0, 300));
         // Cut: the SDK quotes an unreadable answer's whole body in its message.
-        this.opts.log?.warn({ server: this.name, error: (err as Error).message.slice(0, 300), retryInMs: wait }, 'a token refresh failed; will try again');
+        this.opts.log?.warn({ server: this.name, error: oauthErrorText(err).slice(0, 300), retryInMs: wait }, 'a token refresh failed; will try again');
       }
       return undefined;
     }

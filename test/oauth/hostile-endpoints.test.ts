@@ -113,6 +113,27 @@ describe('a token endpoint that never answers (issue 37 item 4)', () => {
   }, 120_000);
 });
 
+describe('an answer the SDK cannot read', () => {
+  it('is never quoted: a token endpoint whose unreadable answer holds a secret fails the refresh without showing it', async () => {
+    const secret = 'leaked-refresh-secret-5f1c9e';
+    const s = await setup({
+      beforeDaemon: ({ as }) => {
+        as.token = { kind: 'text', status: 400, body: `<html>upstream proxy error; refresh_token=${secret}</html>` };
+      },
+    });
+    const r = await call(s);
+    expect(r.ok).toBe(false);
+    expect(r.code).toBe('MCPX_UPSTREAM_UNAUTHORIZED');
+    await until(async () => (await authView(s)).state === 'failed', 10_000, 'the refresh reported failed');
+    const view = await authView(s);
+    expect(view.error).toMatch(/the answer is not shown/);
+    const auth = await mcpx(['auth', 'p1'], { env: s.env });
+    const status = await mcpx(['status', '--json'], { env: s.env });
+    for (const seen of [JSON.stringify(view), r.message ?? '', auth.stdout, auth.stderr, status.stdout, s.daemon.stdout, s.daemon.stderr])
+      expect(seen).not.toContain(secret);
+  }, 60_000);
+});
+
 describe('a token endpoint answering 500 (issue 37 item 11)', () => {
   it('50 concurrent and 20 sequential calls make a handful of refreshes, not one per call: the credential backs off', async () => {
     const s = await setup({
