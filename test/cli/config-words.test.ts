@@ -85,7 +85,7 @@ describe('config mistakes, named', { timeout: 180_000 }, () => {
       expect(lines.join('\n')).toContain('mcpServers.b.mcpx.idelTimeout: is not an mcpx key (did you mean idleTimeout?)');
     }
     // a client command that starts the daemon in the background: the same lines, after what happened
-    const auto = await mcpx(['status', '--config', file], { env, timeoutMs: 90_000 });
+    const auto = await mcpx(['status', '--start', '--config', file], { env, timeoutMs: 90_000 });
     expect(auto.code).toBe(1);
     const lines = auto.stderr.trimEnd().split('\n');
     expect(lines).toHaveLength(3);
