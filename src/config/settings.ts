@@ -18,6 +18,9 @@ import { isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { SettingValueError, UnknownSettingError, type ConfigProblem } from '../errors.js';
 import { CANONICAL_PREFERENCES, canonicalPreference, DEFAULT_PREFERENCE, preferenceRefusal, type Preference } from '../machines/preference.js';
 import type { Scope, Sharing } from '../pool/types.js';
+import { closest } from './did-you-mean.js';
+
+export { closest, didYouMean } from './did-you-mean.js';
 import { formatDuration, tryParseDuration } from './duration.js';
 import { showValue } from './show-value.js';
 
@@ -485,41 +488,6 @@ const BY_PATH = new Map<string, SettingDef>(SETTINGS.map((d) => [d.path, d as un
 const flagKey = (s: string): string => s.replace(/^-+/, '').replace(/[-._]/g, '').toLowerCase();
 const BY_FLAG = new Map<string, SettingDef>();
 for (const d of BY_PATH.values()) for (const f of [d.flag, ...d.flagAliases, d.path]) BY_FLAG.set(flagKey(f), d);
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i += 1) {
-    let prev = row[0] as number;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j += 1) {
-      const cur = row[j] as number;
-      row[j] = Math.min(cur + 1, (row[j - 1] as number) + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = cur;
-    }
-  }
-  return row[b.length] as number;
-}
-
-/** The nearest of `candidates` to `name` when it is close enough to be a typo. */
-export function closest(name: string, candidates: Iterable<string>): string | undefined {
-  let best: string | undefined;
-  let bestD = Infinity;
-  const n = name.toLowerCase();
-  for (const c of candidates) {
-    const d = editDistance(n, c.toLowerCase());
-    if (d < bestD) {
-      best = c;
-      bestD = d;
-    }
-  }
-  return best !== undefined && bestD <= Math.max(2, Math.floor(name.length / 4)) ? best : undefined;
-}
-
-/** ` (did you mean X?)` when `name` is one typo away from one of `known`, else nothing: the same words at every level. */
-export function didYouMean(name: string, known: Iterable<string>): string {
-  const near = closest(name, known);
-  return near === undefined ? '' : ` (did you mean ${near}?)`;
-}
 
 /**
  * The declaration of `path` (exact, else case-insensitive).

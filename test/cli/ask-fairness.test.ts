@@ -138,6 +138,10 @@ describe('asks shared fairly', () => {
       JSON.stringify(started.find((r) => r.status !== 202)?.body),
     ).toEqual([]);
     const [echo, echoMs] = await timed(() => mcpx(['call', 'new', 'echo', '{"text":"plain"}'], { env: d.env }));
+    // An ask is reclaimable once it has gone unpolled for 2 s (a fresher one may still be polled by its caller):
+    // the asking call comes once the oldest walk-away is that old, however fast they were started.
+    const allStarted = Date.now();
+    await until(() => Date.now() - allStarted >= 2_500, 10_000, 'the oldest walk-away unattended for 2 s');
     const [asks, asksMs] = await timed(() => mcpx(['call', 'new', 'ask_name', '--answer', 'name="Dee"'], { env: d.env }));
     const after = await Promise.all(started.map(async (r) => (await api(d.socket, 'GET', `/v1/ask/${r.body.id}`)).body));
     const count = (st: string) => after.filter((a) => a.status === st).length;
