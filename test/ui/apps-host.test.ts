@@ -16,21 +16,9 @@ import { killAll, MCPX, until } from '../cli/helpers.js';
 import { startServeDaemon, type ServeDaemon } from '../serve/clients.js';
 import type { ServerEntry } from '../server/helpers.js';
 import { exampleServers, ROOT, UI_CAPS, writePdf } from '../support/apps.js';
+import { CHROMIUM, CHROMIUM_ARGS } from '../support/chromium.js';
 import { tempDir } from '../support/real.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-default-apps',
-  '--disable-extensions',
-  '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
-];
 /** The host page's address: served by the test (page.route), never fetched from a network. */
 const HOST = 'http://mcpx-apps-host.test/';
 

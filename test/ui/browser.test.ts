@@ -24,21 +24,8 @@ import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, until } from '../cli/he
 import { isGone } from '../server/helpers.js';
 import { startStatelyInspector } from '../../src/inspect/stately.js';
 import { createActor, createMachine } from 'xstate';
+import { CHROMIUM, CHROMIUM_ARGS } from '../support/chromium.js';
 import { tempDir } from '../support/real.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-export const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-default-apps',
-  '--disable-extensions',
-  '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
-];
 
 // The callbacks handed to page.waitForFunction / evaluate run in the page; for the type checker, the page's globals they use.
 interface PageNode {

@@ -18,22 +18,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/package-info.js';
 import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, until } from '../cli/helpers.js';
 import { startOAuthFixtures, type OAuthFixtures } from '../fixtures/oauth/index.js';
+import { CHROMIUM, CHROMIUM_ARGS } from '../support/chromium.js';
 import { tempDir } from '../support/real.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-// as test/ui/browser.test.ts (not imported from there: that would run its suite here too)
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-default-apps',
-  '--disable-extensions',
-  '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
-];
 // Configured as a server's env value, so the daemon knows it for a secret; then given as a call's argument.
 const SECRET = 'glance-sentinel-7f3a9c1e5b2d';
 
