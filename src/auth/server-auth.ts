@@ -8,7 +8,6 @@
  * once; a logout aborts the refresh in flight and nothing it brings back is kept; a renewed credential the
  * store could not save is reported and saved again on every tick.
  */
-import { McpxError } from '../errors.js';
 import type { AuthChallenge, RequestAuthorizer } from '../transports/request-authorizer.js';
 import type { CredentialStore, TokenRecord } from './credential-store.js';
 import { parseChallenge, scopeSet, scopeUnion } from './challenge.js';
@@ -478,9 +477,4 @@ export class ServerAuth implements RequestAuthorizer {
     const s = this.opts.settings.clientSecret;
     this.opts.onSecrets?.([...this.secrets(), ...(s ? [s] : [])]);
   }
-}
-
-/** The error a caller gets for a server that needs authorization before anything was sent. */
-export function unauthorizedError(name: string, message: string): McpxError {
-  return new McpxError('MCPX_UPSTREAM_UNAUTHORIZED', message, { data: { server: name, login: `mcpx login ${name}` } });
 }

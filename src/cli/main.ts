@@ -1,17 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `mcpx` command line (the README).
- *
- *   mcpx daemon                      run the daemon in the foreground (every setting has a flag)
- *   mcpx status | servers | protocol read commands: a table, or --json (exactly the API's body)
- *   mcpx tools [SERVER]              tools, starting servers as needed
- *   mcpx call SERVER TOOL [JSON]     call a tool
- *   mcpx settings [get|set|unset PATH [VALUE]]
- *   mcpx config                      the resolved config, secrets redacted (no daemon needed)
- *   mcpx reload | stop
- *   mcpx logs [-f]                   the auto-started daemon's log
- *   mcpx install [--client NAME] [--import]   one `mcpx` entry in an MCP client's config (docs/clients.md)
- *   mcpx uninstall --client NAME | doctor
+ * The `mcpx` command line (the README). The commands are listed once, in ./commands/index.ts (`mcpx --help`
+ * prints them from there).
  *
  * Client commands find the daemon through the state folder and start one in the background when
  * none answers (`stop`, `logs` and a `status` without `--start` excepted). Errors: one line on stderr,

@@ -79,8 +79,6 @@ export function planReconcile(facts: ReconcileFacts, opts: ReconcileOptions): Re
   return { configs, deferred, changing };
 }
 
-export const EMPTY_RESULT: Readonly<ReconcileResult> = Object.freeze({ added: [], removed: [], replaced: [], kept: [], failed: [], deferred: [] });
-
 interface Run {
   id: string;
   deferBusy: boolean;

@@ -371,15 +371,6 @@ export async function writeDaemonFile(stateDir: string, info: DaemonFile): Promi
   await writePrivateFile(join(stateDir, DAEMON_JSON), `${JSON.stringify(info, null, 2)}\n`);
 }
 
-export async function readDaemonFile(stateDir: string): Promise<DaemonFile | undefined> {
-  try {
-    const v = JSON.parse(await readRegularFile(join(stateDir, DAEMON_JSON))) as DaemonFile;
-    return typeof v.pid === 'number' ? v : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** A state file that could not be removed, and why. */
 export interface FileLeft {
   path: string;

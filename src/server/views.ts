@@ -24,7 +24,6 @@ export type LaneView = ServerStatusView['lanes'][number];
 export type InstanceView = z.output<typeof instanceSchema>;
 export type ProtocolRow = z.output<typeof protocolSchema>['servers'][number];
 export type ToolsView = z.output<typeof toolsSchema>;
-export type ToolView = ToolsView['tools'][number];
 export type CallOutcome = z.output<typeof callResultSchema>;
 export type SettingChangeView = z.output<typeof settingChangeSchema>;
 export type ConfigView = z.output<typeof configViewSchema>;

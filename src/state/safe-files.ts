@@ -211,8 +211,3 @@ export function checkSocketTrust(socket: string, opts: { stateDir?: string; fold
   }
   if (s) trusted.add(socket);
 }
-
-/** For tests and a daemon restart on the same path: forget what was found trusted. */
-export function forgetTrustedSockets(): void {
-  trusted.clear();
-}

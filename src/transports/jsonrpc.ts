@@ -64,8 +64,6 @@ export const JsonRpcFailureSchema = z.looseObject({
   error: RpcErrorObjectSchema,
 });
 
-export type MessageKind = 'request' | 'notification' | 'success' | 'failure';
-
 export type ClassifyResult =
   | { ok: true; kind: 'request'; message: JsonRpcRequest }
   | { ok: true; kind: 'notification'; message: JsonRpcNotification }
