@@ -159,7 +159,7 @@ async function main(): Promise<void> {
 const SERVE_MAIN = 'chunks/serve-main';
 
 /** What the quick serve path imports lazily and rarely: kept out of its file, loaded from the main build's chunk. */
-const SERVE_LAZY = ['src/cli/client.ts', 'src/cli/progress.ts'];
+const SERVE_LAZY = ['src/daemon-client/client.ts', 'src/cli/progress.ts'];
 
 /** A dynamic import of one of `sources` left to the main build's chunk of that module (a sibling in chunks/). */
 function lazyFromMainChunks(main: Metafile, sources: string[]): Plugin {

@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CHARTS, renderChart } from '../src/machines/charts.js';
+import { CHARTS, renderChart } from '../src/inspect/charts.js';
 import { toMermaid } from '../src/machines/statechart-doc.js';
 
 const CHROMIUM = '/usr/bin/chromium';

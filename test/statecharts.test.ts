@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CHARTS, renderChart } from '../src/machines/charts.js';
+import { CHARTS, renderChart } from '../src/inspect/charts.js';
 import { toMermaid } from '../src/machines/statechart-doc.js';
 import { svgHeader, svgName } from '../scripts/gen-statecharts.js';
 

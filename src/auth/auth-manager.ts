@@ -10,7 +10,7 @@ import { isStdioDefinition, type HttpDefinition } from '../upstream/definition.j
 import type { CredentialStore } from './credential-store.js';
 import { LoginFlow, type LoginOutcome } from './login.js';
 import { ServerAuth, type AuthClock, type AuthView } from './server-auth.js';
-import type { OAuthSettings } from './settings.js';
+import type { OAuthSettings } from '../upstream/oauth-settings.js';
 
 export interface AuthManagerOptions {
   store: CredentialStore;

@@ -21,7 +21,7 @@ import type { ClientRecord, CredentialStore, GrantClient, TokenRecord } from './
 import { browserAddressProblem } from './browser-address.js';
 import { parseChallenge, scopeIncludes, scopeUnion } from './challenge.js';
 import { loadOAuthClient, oauthErrorText, oauthFetch } from './oauth-client.js';
-import type { OAuthSettings } from './settings.js';
+import type { OAuthSettings } from '../upstream/oauth-settings.js';
 
 /** How long a login waits for the browser to come back. */
 export const LOGIN_TIMEOUT_MS = 10 * 60_000;

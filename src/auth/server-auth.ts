@@ -12,7 +12,7 @@ import type { AuthChallenge, RequestAuthorizer } from '../transports/request-aut
 import type { CredentialStore, TokenRecord } from './credential-store.js';
 import { parseChallenge, scopeSet, scopeUnion } from './challenge.js';
 import { loadOAuthClient, oauthErrorText, oauthFetchWith } from './oauth-client.js';
-import type { OAuthSettings } from './settings.js';
+import type { OAuthSettings } from '../upstream/oauth-settings.js';
 
 /** The clock a credential keeps time by; tests give a fake one. */
 export interface AuthClock {

@@ -5,12 +5,12 @@
  * so `--json` prints what it always printed.
  */
 import type { z } from 'zod';
-import type { askStartedSchema, askViewSchema, callResultSchema } from '../server/schemas.js';
+import type { askStartedSchema, askViewSchema, callResultSchema } from '../api/schemas.js';
 import { readFileSync } from 'node:fs';
 import { McpxError } from '../errors.js';
-import { readText, send, type DaemonClient } from './client.js';
+import { readText, send, type DaemonClient } from '../daemon-client/client.js';
 import { answerQuestion, parseAnswerFlag, type AnswerSources } from './questions.js';
-import { sseFrameReader } from './sse-frames.js';
+import { sseFrameReader } from '../daemon-client/sse-frames.js';
 import { terminalSafe } from './terminal-text.js';
 
 /** What /v1/call answers (mcpx call --json prints the same shape, whichever route ran the call). */

@@ -8,8 +8,8 @@
 import { terminalSafe, terminalSafeJson } from './terminal-text.js';
 import type { Command } from 'commander';
 import { McpxError } from '../errors.js';
-import type { ServerView } from '../server/views.js';
-import type { ApiResponse, ClientOptions, DaemonClient, Target } from './client.js';
+import type { ServerView } from '../core/views.js';
+import type { ApiResponse, ClientOptions, DaemonClient, Target } from '../daemon-client/client.js';
 import { table } from './format.js';
 import { noteJsonPrinted } from './json-errors.js';
 
@@ -71,13 +71,13 @@ export function withJson(cmd: Command): Command {
 
 /** Where the daemon of these options lives (loads the config and settings modules). */
 export async function target(o: CommonOpts): Promise<Target> {
-  const { resolveTarget } = await import('./target.js');
+  const { resolveTarget } = await import('../daemon-client/target.js');
   return resolveTarget(clientOptions(o));
 }
 
 /** A client connected to the daemon, started in the background when none answers. */
 export async function connect(o: CommonOpts, cli: CliContext, autoStart = true): Promise<{ client: DaemonClient; target: Target }> {
-  const { DaemonClient, resolveTarget, startDaemonInBackground } = await import('./client.js');
+  const { DaemonClient, resolveTarget, startDaemonInBackground } = await import('../daemon-client/client.js');
   const t = await resolveTarget(clientOptions(o));
   const client = new DaemonClient(t.socket);
   if (await client.alive()) return { client, target: t };
@@ -88,7 +88,7 @@ export async function connect(o: CommonOpts, cli: CliContext, autoStart = true):
 
 /** The daemon went away under a request: said as such. */
 export async function wentAway(client: DaemonClient, err: unknown): Promise<never> {
-  const { isNotRunning } = await import('./client.js');
+  const { isNotRunning } = await import('../daemon-client/client.js');
   if (isNotRunning(err)) throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `the daemon on ${client.socket} went away`);
   throw err;
 }

@@ -6,7 +6,7 @@
  * (MCPX_PROGRESS=1 forces it on, MCPX_PROGRESS=0 off). It appears only after a short delay, so fast
  * calls stay quiet. The line is cleared however the command ends; Ctrl-C also says "cancelled".
  */
-import type { DaemonClient } from './client.js';
+import type { DaemonClient } from '../daemon-client/client.js';
 import { progressWords, stateWords, type ServerKind } from './progress-words.js';
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];

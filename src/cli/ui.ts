@@ -3,7 +3,7 @@
  * of `mcpx daemon` (src/inspect/stately.ts). Loaded by src/cli/main.ts only when one of them is used.
  */
 import { McpxError } from '../errors.js';
-import type { DaemonClient } from './client.js';
+import type { DaemonClient } from '../daemon-client/client.js';
 import { DEFAULT_INSPECT_PORT } from '../inspect/constants.js';
 
 export interface UiLogin {

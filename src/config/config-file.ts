@@ -14,7 +14,7 @@
  *   (FOREIGN_*). An unknown key inside mcpx's own blocks (a setting block, a server's `mcpx`) is an error.
  * - Every error names the file, the server and the key, and all of them are collected.
  */
-import { parseOAuthSettings } from '../auth/settings.js';
+import { parseOAuthSettings } from '../upstream/oauth-settings.js';
 import { REDACTED, redactUrl } from '../redaction.js';
 import { closeSync, constants, fstatSync, openSync, readFile as readFileCb, type Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';

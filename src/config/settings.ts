@@ -18,9 +18,9 @@ import { isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { SettingValueError, UnknownSettingError, type ConfigProblem } from '../errors.js';
 import { CANONICAL_PREFERENCES, canonicalPreference, DEFAULT_PREFERENCE, preferenceRefusal, type Preference } from '../machines/preference.js';
 import type { Scope, Sharing } from '../pool/types.js';
-import { closest } from './did-you-mean.js';
+import { closest } from '../did-you-mean.js';
 
-export { closest, didYouMean } from './did-you-mean.js';
+export { closest, didYouMean } from '../did-you-mean.js';
 import { formatDuration, tryParseDuration } from './duration.js';
 import { showValue } from './show-value.js';
 

@@ -7,7 +7,7 @@
  * call it, when several do. Shown names always win: a bare name is looked up only when no shown name matches.
  */
 import { ProtocolError } from '@modelcontextprotocol/server';
-import type { NameTable } from './names.js';
+import type { NameTable } from '../catalog/names.js';
 
 export type BareMatch = { server: string; original: string; name: string };
 

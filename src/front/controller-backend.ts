@@ -4,7 +4,7 @@
  * Results pass the same secret scrubber every /v1 response passes.
  */
 import type { CallContext } from '../pool/types.js';
-import type { Controller } from '../server/controller.js';
+import type { Controller } from '../core/controller.js';
 import {
   RelayError,
   type AskBackend,

@@ -1,12 +1,12 @@
 /**
  * What one caller of the front sees: the catalogue's tools and prompts under the names shown
- * (`<server>__<name>` in aggregate mode, ./names.ts; a server's own names in passthrough mode), resources
+ * (`<server>__<name>` in aggregate mode, ../catalog/names.ts; a server's own names in passthrough mode), resources
  * and templates by their URIs, and which server serves each; kept per caller lane between requests.
  */
 import { UriTemplate } from '@modelcontextprotocol/server';
 import type { CatalogItem, CatalogView, FrontBackend, RelayContext, ServerCatalog } from './backend.js';
 import { resolveBare } from './bare-names.js';
-import { NameTable, sanitize, SEPARATOR } from './names.js';
+import { NameTable, sanitize, SEPARATOR } from '../catalog/names.js';
 import { UiUris } from './ui-uris.js';
 
 /** What one caller sees, computed from a catalogue view. */

@@ -10,7 +10,7 @@
  * offers it, the caller's revision forwarded so the pool picks the lane, and upstream failures shown
  * the way a client shows them to a person.
  *
- * Aggregate mode (the default): tools and prompts as `<server>__<name>` (./names.ts), resources and
+ * Aggregate mode (the default): tools and prompts as `<server>__<name>` (../catalog/names.ts), resources and
  * templates by their own URIs. Passthrough mode: one server under its own names.
  */
 import { randomBytes, randomUUID } from 'node:crypto';

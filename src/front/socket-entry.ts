@@ -1,6 +1,6 @@
 /**
  * The front for `mcpx serve`, in the daemon: each `mcpx serve` opens one stream on the daemon's Unix
- * socket (`GET /v1/mcp-stream`, upgraded: src/server/serve-upgrade.ts) and copies its client's stdio
+ * socket (`GET /v1/mcp-stream`, upgraded: src/api/serve-upgrade.ts) and copies its client's stdio
  * over it, so each stream here is one MCP client speaking newline-delimited JSON-RPC, as on stdio.
  *
  * Per stream, what a stdio MCP server does: the stdin gate (./stdin-gate.ts) reads it and hands each
@@ -13,12 +13,12 @@
 import type { Socket } from 'node:net';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { silentLogger, type Logger } from '../log.js';
-import { deepParamsRefusal } from '../server/json-depth.js';
+import { deepParamsRefusal } from './json-depth.js';
 import type { FrontBackend } from './backend.js';
 import { frontFactory } from './front.js';
 import type { EntryMode } from './http-entry.js';
 import { MAX_LINE_BYTES, StdinGate } from './stdin-gate.js';
-import { DEFAULT_UNREAD_LIMITS, type UnreadLimits } from '../server/unread-guard.js';
+import { DEFAULT_UNREAD_LIMITS, type UnreadLimits } from './unread-guard.js';
 import { StreamFlow } from './stream-flow.js';
 import { StreamTransport } from './stream-transport.js';
 import { TurnBatchedOutput } from './turn-batched-output.js';

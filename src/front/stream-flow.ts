@@ -9,12 +9,12 @@
  *   unless the daemon waits for the client's answer to a question of its own: that answer must be read.
  *
  * The stdin gate stops at the line that reached a bound, and keeps the rest of what it read until then.
- * And it cuts the stream off (./../server/unread-guard.ts) when what waits for its reader passes
+ * And it cuts the stream off (./unread-guard.ts) when what waits for its reader passes
  * `daemon.maxUnreadBytes`, or has waited `daemon.unreadTimeout` with nothing taken. Other streams are
  * not touched. The cost per message is a set entry for a request's id and a few property reads.
  */
 import type { Socket } from 'node:net';
-import { UnreadGuard, type UnreadLimits, type UnreadOverflow } from '../server/unread-guard.js';
+import { UnreadGuard, type UnreadLimits, type UnreadOverflow } from './unread-guard.js';
 
 type Id = string | number;
 

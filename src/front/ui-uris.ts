@@ -7,14 +7,14 @@
  *
  * A URI collides when more than one configured server refers to it (a tool's `_meta.ui.resourceUri` or
  * the deprecated `_meta["ui/resourceUri"]`, a resources/list entry; templates likewise among templates).
- * Decided over every configured server, like names (./names.ts), so a `--servers` filter changes nothing.
+ * Decided over every configured server, like names (../catalog/names.ts), so a `--servers` filter changes nothing.
  * A rewritten URI is never rewritten again: the map goes from upstream URIs to shown ones, and each
  * payload is rewritten once, on its way to the caller.
  */
 import { UriTemplate } from '@modelcontextprotocol/server';
 import { isObject } from '../is-object.js';
 import type { CatalogItem, ServerCatalog } from './backend.js';
-import { hashSuffix, sanitize } from './names.js';
+import { hashSuffix, sanitize } from '../catalog/names.js';
 
 const UI = 'ui://';
 /** The deprecated flat key hosts still read (ext-apps' RESOURCE_URI_META_KEY). */

@@ -1,7 +1,7 @@
 /**
  * `mcpx daemon --inspect[=PORT]`: every pool and session actor streamed to the Stately inspector.
  *
- * Loaded only with `--inspect` (src/server/daemon.ts imports this module dynamically). Two parts:
+ * Loaded only with `--inspect` (src/daemon/daemon.ts imports this module dynamically). Two parts:
  *
  * - A relay of mcpx's own on 127.0.0.1:PORT (not `@statelyai/inspect/server`, which listens on every
  *   interface and opens a browser by itself): an HTTP page that frames Stately's inspector viewer

@@ -17,7 +17,7 @@ import { assign, enqueueActions, setup } from 'xstate';
 import type { ErrorCode } from '../errors.js';
 import { capabilitiesOf, WIRES, type WireTransport } from '../transports/capabilities.js';
 import { discoverParams, initializeParams, type ClientCapabilities } from '../transports/mcp-messages.js';
-import type { EraRecord } from '../upstream/era-cache.js';
+import type { EraRecord } from '../state/records.js';
 import { isForced, type SessionPreference } from './preference.js';
 import { discoverVerdict, initializeVerdict, isFatal, type Answer, type DiscoverVerdict, type InitializeVerdict, type ServerIdentity } from './verdict.js';
 import { verdictRoutes, type VerdictGuardParams as RouteParams } from './verdict-routes.js';

@@ -1,14 +1,14 @@
 /**
  * `mcpx serve`'s way into the daemon: one stream on its Unix socket (`GET /v1/mcp-stream`, upgraded;
- * src/server/serve-upgrade.ts), started when no daemon answers. node:net and a hand-written request
+ * src/api/serve-upgrade.ts), started when no daemon answers. node:net and a hand-written request
  * head: what serve loads is paid by every MCP client at each start, and the stream needs no HTTP client
  * once it is open.
  */
 import { connect, type Socket } from 'node:net';
 import { McpxError, type ErrorCode } from '../errors.js';
-import { isNotRunning } from '../cli/not-running.js';
-import type { Target } from '../cli/target.js';
-import { MCP_STREAM_PATH, MCP_STREAM_UPGRADE } from '../server/headers.js';
+import { isNotRunning } from '../daemon-client/not-running.js';
+import type { Target } from '../daemon-client/target.js';
+import { MCP_STREAM_PATH, MCP_STREAM_UPGRADE } from '../front/headers.js';
 import { checkSocketTrust } from '../state/safe-files.js';
 
 export interface DaemonStreamOptions {
@@ -54,7 +54,7 @@ export async function openDaemonStream(o: DaemonStreamOptions): Promise<DaemonSt
       }
       if (started || !isNotRunning(err)) throw err instanceof McpxError ? err : new McpxError('MCPX_DAEMON_UNAVAILABLE', String((err as Error).message ?? err));
       // The CLI's HTTP client (node:http) loads only here: serve speaks none once a daemon answers.
-      const { startDaemonInBackground } = await import('../cli/client.js');
+      const { startDaemonInBackground } = await import('../daemon-client/client.js');
       await startDaemonInBackground(o.target, { entry: o.entry });
       started = true;
     }

@@ -26,7 +26,7 @@ import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../log.js';
 import { LineScanner, type LineFacts } from '../transports/line-scanner.js';
-import { SEPARATOR } from '../front/separator.js';
+import { SEPARATOR } from '../catalog/separator.js';
 import { isObject } from '../is-object.js';
 
 type Id = string | number;

@@ -9,7 +9,7 @@
  * (level from MCPX_LOG_LEVEL, default warn). When the client closes stdin, serve stops; the daemon and
  * its upstreams stay for the next client.
  */
-import type { Target } from '../cli/target.js';
+import type { Target } from '../daemon-client/target.js';
 import { lineLogger } from '../log.js';
 import { openDaemonStream } from './daemon-stream.js';
 import { Pipe } from './pipe.js';

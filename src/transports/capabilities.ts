@@ -1,6 +1,6 @@
 /**
  * What each wire transport can do, as data. The session chart, UpstreamSession, RequestClient and the
- * controller ask these flags instead of comparing transport names; src/transports/registry.ts pairs each
+ * controller ask these flags instead of comparing transport names; src/upstream/transport-registry.ts pairs each
  * entry with the constructor of its channel. This module imports nothing, so the chart and the daemon's
  * status views read it without loading any channel code.
  */

@@ -1,5 +1,5 @@
 /**
- * What the daemon's process ledger (src/server/orphans.ts) shares with the stdio transport, apart from it:
+ * What the daemon's process ledger (src/daemon/orphans.ts) shares with the stdio transport, apart from it:
  * the ledger loads before the daemon listens, the transport (and what it loads) on first use.
  */
 import { randomBytes } from 'node:crypto';

@@ -9,7 +9,7 @@
  * SDK's stdio transport does) plus its configured `env`, unless `inheritEnv` asks for everything: the
  * daemon's shell may hold credentials no upstream should see. Each process is reported on the
  * `mcpx:upstream-process` diagnostics channel when it starts and when it is gone, so the daemon can
- * record what it started and sweep what a crash of its own left behind (src/server/orphans.ts).
+ * record what it started and sweep what a crash of its own left behind (src/daemon/orphans.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { channel as diagnosticsChannel } from 'node:diagnostics_channel';

@@ -3,11 +3,11 @@
  * address (the loopback TCP listener, opened on first use when `daemon.port` is off), and who may see it.
  *
  * Access follows the TCP rules of /v1 (loopback Host and Origin, checked for every request in
- * src/server/app.ts) with one addition a browser needs, since a page cannot send `Authorization`:
+ * src/api/app.ts) with one addition a browser needs, since a page cannot send `Authorization`:
  * `mcpx ui` asks the daemon (over its socket, or with the bearer token) for a one-time login code;
  * `GET /ui/login?code=…` trades it for an HttpOnly, SameSite=Strict cookie naming a random page
  * session. That cookie opens only GET requests of the routes that admit it — the page's own
- * (./routes.ts) and the /v1 reads it makes, declared `page` (src/server/v1-routes.ts: /v1/events,
+ * (./routes.ts) and the /v1 reads it makes, declared `page` (src/api/v1-routes.ts: /v1/events,
  * /v1/status, /v1/protocol, /v1/statecharts/…) — and only from the page's own origin; it never opens a
  * write, /mcp, or a tool call. Codes live 10 minutes and work once; sessions end with the daemon.
  */

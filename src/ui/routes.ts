@@ -1,5 +1,5 @@
 /**
- * The `mcpx ui` page as a fastify plugin (registered by src/server/app.ts, under its access hook):
+ * The `mcpx ui` page as a fastify plugin (registered by src/api/app.ts, under its access hook):
  *
  *   POST /v1/ui/login              a one-time login code and the page's address (socket, or bearer token)
  *   GET  /ui/login?code=…          trades the code for the page cookie, then redirects to /ui/ (from
@@ -11,15 +11,15 @@
  *
  * The page loads nothing from anywhere but the daemon (its Content-Security-Policy says so too) and
  * follows /v1/events for live updates. Its GET routes admit the page's cookie in place of the bearer
- * token (route config, read by src/server/app.ts's access hook); /ui/login admits anyone (the code is
+ * token (route config, read by src/api/app.ts's access hook); /ui/login admits anyone (the code is
  * the credential), and so do /ui and /ui/ themselves, which answer a browser without a session with a
  * page saying to run `mcpx ui` again (they hold no data: that comes from the reads).
  */
 import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { Controller } from '../server/controller.js';
+import type { Controller } from '../core/controller.js';
 import { cookieName, UI_SESSION_TTL_MS, type UiHub } from './hub.js';
-import { localMermaid } from '../server/statechart-page.js';
+import { localMermaid } from './statechart-page.js';
 
 // The page, its script and its state view load on the first request for them: most daemons never
 // serve the page, and loading them is part of every start otherwise.

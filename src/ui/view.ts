@@ -3,16 +3,16 @@
  * (preference, era, negotiated version, eraSource, cached record, legacy lane), its lanes and live
  * instances with the chart ids of their session states, the pool's own state, the last
  * `server.era.stale`, and the kept probe timelines; its summary (state, tool count, last error) for the
- * table at the top of the page; the recent calls (scrubbed, ../server/call-records.ts); plus the session,
+ * table at the top of the page; the recent calls (scrubbed, ../core/call-records.ts); plus the session,
  * pool and reconcile charts as Mermaid text.
  */
 import { describeLeftOut } from '../catalog/left-out.js';
 import { activeStateIds, toMermaid } from '../machines/statechart-doc.js';
-import { CHARTS } from '../machines/charts.js';
-import type { Controller } from '../server/controller.js';
-import type { RecentCall } from '../server/call-records.js';
-import type { LaneView, ProtocolRow } from '../server/views.js';
-import { statechartView } from '../server/statechart-view.js';
+import { CHARTS } from '../inspect/charts.js';
+import type { Controller } from '../core/controller.js';
+import type { RecentCall } from '../core/call-records.js';
+import type { LaneView, ProtocolRow } from '../core/views.js';
+import { statechartView } from './statechart-view.js';
 import type { ProbeRecord, StaleNote } from './probe-ring.js';
 import type { UiHub } from './hub.js';
 

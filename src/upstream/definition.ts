@@ -1,4 +1,4 @@
-import type { OAuthSettings } from '../auth/settings.js';
+import type { OAuthSettings } from './oauth-settings.js';
 import { DEFAULT_URL_WIRE, type UrlWire, type WireTransport } from '../transports/capabilities.js';
 
 /** How a configured upstream is reached: a process to spawn, or a URL. */

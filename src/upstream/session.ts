@@ -18,7 +18,7 @@ import { stateName } from '../machines/state-name.js';
 import type { Era } from '../machines/versions.js';
 import { capabilitiesOf, type WireTransport } from '../transports/capabilities.js';
 import { requestParams, type ClientCapabilities } from '../transports/mcp-messages.js';
-import { createChannel } from '../transports/registry.js';
+import { createChannel } from './transport-registry.js';
 import { RequestClient, type CallOptions, type InFlightCall, type ListKind, type ReadyConnection, type Tool } from './request-client.js';
 import { describeClose } from '../transports/close-info.js';
 import { RpcPeer } from '../transports/rpc-peer.js';

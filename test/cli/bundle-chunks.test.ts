@@ -36,7 +36,7 @@ const WAIT_MS = 60_000;
  * An entry that matches no chunk, or a chunk that some run did load, fails the test: the list stays minimal.
  */
 const EXEMPT: Array<{ source: string; reason: string }> = [
-  { source: 'src/server/response-contract.ts', reason: 'tests only: loaded when buildApp gets deps.checkResponses, which the daemon never passes' },
+  { source: 'src/api/response-contract.ts', reason: 'tests only: loaded when buildApp gets deps.checkResponses, which the daemon never passes' },
   { source: 'node_modules/jose/dist/webapi/index.js', reason: "the SDK's OAuth client loads it for private-key JWT and DPoP, which mcpx does not offer" },
 ];
 

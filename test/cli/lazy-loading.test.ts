@@ -43,7 +43,7 @@ function loaded(file: string): string[] {
   return [...new Set(files.flatMap((f) => CHUNKS.get(f) ?? [f]))];
 }
 
-/** Of `files`, those of these packages or of these modules of mcpx (`server/app.js`: src/server/app.ts, bundled). */
+/** Of `files`, those of these packages or of these modules of mcpx (`server/app.js`: src/api/app.ts, bundled). */
 function among(files: string[], packages: string[], modules: string[] = []): string[] {
   const hits = new Set<string>();
   for (const f of files) {

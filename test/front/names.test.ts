@@ -3,7 +3,7 @@
  * characters; long names and collisions get a short stable hash suffix.
  */
 import { describe, expect, it } from 'vitest';
-import { exposeNames, hashSuffix, MAX_NAME, NameTable, sanitize } from '../../src/front/names.js';
+import { exposeNames, hashSuffix, MAX_NAME, NameTable, sanitize } from '../../src/catalog/names.js';
 
 const RULE = /^[A-Za-z0-9_.-]{1,64}$/;
 

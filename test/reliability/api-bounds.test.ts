@@ -7,7 +7,7 @@
  *   naming the field, instead of a 200 MCPX_INTERNAL "Maximum call stack size exceeded".
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH } from '../../src/server/json-depth.js';
+import { MAX_JSON_DEPTH } from '../../src/front/json-depth.js';
 import { harness, textOf, type Harness } from '../server/helpers.js';
 import { simPool, until } from '../pool/helpers.js';
 import { tempDir } from '../support/real.js';

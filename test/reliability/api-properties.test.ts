@@ -16,9 +16,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import type { RouteInput } from '../../src/server/routes.js';
-import * as schemas from '../../src/server/schemas.js';
-import { V1_ROUTES, type V1RouteName } from '../../src/server/v1-routes.js';
+import type { RouteInput } from '../../src/api/routes.js';
+import * as schemas from '../../src/api/schemas.js';
+import { V1_ROUTES, type V1RouteName } from '../../src/api/v1-routes.js';
 import { harness, type Harness } from '../server/helpers.js';
 import { tempDir } from '../support/real.js';
 

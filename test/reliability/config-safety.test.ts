@@ -10,7 +10,7 @@
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfigText, redactUrl } from '../../src/config/config-file.js';
-import type { DaemonEvent } from '../../src/server/events.js';
+import type { DaemonEvent } from '../../src/core/events.js';
 import { fixtureEntry, harness, textOf, type Harness, type ServerEntry } from '../server/helpers.js';
 import { tempDir } from '../support/real.js';
 

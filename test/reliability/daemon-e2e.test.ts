@@ -14,8 +14,8 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_SOCKET_PATH_BYTES } from '../../src/server/state-dir.js';
-import { PROCESS_LEDGER } from '../../src/server/orphans.js';
+import { MAX_SOCKET_PATH_BYTES } from '../../src/daemon/state-dir.js';
+import { PROCESS_LEDGER } from '../../src/daemon/orphans.js';
 import { fixtureCommand } from '../fixtures/index.js';
 import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, trackPid, until } from '../cli/helpers.js';
 import { tempDir } from '../support/real.js';

@@ -11,8 +11,8 @@
 import { utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { acquireLock } from '../../src/server/state-dir.js';
-import { uptimeSince } from '../../src/server/uptime.js';
+import { acquireLock } from '../../src/daemon/state-dir.js';
+import { uptimeSince } from '../../src/core/uptime.js';
 import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, until } from '../cli/helpers.js';
 import { isGone } from '../server/helpers.js';
 import { tempDir } from '../support/real.js';

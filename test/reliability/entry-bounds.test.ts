@@ -12,7 +12,7 @@ import { request } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH } from '../../src/server/json-depth.js';
+import { MAX_JSON_DEPTH } from '../../src/front/json-depth.js';
 import { writeConfig } from '../server/helpers.js';
 import { tempDir } from '../support/real.js';
 import { cleanEnv, ForegroundDaemon, killAll, MCPX, mcpx, trackPid } from '../cli/helpers.js';

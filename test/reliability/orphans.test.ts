@@ -1,5 +1,5 @@
 /**
- * Issue 10 #2, the sweep's safety rules (src/server/orphans.ts), against real processes:
+ * Issue 10 #2, the sweep's safety rules (src/daemon/orphans.ts), against real processes:
  * a recorded leader is signalled with its group only while pid and start time match; a group whose
  * leader is gone loses only the members carrying the dead daemon's spawn tag; a reused pid, a member
  * without the tag and the processes of a daemon that still runs are never signalled.
@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROCESS_LEDGER, sweepOrphans, type LedgerFile } from '../../src/server/orphans.js';
+import { PROCESS_LEDGER, sweepOrphans, type LedgerFile } from '../../src/daemon/orphans.js';
 import { procStat } from '../../src/transports/proc-stat.js';
 import { SPAWN_TAG_VAR } from '../../src/transports/spawn-tag.js';
 import { until } from '../cli/helpers.js';

@@ -17,7 +17,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acquireLock, DAEMON_JSON, LOCK_FILE, nodeStateFs, removeDaemonFiles, StateFolderError, type StateFs } from '../../src/server/state-dir.js';
+import { acquireLock, DAEMON_JSON, LOCK_FILE, nodeStateFs, removeDaemonFiles, StateFolderError, type StateFs } from '../../src/daemon/state-dir.js';
 import { MCPX } from '../cli/helpers.js';
 import { tempDir } from '../support/real.js';
 import { isGone } from './helpers.js';

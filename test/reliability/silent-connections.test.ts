@@ -3,7 +3,7 @@
  * connections to the daemon and sends nothing: before, they held the listener's whole bound
  * (`daemon.maxConnections`, 1024) for ever, and the owner's calls with the token got empty replies. A
  * connection that sends no whole request head within 10 s is closed (`closeSilentConnections`,
- * src/server/connection-limit.ts), on both listeners; an event stream and a call longer than that go on.
+ * src/api/connection-limit.ts), on both listeners; an event stream and a call longer than that go on.
  * Through the built binary: a real daemon with `daemon.port` set.
  */
 import { connect, type Socket } from 'node:net';
@@ -11,7 +11,7 @@ import { Agent, request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { api, killAll, until } from '../cli/helpers.js';
 import { startServeDaemon, type ServeDaemon } from '../serve/clients.js';
-import { descriptorLimit } from '../../src/server/connection-limit.js';
+import { descriptorLimit } from '../../src/api/connection-limit.js';
 
 const removers: Array<() => Promise<void>> = [];
 const sockets = new Set<Socket>();

@@ -31,7 +31,7 @@ import {
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROCESS_LEDGER } from '../../src/server/orphans.js';
+import { PROCESS_LEDGER } from '../../src/daemon/orphans.js';
 import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, trackPid, until } from '../cli/helpers.js';
 import { tempDir } from '../support/real.js';
 import { faultyEntry, isGone } from './helpers.js';

@@ -5,7 +5,7 @@
  * Checked for every cut position across the secret, in `error.data.stderrTail` and the message.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Scrubber } from '../../src/server/secrets.js';
+import { Scrubber } from '../../src/core/secrets.js';
 import { RpcPeer } from '../../src/transports/rpc-peer.js';
 import { cutRedacted } from '../../src/transports/secret-text.js';
 import { StdioChannel } from '../../src/transports/stdio.js';

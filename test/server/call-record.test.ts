@@ -4,7 +4,7 @@
  * records of answered calls are written when the daemon stops, not left to a turn that may never come.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DaemonEvent } from '../../src/server/events.js';
+import type { DaemonEvent } from '../../src/core/events.js';
 import { tempDir } from '../support/real.js';
 import { harness, type Harness } from './helpers.js';
 

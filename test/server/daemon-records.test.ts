@@ -1,5 +1,5 @@
 /**
- * The daemon's call records on its own log stream (src/server/record-log.ts through startDaemon): every
+ * The daemon's call records on its own log stream (src/core/record-log.ts through startDaemon): every
  * call's `call finished` line arrives, whole and scrubbed, in writes shared by the calls of a burst; the
  * lines follow `log.level`; the daemon's stop writes what waits, and so does a process dying of an
  * uncaught error right after a call.
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemon, type DaemonHandle } from '../../src/server/daemon.js';
+import { startDaemon, type DaemonHandle } from '../../src/daemon/daemon.js';
 import { packageRoot } from '../../src/package-info.js';
 import { api, cleanEnv, until } from '../cli/helpers.js';
 import { fixtureCommand } from '../fixtures/index.js';

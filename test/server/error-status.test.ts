@@ -3,7 +3,7 @@
  * token gets 401; an upstream that refused mcpx is not the client's auth problem and must not look like one.
  */
 import { describe, expect, it } from 'vitest';
-import { statusFor, toApiError } from '../../src/server/api-errors.js';
+import { statusFor, toApiError } from '../../src/api/api-errors.js';
 import { UnauthorizedError } from '../../src/transports/http-errors.js';
 import { McpxError } from '../../src/errors.js';
 

@@ -1,8 +1,8 @@
-/** The reconcile statechart on its own (src/server/reconcile.machine.ts): events in, emitted effects out. */
+/** The reconcile statechart on its own (src/pool/reconcile.machine.ts): events in, emitted effects out. */
 import { createActor } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import type { PoolServerConfig } from '../../src/pool/types.js';
-import { reconcileMachine, type ReconcileEmitted, type ReconcileFacts } from '../../src/server/reconcile.machine.js';
+import { reconcileMachine, type ReconcileEmitted, type ReconcileFacts } from '../../src/pool/reconcile.machine.js';
 
 function cfg(name: string, over: Partial<PoolServerConfig> = {}): PoolServerConfig {
   return {

@@ -1,5 +1,5 @@
 /**
- * The reconciliation rules (src/server/reconciler.ts) on fake pools: the plan, one apply per run (the
+ * The reconciliation rules (src/pool/reconciler.ts) on fake pools: the plan, one apply per run (the
  * era-cache switch included), runs and reloads one at a time, callers of a changing server waiting for
  * its new pool, busy servers deferred and caught up when their last call ends or their instances stop.
  */
@@ -9,7 +9,7 @@ import { silentLogger } from '../../src/log.js';
 import { PoolRegistry } from '../../src/pool/pool-registry.js';
 import type { ServerPool } from '../../src/pool/server-pool.js';
 import type { PoolServerConfig } from '../../src/pool/types.js';
-import { planReconcile, Reconciler } from '../../src/server/reconciler.js';
+import { planReconcile, Reconciler } from '../../src/pool/reconciler.js';
 
 function cfg(name: string, over: Partial<PoolServerConfig> = {}): PoolServerConfig {
   return {

@@ -1,10 +1,10 @@
 /**
- * The call-record log (src/server/record-log.ts): lines wait in a buffer and reach the log stream in one
+ * The call-record log (src/core/record-log.ts): lines wait in a buffer and reach the log stream in one
  * write, at most RECORD_FLUSH_MS after the first (or at once on flush), whole, in order, scrubbed, at
  * the level in force. Time is the simulated clock's.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { makeRecordLog, RECORD_FLUSH_MS } from '../../src/server/record-log.js';
+import { makeRecordLog, RECORD_FLUSH_MS } from '../../src/core/record-log.js';
 
 const SECRET = 'r3cord-log-s3cret';
 

@@ -4,7 +4,7 @@
  */
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { checkResponses, type ResponseViolation } from '../../src/server/response-contract.js';
+import { checkResponses, type ResponseViolation } from '../../src/api/response-contract.js';
 
 describe('checkResponses', () => {
   it('reports an answer that does not match its declared schema, and passes one that does', async () => {

@@ -1,13 +1,13 @@
 /**
- * The /v1 route table (src/server/v1-routes.ts): each declaration names its method, path and zod schemas
+ * The /v1 route table (src/api/v1-routes.ts): each declaration names its method, path and zod schemas
  * once, and what the daemon registers, validates and documents comes from it. These hold the
  * declarations to what the rest assumes of them.
  */
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import type { RouteInput } from '../../src/server/routes.js';
-import * as schemas from '../../src/server/schemas.js';
-import { V1_ROUTES } from '../../src/server/v1-routes.js';
+import type { RouteInput } from '../../src/api/routes.js';
+import * as schemas from '../../src/api/schemas.js';
+import { V1_ROUTES } from '../../src/api/v1-routes.js';
 
 const routes = Object.entries(V1_ROUTES).map(([name, r]) => ({ name, ...r, parts: (r.input?.(schemas) ?? {}) as RouteInput }));
 

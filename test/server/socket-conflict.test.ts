@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemon } from '../../src/server/daemon.js';
+import { startDaemon } from '../../src/daemon/daemon.js';
 import { tempDir } from '../support/real.js';
 
 let dir: { path: string; remove: () => Promise<void> };

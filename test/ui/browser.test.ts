@@ -17,7 +17,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/package-info.js';
-import { loadDaemonConfig } from '../../src/server/config-source.js';
+import { loadDaemonConfig } from '../../src/daemon/config-source.js';
 import { EraCache } from '../../src/upstream/era-cache.js';
 import { eraCacheKey } from '../../src/upstream/process-key.js';
 import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, until } from '../cli/helpers.js';

@@ -10,7 +10,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActor, createMachine } from 'xstate';
 import { WebSocket } from 'ws';
-import { startDaemon, type DaemonHandle } from '../../src/server/daemon.js';
+import { startDaemon, type DaemonHandle } from '../../src/daemon/daemon.js';
 import { startStatelyInspector } from '../../src/inspect/stately.js';
 import { packageRoot } from '../../src/package-info.js';
 import { api, cleanEnv, ForegroundDaemon, killAll, mcpx, until } from '../cli/helpers.js';

@@ -1,7 +1,7 @@
 /** `mcpx doctor`: what would stop mcpx working, checked locally (never starts a daemon). */
 import type { Command } from 'commander';
 import { McpxError } from '../../errors.js';
-import type { DaemonConfig } from '../../server/views.js';
+import type { DaemonConfig } from '../../core/views.js';
 import { out, printJson, withJson, withTarget, type CliContext, type CommonOpts } from '../common.js';
 
 interface Check {
@@ -51,7 +51,7 @@ export function register(program: Command, cli: CliContext): void {
       const nodeOk = major > 20 || (major === 20 && (minor > 18 || (minor === 18 && patch >= 1)));
       checks.push({ check: 'node', ok: nodeOk, detail: `${process.version} at ${process.execPath}${nodeOk ? '' : ' (mcpx needs 20.18.1 or later)'}` });
 
-      const { loadDaemonConfig } = await import('../../server/config-source.js');
+      const { loadDaemonConfig } = await import('../../daemon/config-source.js');
       const loaded = await loadDaemonConfig({ ...(o.config === undefined ? {} : { configFlag: o.config }), env, cwd });
       checks.push({
         check: 'config',
@@ -70,7 +70,7 @@ export function register(program: Command, cli: CliContext): void {
         detail: servers.length === 0 ? 'none' : servers.map((s) => `${s.name} (${s.transport}${s.disabled ? ', disabled' : ''})`).join(', '),
       });
 
-      const { resolveTarget, DaemonClient } = await import('../client.js');
+      const { resolveTarget, DaemonClient } = await import('../../daemon-client/client.js');
       const t = await resolveTarget({ ...(o.config === undefined ? {} : { config: o.config }), ...(o.stateDir === undefined ? {} : { stateDir: o.stateDir }) });
       const { accessSync, constants, existsSync, statSync } = await import('node:fs');
       let stateOk = true;
@@ -107,7 +107,7 @@ export function register(program: Command, cli: CliContext): void {
       checks.splice(checks.findIndex((c) => c.check === 'servers') + 1, 0, ...(await serverChecks(loaded, t.stateDir, alive)));
 
       // What an upstream left running in a session of its own (setsid): neither a stop nor the sweep reaches it.
-      const leftovers = (await import('../../server/leftovers.js')).findLeftovers();
+      const leftovers = (await import('../../daemon/leftovers.js')).findLeftovers();
       if (leftovers.length > 0)
         checks.push({
           check: 'leftover processes',

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { McpxError } from '../../errors.js';
 import type { LoginView } from '../../auth/auth-manager.js';
 import { api, out, printJson, withClient, withJson, withTarget, type CliContext, type CommonOpts } from '../common.js';
-import type { DaemonClient } from '../client.js';
+import type { DaemonClient } from '../../daemon-client/client.js';
 
 export function register(program: Command, cli: CliContext): void {
   withJson(

@@ -1,6 +1,6 @@
 /** `mcpx protocol`: per server, the preference, era, negotiated version, its source, the cached record, the legacy lane. */
 import type { Command } from 'commander';
-import type { ProtocolRow } from '../../server/views.js';
+import type { ProtocolRow } from '../../core/views.js';
 import { api, out, printJson, withClient, withJson, withTarget, type CliContext, type CommonOpts } from '../common.js';
 import { clip, table } from '../format.js';
 

@@ -1,7 +1,7 @@
 /** `mcpx reload`: re-read the config. */
 import type { Command } from 'commander';
 import { McpxError } from '../../errors.js';
-import type { ReloadOutcome } from '../../server/views.js';
+import type { ReloadOutcome } from '../../core/views.js';
 import { api, out, printJson, withClient, withJson, withTarget, type CliContext, type CommonOpts } from '../common.js';
 
 export function register(program: Command, cli: CliContext): void {

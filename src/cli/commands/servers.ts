@@ -1,6 +1,6 @@
 /** `mcpx servers`: configured servers, their transport and effective preference (secrets redacted). */
 import type { Command } from 'commander';
-import type { RejectedEdit, ServerView } from '../../server/views.js';
+import type { RejectedEdit, ServerView } from '../../core/views.js';
 import { rejectedEditLines } from '../format.js';
 import { api, out, printJson, serversTable, withClient, withJson, withTarget, type CliContext, type CommonOpts } from '../common.js';
 

@@ -1,7 +1,7 @@
 /** `mcpx settings [get|set|unset PATH [VALUE]]`: list, read, set or unset settings. */
 import type { Command } from 'commander';
 import type { SettingEntry } from '../../config/settings.js';
-import type { SettingChangeView } from '../../server/views.js';
+import type { SettingChangeView } from '../../core/views.js';
 import { api, out, printJson, UsageError, withClient, withJson, withTarget, type CliContext, type CommonOpts } from '../common.js';
 import { table } from '../format.js';
 

@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import type { z } from 'zod';
-import type { statusSchema } from '../../server/schemas.js';
+import type { statusSchema } from '../../api/schemas.js';
 import { api, out, printJson, target, withJson, withTarget, type CliContext, type CommonOpts } from '../common.js';
 import { ago, rejectedEditLines, table } from '../format.js';
 
@@ -18,7 +18,7 @@ export function register(program: Command, cli: CliContext): void {
     .option('--start', 'start a daemon in the background when none is running')
     .action(async (o: CommonOpts & { start?: boolean }) => {
       const t = await target(o);
-      const { DaemonClient, startDaemonInBackground } = await import('../client.js');
+      const { DaemonClient, startDaemonInBackground } = await import('../../daemon-client/client.js');
       const client = new DaemonClient(t.socket);
       try {
         let started = false;

@@ -1,6 +1,6 @@
 /** `mcpx stop`: stop the daemon and every upstream process (never starts one). */
 import type { z } from 'zod';
-import type { shutdownSchema } from '../../server/schemas.js';
+import type { shutdownSchema } from '../../api/schemas.js';
 import type { Command } from 'commander';
 import { McpxError } from '../../errors.js';
 import { api, out, printJson, target, withJson, withTarget, type CommonOpts } from '../common.js';
@@ -9,8 +9,8 @@ export function register(program: Command): void {
   withJson(withTarget(program.command('stop').description('stop the daemon and every upstream process (never starts one)'))).action(async (o: CommonOpts) => {
     const t = await target(o);
     const [{ DaemonClient }, { describeFilesLeft, pidAlive, removeDaemonFiles }] = await Promise.all([
-      import('../client.js'),
-      import('../../server/state-dir.js'),
+      import('../../daemon-client/client.js'),
+      import('../../daemon/state-dir.js'),
     ]);
     const client = new DaemonClient(t.socket);
     try {

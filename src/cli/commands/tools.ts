@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { describeLeftOut } from '../../catalog/left-out.js';
 import { McpxError } from '../../errors.js';
-import type { ToolsView } from '../../server/views.js';
+import type { ToolsView } from '../../core/views.js';
 import { api, callHeaders, out, printJson, withClient, withJson, withProgress, withTarget, type CliContext, type CommonOpts } from '../common.js';
 import { clip, table } from '../format.js';
 import { terminalSafe } from '../terminal-text.js';

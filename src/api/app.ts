@@ -27,12 +27,12 @@ import { uiRoutes } from '../ui/routes.js';
 import { send, toApiError } from './api-errors.js';
 import { closeSilentConnections, FIRST_REQUEST_TIMEOUT_MS, REQUEST_RECEIVE_TIMEOUT_MS } from './connection-limit.js';
 import { serveUpgrade } from './serve-upgrade.js';
-import type { Controller } from './controller.js';
+import type { Controller } from '../core/controller.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { packageVersion } from '../package-info.js';
 import type { ResponseViolation } from './response-contract.js';
 import { v1Routes, type DaemonInfo } from './v1-routes.js';
-import { UnreadGuard, unreadLimits, type UnreadLimits } from './unread-guard.js';
+import { UnreadGuard, unreadLimits, type UnreadLimits } from '../front/unread-guard.js';
 
 export type { DaemonInfo } from './v1-routes.js';
 
@@ -213,7 +213,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   // Every payload leaves scrubbed of known secrets. A large one may wait in the daemon for a caller that
-  // does not read it: its connection is watched until it has left (./unread-guard.ts).
+  // does not read it: its connection is watched until it has left (../front/unread-guard.ts).
   app.addHook('onSend', (req, reply, payload, done) => {
     if (typeof payload !== 'string') return done(null, payload);
     const text = scrub(payload);

@@ -263,7 +263,7 @@ export async function startDaemonInBackground(target: Target, opts: StartOptions
   const timeoutMs = opts.timeoutMs ?? (Number(env['MCPX_DAEMON_START_TIMEOUT']) || 20_000);
   // The state folder's rules and child_process load only here: a command that finds its daemon running never needs them.
   const [{ checkSocketPath, DAEMON_JSON, DAEMON_LOG, ensureStateDir }, { spawn }] = await Promise.all([
-    import('../server/state-dir.js'),
+    import('../daemon/state-dir.js'),
     import('node:child_process'),
   ]);
   checkSocketPath(target.socket); // the daemon would refuse it too; say so before starting one

@@ -5,7 +5,7 @@
  */
 import type { Catalog } from '../catalog/catalog.js';
 import { McpxError } from '../errors.js';
-import { exposeNames } from '../front/names.js';
+import { exposeNames } from '../catalog/names.js';
 import type { CallContext } from '../pool/types.js';
 import type { Tool } from '../upstream/session.js';
 import type { ToolsView } from './views.js';

@@ -6,22 +6,22 @@
 import type { AuthManager } from '../auth/auth-manager.js';
 import { createReadStream } from 'node:fs';
 import type { Socket } from 'node:net';
-import { uptimeSince } from './uptime.js';
+import { uptimeSince } from '../core/uptime.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { McpxError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { CallContext } from '../pool/types.js';
 import { send, statusFor, toApiError } from './api-errors.js';
-import type { Controller } from './controller.js';
-import type { DaemonEvent } from './events.js';
-import type { RejectedEdit } from './views.js';
-import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from './headers.js';
+import type { Controller } from '../core/controller.js';
+import type { DaemonEvent } from '../core/events.js';
+import type { RejectedEdit } from '../core/views.js';
+import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from '../front/headers.js';
 import { registerRoutes, routeOf, type Call } from './routes.js';
 import type { callHeadersSchema } from './schemas.js';
 import { SseWriter } from './sse.js';
-import { unreadLimits } from './unread-guard.js';
-import { localMermaid, MERMAID_ASSET_URL, statechartPage } from './statechart-page.js';
+import { unreadLimits } from '../front/unread-guard.js';
+import { localMermaid, MERMAID_ASSET_URL, statechartPage } from '../ui/statechart-page.js';
 
 export interface DaemonInfo {
   stateDir: string | null;
@@ -36,7 +36,7 @@ export interface V1Context {
   pid: number;
   /** When the daemon started (ms since the epoch). */
   startedAt: number;
-  /** The ms since then, on a monotonic clock (./uptime.ts); default: measured from when the routes are registered. */
+  /** The ms since then, on a monotonic clock (../core/uptime.ts); default: measured from when the routes are registered. */
   uptime?: () => number;
   /** Where the daemon listens, for /v1/status. */
   info?: () => DaemonInfo;
@@ -334,7 +334,7 @@ export const V1_ROUTES = {
     responses: (s) => ({ 200: { description: 'The chart.', schema: s.statechartSchema }, 400: s.bad, 404: s.unknownServer }),
     handler: async ({ params, query }, { controller, reply }) => {
       const pool = controller.pool(params.server);
-      const view = (await import('./statechart-view.js')).statechartView(pool);
+      const view = (await import('../ui/statechart-view.js')).statechartView(pool);
       if (query.format === 'html') {
         return reply.type('text/html; charset=utf-8').send(statechartPage(view, { mermaidUrl: localMermaid() ? MERMAID_ASSET_URL : null }));
       }

@@ -5,9 +5,9 @@
 import type { AnyStateMachine } from 'xstate';
 import { askMachine } from '../asks/ask.machine.js';
 import { poolMachine } from '../pool/pool.machine.js';
-import { reconcileMachine } from '../server/reconcile.machine.js';
-import { sessionMachine } from './session.machine.js';
-import { toMarkdown, type MermaidOptions } from './statechart-doc.js';
+import { reconcileMachine } from '../pool/reconcile.machine.js';
+import { sessionMachine } from '../machines/session.machine.js';
+import { toMarkdown, type MermaidOptions } from '../machines/statechart-doc.js';
 
 export interface Chart {
   file: string;
@@ -45,7 +45,7 @@ export const CHARTS: Chart[] = [
       'When the pools are brought in line with the effective per-server configs (the config file over the settings), and who waits: ' +
       'runs one at a time, each planned from the facts of when it starts (unchanged pool fingerprint: kept; busy under deferBusy: deferred; ' +
       'else added, replaced or removed in one apply), and one catch-up run when a deferred server has nothing running any more. ' +
-      'Self-loops are the requests queued while a run is under way. Drawn from src/server/reconcile.machine.ts.',
+      'Self-loops are the requests queued while a run is under way. Drawn from src/pool/reconcile.machine.ts.',
     machine: reconcileMachine,
     options: { selfLoops: true },
   },

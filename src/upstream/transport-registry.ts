@@ -1,17 +1,17 @@
 /**
- * The wire transports, each with what it can do (./capabilities.ts) and how its channel is made from a
+ * The wire transports, each with what it can do (../transports/capabilities.ts) and how its channel is made from a
  * server definition. Adding a transport is an entry here and one in TRANSPORT_CAPABILITIES; the compiler
  * asks for both once the name joins WireTransport.
  */
 import { McpxError } from '../errors.js';
-import { isStdioDefinition, type HttpDefinition, type ServerDefinition, type StdioDefinition } from '../upstream/definition.js';
-import { TRANSPORT_CAPABILITIES, type TransportCapabilities, type WireTransport } from './capabilities.js';
-import type { TransportLogger } from './jsonrpc.js';
-import type { RequestAuthorizer } from './request-authorizer.js';
-import { LegacySseChannel } from './sse-legacy.js';
-import { StdioChannel } from './stdio.js';
-import { StreamableHttpChannel } from './streamable-http.js';
-import type { Channel } from './types.js';
+import { isStdioDefinition, type HttpDefinition, type ServerDefinition, type StdioDefinition } from './definition.js';
+import { TRANSPORT_CAPABILITIES, type TransportCapabilities, type WireTransport } from '../transports/capabilities.js';
+import type { TransportLogger } from '../transports/jsonrpc.js';
+import type { RequestAuthorizer } from '../transports/request-authorizer.js';
+import { LegacySseChannel } from '../transports/sse-legacy.js';
+import { StdioChannel } from '../transports/stdio.js';
+import { StreamableHttpChannel } from '../transports/streamable-http.js';
+import type { Channel } from '../transports/types.js';
 
 /** What a channel is made with besides the server's definition: the session's limits and its log. */
 export interface ChannelSettings {

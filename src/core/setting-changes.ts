@@ -5,7 +5,7 @@
 import { findSetting, SETTINGS, type SettingEntry, type Settings } from '../config/settings.js';
 import type { Logger } from '../log.js';
 import type { EventHub } from './events.js';
-import type { ReconcileOptions, ReconcileResult } from './reconciler.js';
+import type { ReconcileOptions, ReconcileResult } from '../pool/reconciler.js';
 import type { SettingChangeView } from './views.js';
 
 export const APPLIES_TO = {

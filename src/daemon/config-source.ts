@@ -4,7 +4,7 @@
  * (the build's dist/demo/demo.json, from examples/: three small servers, one per era).
  */
 import { loadConfig, type LoadConfigOptions } from '../config/config-file.js';
-import type { DaemonConfig } from './views.js';
+import type { DaemonConfig } from '../core/views.js';
 import { demoConfigPath } from '../package-info.js';
 
 export interface ConfigSourceOptions extends LoadConfigOptions {

@@ -7,9 +7,9 @@
  */
 import { createActor, type Actor } from 'xstate';
 import type { Logger } from '../log.js';
-import type { PoolRegistry } from '../pool/pool-registry.js';
-import type { ServerPool } from '../pool/server-pool.js';
-import type { PoolServerConfig } from '../pool/types.js';
+import type { PoolRegistry } from './pool-registry.js';
+import type { ServerPool } from './server-pool.js';
+import type { PoolServerConfig } from './types.js';
 import {
   reconcileMachine,
   type ReconcileEmitted,

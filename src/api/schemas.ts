@@ -1,5 +1,5 @@
 /**
- * The /v1 API's shapes, as zod schemas: the route declarations (src/server/v1-routes.ts) name which of
+ * The /v1 API's shapes, as zod schemas: the route declarations (src/api/v1-routes.ts) name which of
  * them validate each request's parts (a bad one → 400 naming the field) and describe each answer, and
  * `GET /v1/openapi.json` is generated from the very same schemas (`z.toJSONSchema`), so the document
  * cannot drift from what the daemon checks. Loaded on the first request that validates something.
@@ -7,10 +7,10 @@
 import * as z from 'zod';
 import { CANONICAL_PREFERENCES } from '../machines/preference.js';
 import { RELAYED_METHODS } from '../front/backend.js';
-import { EVENT_TYPES } from './events.js';
+import { EVENT_TYPES } from '../core/events.js';
 import { MAX_DURATION_MS } from '../config/duration.js';
-import { boundedDepth, MAX_JSON_DEPTH } from './json-depth.js';
-import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from './headers.js';
+import { boundedDepth, MAX_JSON_DEPTH } from '../front/json-depth.js';
+import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from '../front/headers.js';
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -506,7 +506,7 @@ export const reloadSchema = z.union([
 export const shutdownSchema = z.object({ ok: z.literal(true), stopping: z.literal(true), pid: z.number().int() });
 
 // ---------------------------------------------------------------------------------------------
-// Answers several routes declare (src/server/v1-routes.ts)
+// Answers several routes declare (src/api/v1-routes.ts)
 
 export const bad = { description: 'The request is invalid; `error.path` names the field.', schema: errorBodySchema };
 export const unknownServer = { description: 'No such server (MCPX_UNKNOWN_SERVER).', schema: errorBodySchema };

@@ -2,16 +2,16 @@
  * `/mcp` and `/mcp/:server`, as a fastify plugin: the MCP front over Streamable HTTP (both caller eras),
  * under the daemon's access rules. The entry (the MCP SDK's server side) loads on the first /mcp request,
  * not before the daemon listens. A response (an SSE stream above all) whose caller stops reading is cut
- * off alone (./unread-guard.ts).
+ * off alone (../front/unread-guard.ts).
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import type { EntryMode, McpHttpEntry } from '../front/http-entry.js';
 import { send } from './api-errors.js';
-import { deepParamsRefusal } from './json-depth.js';
-import type { Controller } from './controller.js';
-import { UnreadGuard, unreadLimits, type UnreadLimits } from './unread-guard.js';
+import { deepParamsRefusal } from '../front/json-depth.js';
+import type { Controller } from '../core/controller.js';
+import { UnreadGuard, unreadLimits, type UnreadLimits } from '../front/unread-guard.js';
 
 export interface McpRoutesOptions {
   controller: Controller;

@@ -1,12 +1,12 @@
 /**
  * The daemon's loggers: pino, pretty on a terminal and JSON otherwise, with known secret values scrubbed
- * from every line; and the `call finished` lines, buffered (./record-log.ts).
+ * from every line; and the `call finished` lines, buffered (../core/record-log.ts).
  */
 import type { Writable } from 'node:stream';
 import { pino, type Logger as PinoLogger } from 'pino';
 import { safeLogStream } from './log-stream.js';
-import { makeRecordLog, type RecordLog } from './record-log.js';
-import type { Scrubber } from './secrets.js';
+import { makeRecordLog, type RecordLog } from '../core/record-log.js';
+import type { Scrubber } from '../core/secrets.js';
 
 export interface DaemonLoggers {
   logger: PinoLogger;

@@ -28,8 +28,8 @@
  * resolves the settings before it asks for a run, which then queues here like any other).
  */
 import { assign, enqueueActions, setup } from 'xstate';
-import { poolFingerprint, type ApplyResult } from '../pool/pool-registry.js';
-import type { PoolServerConfig } from '../pool/types.js';
+import { poolFingerprint, type ApplyResult } from './pool-registry.js';
+import type { PoolServerConfig } from './types.js';
 
 export type ReconcileResult = ApplyResult & { deferred: string[] };
 

@@ -7,8 +7,8 @@ import type { Settings } from '../config/settings.js';
 import type { McpHttpEntry } from '../front/http-entry.js';
 import type { SocketEntry } from '../front/socket-entry.js';
 import type { Logger } from '../log.js';
-import type { Controller } from './controller.js';
-import { unreadLimits } from './unread-guard.js';
+import type { Controller } from '../core/controller.js';
+import { unreadLimits } from '../front/unread-guard.js';
 
 export interface FrontsDeps {
   controller: Controller;

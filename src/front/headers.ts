@@ -8,7 +8,7 @@ export const SESSION_HEADER = 'x-mcpx-session';
 /**
  * `mcpx serve`'s stream on the daemon's Unix socket: `GET` this path with `Connection: Upgrade` and
  * `Upgrade: <MCP_STREAM_UPGRADE>` (query: `passthrough`, `servers`, `session`); after `101` the socket
- * carries the client's newline-delimited JSON-RPC both ways (src/server/serve-upgrade.ts).
+ * carries the client's newline-delimited JSON-RPC both ways (src/api/serve-upgrade.ts).
  */
 export const MCP_STREAM_PATH = '/v1/mcp-stream';
 export const MCP_STREAM_UPGRADE = 'mcp-stdio';

@@ -9,7 +9,7 @@ import type { SettingsSources, Settings } from '../config/settings.js';
 import { ConfigError, type ConfigProblem } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { EventHub } from './events.js';
-import type { ReconcileOptions, ReconcileResult } from './reconciler.js';
+import type { ReconcileOptions, ReconcileResult } from '../pool/reconciler.js';
 import { RESTART_PATHS } from './setting-changes.js';
 import type { DaemonConfig, ReloadOutcome } from './views.js';
 

@@ -13,8 +13,8 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../log.js';
 import type { EntryMode } from '../front/http-entry.js';
 import type { SocketEntry } from '../front/socket-entry.js';
-import type { Controller } from './controller.js';
-import { MCP_STREAM_PATH, MCP_STREAM_UPGRADE } from './headers.js';
+import type { Controller } from '../core/controller.js';
+import { MCP_STREAM_PATH, MCP_STREAM_UPGRADE } from '../front/headers.js';
 
 export interface ServeUpgradeDeps {
   controller: Controller;

@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import { sessionMachine } from '../machines/session.machine.js';
 import { activeStateIds, toMermaid, withActiveStates } from '../machines/statechart-doc.js';
 import type { ServerPool } from '../pool/server-pool.js';
-import type { statechartSchema } from './schemas.js';
+import type { statechartSchema } from '../api/schemas.js';
 
 export type StatechartView = z.output<typeof statechartSchema>;
 

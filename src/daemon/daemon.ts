@@ -5,13 +5,13 @@
  * and, when daemon.port is set, on loopback TCP (bearer token in `<state>/daemon.json`, 0600); on the
  * socket also every `mcpx serve`'s stream (its client answered by the same MCP front as `/mcp`). One daemon
  * per state folder (daemon.lock; a crashed daemon's leftovers are cleaned up, its upstream processes
- * included: src/server/orphans.ts). The config file is watched (its folder, debounced) and reloaded
+ * included: src/daemon/orphans.ts). The config file is watched (its folder, debounced) and reloaded
  * on change, on `POST /v1/reload` and on SIGHUP; a broken edit is reported and the last good config
  * stays. SIGINT/SIGTERM stop every pool (every upstream process), flush the era cache, remove the
  * socket, daemon.json, the process ledger and the lock.
  *
  * What the daemon loads before it listens is paid at every start (test/cli/lazy-loading.test.ts): the MCP
- * SDK (./fronts.ts), pino-pretty (./daemon-log.ts) and the Stately inspector load only when used.
+ * SDK (../api/fronts.ts), pino-pretty (./daemon-log.ts) and the Stately inspector load only when used.
  */
 import { AuthManager } from '../auth/auth-manager.js';
 import { CredentialStore } from '../auth/credential-store.js';
@@ -23,22 +23,22 @@ import { ConfigError } from '../errors.js';
 import { Settings, type SettingsSources } from '../config/settings.js';
 import { EraCache } from '../upstream/era-cache.js';
 import { CatalogStore } from '../catalog/catalog-store.js';
-import type { DaemonInfo } from './app.js';
+import type { DaemonInfo } from '../api/app.js';
 import { loadDaemonConfig, type ConfigSourceOptions } from './config-source.js';
 import { watchConfigFile, type ConfigWatcher } from './config-watcher.js';
-import { Controller } from './controller.js';
+import { Controller } from '../core/controller.js';
 import { makeLoggers, type DaemonLogOptions } from './daemon-log.js';
-import { EventHub } from './events.js';
-import { LazyFronts } from './fronts.js';
+import { EventHub } from '../core/events.js';
+import { LazyFronts } from '../api/fronts.js';
 import { Listeners, type CommonAppDeps } from './listeners.js';
 import { ProcessLedger, sweepOrphans } from './orphans.js';
 import { packageVersion } from '../package-info.js';
-import type { RecordLog } from './record-log.js';
-import { createPoolRegistry } from './registry.js';
-import { Scrubber } from './secrets.js';
+import type { RecordLog } from '../core/record-log.js';
+import { createPoolRegistry } from '../core/registry.js';
+import { Scrubber } from '../core/secrets.js';
 import { UiHub } from '../ui/hub.js';
 import type { StatelyInspector } from '../inspect/stately.js';
-import type { DaemonConfig } from './views.js';
+import type { DaemonConfig } from '../core/views.js';
 import { checkSocketTrust } from '../state/safe-files.js';
 import { acquireLock, checkSocketPath, DAEMON_JSON, ensureStateDir, writeDaemonFile, type DaemonFile } from './state-dir.js';
 

@@ -1,5 +1,5 @@
 /**
- * The daemon's views: the /v1 response bodies, derived from the response schemas in ./schemas.ts (the one
+ * The daemon's views: the /v1 response bodies, derived from the response schemas in ../api/schemas.ts (the one
  * statement of the contract; the API tests hold every real answer to them). Types only: the CLI, the page
  * and the config view name them without loading the controller.
  */
@@ -16,7 +16,7 @@ import type {
   settingChangeSchema,
   statusSchema,
   toolsSchema,
-} from './schemas.js';
+} from '../api/schemas.js';
 
 export type ServerView = z.output<typeof serverViewSchema>;
 export type ServerStatusView = z.output<typeof statusSchema>['servers'][number];

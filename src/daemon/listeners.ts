@@ -1,7 +1,7 @@
 /**
  * The daemon's HTTP listeners: the socket (`daemon.socket`, 0600, no token), loopback TCP when daemon.port
  * is set (bearer token), and, when it is not, one on 127.0.0.1 opened for the `mcpx ui` page on its first
- * use, with the same rules as TCP. Each is one fastify instance over the same Controller (./app.ts).
+ * use, with the same rules as TCP. Each is one fastify instance over the same Controller (../api/app.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, rm, stat } from 'node:fs/promises';
@@ -11,9 +11,9 @@ import { McpxError } from '../errors.js';
 import type { SocketEntry } from '../front/socket-entry.js';
 import type { Logger } from '../log.js';
 import type { UiAddress } from '../ui/hub.js';
-import { buildApp, type AppDeps } from './app.js';
-import { boundConnections } from './connection-limit.js';
-import type { Scrubber } from './secrets.js';
+import { buildApp, type AppDeps } from '../api/app.js';
+import { boundConnections } from '../api/connection-limit.js';
+import type { Scrubber } from '../core/secrets.js';
 import { socketAnswers } from './state-dir.js';
 
 /** What every listener's app shares (the listener, its token and `serve` are each listener's own). */

@@ -3,11 +3,11 @@
  * text/event-stream` on /v1/request, /v1/catalog, GET /v1/ask/:id) write their frames here. A stream
  * hijacks its reply, so fastify's onSend scrubber never sees it: each frame is scrubbed here instead,
  * and nothing is written once the response ended. A caller that stops reading is cut off alone
- * (./unread-guard.ts): a feed writes whatever happens, whether or not anyone takes it.
+ * (../front/unread-guard.ts): a feed writes whatever happens, whether or not anyone takes it.
  */
 import type { FastifyReply } from 'fastify';
 import type { Logger } from '../log.js';
-import { DEFAULT_UNREAD_LIMITS, UnreadGuard, type UnreadLimits } from './unread-guard.js';
+import { DEFAULT_UNREAD_LIMITS, UnreadGuard, type UnreadLimits } from '../front/unread-guard.js';
 
 export interface SseStream {
   /** One frame: `id: <id>` (when given), `event: <event>`, `data: <data as JSON>`. */

@@ -7,7 +7,7 @@
  * (./tools-view.ts), authorization in the middle of a call (./in-place-auth.ts); the pools are made by
  * ./registry.ts.
  *
- * Settings reach pools through `reconcile()` (the rules: ./reconcile.machine.ts): the effective
+ * Settings reach pools through `reconcile()` (the rules: ../pool/reconcile.machine.ts): the effective
  * per-server configs are recomputed from the config file and the settings, and handed to
  * `PoolRegistry.apply`, which keeps unchanged pools and replaces changed ones. A runtime change
  * (`PUT /v1/settings/…`) applies to sessions started from now on: a pool with live instances (or
@@ -35,7 +35,7 @@ import { describeConfig, serverView } from './config-view.js';
 import { EventHub, type DaemonEvent } from './events.js';
 import { InPlaceAuthorizer } from './in-place-auth.js';
 import type { RecordLog } from './record-log.js';
-import { Reconciler, type ReconcileOptions, type ReconcileResult } from './reconciler.js';
+import { Reconciler, type ReconcileOptions, type ReconcileResult } from '../pool/reconciler.js';
 import { Scrubber } from './secrets.js';
 import { SettingChanges } from './setting-changes.js';
 import { orderedPools, protocolRows, serverStatus } from './status-views.js';
@@ -90,7 +90,7 @@ export class Controller {
   private rejectedEdit: RejectedEdit | undefined;
   private readonly loader: (() => Promise<DaemonConfig>) | undefined;
   private readonly sources: ControllerOptions['settingsSources'];
-  /** When pools change, and which callers wait for it (the shell of ./reconcile.machine.ts). */
+  /** When pools change, and which callers wait for it (the shell of ../pool/reconcile.machine.ts). */
   private readonly reconciler: Reconciler;
   private readonly records: CallRecords;
   private readonly calls: Calls;
@@ -302,7 +302,7 @@ export class Controller {
   }
 
   /**
-   * Brings the pools in line with the effective configs (./reconcile.machine.ts). With `deferBusy`, a pool that
+   * Brings the pools in line with the effective configs (../pool/reconcile.machine.ts). With `deferBusy`, a pool that
    * would change but has live instances or calls in flight keeps its config for now (and is caught up
    * once it has none).
    */

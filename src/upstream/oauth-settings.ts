@@ -3,7 +3,7 @@
  * `authServerMetadataUrl`, `scopes`) plus mcpx's `clientSecret` and `clientMetadataUrl`. Every key is
  * optional: with none, everything is discovered. `oauth: false` turns authorization off.
  */
-import { didYouMean } from '../config/did-you-mean.js';
+import { didYouMean } from '../did-you-mean.js';
 
 export interface OAuthSettings {
   /** A pre-registered client; with it, no registration is made. */

@@ -5,7 +5,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { Logger } from '../log.js';
-import type { Controller } from './controller.js';
+import type { Controller } from '../core/controller.js';
 
 export interface ConfigWatcherDeps {
   controller: Pick<Controller, 'config' | 'reload' | 'hub'>;

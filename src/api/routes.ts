@@ -66,7 +66,7 @@ export function loadSchemas(): Promise<Schemas> {
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Served while the daemon stops (src/server/app.ts answers every other request 503). */
+    /** Served while the daemon stops (src/api/app.ts answers every other request 503). */
     whileStopping?: boolean;
     /** On TCP, lets a request without the bearer token through when it says so (the `mcpx ui` page's cookie, a login code). */
     admitsWithoutToken?: (req: FastifyRequest) => boolean;
