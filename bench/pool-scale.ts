@@ -13,6 +13,7 @@
  * Sizes 100, 250, 500 and N, so the growth shows; a size whose sessions are not all up within
  * MCPX_BENCH_POOL_DEADLINE ms is reported as such (with how many were), and larger ones are skipped.
  */
+import { toolCall } from '../src/call/call.js';
 import { ServerPool } from '../src/pool/server-pool.js';
 import type { PoolServerConfig, Scope, Sharing } from '../src/pool/types.js';
 import { UpstreamSession } from '../src/upstream/session.js';
@@ -74,7 +75,7 @@ async function startAll(n: number, deadlineMs: number): Promise<{ ms: number | n
   let failed = 0;
   let firstFailure: string | undefined;
   const calls = Array.from({ length: n }, () =>
-    p.callTool('hold', {}).catch((err: unknown) => {
+    p.run(toolCall(p.name, 'hold', {})).catch((err: unknown) => {
       failed += 1;
       firstFailure ??= err instanceof Error ? err.message : String(err);
     }),
@@ -105,7 +106,7 @@ async function acquireRelease(scope: Scope, n: number): Promise<number> {
   const p = pool(scope, 'shared', n, upstream);
   let k = 0;
   const call = async () => {
-    await p.callTool('echo', { text: 'x' }, { session: `s${k++ % n}` });
+    await p.run(toolCall(p.name, 'echo', { text: 'x' }, { session: `s${k++ % n}` }));
   };
   await drive(call, Math.min(64, n), n); // every session started and warm
   await drive(call, 64, Math.max(n, 1_000));

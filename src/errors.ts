@@ -141,6 +141,14 @@ export class UpstreamRpcError extends McpxError {
   }
 }
 
+/** The upstream's own JSON-RPC error an mcpx error carries (UpstreamRpcError's `data`), when it answered with one. */
+export function upstreamRpcOf(e: { message: string; data?: Record<string, unknown> | undefined }): RpcErrorObject | undefined {
+  const code = e.data?.['rpcCode'];
+  if (typeof code !== 'number') return undefined;
+  const message = typeof e.data?.['rpcMessage'] === 'string' ? (e.data['rpcMessage'] as string) : e.message;
+  return { code, message, ...(e.data?.['rpcData'] === undefined ? {} : { data: e.data['rpcData'] }) };
+}
+
 /** The transport (process or connection) closed while something was waiting on it. */
 export class TransportClosedError extends McpxError {
   constructor(message: string, data?: Record<string, unknown>) {

@@ -25,10 +25,10 @@ export class LazyFronts {
 
   /** The `/mcp` entry. */
   readonly mcp = (): Promise<McpHttpEntry> =>
-    (this.mcpEntry ??= Promise.all([import('../front/http-entry.js'), import('../front/controller-backend.js')]).then(
-      ([{ McpHttpEntry }, { ControllerBackend }]) =>
+    (this.mcpEntry ??= import('../front/http-entry.js').then(
+      ({ McpHttpEntry }) =>
         new McpHttpEntry({
-          backend: new ControllerBackend(this.deps.controller),
+          controller: this.deps.controller,
           version: this.deps.version,
           logger: this.deps.logger,
           questionTtlSeconds: Math.ceil(this.deps.settings.get('serve.questionTtl') / 1000),
@@ -39,10 +39,10 @@ export class LazyFronts {
 
   /** The front of every `mcpx serve`: one stream per serve on the socket. */
   readonly serve = (): Promise<SocketEntry> =>
-    (this.serveEntry ??= Promise.all([import('../front/socket-entry.js'), import('../front/controller-backend.js')]).then(
-      ([{ SocketEntry }, { ControllerBackend }]) =>
+    (this.serveEntry ??= import('../front/socket-entry.js').then(
+      ({ SocketEntry }) =>
         new SocketEntry({
-          backend: new ControllerBackend(this.deps.controller),
+          controller: this.deps.controller,
           version: this.deps.version,
           logger: this.deps.logger,
           questionTtlSeconds: () => Math.ceil(this.deps.settings.get('serve.questionTtl') / 1000),

@@ -29,9 +29,8 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
   const mcpEntry = (): Promise<McpHttpEntry> => {
     if (typeof given === 'function') return given();
     if (given) return Promise.resolve(given);
-    own ??= Promise.all([import('../front/http-entry.js'), import('../front/controller-backend.js')]).then(
-      ([{ McpHttpEntry }, { ControllerBackend }]) =>
-        new McpHttpEntry({ backend: new ControllerBackend(controller), version, ...(opts.logger ? { logger: opts.logger } : {}) }),
+    own ??= import('../front/http-entry.js').then(
+      ({ McpHttpEntry }) => new McpHttpEntry({ controller, version, ...(opts.logger ? { logger: opts.logger } : {}) }),
     );
     return own;
   };

@@ -31,7 +31,7 @@ export interface ResponseDef {
 }
 
 /** Per request: the route's request and reply beside the plugin's own context. */
-export type Call<Ctx> = Ctx & { req: FastifyRequest; reply: FastifyReply };
+export type Exchange<Ctx> = Ctx & { req: FastifyRequest; reply: FastifyReply };
 
 export interface RouteDecl<Ctx, I extends RouteInput = RouteInput> {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -46,7 +46,7 @@ export interface RouteDecl<Ctx, I extends RouteInput = RouteInput> {
   /** Read by the `mcpx ui` page: its cookie stands in for the bearer token (src/ui/hub.ts). */
   page?: true;
   /** The answer (fastify sends it), or undefined once the handler sent or hijacked the reply itself. (A method: a table holds routes of any input.) */
-  handler(input: InputOf<I>, call: Call<Ctx>): Promise<unknown>;
+  handler(input: InputOf<I>, exchange: Exchange<Ctx>): Promise<unknown>;
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import * as z from 'zod';
 import { CANONICAL_PREFERENCES } from '../machines/preference.js';
-import { RELAYED_METHODS } from '../front/backend.js';
+import { RELAYED_METHODS } from '../call/call.js';
 import { EVENT_TYPES } from '../core/events.js';
 import { MAX_DURATION_MS } from '../config/duration.js';
 import { boundedDepth, MAX_JSON_DEPTH } from '../front/json-depth.js';

@@ -11,13 +11,13 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { McpxError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { CallContext } from '../pool/types.js';
+import { newCall, toolCall, type Call, type Caller } from '../call/call.js';
 import { send, statusFor, toApiError } from './api-errors.js';
 import type { Controller } from '../core/controller.js';
 import type { DaemonEvent } from '../core/events.js';
 import type { RejectedEdit } from '../core/views.js';
 import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from '../front/headers.js';
-import { registerRoutes, routeOf, type Call } from './routes.js';
+import { registerRoutes, routeOf, type Exchange } from './routes.js';
 import type { callHeadersSchema } from './schemas.js';
 import { SseWriter } from './sse.js';
 import { unreadLimits } from '../front/unread-guard.js';
@@ -70,27 +70,27 @@ function callerGone(socket: Socket | null): AbortSignal {
   return signal;
 }
 
-/**
- * The caller's context: X-Mcpx-Caller-Protocol → callerProtocol, the session (body, query or header), cancellation on disconnect.
- * A response that closes before it finished means its connection closed, so the signal is the connection's: one per
- * connection, not an AbortController and a listener per request; what a finished call registered on it, it removed.
- */
-function contextOf(reply: FastifyReply, headers: z.output<typeof callHeadersSchema>, session: string | undefined, timeoutMs?: number): CallContext {
+/** Who calls: X-Mcpx-Caller-Protocol → callerProtocol, the session (body, query or header). */
+function callerOf(headers: z.output<typeof callHeadersSchema>, session: string | undefined): Caller {
   const callerProtocol = headers[CALLER_PROTOCOL_HEADER];
   const s = session ?? headers[SESSION_HEADER];
-  return {
-    signal: callerGone(reply.raw.socket),
-    ...(callerProtocol ? { callerProtocol } : {}),
-    ...(s ? { session: s } : {}),
-    ...(timeoutMs === undefined ? {} : { timeoutMs }),
-  };
+  return { via: 'api', ...(callerProtocol ? { callerProtocol } : {}), ...(s ? { session: s } : {}) };
+}
+
+/**
+ * How a call of this request runs: its timeout, and cancellation on disconnect. A response that closes
+ * before it finished means its connection closed, so the signal is the connection's: one per connection,
+ * not an AbortController and a listener per request; what a finished call registered on it, it removed.
+ */
+function handlingOf(reply: FastifyReply, timeoutMs: number | undefined): Pick<Call, 'signal' | 'timeoutMs'> {
+  return { signal: callerGone(reply.raw.socket), ...(timeoutMs === undefined ? {} : { timeoutMs }) };
 }
 
 /** `Accept: text/event-stream`: the caller wants progress frames before the outcome. */
 const wantsStream = (req: FastifyRequest) => /\btext\/event-stream\b/.test(req.headers.accept ?? '');
 
 /** A streamed answer: `event: progress` frames while `run` works, then one `event: result` frame with its outcome (a failure as `{ok:false, error}`). */
-async function streamed({ sse, reply }: Call<V1Context>, run: (onProgress: (progress: unknown) => void) => Promise<unknown>): Promise<undefined> {
+async function streamed({ sse, reply }: Exchange<V1Context>, run: (onProgress: (progress: unknown) => void) => Promise<unknown>): Promise<undefined> {
   const stream = sse.open(reply);
   let outcome: unknown;
   try {
@@ -194,8 +194,8 @@ export const V1_ROUTES = {
       400: s.bad,
       404: s.unknownServer,
     }),
-    handler: async ({ query, headers }, { controller, reply }) =>
-      controller.tools(query.server, contextOf(reply, headers, query.session), { fresh: query.fresh === 'true' || query.fresh === '1' }),
+    handler: async ({ query, headers }, { controller }) =>
+      controller.tools(query.server, callerOf(headers, query.session), { fresh: query.fresh === 'true' || query.fresh === '1' }),
   }),
 
   call: route({
@@ -205,7 +205,7 @@ export const V1_ROUTES = {
     input: (s) => ({ body: s.callBodySchema, headers: s.callHeadersSchema }),
     responses: (s) => ({ 200: { description: 'The result, or ok:false with the error.', schema: s.callResultSchema }, 400: s.bad, 404: s.unknownServer }),
     handler: async ({ body, headers }, { controller, reply }) =>
-      controller.call(body.server, body.tool, body.args, contextOf(reply, headers, body.session, body.timeoutMs)),
+      controller.call(toolCall(body.server, body.tool, body.args, { ...callerOf(headers, body.session), ...handlingOf(reply, body.timeoutMs) })),
   }),
 
   catalog: route({
@@ -216,10 +216,10 @@ export const V1_ROUTES = {
     input: (s) => ({ headers: s.callHeadersSchema }),
     responses: (s) => ({ 200: { description: 'The catalogue, in config order.', schema: s.catalogSchema }, 400: s.bad }),
     handler: async ({ headers }, call) => {
-      const ctx = contextOf(call.reply, headers, undefined);
-      if (!wantsStream(call.req)) return call.controller.catalog.view(ctx);
+      const caller = callerOf(headers, undefined);
+      if (!wantsStream(call.req)) return call.controller.catalog.view(caller);
       // Streamed: a progress frame as each server that had no listing yet is started and listed.
-      return streamed(call, (onProgress) => call.controller.catalog.view(ctx, { onProgress }));
+      return streamed(call, (onProgress) => call.controller.catalog.view(caller, { onProgress }));
     },
   }),
 
@@ -236,11 +236,17 @@ export const V1_ROUTES = {
     }),
     handler: async ({ body, headers }, call) => {
       const { controller } = call;
-      const ctx = contextOf(call.reply, headers, body.session, body.timeoutMs);
-      if (!wantsStream(call.req)) return controller.request(body.server, body.method, body.params, ctx);
+      const made = {
+        ...callerOf(headers, body.session),
+        ...handlingOf(call.reply, body.timeoutMs),
+        server: body.server,
+        method: body.method,
+        params: body.params,
+      };
+      if (!wantsStream(call.req)) return controller.request(newCall(made));
       // Checked before the stream opens, so an unknown server is still a plain 404.
       controller.pool(body.server);
-      return streamed(call, (onProgress) => controller.request(body.server, body.method, body.params, { ...ctx, onProgress }));
+      return streamed(call, (onProgress) => controller.request(newCall({ ...made, onProgress })));
     },
   }),
 
@@ -393,22 +399,20 @@ export const V1_ROUTES = {
     }),
     handler: async ({ body, headers }, { controller, req, reply }) => {
       controller.pool(body.server); // an unknown server is a 404 now, not a failed ask later
-      const callerProtocol = headers[CALLER_PROTOCOL_HEADER];
-      const session = body.session ?? headers[SESSION_HEADER];
+      const caller = callerOf(headers, body.session);
+      // The ask's own signal is its own (it outlives this request): only the timeout comes from here.
+      const timeout = body.timeoutMs === undefined ? {} : { timeoutMs: body.timeoutMs };
+      const call =
+        body.method === undefined || body.method === 'tools/call'
+          ? toolCall(body.server, body.tool, body.args, { ...caller, ...timeout })
+          : newCall({ ...caller, ...timeout, server: body.server, method: body.method, params: body.params ?? {} });
       const started = controller.asks.start({
+        call,
         // The per-caller bound: the caller's session, else its connection.
-        caller: session ? `session:${session}` : `connection:${connectionId(req.raw.socket)}`,
-        server: body.server,
-        tool: body.tool,
-        args: body.args,
-        ...(body.method === undefined ? {} : { method: body.method }),
-        ...(body.params === undefined ? {} : { params: body.params }),
+        caller: caller.session ? `session:${caller.session}` : `connection:${connectionId(req.raw.socket)}`,
         ...(body.questionTimeoutMs === undefined ? {} : { questionTimeoutMs: body.questionTimeoutMs }),
         // Unnamed: what this route can carry to a program (forms, URLs); the answer says what it refuses.
         ...(body.capabilities === undefined ? {} : { capabilities: body.capabilities }),
-        ...(callerProtocol ? { callerProtocol } : {}),
-        ...(session ? { session } : {}),
-        ...(body.timeoutMs === undefined ? {} : { timeoutMs: body.timeoutMs }),
       });
       return reply.code(202).send({ id: started.id, status: started.status, capabilities: started.capabilities, refuses: started.refuses });
     },

@@ -2,7 +2,7 @@
  * AskStore: calls the upstream may interrupt with questions (`/v1/ask`), held daemon-side while the
  * caller answers.
  *
- * An ask is one tool call run with a CallContext whose QuestionRelay (./question-relay.ts) is that ask's alone:
+ * An ask is one call (src/call/call.ts) run with a QuestionRelay (src/call/question-relay.ts) that is that ask's alone:
  * - a **legacy** upstream asks with a server-to-client request (`elicitation/create`,
  *   `sampling/createMessage`, `roots/list`) in the middle of the call; the session puts it to the
  *   provoking call's relay (`ask`), and the caller's answer becomes the JSON-RPC result sent back;
@@ -30,8 +30,8 @@ import { createActor, type Actor } from 'xstate';
 import { McpxError, type ErrorCode, type RpcErrorObject } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { RPC } from '../protocol/constants.js';
-import type { CallContext } from '../pool/types.js';
-import type { InputRequests, QuestionRelay } from './question-relay.js';
+import { subjectOf, type Call, type ProgressUpdate } from '../call/call.js';
+import type { AskingCall, InputRequests, QuestionRelay } from '../call/question-relay.js';
 import {
   askMachine,
   askStatus,
@@ -48,31 +48,23 @@ import {
 import { DEFAULT_ASK_CAPABILITIES, refusedKinds, type QuestionMethod, type RefusalReason, type RefusalView } from './questions.js';
 import { isObject } from '../is-object.js';
 import type { JsonRpcRequest } from '../transports/types.js';
-import type { ProgressUpdate } from '../upstream/session.js';
 
-/** What starts an ask: the `/v1/call` body, and the capabilities the caller can answer. */
+/** What starts an ask: the call, as its entry built it, and what the ask needs besides. */
 export interface AskStart {
-  server: string;
-  tool: string;
-  args: Record<string, unknown>;
   /**
-   * The request, when it is not `tools/call` (prompts/get and resources/read may ask too): `params` is
-   * then the request's params, and `tool` names the prompt or resource for views and logs.
+   * The call (a tool call; prompts/get and resources/read may ask too). The ask runs it with its own id,
+   * signal, relay and progress: an ask outlives the request that started it.
    */
-  method?: 'tools/call' | 'prompts/get' | 'resources/read';
-  params?: Record<string, unknown>;
+  call: Call;
   /** How long a question of this ask may wait for its answer, when shorter than the server's request timeout. */
   questionTimeoutMs?: number;
   /** MCP client capabilities the caller can honour (`elicitation: {form?, url?}`, `sampling`, `roots`); absent: DEFAULT_ASK_CAPABILITIES. */
   capabilities?: Record<string, unknown>;
-  callerProtocol?: string;
-  session?: string;
   /**
    * Who asks, for the per-caller bound (limits.maxPerCaller): the caller's session, else its connection
    * (`/v1/ask`); `/mcp` and `mcpx serve` give their caller's session. Absent: the ask is its own caller.
    */
   caller?: string;
-  timeoutMs?: number;
   /**
    * An MCP client's call (`/mcp`, `mcpx serve`): a server that needs authorization is authorized in place,
    * by asking the client to open the authorization URL (URL-mode elicitation), when the client can.
@@ -159,8 +151,8 @@ export const DEFAULT_ASK_LIMITS: Readonly<AskLimits> = Object.freeze({
 });
 
 export interface AskStoreOptions {
-  /** Runs the call with the ask's context (the daemon: Controller.call); may reject (e.g. MCPX_UNKNOWN_SERVER). */
-  run: (start: AskStart, ctx: CallContext) => Promise<AskOutcome>;
+  /** Runs the ask's call (the daemon: Controller.call); may reject (e.g. MCPX_UNKNOWN_SERVER). */
+  run: (call: Call, start: AskStart) => Promise<AskOutcome>;
   /** How long a question may wait for its answer: the server's request timeout. */
   questionTimeoutMs: (server: string) => number;
   limits?: Partial<AskLimits>;
@@ -292,12 +284,11 @@ export class AskStore {
       () => this.send(ask, { type: 'expire', shutdown: false, maxAgeMs: this.limits.maxAgeMs, at: Date.now() }),
       this.limits.maxAgeMs,
     ).unref();
-    const ctx: CallContext = {
-      callId: ask.id,
+    // The ask's own id, signal, relay and progress: the call it runs is the entry's call with these.
+    const call: Call = {
+      ...start.call,
+      id: ask.id,
       signal: ask.ac.signal,
-      ...(start.callerProtocol === undefined ? {} : { callerProtocol: start.callerProtocol }),
-      ...(start.session === undefined ? {} : { session: start.session }),
-      ...(start.timeoutMs === undefined ? {} : { timeoutMs: start.timeoutMs }),
       relay: this.relayOf(ask, capabilities),
       onProgress: (p) => {
         for (const l of ask.progress) l(p);
@@ -305,7 +296,7 @@ export class AskStore {
     };
     this.inFlight++;
     void Promise.resolve()
-      .then(() => this.opts.run(start, ctx))
+      .then(() => this.opts.run(call, start))
       .then(
         (outcome) => outcome,
         (err: unknown): AskOutcome => ({ ok: false, error: errorOf(err) }),
@@ -315,7 +306,7 @@ export class AskStore {
         ask.settled = true;
         this.finish(ask, outcome);
       });
-    this.log.debug({ ask: ask.id, server: start.server, tool: start.tool }, 'ask started');
+    this.log.debug({ ask: ask.id, server: start.call.server, tool: subjectOf(start.call) }, 'ask started');
     this.evict();
     return this.view(ask);
   }
@@ -439,15 +430,15 @@ export class AskStore {
   private relayOf(ask: Ask, capabilities: Record<string, unknown>): QuestionRelay {
     return {
       capabilities,
-      ask: (req, context) => this.serverRequest(ask, req, context),
-      askRound: (requests, context) => this.inputRequired(ask, requests, context),
+      ask: (req, call) => this.serverRequest(ask, req, call),
+      askRound: (requests, call) => this.inputRequired(ask, requests, call),
     };
   }
 
   /** A legacy server-to-client request of this ask's call: its answer, or a JSON-RPC error. */
-  private serverRequest(ask: Ask, req: JsonRpcRequest, context: unknown): Promise<unknown> {
+  private serverRequest(ask: Ask, req: JsonRpcRequest, call: AskingCall): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.ask(ask, 'server-request', [{ method: req.method, params: questionParams(req.params) }], context, {
+      this.ask(ask, 'server-request', [{ method: req.method, params: questionParams(req.params) }], call, {
         via: 'server-request',
         resolve: (answers) => resolve(Object.values(answers)[0]),
         reject: (reason, message) => reject(rpcRefusal(reason, message)),
@@ -456,7 +447,7 @@ export class AskStore {
   }
 
   /** A modern input_required round of this ask's call: every entry answered, or the call ends. */
-  private inputRequired(ask: Ask, requests: InputRequests, context: unknown): Promise<Record<string, unknown>> {
+  private inputRequired(ask: Ask, requests: InputRequests, call: AskingCall): Promise<Record<string, unknown>> {
     const entries = Object.entries(requests).map(([key, r]) => ({
       key,
       method: isObject(r) && typeof r.method === 'string' ? r.method : String(r?.method),
@@ -464,7 +455,7 @@ export class AskStore {
     }));
     return new Promise((resolve, reject) => {
       const keys = new Map<string, string>();
-      const ids = this.ask(ask, 'input-required', entries, context, {
+      const ids = this.ask(ask, 'input-required', entries, call, {
         via: 'input-required',
         resolve: (answers) => resolve(Object.fromEntries(Object.entries(answers).map(([qid, a]) => [keys.get(qid)!, a]))),
         reject: (reason, message, data) => reject(roundRefusal(reason, message, data)),
@@ -478,14 +469,14 @@ export class AskStore {
     ask: Ask,
     via: Round['via'],
     entries: Array<{ method: string; params: Record<string, unknown>; key?: string }>,
-    context: unknown,
+    call: AskingCall,
     round: Round,
   ): string[] {
     const id = `r${++this.nextRound}`;
     const ids = entries.map((_, i) => `q${this.nextQuestion + i + 1}`);
     ask.rounds.set(id, round);
     const before = stateOf(ask).questions.length;
-    const callId = isObject(context) ? context['callId'] : undefined;
+    const callId = call.id;
     const event: Extract<AskEvent, { type: 'round' }> = {
       type: 'round',
       round: id,
@@ -515,8 +506,8 @@ export class AskStore {
     this.log.info(
       {
         ask: ask.id,
-        server: ask.start.server,
-        tool: ask.start.tool,
+        server: ask.start.call.server,
+        tool: subjectOf(ask.start.call),
         status: statusOf(ask),
         ...(outcome.ok ? {} : { code: outcome.error.code }),
         ms: Date.now() - ask.createdAt,
@@ -537,7 +528,7 @@ export class AskStore {
     switch (e.type) {
       case 'question.opened': {
         // A front's caller cannot answer after its requestState expires: no need to wait longer than that.
-        const ms = Math.min(this.opts.questionTimeoutMs(ask.start.server), ask.start.questionTimeoutMs ?? Infinity);
+        const ms = Math.min(this.opts.questionTimeoutMs(ask.start.call.server), ask.start.questionTimeoutMs ?? Infinity);
         const message = `nobody answered ${e.method} within ${ms} ms`;
         ask.questionTimers.set(e.question, setTimeout(() => this.send(ask, { type: 'question.timeout', question: e.question, message }), ms).unref());
         this.log.debug({ ask: ask.id, question: e.question, method: e.method, via: e.via }, 'question put');
@@ -560,7 +551,7 @@ export class AskStore {
       case 'refused': {
         const r = e.refusal;
         this.log.info(
-          { ask: ask.id, ...(r.questionId === undefined ? { server: ask.start.server } : { question: r.questionId }), method: r.method, reason: r.reason },
+          { ask: ask.id, ...(r.questionId === undefined ? { server: ask.start.call.server } : { question: r.questionId }), method: r.method, reason: r.reason },
           `question refused: ${r.message}`,
         );
         return;
@@ -573,7 +564,7 @@ export class AskStore {
         clearTimeout(ask.timer);
         if (!this.stopped) ask.timer = setTimeout(() => this.asks.delete(ask.id), this.limits.finishedTtlMs).unref();
         if (e.status === 'abandoned' || e.status === 'expired')
-          this.log.info({ ask: ask.id, server: ask.start.server, tool: ask.start.tool, status: e.status }, e.message);
+          this.log.info({ ask: ask.id, server: ask.start.call.server, tool: subjectOf(ask.start.call), status: e.status }, e.message);
         return;
     }
   }
@@ -610,7 +601,7 @@ export class AskStore {
   }
 
   private reclaim(ask: Ask, why: string): void {
-    this.log.info({ ask: ask.id, server: ask.start.server, tool: ask.start.tool }, `ask reclaimed: ${why}`);
+    this.log.info({ ask: ask.id, server: ask.start.call.server, tool: subjectOf(ask.start.call) }, `ask reclaimed: ${why}`);
     this.send(ask, { type: 'abandon', why: `reclaimed: ${why}`, at: Date.now() });
   }
 
@@ -664,8 +655,8 @@ export class AskStore {
             : undefined;
     return {
       id: ask.id,
-      server: ask.start.server,
-      tool: ask.start.tool,
+      server: ask.start.call.server,
+      tool: subjectOf(ask.start.call),
       status: statusOf(ask),
       capabilities: state.capabilities,
       refuses: refusedKinds(state.capabilities),

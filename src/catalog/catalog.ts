@@ -18,7 +18,7 @@ import { isObject } from '../is-object.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { Lane } from '../machines/preference.js';
 import type { ServerPool } from '../pool/server-pool.js';
-import type { CallContext } from '../pool/types.js';
+import { LIST_METHOD_OF, type Call, type Caller, type ChangedList, type ListKind, type ProgressListener } from '../call/call.js';
 import type { ServerDefinition } from '../upstream/definition.js';
 import { catalogKey, sameListing, type CatalogRecord, type CatalogStore } from './catalog-store.js';
 import { describeLeftOut, type LeftOut } from './left-out.js';
@@ -27,7 +27,7 @@ import type { validListing } from './valid-listing.js';
 /** The checks (and zod) load with the first listing served: a daemon that serves none never loads them. */
 let checks: Promise<typeof validListing> | undefined;
 const loadChecks = (): Promise<typeof validListing> => (checks ??= import('./valid-listing.js').then((m) => m.validListing));
-import type { CatalogChange, CatalogView, ListKind, Progress, ServerCatalog } from '../front/backend.js';
+import type { CatalogChange, CatalogView, ServerCatalog } from './view.js';
 
 export interface CatalogDeps {
   store: CatalogStore | null;
@@ -36,7 +36,7 @@ export interface CatalogDeps {
   /** The pool of a server (throws MCPX_UNKNOWN_SERVER); runs `fn` counted as in flight. */
   withPool<T>(server: string, fn: (pool: ServerPool) => Promise<T>): Promise<T>;
   /** The lane a caller gets on a server (throws MCPX_UNKNOWN_SERVER). */
-  laneFor(server: string, ctx: CallContext): Lane;
+  laneFor(server: string, caller: Caller): Lane;
   logger?: Logger;
 }
 
@@ -62,8 +62,8 @@ interface RefreshState {
 }
 type ListName = (typeof LISTS)[number];
 
-/** A caller context for a background listing on one lane (a legacy revision selects the legacy lane). */
-function laneContext(lane: Lane): CallContext {
+/** The caller of a background listing on one lane (a legacy revision selects the legacy lane). */
+function laneCaller(lane: Lane): Caller {
   return lane === 'legacy' ? { callerProtocol: '2025-11-25' } : {};
 }
 
@@ -107,17 +107,17 @@ export class Catalog {
    * `only`: start and list only these (the others answer from what is known, or empty); `fresh`:
    * list them live even when a listing is known.
    */
-  async view(ctx: CallContext = {}, opts: { only?: readonly string[]; fresh?: boolean; onProgress?: (p: Progress) => void } = {}): Promise<CatalogView> {
+  async view(caller: Caller = {}, opts: { only?: readonly string[]; fresh?: boolean; onProgress?: ProgressListener } = {}): Promise<CatalogView> {
     const servers = this.deps.servers();
     const wanted = (name: string) => opts.only === undefined || opts.only.includes(name);
     // Servers listed live now (no listing known, or fresh asked): a caller that asked for progress hears of each.
-    const starting = servers.filter((s) => wanted(s.name) && (opts.fresh === true || !this.knownFor(s.name, s.definition, ctx)));
+    const starting = servers.filter((s) => wanted(s.name) && (opts.fresh === true || !this.knownFor(s.name, s.definition, caller)));
     let done = 0;
     const report = opts.onProgress && starting.length > 0 ? opts.onProgress : undefined;
     report?.({ progress: 0, total: starting.length, message: `starting ${starting.map((s) => s.name).join(', ')}` });
     const rows = await Promise.all(
       servers.map(async (s) => {
-        const row = await this.row(s.name, s.definition, ctx, wanted(s.name), opts.fresh === true);
+        const row = await this.row(s.name, s.definition, caller, wanted(s.name), opts.fresh === true);
         if (report && starting.includes(s))
           report({ progress: ++done, total: starting.length, message: `${s.name}: ${row.error ? row.error.message : 'listed'}` });
         return row;
@@ -127,26 +127,26 @@ export class Catalog {
   }
 
   /** Whether a listing is known for the lane this caller would get (without starting anything). */
-  private knownFor(server: string, definition: ServerDefinition, ctx: CallContext): boolean {
+  private knownFor(server: string, definition: ServerDefinition, caller: Caller): boolean {
     try {
-      return this.known(catalogKey(definition, this.deps.laneFor(server, ctx))) !== undefined;
+      return this.known(catalogKey(definition, this.deps.laneFor(server, caller))) !== undefined;
     } catch {
       return true; // an unknown server: nothing will start for it
     }
   }
 
-  private async row(server: string, definition: ServerDefinition, ctx: CallContext, wanted: boolean, fresh: boolean): Promise<ServerCatalog> {
+  private async row(server: string, definition: ServerDefinition, caller: Caller, wanted: boolean, fresh: boolean): Promise<ServerCatalog> {
     let lane: Lane = 'own';
     const empty = { tools: [], prompts: [], resources: [], resourceTemplates: [] };
     try {
       return await this.deps.withPool(server, async (pool) => {
-        lane = pool.laneFor(ctx);
+        lane = pool.laneFor(caller);
         const key = catalogKey(definition, lane);
         let record = fresh && wanted ? undefined : this.known(key);
         let source: ServerCatalog['source'] = this.confirmed.has(key) ? 'live' : 'catalog';
         if (!record) {
           if (!wanted) return { server, lane, source: 'none', ...empty };
-          record = await this.list(server, key, pool, ctx);
+          record = await this.list(server, key, pool, caller);
           source = 'live';
         }
         const lists = served(await loadChecks(), record);
@@ -174,19 +174,30 @@ export class Catalog {
   }
 
   /** Lists a server on the pool (one listing per key at a time), records it, announces a difference. */
-  private list(server: string, key: string, pool: ServerPool, ctx: CallContext): Promise<CatalogRecord> {
+  private list(server: string, key: string, pool: ServerPool, caller: Caller): Promise<CatalogRecord> {
     let p = this.listing.get(key);
     if (!p) {
-      p = this.listNow(server, key, pool, ctx).finally(() => this.listing.delete(key));
+      p = this.listNow(server, key, pool, caller).finally(() => this.listing.delete(key));
       this.listing.set(key, p);
     }
     return p;
   }
 
-  private async listNow(server: string, key: string, pool: ServerPool, ctx: CallContext): Promise<CatalogRecord> {
-    const listCtx: CallContext = { ...ctx };
-    delete listCtx.signal; // a listing others may wait on is not the caller's to cancel
-    const [tools, prompts, resources, resourceTemplates] = await Promise.all(LISTS.map((kind) => pool.listAll(kind, listCtx)));
+  private async listNow(server: string, key: string, pool: ServerPool, caller: Caller): Promise<CatalogRecord> {
+    // The caller's lane and scope, and nothing of how its own request runs: a listing others may wait
+    // on is not the caller's to cancel.
+    const listing = async (kind: ListKind): Promise<Array<Record<string, unknown>>> => {
+      const call: Call = {
+        ...(caller.callerProtocol === undefined ? {} : { callerProtocol: caller.callerProtocol }),
+        ...(caller.session === undefined ? {} : { session: caller.session }),
+        server,
+        method: LIST_METHOD_OF[kind],
+        params: {},
+      };
+      const result = await pool.run(call);
+      return (result[kind] as Array<Record<string, unknown>> | undefined) ?? [];
+    };
+    const [tools, prompts, resources, resourceTemplates] = await Promise.all(LISTS.map(listing));
     const record: CatalogRecord = {
       at: new Date().toISOString(),
       tools: tools!,
@@ -195,7 +206,7 @@ export class Catalog {
       resourceTemplates: resourceTemplates!,
     };
     // The extensions it offers (SEP-2133), which mcpx declares to callers that declare them too.
-    const extensions = (pool.upstreamInfo(pool.laneFor(listCtx))?.capabilities as { extensions?: unknown } | undefined)?.extensions;
+    const extensions = (pool.upstreamInfo(pool.laneFor(caller))?.capabilities as { extensions?: unknown } | undefined)?.extensions;
     if (isObject(extensions) && Object.keys(extensions).length > 0) record.capabilities = { extensions };
     const valid = await loadChecks();
     const before = this.known(key);
@@ -281,8 +292,8 @@ export class Catalog {
     return this.deps
       .withPool(server, async (pool) => {
         if (pool.config.limits.scope !== 'global') return;
-        const ctx = laneContext(lane);
-        await this.list(server, catalogKey(entry.definition, pool.laneFor(ctx)), pool, ctx);
+        const caller = laneCaller(lane);
+        await this.list(server, catalogKey(entry.definition, pool.laneFor(caller)), pool, caller);
       })
       .catch((err: unknown) => this.log.debug({ err, server }, 'could not refresh the catalogue'));
   }
@@ -303,8 +314,8 @@ function served(valid: typeof validListing, r: CatalogRecord): Pick<ServerCatalo
   return { ...lists, ...(leftOut.length > 0 ? { leftOut } : {}) };
 }
 
-function changedLists(a: CatalogRecord, b: CatalogRecord): ListKind[] {
-  const out: ListKind[] = [];
+function changedLists(a: CatalogRecord, b: CatalogRecord): ChangedList[] {
+  const out: ChangedList[] = [];
   const same = (x: unknown, y: unknown) => JSON.stringify(x ?? []) === JSON.stringify(y ?? []);
   if (!same(a.tools, b.tools)) out.push('tools');
   if (!same(a.prompts, b.prompts)) out.push('prompts');

@@ -5,7 +5,7 @@
 import type { Logger } from '../log.js';
 import { REDACTED } from '../redaction.js';
 import type { Lane } from '../machines/preference.js';
-import type { CallContext } from '../pool/types.js';
+import { subjectOf, type Call } from '../call/call.js';
 import type { EventHub } from './events.js';
 import type { RecordLog } from './record-log.js';
 import type { CallOutcome } from './views.js';
@@ -99,20 +99,15 @@ export class CallRecords {
     this.recordLog.flush();
   }
 
-  finished(
-    server: string,
-    tool: string,
-    started: number,
-    outcome: CallOutcome,
-    lane: Lane | undefined,
-    ctx: CallContext,
-    seen: { via: CallVia; args?: unknown } = { via: 'api' },
-  ): void {
+  /** A tool call that finished (or failed before it reached its server): one record. */
+  finished(call: Call, started: number, outcome: CallOutcome, lane: Lane | undefined): void {
     const ms = Date.now() - started;
     const ok = outcome.ok;
     const code = outcome.ok ? undefined : outcome.error.code;
-    const callerProtocol = ctx.callerProtocol;
-    this.keep({ server, tool, ok, ms, code, callerProtocol, via: seen.via, args: seen.args, message: outcome.ok ? undefined : outcome.error.message });
+    const { server, callerProtocol } = call;
+    const tool = subjectOf(call);
+    const via: CallVia = call.via ?? 'api';
+    this.keep({ server, tool, ok, ms, code, callerProtocol, via, args: call.params['arguments'], message: outcome.ok ? undefined : outcome.error.message });
     // One timer per turn for every call answered in it, not one per call.
     if (this.pending.push({ server, tool, ok, ms, code, lane, callerProtocol }) === 1) setImmediate(this.write);
   }

@@ -1,12 +1,11 @@
 /**
- * Calls and relayed requests on a server's pool, and their outcomes: upstream and tool failures come back
- * as `{ok:false}` with a stable code; each finished tool call is recorded (./call-records.ts).
+ * Calls on a server's pool, and their outcomes: upstream and tool failures come back as `{ok:false}`
+ * with a stable code; each finished tool call is recorded (./call-records.ts).
  */
+import type { Call } from '../call/call.js';
 import { McpxError } from '../errors.js';
-import { RELAYED_METHODS, type RelayedMethod } from '../front/backend.js';
 import type { Lane } from '../machines/preference.js';
 import type { ServerPool } from '../pool/server-pool.js';
-import type { CallContext } from '../pool/types.js';
 import type { CallRecords } from './call-records.js';
 import type { CallOutcome } from './views.js';
 
@@ -25,8 +24,10 @@ function errorOf(err: unknown): { code: string; message: string; data?: Record<s
  * A call that outran the caller's own timeout, said with the server and tool that gave no answer (the
  * transport knows only the method, and the time that was left when the request went out).
  */
-function callerTimeout(err: unknown, server: string, tool: string, timeoutMs: number | undefined): unknown {
+function callerTimeout(err: unknown, call: Call): unknown {
+  const { server, timeoutMs } = call;
   if (!(err instanceof McpxError) || err.code !== 'MCPX_REQUEST_TIMEOUT' || timeoutMs === undefined) return err;
+  const tool = String(call.params['name'] ?? '');
   const phase = / — (timed out .*)$/.exec(err.message)?.[1];
   return new McpxError(
     'MCPX_REQUEST_TIMEOUT',
@@ -56,59 +57,52 @@ export class Calls {
   constructor(private readonly deps: CallsDeps) {}
 
   /**
-   * Calls a tool. Upstream and tool failures come back as `{ok:false}` with a stable code (a result
-   * with `isError: true` is MCPX_TOOL_ERROR, the result in `data.result`).
+   * A tool call of the HTTP API (`/v1/call`, asks): upstream and tool failures come back as `{ok:false}`
+   * with a stable code (a result with `isError: true` is MCPX_TOOL_ERROR, the result in `data.result`).
    * @throws McpxError MCPX_UNKNOWN_SERVER; MCPX_BAD_REQUEST (e.g. a session-scoped server and no session).
    */
-  async call(server: string, tool: string, args: Record<string, unknown>, ctx: CallContext = {}): Promise<CallOutcome> {
-    const started = Date.now();
-    const callId = ctx.callId ?? `call-${++this.nextCall}`;
-    let lane: Lane | undefined;
-    let outcome: CallOutcome;
-    try {
-      const result = await this.deps.withPool(server, (pool) => {
-        lane = pool.laneFor(ctx);
-        return pool.callTool(tool, args, { ...ctx, callId });
-      });
-      outcome =
-        result['isError'] === true
-          ? { ok: false, error: { code: 'MCPX_TOOL_ERROR', message: `${server}/${tool}: ${textOfResult(result)}`, data: { server, tool, result } } }
-          : { ok: true, result };
-    } catch (err) {
-      if (err instanceof McpxError && (err.code === 'MCPX_UNKNOWN_SERVER' || err.code === 'MCPX_BAD_REQUEST')) {
-        this.deps.records.finished(server, tool, started, { ok: false, error: err.toJSON() }, lane, ctx, { via: 'api', args });
-        throw err;
-      }
-      outcome = { ok: false, error: errorOf(callerTimeout(err, server, tool, ctx.timeoutMs)) };
-    }
-    this.deps.records.finished(server, tool, started, outcome, lane, ctx, { via: 'api', args });
-    return outcome;
+  call(call: Call): Promise<CallOutcome> {
+    return this.run(call, true);
   }
 
   /**
-   * Relays one MCP request (tools/call, prompts/get, resources/read, completion/complete) to a
-   * server's pool in the session's era, for the MCP fronts. The result is the upstream's own
-   * (an `isError` tool result is `ok: true`: the caller shows it as it is).
+   * A relayed request (`/v1/request`, an MCP client's through `/mcp` and `mcpx serve`): the result is the
+   * upstream's own (an `isError` tool result is `ok: true`: the caller shows it as it is).
    */
-  async request(server: string, method: RelayedMethod, params: Record<string, unknown>, ctx: CallContext = {}): Promise<CallOutcome> {
-    if (!(RELAYED_METHODS as readonly string[]).includes(method)) {
-      throw new McpxError('MCPX_BAD_REQUEST', `method must be one of ${RELAYED_METHODS.join(', ')}`, { data: { field: 'method' } });
-    }
+  request(call: Call): Promise<CallOutcome> {
+    return this.run(call, false);
+  }
+
+  private async run(call: Call, toolErrors: boolean): Promise<CallOutcome> {
     const started = Date.now();
+    const named: Call = call.id === undefined ? { ...call, id: `call-${++this.nextCall}` } : call;
+    const recorded = named.method === 'tools/call';
     let lane: Lane | undefined;
     let outcome: CallOutcome;
     try {
-      const result = await this.deps.withPool(server, (pool) => {
-        lane = pool.laneFor(ctx);
-        return pool.request(method, params, ctx);
+      const result = await this.deps.withPool(named.server, (pool) => {
+        lane = pool.laneFor(named);
+        return pool.run(named);
       });
-      outcome = { ok: true, result };
+      outcome =
+        toolErrors && result['isError'] === true
+          ? {
+              ok: false,
+              error: {
+                code: 'MCPX_TOOL_ERROR',
+                message: `${named.server}/${String(named.params['name'])}: ${textOfResult(result)}`,
+                data: { server: named.server, tool: named.params['name'], result },
+              },
+            }
+          : { ok: true, result };
     } catch (err) {
-      if (err instanceof McpxError && (err.code === 'MCPX_UNKNOWN_SERVER' || err.code === 'MCPX_BAD_REQUEST')) throw err;
-      outcome = { ok: false, error: errorOf(err) };
+      if (err instanceof McpxError && (err.code === 'MCPX_UNKNOWN_SERVER' || err.code === 'MCPX_BAD_REQUEST')) {
+        if (toolErrors) this.deps.records.finished(named, started, { ok: false, error: err.toJSON() }, lane);
+        throw err;
+      }
+      outcome = { ok: false, error: errorOf(toolErrors ? callerTimeout(err, named) : err) };
     }
-    if (method === 'tools/call')
-      this.deps.records.finished(server, String(params['name'] ?? ''), started, outcome, lane, ctx, { via: 'mcp', args: params['arguments'] });
+    if (recorded) this.deps.records.finished(named, started, outcome, lane);
     return outcome;
   }
 }

@@ -17,15 +17,16 @@
  * server keeps its running process.
  */
 import type { AuthManager } from '../auth/auth-manager.js';
-import { McpxError } from '../errors.js';
+import { McpxError, type ErrorCode } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { resolvePoolConfigs } from '../config/config-file.js';
 import type { SettingEntry, Settings, SettingsSources } from '../config/settings.js';
 import type { PoolRegistry } from '../pool/pool-registry.js';
 import type { ServerPool } from '../pool/server-pool.js';
-import type { CallContext, PoolEvent, PoolServerConfig } from '../pool/types.js';
+import type { PoolEvent, PoolServerConfig } from '../pool/types.js';
+import type { Call, Caller, ProgressListener } from '../call/call.js';
+import type { CatalogView } from '../catalog/view.js';
 import type { CatalogStore } from '../catalog/catalog-store.js';
-import type { RelayedMethod } from '../front/backend.js';
 import { AskStore } from '../asks/ask-store.js';
 import { Catalog } from '../catalog/catalog.js';
 import { CallRecords, recordLogger, type RecentCall } from './call-records.js';
@@ -133,14 +134,11 @@ export class Controller {
     this.asks = new AskStore({
       // tools/call keeps /v1/call's outcome (an isError result is MCPX_TOOL_ERROR with the result); prompts/get
       // and resources/read, which may ask too, are relayed as they are.
-      run: async (a, ctx) => {
-        const once = () =>
-          a.method === undefined || a.method === 'tools/call'
-            ? this.call(a.server, a.tool, a.args, ctx)
-            : this.request(a.server, a.method, a.params ?? {}, ctx);
+      run: async (call, start) => {
+        const once = () => (call.method === 'tools/call' ? this.call(call) : this.request(call));
         const outcome = await once();
-        if (outcome.ok || outcome.error.code !== 'MCPX_UPSTREAM_UNAUTHORIZED' || !a.authorizeInPlace) return outcome;
-        return (await this.inPlace.authorizeInPlace(a.server, ctx)) ? once() : outcome;
+        if (outcome.ok || outcome.error.code !== 'MCPX_UPSTREAM_UNAUTHORIZED' || !start.authorizeInPlace) return outcome;
+        return (await this.inPlace.authorizeInPlace(call)) ? once() : outcome;
       },
       // A question waits as long as an upstream request may: the server's own request timeout.
       questionTimeoutMs: (server) =>
@@ -217,9 +215,9 @@ export class Controller {
    * Tools of one server, or of every server when `server` is undefined (./tools-view.ts).
    * @throws McpxError MCPX_UNKNOWN_SERVER; MCPX_BAD_REQUEST (one server pooled per session, and no session).
    */
-  async tools(server: string | undefined, ctx: CallContext = {}, opts: { fresh?: boolean } = {}): Promise<ToolsView> {
+  async tools(server: string | undefined, caller: Caller = {}, opts: { fresh?: boolean } = {}): Promise<ToolsView> {
     if (server !== undefined) this.pool(server);
-    return toolsView(this.catalog, server, ctx, opts);
+    return toolsView(this.catalog, server, caller, opts);
   }
 
   /** The last finished calls, scrubbed (./call-records.ts): the `mcpx ui` page's recent calls. */
@@ -228,13 +226,45 @@ export class Controller {
   }
 
   /** Calls a tool (./calls.ts). @throws McpxError MCPX_UNKNOWN_SERVER; MCPX_BAD_REQUEST. */
-  call(server: string, tool: string, args: Record<string, unknown>, ctx: CallContext = {}): Promise<CallOutcome> {
-    return this.calls.call(server, tool, args, ctx);
+  call(call: Call): Promise<CallOutcome> {
+    return this.calls.call(call);
   }
 
-  /** Relays one MCP request for the MCP fronts (./calls.ts). */
-  request(server: string, method: RelayedMethod, params: Record<string, unknown>, ctx: CallContext = {}): Promise<CallOutcome> {
-    return this.calls.request(server, method, params, ctx);
+  /** Relays one request as it is: `/v1/request` and the MCP fronts (./calls.ts). */
+  request(call: Call): Promise<CallOutcome> {
+    return this.calls.request(call);
+  }
+
+  /**
+   * An MCP client's request (`/mcp`, `mcpx serve`), relayed as it is: the result, or the failure thrown
+   * as an McpxError; both pass the secret scrubber, as every /v1 answer does.
+   */
+  async relay(call: Call): Promise<Record<string, unknown>> {
+    let outcome: CallOutcome;
+    try {
+      outcome = await this.calls.request(call);
+    } catch (err) {
+      const e = err instanceof McpxError ? err : new McpxError('MCPX_INTERNAL', err instanceof Error ? err.message : String(err));
+      throw new McpxError(e.code, this.scrubber.scrub(e.message), e.data === undefined ? undefined : { data: this.scrubbed(e.data) });
+    }
+    if (outcome.ok) return this.scrubbed(outcome.result);
+    const error = this.scrubbed(outcome.error);
+    throw new McpxError(error.code as ErrorCode, error.message, error.data === undefined ? undefined : { data: error.data });
+  }
+
+  /** What an MCP client sees of the catalogue (./catalog/catalog.ts `view`), scrubbed. */
+  async offer(caller: Caller, opts: { knownOnly?: boolean; onProgress?: ProgressListener } = {}): Promise<CatalogView> {
+    return this.scrubbed(
+      await this.catalog.view(caller, { ...(opts.onProgress ? { onProgress: opts.onProgress } : {}), ...(opts.knownOnly ? { only: [] } : {}) }),
+    );
+  }
+
+  /** A value as callers may see it: no known secret in it (the same value when there is none to find). */
+  scrubbed<T>(value: T): T {
+    if (!this.scrubber.active) return value; // no secret known: nothing to look for, no copy to make
+    const text = JSON.stringify(value);
+    const clean = this.scrubber.scrub(text);
+    return clean === text ? value : (JSON.parse(clean) as T);
   }
 
   /**

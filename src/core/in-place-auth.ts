@@ -5,7 +5,7 @@
 import type { AuthManager, LoginView } from '../auth/auth-manager.js';
 import type { AuthView } from '../auth/server-auth.js';
 import type { Logger } from '../log.js';
-import type { CallContext } from '../pool/types.js';
+import type { Call } from '../call/call.js';
 
 /** How long an in-place authorization waits for the browser (a login's own limit is longer). */
 const LOGIN_WAIT_MS = 5 * 60_000;
@@ -22,9 +22,10 @@ export class InPlaceAuthorizer {
    * once more. False (the refusal stands) when the client cannot or will not, the login fails, or a 403 asks
    * for scopes already held.
    */
-  async authorizeInPlace(server: string, ctx: CallContext): Promise<boolean> {
+  async authorizeInPlace(call: Call): Promise<boolean> {
+    const { server } = call;
     const auth = this.auth?.authorizer(server);
-    const relay = ctx.relay;
+    const relay = call.relay;
     const elicitation = relay?.capabilities['elicitation'] as { url?: unknown } | undefined;
     if (!this.auth || !auth || !relay || elicitation?.url === undefined) return false;
     const view = auth.view();
@@ -41,20 +42,13 @@ export class InPlaceAuthorizer {
     // Held while the client is asked and then waited for: nobody else polls this login.
     const release = this.auth.holdLogin(login.id);
     try {
-      return await this.askAndWait(server, login, view, stepUp, relay, ctx);
+      return await this.askAndWait(server, login, view, stepUp, relay, call);
     } finally {
-      release(ctx.signal?.aborted === true);
+      release(call.signal?.aborted === true);
     }
   }
 
-  private async askAndWait(
-    server: string,
-    login: LoginView,
-    view: AuthView,
-    stepUp: boolean,
-    relay: NonNullable<CallContext['relay']>,
-    ctx: CallContext,
-  ): Promise<boolean> {
+  private async askAndWait(server: string, login: LoginView, view: AuthView, stepUp: boolean, relay: NonNullable<Call['relay']>, call: Call): Promise<boolean> {
     const auth = this.auth!;
     const message = stepUp
       ? `${server} needs more permission (${view.needsScopes!.join(' ')}). Open this address to authorize mcpx, then the call goes on.`
@@ -68,7 +62,7 @@ export class InPlaceAuthorizer {
           method: 'elicitation/create',
           params: { mode: 'url', message, url: login.url, elicitationId: login.id },
         },
-        undefined,
+        call,
       );
     } catch {
       answer = undefined;
@@ -77,7 +71,7 @@ export class InPlaceAuthorizer {
       await auth.cancelLogin(login.id);
       return false;
     }
-    const ended = await auth.waitLogin(login.id, LOGIN_WAIT_MS, ctx.signal);
+    const ended = await auth.waitLogin(login.id, LOGIN_WAIT_MS, call.signal);
     return ended.status === 'authorized';
   }
 }

@@ -2,7 +2,7 @@
  * The daemon's pool registry: how each server's pool is made (its era cache, the questions its sessions
  * declare, its credentials).
  */
-import { RELAYABLE_CAPABILITIES } from '../asks/question-relay.js';
+import { RELAYABLE_CAPABILITIES } from '../call/question-relay.js';
 import type { Settings } from '../config/settings.js';
 import type { Logger } from '../log.js';
 import { PoolRegistry } from '../pool/pool-registry.js';

@@ -14,7 +14,7 @@
 import { CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY, type Server, type ServerContext } from '@modelcontextprotocol/server';
 import { isObject } from '../is-object.js';
 import { UI_EXTENSION, UI_MIME_TYPE } from '../protocol/extensions.js';
-import type { CatalogItem, ServerCatalog } from './backend.js';
+import type { CatalogItem, ServerCatalog } from '../catalog/view.js';
 
 type Extensions = Record<string, Record<string, unknown>>;
 

@@ -1,22 +1,15 @@
 /**
  * A request the upstream may interrupt with questions, as the front runs it: daemon-side as an ask
- * (the backend's ask store), each round's questions put to the caller in its own era, each round's
- * answers posted back, until the ask has an outcome.
+ * (the daemon's ask store, src/asks/ask-store.ts), each round's questions put to the caller in its own
+ * era, each round's answers posted back, until the ask has an outcome.
  */
 import { inputRequired, ProtocolError, type Server, type ServerContext, CLIENT_CAPABILITIES_META_KEY } from '@modelcontextprotocol/server';
+import type { AskView } from '../asks/ask-store.js';
+import type { Call } from '../call/call.js';
+import { McpxError, type ErrorCode } from '../errors.js';
 import { isObject } from '../is-object.js';
-import { RPC } from '../protocol/constants.js';
-import { RelayError, type AskBackend, type AskView, type RelayContext } from './backend.js';
-import { fromUpstream, INVALID_PARAMS, relayed } from './front-relay.js';
+import { asProtocolError, fromUpstream, INVALID_PARAMS, relayed } from './front-relay.js';
 import type { AskState, FrontScope } from './front-scope.js';
-
-/** What an ask runs: a tool call, or a prompts/get or resources/read with its params. */
-export interface AskStart {
-  tool: string;
-  args: Record<string, unknown>;
-  method?: 'prompts/get' | 'resources/read';
-  params?: Record<string, unknown>;
-}
 
 /** How long one poll of an ask waits before polling again (the caller's signal ends it sooner). */
 const ASK_POLL_MS = 20_000;
@@ -35,12 +28,11 @@ function answerableCapabilities(server: Server, ctx: ServerContext): Record<stri
   return Object.keys(caps).length > 0 ? caps : undefined;
 }
 
-/** Asks, when the caller can answer questions and the backend holds asks; otherwise undefined. */
-export function askable(f: FrontScope, ctx: ServerContext): { asks: AskBackend; caps: Record<string, unknown> } | undefined {
-  const asks = f.cfg.backend.asks;
+/** The capabilities the caller can answer questions for, when it can answer any (or answers a round); otherwise undefined. */
+export function askable(f: FrontScope, ctx: ServerContext): { caps: Record<string, unknown> } | undefined {
   const caps = answerableCapabilities(f.server, ctx);
-  if (!asks || (!caps && ctx.mcpReq.requestState() === undefined)) return undefined;
-  return { asks, caps: caps ?? {} };
+  if (!caps && ctx.mcpReq.requestState() === undefined) return undefined;
+  return { caps: caps ?? {} };
 }
 
 /**
@@ -53,14 +45,13 @@ export function askable(f: FrontScope, ctx: ServerContext): { asks: AskBackend; 
  */
 export async function runAsk(
   f: FrontScope,
-  asks: AskBackend,
   ctx: ServerContext,
-  rctx: RelayContext,
+  call: Call,
   name: string,
-  upstream: string,
-  start: AskStart,
   caps: Record<string, unknown>,
 ): Promise<{ done: AskView } | { input: Record<string, unknown> }> {
+  const { controller } = f.cfg;
+  const asks = controller.asks;
   let id: string;
   const state = ctx.mcpReq.inputResponses === undefined ? undefined : ctx.mcpReq.requestState<AskState>();
   if (state !== undefined) {
@@ -71,7 +62,7 @@ export async function runAsk(
     const answers = Object.fromEntries(state.questions.filter(([key]) => key in given).map(([key, qid]) => [qid, given[key]]));
     try {
       // No answer at all: the questions are simply put again below (a server re-requests what is missing).
-      if (Object.keys(answers).length > 0) await asks.askAnswer(id, answers);
+      if (Object.keys(answers).length > 0) await asks.answer(id, answers);
     } catch (err) {
       // The call ended before the answer came (a question closed with it): its outcome is below; never
       // fail a finished call for that.
@@ -84,23 +75,29 @@ export async function runAsk(
     // inputResponses with no requestState answer nothing mcpx asked: ignored, as unknown params are.
     // A 2026-07-28 caller cannot answer once its state expired; a legacy one is bounded by the shim's round timeout.
     const questionTimeoutMs = f.era === 'modern' ? (f.cfg.questionTtlSeconds ?? 600) * 1000 : undefined;
-    id = (
-      await asks.ask(upstream, start.tool, start.args, {
-        ...rctx,
-        capabilities: caps,
-        ...(start.method ? { method: start.method } : {}),
-        ...(start.params ? { params: start.params } : {}),
-        ...(questionTimeoutMs === undefined ? {} : { questionTimeoutMs }),
-      })
-    ).id;
+    controller.pool(call.server); // an unknown server is said as such (MCPX_UNKNOWN_SERVER), before an ask starts
+    id = asks.start({
+      call,
+      // The per-caller bound: the front's caller (its session; the stateless ones share the entry's).
+      ...(call.session ? { caller: `mcp:${call.session}` } : {}),
+      capabilities: caps,
+      authorizeInPlace: true,
+      ...(questionTimeoutMs === undefined ? {} : { questionTimeoutMs }),
+    }).id;
   }
-  const abandon = () => void asks.askAbandon(id).catch(() => undefined);
+  const abandon = () => {
+    try {
+      asks.abandon(id);
+    } catch {
+      // gone already
+    }
+  };
   let keep = false;
   ctx.mcpReq.signal.addEventListener('abort', abandon, { once: true });
   try {
-    return await relayed(ctx, rctx, f.log, async (r) => {
+    return await relayed(ctx, f.log, async (onProgress) => {
       for (;;) {
-        const v: AskView = await asks.askPoll(id, ASK_POLL_MS, r);
+        const v: AskView = controller.scrubbed(await asks.wait(id, ASK_POLL_MS, ctx.mcpReq.signal, onProgress));
         if (v.result !== undefined || v.error !== undefined) return { done: v };
         if (v.status === 'abandoned' || v.status === 'expired')
           return { done: { ...v, error: { code: 'MCPX_REQUEST_CANCELLED', message: `the request was ${v.status} while it waited for answers` } } };
@@ -117,7 +114,7 @@ export async function runAsk(
           if (f.era === 'legacy') keep = true;
           return { input: inputRequired({ inputRequests: inputRequests as never, requestState }) as never };
         }
-        if (ctx.mcpReq.signal.aborted) throw new RelayError('MCPX_REQUEST_CANCELLED', 'the caller cancelled the request');
+        if (ctx.mcpReq.signal.aborted) throw new McpxError('MCPX_REQUEST_CANCELLED', 'the caller cancelled the request');
       }
     });
   } finally {
@@ -129,8 +126,11 @@ export async function runAsk(
 export function requestOutcome(upstream: string, out: { done: AskView } | { input: Record<string, unknown> }): Record<string, unknown> {
   if ('input' in out) return out.input;
   if (out.done.result !== undefined) return fromUpstream(out.done.result);
-  const e = out.done.error!;
-  const rpc = new RelayError(e.code, e.message, e.data).rpc;
-  if (rpc) throw new ProtocolError(rpc.code, rpc.message, rpc.data);
-  throw new ProtocolError(RPC.internalError, `mcpx: ${upstream}: ${e.code}: ${e.message}`, { server: upstream, code: e.code });
+  throw asProtocolError(upstream, failureOf(out.done));
+}
+
+/** An ask's error as the McpxError it was. */
+export function failureOf(v: AskView): McpxError {
+  const e = v.error!;
+  return new McpxError(e.code as ErrorCode, e.message, e.data === undefined ? undefined : { data: e.data });
 }

@@ -5,10 +5,12 @@
  */
 import type { ServerContext } from '@modelcontextprotocol/server';
 import { ProtocolError } from '@modelcontextprotocol/server';
+import type { Call, ProgressListener } from '../call/call.js';
+import type { Controller } from '../core/controller.js';
+import { McpxError, upstreamRpcOf } from '../errors.js';
 import { isObject } from '../is-object.js';
 import type { Logger } from '../log.js';
 import { RPC } from '../protocol/constants.js';
-import { RelayError, type FrontBackend, type Progress, type RelayContext } from './backend.js';
 
 /** JSON-RPC error codes the front answers with itself. */
 export const INVALID_PARAMS = -32602;
@@ -19,11 +21,11 @@ const SERVER_INFO_META = 'io.modelcontextprotocol/serverInfo';
  * The caller's progress token, relayed: upstream progress goes to the caller under the caller's own
  * token. `flush` waits for notifications still being written, so none arrives after the result.
  */
-function withProgress(ctx: ServerContext, rctx: RelayContext, log: Logger): { rctx: RelayContext; flush: () => Promise<void> } {
+function withProgress(ctx: ServerContext, log: Logger): { onProgress: ProgressListener | undefined; flush: () => Promise<void> } {
   const token = ctx.mcpReq._meta?.progressToken;
-  if (token === undefined) return { rctx, flush: async () => undefined };
+  if (token === undefined) return { onProgress: undefined, flush: async () => undefined };
   const sending = new Set<Promise<void>>();
-  const onProgress = (p: Progress) => {
+  const onProgress: ProgressListener = (p) => {
     const sent = ctx.mcpReq
       .notify({
         method: 'notifications/progress',
@@ -38,35 +40,38 @@ function withProgress(ctx: ServerContext, rctx: RelayContext, log: Logger): { rc
       .finally(() => sending.delete(sent));
     sending.add(sent);
   };
-  return { rctx: { ...rctx, onProgress }, flush: async () => void (await Promise.all([...sending])) };
+  return { onProgress, flush: async () => void (await Promise.all([...sending])) };
 }
 
-/** Runs `fn` with the caller's progress relayed, and lets the progress out before the result. */
-export async function relayed<T>(ctx: ServerContext, rctx: RelayContext, log: Logger, fn: (rctx: RelayContext) => Promise<T>): Promise<T> {
-  const p = withProgress(ctx, rctx, log);
+/**
+ * Runs `fn` with the caller's progress relayed (a listener when the caller sent a progress token), and
+ * lets the progress out before the result.
+ */
+export async function relayed<T>(ctx: ServerContext, log: Logger, fn: (onProgress: ProgressListener | undefined) => Promise<T>): Promise<T> {
+  const p = withProgress(ctx, log);
   try {
-    return await fn(p.rctx);
+    return await fn(p.onProgress);
   } finally {
     await p.flush();
   }
 }
 
 /** A relayed request whose failure is a JSON-RPC error (prompts, resources, completions). */
-export async function relay(
-  backend: FrontBackend,
-  server: string,
-  method: Parameters<FrontBackend['request']>[1],
-  params: Record<string, unknown>,
-  ctx: RelayContext,
-): Promise<Record<string, unknown>> {
+export async function relay(controller: Controller, call: Call): Promise<Record<string, unknown>> {
   try {
-    return await backend.request(server, method, params, ctx);
+    return await controller.relay(call);
   } catch (err) {
-    if (err instanceof RelayError && err.rpc) throw new ProtocolError(err.rpc.code, err.rpc.message, err.rpc.data);
-    const code = err instanceof RelayError ? err.code : 'MCPX_INTERNAL';
-    const message = err instanceof Error ? err.message : String(err);
-    throw new ProtocolError(RPC.internalError, `mcpx: ${server}: ${code}: ${message}`, { server, code });
+    throw asProtocolError(call.server, err);
   }
+}
+
+/** A failure as the JSON-RPC error a caller gets: the upstream's own when it answered with one. */
+export function asProtocolError(server: string, err: unknown): ProtocolError {
+  const rpc = err instanceof McpxError ? upstreamRpcOf(err) : undefined;
+  if (rpc) return new ProtocolError(rpc.code, rpc.message, rpc.data);
+  const code = err instanceof McpxError ? err.code : 'MCPX_INTERNAL';
+  const message = err instanceof Error ? err.message : String(err);
+  return new ProtocolError(RPC.internalError, `mcpx: ${server}: ${code}: ${message}`, { server, code });
 }
 
 /**
@@ -90,7 +95,7 @@ export function fromUpstream(result: Record<string, unknown>): Record<string, un
 
 /** An upstream failure as a tool result: a client shows it to the person, naming the server and the mcpx code. */
 export function toolFailure(server: string, err: unknown): Record<string, unknown> {
-  const code = err instanceof RelayError ? err.code : 'MCPX_INTERNAL';
+  const code = err instanceof McpxError ? err.code : 'MCPX_INTERNAL';
   const message = err instanceof Error ? err.message : String(err);
   return { content: [{ type: 'text', text: `mcpx: ${server}: ${code}: ${message}` }], isError: true };
 }

@@ -5,13 +5,15 @@
  */
 import type { RequestStateCodec, Server, ServerContext } from '@modelcontextprotocol/server';
 import { PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
+import type { Call, Caller, ProgressListener, RelayedMethod } from '../call/call.js';
+import type { Controller } from '../core/controller.js';
 import type { Logger } from '../log.js';
-import type { FrontBackend, RelayContext } from './backend.js';
 import { relayed } from './front-relay.js';
 import type { FrontView, ViewCache } from './front-view.js';
 
 export interface FrontConfig {
-  backend: FrontBackend;
+  /** The daemon's core: the catalogue, calls, asks (the front lives in the daemon, for `/mcp` and every `mcpx serve` stream). */
+  controller: Controller;
   /** Serve this one server under its own names. */
   passthrough?: string;
   /** Show only these servers (aggregate mode). */
@@ -47,22 +49,34 @@ export interface FrontScope {
   server: Server;
 }
 
-/** The caller's revision: the request's own `_meta` (2026-07-28), else the one negotiated at initialize. */
-export function relayContext(f: FrontScope, ctx: ServerContext): RelayContext {
+/**
+ * Who calls: the caller's revision (the request's own `_meta` (2026-07-28), else the one negotiated at
+ * initialize) and session (its Mcp-Session-Id, else the entry's).
+ */
+export function callerOf(f: FrontScope, ctx: ServerContext): Caller {
   const claimed = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[PROTOCOL_VERSION_META_KEY];
   const callerProtocol = typeof claimed === 'string' ? claimed : (f.server.getNegotiatedProtocolVersion() ?? (f.era === 'legacy' ? '2025-03-26' : undefined));
-  return {
-    ...(callerProtocol ? { callerProtocol } : {}),
-    session: ctx.sessionId ?? f.session,
-    signal: ctx.mcpReq.signal,
-  };
+  return { via: 'mcp', ...(callerProtocol ? { callerProtocol } : {}), session: ctx.sessionId ?? f.session };
+}
+
+/** The call an MCP client's request makes: built here, once, and carried as it is to the upstream. */
+export function callOf(
+  f: FrontScope,
+  ctx: ServerContext,
+  server: string,
+  method: RelayedMethod,
+  params: Record<string, unknown>,
+  onProgress?: ProgressListener,
+): Call {
+  return { ...callerOf(f, ctx), signal: ctx.mcpReq.signal, ...(onProgress ? { onProgress } : {}), server, method, params };
 }
 
 /** A listing's view: always fetched (a caller listing wants what is offered now), and kept for the requests that follow. */
-export const freshView = (f: FrontScope, rctx: RelayContext): Promise<FrontView> => f.views.get(rctx, true);
+export const freshView = (f: FrontScope, caller: Caller, onProgress?: ProgressListener): Promise<FrontView> => f.views.get(caller, true, onProgress);
 
 /** A listing; a caller that sent a progress token hears of each server started for it. */
-export const listing = (f: FrontScope, ctx: ServerContext): Promise<FrontView> => relayed(ctx, relayContext(f, ctx), f.log, (r) => freshView(f, r));
+export const listing = (f: FrontScope, ctx: ServerContext): Promise<FrontView> =>
+  relayed(ctx, f.log, (onProgress) => freshView(f, callerOf(f, ctx), onProgress));
 
 /**
  * The server and upstream name behind a tool or prompt name: from the kept view, else (a name it does
@@ -70,14 +84,14 @@ export const listing = (f: FrontScope, ctx: ServerContext): Promise<FrontView> =
  */
 export async function targetOf(
   f: FrontScope,
-  rctx: RelayContext,
+  caller: Caller,
   kind: 'tools' | 'prompts',
   name: string,
 ): Promise<{ v: FrontView; found: ReturnType<FrontView['resolve']> }> {
-  let v = await f.views.get(rctx);
+  let v = await f.views.get(caller);
   let found = v.resolve(kind, name);
   if (!found) {
-    v = await f.views.get(rctx, true);
+    v = await f.views.get(caller, true);
     found = v.resolve(kind, name);
   }
   return { v, found };

@@ -4,7 +4,9 @@
  * and templates by their URIs, and which server serves each; kept per caller lane between requests.
  */
 import { UriTemplate } from '@modelcontextprotocol/server';
-import type { CatalogItem, CatalogView, FrontBackend, RelayContext, ServerCatalog } from './backend.js';
+import type { Caller, ProgressListener } from '../call/call.js';
+import type { CatalogItem, CatalogView, ServerCatalog } from '../catalog/view.js';
+import type { Controller } from '../core/controller.js';
 import { resolveBare } from './bare-names.js';
 import { NameTable, sanitize, SEPARATOR } from '../catalog/names.js';
 import { UiUris } from './ui-uris.js';
@@ -153,7 +155,7 @@ export class FrontView {
  * The caller's view of the catalogue, kept between requests: a `tools/call` resolves its name against
  * the view the last listing (or call) built, instead of fetching the catalogue and rebuilding the name
  * tables on every request. One view per caller lane (the caller's revision picks the lane, and the lane
- * the listing). A view is dropped when the backend announces a catalogue change, after `maxAgeMs`
+ * the listing). A view is dropped when the catalogue announces a change, after `maxAgeMs`
  * (a bound in case an announcement is lost), and is never kept when a server failed to list; a name the
  * kept view does not know is looked up again in a fresh view before it is refused.
  */
@@ -163,20 +165,20 @@ export class ViewCache {
   private readonly unsubscribe: () => void;
 
   constructor(
-    private readonly backend: FrontBackend,
+    private readonly controller: Controller,
     private readonly mode: { passthrough?: string; servers?: readonly string[] },
     private readonly maxAgeMs = 5_000,
   ) {
-    this.unsubscribe = backend.onChange(() => this.clear());
+    this.unsubscribe = controller.catalog.onChange(() => this.clear());
   }
 
   /** The kept view for this caller's lane, else a fresh one; `fresh` always fetches (and keeps the result). */
-  async get(ctx: RelayContext, fresh = false): Promise<FrontView> {
-    const key = ctx.callerProtocol ?? '';
+  async get(caller: Caller, fresh = false, onProgress?: ProgressListener): Promise<FrontView> {
+    const key = caller.callerProtocol ?? '';
     const kept = this.views.get(key);
     if (!fresh && kept && Date.now() - kept.at < this.maxAgeMs) return kept.view;
     const generation = this.generation;
-    const view = new FrontView(await this.backend.catalog(ctx), this.mode);
+    const view = new FrontView(await this.controller.offer(caller, onProgress ? { onProgress } : {}), this.mode);
     // A change announced while this view was being fetched may have come after the catalogue was read.
     if (view.complete && generation === this.generation) this.views.set(key, { view, at: Date.now() });
     else this.views.delete(key);

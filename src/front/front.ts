@@ -23,10 +23,10 @@ import {
   type RequestStateCodec,
 } from '@modelcontextprotocol/server';
 import { silentLogger, type Logger } from '../log.js';
-import { RelayError } from './backend.js';
-import { askable, requestOutcome, runAsk } from './front-ask.js';
+import { McpxError, upstreamRpcOf } from '../errors.js';
+import { askable, failureOf, requestOutcome, runAsk } from './front-ask.js';
 import { fromUpstream, INVALID_PARAMS, isProtocolMisuse, relay, relayed, toolFailure } from './front-relay.js';
-import { freshView, listing, relayContext, targetOf, type AskState, type FrontConfig, type FrontScope } from './front-scope.js';
+import { callerOf, callOf, freshView, listing, targetOf, type AskState, type FrontConfig, type FrontScope } from './front-scope.js';
 import { ViewCache } from './front-view.js';
 import { appOnly, callerExtensions, declareExtensions, rendersApps } from './extensions.js';
 
@@ -50,13 +50,13 @@ export function frontFactory(cfg: FrontConfig): McpServerFactory & { close(): vo
     bind: (ctx) => `${ctx.mcpReq.method}\0${ctx.sessionId ?? ''}`,
   });
   const live = new Set<Server>();
-  const views = new ViewCache(cfg.backend, {
+  const views = new ViewCache(cfg.controller, {
     ...(cfg.passthrough === undefined ? {} : { passthrough: cfg.passthrough }),
     ...(cfg.servers === undefined ? {} : { servers: cfg.servers }),
   });
   // Every instance announces changes to its caller: legacy connections get list_changed
   // notifications, 2026-07-28 callers get them on their subscriptions/listen streams.
-  const unsubscribe = cfg.backend.onChange((change) => {
+  const unsubscribe = cfg.controller.catalog.onChange((change) => {
     for (const server of live) {
       if (change.server !== undefined && !shownBy(cfg, change.server)) continue;
       for (const list of change.lists) {
@@ -106,7 +106,7 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
   const f: FrontScope = { cfg, era, log, codec, session, views, server };
   // The extensions this caller declared and mcpx can carry; the servers' offers as the catalogue knows them.
   declareExtensions(server, async (callerProtocol) =>
-    (await cfg.backend.catalog({ ...(callerProtocol ? { callerProtocol } : {}), session: session }, { knownOnly: true })).servers.filter((s) =>
+    (await cfg.controller.offer({ ...(callerProtocol ? { callerProtocol } : {}), session: session }, { knownOnly: true })).servers.filter((s) =>
       shownBy(cfg, s.server),
     ),
   );
@@ -126,44 +126,33 @@ function handleTools(f: FrontScope): void {
   });
 
   f.server.setRequestHandler('tools/call', async (req, ctx) => {
-    const rctx = relayContext(f, ctx);
     const name = req.params.name;
-    const { v, found } = await targetOf(f, rctx, 'tools', name);
+    const { v, found } = await targetOf(f, callerOf(f, ctx), 'tools', name);
     // A server's own name (an app's call) when no shown name matches.
     const tool = found ?? v.resolveBare(name, INVALID_PARAMS) ?? v.resolveUnlisted(name);
     if (!tool) throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${name}`);
+    const params = { name: tool.original, arguments: req.params.arguments ?? {} };
     const can = askable(f, ctx);
     if (can) {
       try {
-        const out = await runAsk(
-          f,
-          can.asks,
-          ctx,
-          rctx,
-          name,
-          tool.server,
-          { tool: tool.original, args: (req.params.arguments ?? {}) as Record<string, unknown> },
-          can.caps,
-        );
+        const out = await runAsk(f, ctx, callOf(f, ctx, tool.server, 'tools/call', params), name, can.caps);
         if ('input' in out) return out.input as never;
         if (out.done.result !== undefined) return v.ui.result(tool.server, fromUpstream(out.done.result)) as never;
-        const e = out.done.error!;
-        return toolFailure(tool.server, new RelayError(e.code, e.message, e.data)) as never;
+        return toolFailure(tool.server, failureOf(out.done)) as never;
       } catch (err) {
         if (err instanceof ProtocolError) throw err;
         return toolFailure(tool.server, err) as never;
       }
     }
     try {
-      const result = await relayed(ctx, rctx, f.log, (r) =>
-        f.cfg.backend.request(tool.server, 'tools/call', { name: tool.original, arguments: req.params.arguments ?? {} }, r),
-      );
+      const result = await relayed(ctx, f.log, (onProgress) => f.cfg.controller.relay(callOf(f, ctx, tool.server, 'tools/call', params, onProgress)));
       return v.ui.result(tool.server, fromUpstream(result)) as never;
     } catch (err) {
       // A 2026-07-28 caller is told of a capability it must declare (-32021, requiredCapabilities);
       // a legacy caller has no such error: it sees the tool fail, saying why.
-      if (err instanceof RelayError && err.rpc && isProtocolMisuse(err.rpc.code) && !(err.rpc.code === -32021 && f.era === 'legacy')) {
-        throw new ProtocolError(err.rpc.code, err.rpc.message, err.rpc.data);
+      const rpc = err instanceof McpxError ? upstreamRpcOf(err) : undefined;
+      if (rpc && isProtocolMisuse(rpc.code) && !(rpc.code === -32021 && f.era === 'legacy')) {
+        throw new ProtocolError(rpc.code, rpc.message, rpc.data);
       }
       // A client shows a tool result to the person; a JSON-RPC error it may swallow.
       return toolFailure(tool.server, err) as never;
@@ -176,22 +165,18 @@ function handlePrompts(f: FrontScope): void {
   f.server.setRequestHandler('prompts/list', async (_req, ctx) => ({ prompts: (await listing(f, ctx)).listPrompts() }) as never);
 
   f.server.setRequestHandler('prompts/get', async (req, ctx) => {
-    const rctx = relayContext(f, ctx);
-    const { v, found: target } = await targetOf(f, rctx, 'prompts', req.params.name);
+    const { v, found: target } = await targetOf(f, callerOf(f, ctx), 'prompts', req.params.name);
     if (!target) throw new ProtocolError(INVALID_PARAMS, `Unknown prompt: ${req.params.name}`);
     const params = { name: target.original, ...(req.params.arguments ? { arguments: req.params.arguments } : {}) };
     const can = askable(f, ctx);
     if (can)
       return v.ui.result(
         target.server,
-        requestOutcome(
-          target.server,
-          await runAsk(f, can.asks, ctx, rctx, req.params.name, target.server, { tool: target.original, args: {}, method: 'prompts/get', params }, can.caps),
-        ),
+        requestOutcome(target.server, await runAsk(f, ctx, callOf(f, ctx, target.server, 'prompts/get', params), req.params.name, can.caps)),
       ) as never;
     return v.ui.result(
       target.server,
-      fromUpstream(await relayed(ctx, rctx, f.log, (r) => relay(f.cfg.backend, target.server, 'prompts/get', params, r))),
+      fromUpstream(await relayed(ctx, f.log, (onProgress) => relay(f.cfg.controller, callOf(f, ctx, target.server, 'prompts/get', params, onProgress)))),
     ) as never;
   });
 }
@@ -206,27 +191,25 @@ function handleResources(f: FrontScope): void {
   );
 
   f.server.setRequestHandler('resources/read', async (req, ctx) => {
-    const rctx = relayContext(f, ctx);
-    const v = await freshView(f, rctx);
+    const v = await freshView(f, callerOf(f, ctx));
     // A `ui://` URI mcpx made distinct goes to its server under the server's own URI (./ui-uris.ts).
     const route = v.routeUri(req.params.uri);
     if (!route) throw new ResourceNotFoundError(req.params.uri);
     const { server: target, uri } = route;
     const can = askable(f, ctx);
     if (can)
-      return v.ui.result(
-        target,
-        requestOutcome(target, await runAsk(f, can.asks, ctx, rctx, uri, target, { tool: uri, args: {}, method: 'resources/read', params: { uri } }, can.caps)),
-      ) as never;
-    return v.ui.result(target, fromUpstream(await relayed(ctx, rctx, f.log, (r) => relay(f.cfg.backend, target, 'resources/read', { uri }, r)))) as never;
+      return v.ui.result(target, requestOutcome(target, await runAsk(f, ctx, callOf(f, ctx, target, 'resources/read', { uri }), uri, can.caps))) as never;
+    return v.ui.result(
+      target,
+      fromUpstream(await relayed(ctx, f.log, (onProgress) => relay(f.cfg.controller, callOf(f, ctx, target, 'resources/read', { uri }, onProgress)))),
+    ) as never;
   });
 }
 
 /** completion/complete: to the server behind the prompt or resource template named in `ref`. */
 function handleCompletion(f: FrontScope): void {
   f.server.setRequestHandler('completion/complete', async (req, ctx) => {
-    const rctx = relayContext(f, ctx);
-    const v = await freshView(f, rctx);
+    const v = await freshView(f, callerOf(f, ctx));
     const ref = req.params.ref as { type: string; name?: string; uri?: string };
     let target: string | undefined;
     let upstreamRef: Record<string, unknown> = { ...ref };
@@ -243,6 +226,6 @@ function handleCompletion(f: FrontScope): void {
     }
     if (!target) return { completion: { values: [], hasMore: false } } as never;
     const params = { ...req.params, ref: upstreamRef };
-    return fromUpstream(await relay(f.cfg.backend, target, 'completion/complete', params as Record<string, unknown>, rctx)) as never;
+    return fromUpstream(await relay(f.cfg.controller, callOf(f, ctx, target, 'completion/complete', params as Record<string, unknown>))) as never;
   });
 }

@@ -26,11 +26,12 @@ import {
 import { silentLogger, type Logger } from '../log.js';
 import { RPC } from '../protocol/constants.js';
 import { paramHeaderProblem, paramHeaderSpec } from '../transports/mcp-param-headers.js';
-import type { FrontBackend } from './backend.js';
+import type { Controller } from '../core/controller.js';
 import { frontFactory, ViewCache } from './front.js';
 
 export interface HttpEntryOptions {
-  backend: FrontBackend;
+  /** The daemon's core, which the front serves from. */
+  controller: Controller;
   version: string;
   logger?: Logger;
   /** Legacy sessions kept at most (`serve.maxSessions`). Default 256. */
@@ -157,7 +158,7 @@ export class McpHttpEntry {
     const key = modeKey(mode);
     let views = this.views.get(key);
     if (!views) {
-      views = new ViewCache(this.opts.backend, mode);
+      views = new ViewCache(this.opts.controller, mode);
       this.views.set(key, views);
     }
     const tool = (await views.get(typeof revision === 'string' ? { callerProtocol: revision } : {})).resolve('tools', msg.params.name);
@@ -178,7 +179,7 @@ export class McpHttpEntry {
       const factory = frontFactory({ ...this.frontConfig(mode) });
       const handler = createMcpHandler(factory, { legacy: 'reject', onerror: (err) => this.log.debug({ err }, 'modern request refused or failed') });
       // The SDK's listen router delivers these to 2026-07-28 callers that subscribed.
-      const unsubscribe = this.opts.backend.onChange((c) => {
+      const unsubscribe = this.opts.controller.catalog.onChange((c) => {
         if (c.lists.includes('tools')) handler.notify.toolsChanged();
         if (c.lists.includes('prompts')) handler.notify.promptsChanged();
         if (c.lists.includes('resources')) handler.notify.resourcesChanged();
@@ -196,7 +197,7 @@ export class McpHttpEntry {
 
   private frontConfig(mode: EntryMode) {
     return {
-      backend: this.opts.backend,
+      controller: this.opts.controller,
       version: this.opts.version,
       logger: this.log,
       // One signing key for every front of this entry: a retry may reach another instance.

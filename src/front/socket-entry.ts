@@ -14,7 +14,7 @@ import type { Socket } from 'node:net';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { silentLogger, type Logger } from '../log.js';
 import { deepParamsRefusal } from './json-depth.js';
-import type { FrontBackend } from './backend.js';
+import type { Controller } from '../core/controller.js';
 import { frontFactory } from './front.js';
 import type { EntryMode } from './http-entry.js';
 import { MAX_LINE_BYTES, StdinGate } from './stdin-gate.js';
@@ -24,7 +24,8 @@ import { StreamTransport } from './stream-transport.js';
 import { TurnBatchedOutput } from './turn-batched-output.js';
 
 export interface SocketEntryOptions {
-  backend: FrontBackend;
+  /** The daemon's core, which the front serves from. */
+  controller: Controller;
   version: string;
   logger?: Logger;
   /** How long a 2026-07-28 caller has to answer a question round (`serve.questionTtl`), read for each new stream. */
@@ -61,7 +62,7 @@ export class SocketEntry {
     if (head.length > 0) socket.unshift(head);
     const ttl = this.opts.questionTtlSeconds?.();
     const factory = frontFactory({
-      backend: this.opts.backend,
+      controller: this.opts.controller,
       version: this.opts.version,
       logger: log,
       session,

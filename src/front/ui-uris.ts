@@ -13,7 +13,7 @@
  */
 import { UriTemplate } from '@modelcontextprotocol/server';
 import { isObject } from '../is-object.js';
-import type { CatalogItem, ServerCatalog } from './backend.js';
+import type { CatalogItem, ServerCatalog } from '../catalog/view.js';
 import { hashSuffix, sanitize } from '../catalog/names.js';
 
 const UI = 'ui://';

@@ -29,10 +29,10 @@ import type { Era } from '../machines/versions.js';
 import type { EraCache, EraRecord } from '../upstream/era-cache.js';
 import { eraCacheKey } from '../upstream/process-key.js';
 import { stateName } from '../machines/state-name.js';
-import { FORWARDED_METHODS, isForwardedMethod } from '../upstream/forwarded-methods.js';
-import type { UpstreamSession, CallOptions, ChangedList, ListKind, SessionInfo, SessionSnapshot, Tool, UpstreamSessionOptions } from '../upstream/session.js';
+import type { UpstreamSession, ChangedList, SessionInfo, SessionSnapshot, UpstreamSessionOptions } from '../upstream/session.js';
+import { timeLeft, type Call } from '../call/call.js';
 import { poolLogic, type PoolEmitted, type PoolFailure, type PoolMachineEvent } from './pool.machine.js';
-import type { CallContext, InspectSource, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport, ServerPoolApi, UpstreamInfo } from './types.js';
+import type { InspectSource, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport, ServerPoolApi, UpstreamInfo } from './types.js';
 
 /** xstate's clock (timers); one that also tells the time (xstate's SimulatedClock) is the pool's clock too. */
 type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']> & { now?: () => number };
@@ -191,31 +191,12 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
 
   // ---- ServerPoolApi ----
 
-  listTools(ctx: CallContext = {}): Promise<Tool[]> {
-    return this.use(ctx, (session, opts) => session.listTools(opts));
-  }
-
-  callTool(tool: string, args: Record<string, unknown>, ctx: CallContext = {}): Promise<Record<string, unknown>> {
-    return this.use(ctx, (session, opts) => session.callTool(tool, args, opts));
-  }
-
   /**
-   * A client request a front relays (FORWARDED_METHODS), run like callTool: the caller's lane and scope
-   * key, a lease, its signal and timeout, and the session's era. Anything else is refused before an
-   * instance is acquired (MCPX_BAD_REQUEST).
+   * One call, run like every call: the caller's lane and scope key, a lease (waited for within the
+   * call's deadline and signal), and the session's era.
    */
-  async request(method: string, params: Record<string, unknown> | undefined, ctx: CallContext = {}): Promise<Record<string, unknown>> {
-    if (!isForwardedMethod(method)) {
-      throw new McpxError('MCPX_BAD_REQUEST', `${this.name}: mcpx does not relay ${JSON.stringify(method)}; it relays ${FORWARDED_METHODS.join(', ')}`, {
-        data: { server: this.name, method, field: 'method', allowed: [...FORWARDED_METHODS] },
-      });
-    }
-    return this.use(ctx, (session, opts) => session.forward(method, params, opts));
-  }
-
-  /** Every item of a listing (tools, prompts, resources, resourceTemplates), all pages, on one lease. */
-  listAll(kind: ListKind, ctx: CallContext = {}): Promise<Array<Record<string, unknown>>> {
-    return this.use(ctx, (session, opts) => (kind === 'tools' ? session.listTools(opts) : session.listAll(kind, opts)));
+  run(call: Call): Promise<Record<string, unknown>> {
+    return this.use(call, (session) => session.run(call));
   }
 
   /** The last known serverInfo, capabilities and instructions of a lane's ready instance (null: none was ready yet). */
@@ -292,18 +273,18 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   // ---- calls ----
 
   /** The lane the caller's era asks for (the rule: callerLane in src/machines/preference.ts). */
-  laneFor(ctx: CallContext): Lane {
-    return callerLane(this.config.preference, ctx.callerProtocol);
+  laneFor(call: Pick<Call, 'callerProtocol'>): Lane {
+    return callerLane(this.config.preference, call.callerProtocol);
   }
 
-  private keyFor(ctx: CallContext): string {
+  private keyFor(call: Call): string {
     switch (this.config.limits.scope) {
       case 'global':
         return 'global';
       case 'call':
         return `call:${++this.nextCall}`;
       case 'session': {
-        const key = typeof ctx.session === 'string' ? ctx.session.trim() : '';
+        const key = typeof call.session === 'string' ? call.session.trim() : '';
         if (!key) {
           throw new McpxError('MCPX_BAD_REQUEST', `${this.name}: this server is pooled per caller session (scope "session"), and the call names no session`, {
             data: { server: this.name, scope: 'session', field: 'session' },
@@ -314,12 +295,11 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
     }
   }
 
-  private async use<T>(ctx: CallContext, op: (session: UpstreamSession, opts: CallOptions) => Promise<T>): Promise<T> {
+  private async use<T>(call: Call, op: (session: UpstreamSession) => Promise<T>): Promise<T> {
     // While the pool is stopping, the machine refuses the acquire; once it is stopped, nothing answers.
     if (this.actor.getSnapshot().status !== 'active') throw this.stoppedError();
-    const want = this.laneFor(ctx);
-    const key = this.keyFor(ctx);
-    const deadline = ctx.timeoutMs === undefined ? undefined : Date.now() + ctx.timeoutMs;
+    const want = this.laneFor(call);
+    const key = this.keyFor(call);
     if (this.sessionFactory === undefined) {
       this.sessionFactory = await (this.factoryLoad ??= (this.deps.loadSessionFactory ?? loadUpstreamSession)().catch((err: unknown) => {
         this.factoryLoad = undefined; // the next call tries again
@@ -328,11 +308,11 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       if (this.actor.getSnapshot().status !== 'active') throw this.stoppedError(); // stopped while it loaded
     }
     // Counted while the acquire waits: the instance it may start is started within it.
-    const rootsCaller = this.config.limits.scope !== 'global' && ctx.relay?.capabilities.roots !== undefined;
+    const rootsCaller = this.config.limits.scope !== 'global' && call.relay?.capabilities.roots !== undefined;
     if (rootsCaller) this.callerRoots.set(key, (this.callerRoots.get(key) ?? 0) + 1);
     let lease: Lease;
     try {
-      lease = await this.acquire(want, key, ctx, deadline);
+      lease = await this.acquire(want, key, call);
     } finally {
       if (rootsCaller) {
         const n = (this.callerRoots.get(key) ?? 1) - 1;
@@ -342,16 +322,9 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
     }
     const { live } = lease;
     try {
-      const remaining = deadline === undefined ? undefined : deadline - Date.now();
-      if (remaining !== undefined && remaining <= 0) throw this.timeoutError(ctx.timeoutMs!, 'before the call could be sent');
-      const opts: CallOptions = {
-        context: ctx,
-        ...(ctx.signal ? { signal: ctx.signal } : {}),
-        ...(remaining !== undefined ? { timeoutMs: remaining } : {}),
-        ...(ctx.relay ? { relay: ctx.relay } : {}),
-        ...(ctx.onProgress ? { onProgress: ctx.onProgress } : {}),
-      };
-      return await op(live.session, opts);
+      const remaining = timeLeft(call);
+      if (remaining !== undefined && remaining <= 0) throw this.timeoutError(call.timeoutMs ?? 0, 'before the call could be sent');
+      return await op(live.session);
     } catch (err) {
       throw this.explain(err, live);
     } finally {
@@ -360,8 +333,10 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   }
 
   /** Queue for an instance; resolves with the granted one. Leaves the queue on abort or timeout. */
-  private acquire(want: Lane, key: string, ctx: CallContext, deadline: number | undefined): Promise<Lease> {
-    const { signal } = ctx;
+  private acquire(want: Lane, key: string, call: Call): Promise<Lease> {
+    const { signal } = call;
+    const left = timeLeft(call);
+    const deadline = left === undefined ? undefined : Date.now() + left;
     if (signal?.aborted) return Promise.reject(this.cancelledError(signal.reason));
     return new Promise<Lease>((resolve, reject) => {
       const requestId = `r${++this.nextRequest}`;
@@ -398,7 +373,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
       signal?.addEventListener('abort', onAbort, { once: true });
       if (deadline !== undefined) {
         timer = setTimeout(
-          () => leave(this.timeoutError(ctx.timeoutMs!, `waiting for a free instance (key ${JSON.stringify(key)})`)),
+          () => leave(this.timeoutError(call.timeoutMs ?? 0, `waiting for a free instance (key ${JSON.stringify(key)})`)),
           timerDelay(deadline - Date.now()),
         );
       }

@@ -7,8 +7,8 @@ import type { EraSource } from '../machines/session.machine.js';
 import type { Era } from '../machines/versions.js';
 import type { ServerDefinition } from '../upstream/definition.js';
 import type { EraRecord } from '../upstream/era-cache.js';
-import type { QuestionRelay } from '../asks/question-relay.js';
-import type { ChangedList, ListKind, ProgressListener, Tool } from '../upstream/session.js';
+import type { Call } from '../call/call.js';
+import type { ChangedList } from '../upstream/session.js';
 
 export type Scope = 'global' | 'session' | 'call';
 export type Sharing = 'shared' | 'exclusive';
@@ -56,23 +56,6 @@ export interface PoolServerConfig {
    * running sessions (`notifications/roots/list_changed`) instead of replacing them.
    */
   roots?: readonly string[];
-}
-
-/**
- * Who is calling, carried with every call down to the session that may have to ask them something.
- * `callerProtocol` is the caller's MCP revision (`X-Mcpx-Caller-Protocol`); absent means modern.
- */
-export interface CallContext {
-  callerProtocol?: string;
-  /** The caller's session id, the scope key under `scope: session`. */
-  session?: string;
-  callId?: string;
-  signal?: AbortSignal;
-  timeoutMs?: number;
-  /** The caller's, when it can answer the questions this call provokes (and the capabilities declared for it). */
-  relay?: QuestionRelay;
-  /** Receives the upstream's progress notifications for this call (mcpx sends its own progressToken upstream). */
-  onProgress?: ProgressListener;
 }
 
 export interface InstanceStatus {
@@ -144,12 +127,8 @@ export type PoolEvent =
 
 export interface ServerPoolApi {
   readonly name: string;
-  listTools(ctx?: CallContext): Promise<Tool[]>;
-  callTool(tool: string, args: Record<string, unknown>, ctx?: CallContext): Promise<Record<string, unknown>>;
-  /** Any relayed client request (FORWARDED_METHODS in src/upstream/session.ts); others: MCPX_BAD_REQUEST. */
-  request(method: string, params: Record<string, unknown> | undefined, ctx?: CallContext): Promise<Record<string, unknown>>;
-  /** Every item of a listing, all pages. */
-  listAll(kind: ListKind, ctx?: CallContext): Promise<Array<Record<string, unknown>>>;
+  /** One call on an instance of the caller's lane and scope key (a listing: every page, under the listing's key). */
+  run(call: Call): Promise<Record<string, unknown>>;
   /** The last known self-description of a lane's ready instance; null before one was ready. */
   upstreamInfo(lane?: Lane): UpstreamInfo | null;
   instances(): InstanceStatus[];

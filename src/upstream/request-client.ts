@@ -9,7 +9,17 @@
  */
 import { basename } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { InputRequests, QuestionRelay } from '../asks/question-relay.js';
+import {
+  LIST_METHODS,
+  type Call,
+  type CallHandling,
+  type ListKind,
+  type ListMethod,
+  type ProgressListener,
+  type ProgressUpdate,
+  timeLeft,
+} from '../call/call.js';
+import type { InputRequests, QuestionRelay } from '../call/question-relay.js';
 import { McpxError, UpstreamRpcError, type RpcErrorObject } from '../errors.js';
 import type { Logger } from '../log.js';
 import { versionRefusal } from '../machines/verdict.js';
@@ -19,22 +29,11 @@ import type { TransportCapabilities } from '../transports/capabilities.js';
 import { requestParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import type { RpcPeer } from '../transports/rpc-peer.js';
 import type { JsonRpcNotification, JsonRpcRequest } from '../transports/types.js';
-import { FORWARDED_METHODS, isForwardedMethod } from './forwarded-methods.js';
 import { ToolHeaders } from './tool-headers.js';
 import { isObject } from '../is-object.js';
 
-/** One `notifications/progress` the upstream sent for a request, as its caller sees it. */
-export interface ProgressUpdate {
-  progress: number;
-  total?: number;
-  message?: string;
-}
-
-export type ProgressListener = (p: ProgressUpdate) => void;
-
 /** The listings a session can page through, and the server capability each needs (tools: none — always asked). */
-export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
-export const LISTINGS: Readonly<Record<ListKind, { method: string; key: string; capability: 'prompts' | 'resources' | null }>> = {
+export const LISTINGS: Readonly<Record<ListKind, { method: ListMethod; key: string; capability: 'prompts' | 'resources' | null }>> = {
   tools: { method: 'tools/list', key: 'tools', capability: null },
   prompts: { method: 'prompts/list', key: 'prompts', capability: 'prompts' },
   resources: { method: 'resources/list', key: 'resources', capability: 'resources' },
@@ -54,25 +53,6 @@ const FIRST_ASKER_MS = 5_000;
 /** Progress tokens are unique across every session of the process, so a log line names one request. */
 let progressTokens = 0;
 
-export interface CallOptions {
-  /** The caller's context; reaches the relay with each question this call provokes. */
-  context?: unknown;
-  signal?: AbortSignal;
-  timeoutMs?: number;
-  /**
-   * The caller's, when it can answer questions: this call's legacy server requests and modern input_required
-   * rounds are put to it, and each modern request declares its capabilities. Without one, a modern request
-   * declares the session's `capabilitiesWithoutRelay`, and a question has nobody to go to.
-   */
-  relay?: QuestionRelay;
-  maxInputRounds?: number;
-  /**
-   * Receives the upstream's `notifications/progress` for this call: each upstream request (every
-   * input_required round is one) carries a fresh `_meta.progressToken`, forgotten when it settles.
-   */
-  onProgress?: ProgressListener;
-}
-
 export interface Tool {
   name: string;
   description?: string;
@@ -80,18 +60,9 @@ export interface Tool {
   [key: string]: unknown;
 }
 
-/**
- * A call in flight: the context its upstream requests carry through the channel, handed back with the
- * questions and progress they provoke where the wire attributes them (capabilities `attributesServerRequests`).
- */
-export interface InFlightCall {
-  context: unknown;
-  relay?: QuestionRelay;
-}
-
 /** What a request needs from the ready session: its connection and what the chart settled. */
 export interface ReadyConnection {
-  peer: RpcPeer<InFlightCall>;
+  peer: RpcPeer<CallHandling>;
   era: Era;
   negotiated: string;
   /** What the connection's wire can do. */
@@ -119,11 +90,11 @@ export interface SessionLink {
 
 export class RequestClient {
   /** Calls in flight that can answer questions, for transports that cannot attribute them (stdio). */
-  private readonly askers = new Set<InFlightCall>();
+  private readonly askers = new Set<CallHandling>();
   /** Asking calls waiting for their turn on a legacy stdio session, first come first (see askTurn). */
-  private readonly turnQueue: Array<{ call: InFlightCall; go: () => void }> = [];
+  private readonly turnQueue: Array<{ call: CallHandling; go: () => void }> = [];
   /** Questions of each call in flight that wait for its caller's answer (the call is parked meanwhile). */
-  private readonly parked = new Map<InFlightCall, number>();
+  private readonly parked = new Map<CallHandling, number>();
   /** Questions held until the askers change (see soleAskerWithin). */
   private readonly changes = new Set<() => void>();
   /**
@@ -136,7 +107,7 @@ export class RequestClient {
   /** On a session that is one caller's alone: the roots that caller last gave (a later roots/list with no call to go to gets them). */
   private callerRoots: unknown;
   /** Requests in flight that asked for progress, by the progressToken they carry. */
-  private readonly progress = new Map<string, { listener: ProgressListener; call: InFlightCall }>();
+  private readonly progress = new Map<string, { listener: ProgressListener; call: CallHandling }>();
 
   constructor(private readonly link: SessionLink) {}
 
@@ -153,30 +124,29 @@ export class RequestClient {
    * checked for `resultType` (absent = complete, as legacy servers send). An `input_required` result is
    * put to the call's relay (`askRound`) and retried, up to `maxInputRounds` (default 8).
    */
-  request(method: string, params?: Record<string, unknown>, opts: CallOptions = {}): Promise<Record<string, unknown>> {
-    return this.requestWithHeaders(method, params, opts, undefined);
+  request(method: string, params?: Record<string, unknown>, call: CallHandling = {}): Promise<Record<string, unknown>> {
+    return this.requestWithHeaders(method, params, call, undefined);
   }
 
   /** request(), with extra HTTP headers on every round's POST (callTool's `Mcp-Param-*`). */
   private async requestWithHeaders(
     method: string,
     params: Record<string, unknown> | undefined,
-    opts: CallOptions,
+    call: CallHandling,
     headers: Record<string, string> | undefined,
   ): Promise<Record<string, unknown>> {
     const conn = await this.link.ready();
-    const maxRounds = opts.maxInputRounds ?? 8;
+    const maxRounds = call.maxInputRounds ?? 8;
     // The call travels with its request: HTTP hands it back with any question that request provokes.
-    const call: InFlightCall = { context: opts.context, ...(opts.relay ? { relay: opts.relay } : {}) };
     // Where the wire says nothing of which call a legacy server's question is for, calls that can
     // answer questions take turns, so a question always has exactly one call to go to.
-    if (call.relay && turnsFor(conn) && conn.era === 'legacy') await this.askTurn(call, opts.signal);
+    if (call.relay && turnsFor(conn) && conn.era === 'legacy') await this.askTurn(call, call.signal);
     else if (call.relay) {
       this.askers.add(call);
       this.changed();
     }
     try {
-      return await this.requestRounds(conn, method, params, opts, call, maxRounds, headers);
+      return await this.requestRounds(conn, method, params, call, maxRounds, headers);
     } finally {
       this.askers.delete(call);
       this.parked.delete(call);
@@ -192,7 +162,7 @@ export class RequestClient {
    * is the running call's. Once more than one is running (the parked one was answered), a question is held
    * until one of them ends (answerServerRequest), and refused if none does soon: never handed to a guess. Resolves once `call` is among the askers.
    */
-  private askTurn(call: InFlightCall, signal: AbortSignal | undefined): Promise<void> {
+  private askTurn(call: CallHandling, signal: AbortSignal | undefined): Promise<void> {
     if (this.turnQueue.length === 0 && !this.askerRunning()) {
       this.askers.add(call);
       this.changed();
@@ -233,21 +203,21 @@ export class RequestClient {
   }
 
   /** Who a stdio question is for: the one asking call running (a parked call waits for its caller's answer and asks nothing meanwhile), else the only one in flight. */
-  private soleAsker(): InFlightCall | undefined {
+  private soleAsker(): CallHandling | undefined {
     const running = [...this.askers].filter((c) => !this.parked.get(c));
     if (running.length === 1) return running[0];
     return this.askers.size === 1 ? [...this.askers][0] : undefined;
   }
 
   /** soleAsker() once the askers change so that there is one, or undefined after `ms`. */
-  private soleAskerWithin(ms: number): Promise<InFlightCall | undefined> {
+  private soleAskerWithin(ms: number): Promise<CallHandling | undefined> {
     return new Promise((resolve) => {
       const check = () => {
         const call = this.soleAsker();
         if (call === undefined && this.askers.size > 1) return;
         done(call);
       };
-      const done = (call: InFlightCall | undefined) => {
+      const done = (call: CallHandling | undefined) => {
         clearTimeout(timer);
         this.changes.delete(check);
         resolve(call);
@@ -259,7 +229,7 @@ export class RequestClient {
   }
 
   /** The first asking call to come, or undefined after `ms`. */
-  private firstAskerWithin(ms: number): Promise<InFlightCall | undefined> {
+  private firstAskerWithin(ms: number): Promise<CallHandling | undefined> {
     return new Promise((resolve) => {
       const check = () => {
         const call = this.soleAsker();
@@ -285,8 +255,7 @@ export class RequestClient {
     conn: ReadyConnection,
     method: string,
     params: Record<string, unknown> | undefined,
-    opts: CallOptions,
-    call: InFlightCall,
+    call: CallHandling,
     maxRounds: number,
     headers?: Record<string, string>,
   ): Promise<Record<string, unknown>> {
@@ -294,8 +263,8 @@ export class RequestClient {
     let current = params;
     for (let round = 0; ; round++) {
       // Each round is a new upstream request, so it gets its own token (the spec: unique per request).
-      const token = opts.onProgress ? `mcpx-p-${++progressTokens}` : undefined;
-      if (token !== undefined) this.progress.set(token, { listener: opts.onProgress!, call });
+      const token = call.onProgress ? `mcpx-p-${++progressTokens}` : undefined;
+      if (token !== undefined) this.progress.set(token, { listener: call.onProgress!, call });
       let raw: unknown;
       try {
         // A -32022 gets the one retry the version rule allows (retryVersion); a second one is thrown.
@@ -307,12 +276,12 @@ export class RequestClient {
                 era,
                 version,
                 current,
-                opts.relay ? withSessionExtensions(opts.relay.capabilities, this.link.capabilitiesWithoutRelay) : this.link.capabilitiesWithoutRelay,
+                call.relay ? withSessionExtensions(call.relay.capabilities, this.link.capabilitiesWithoutRelay) : this.link.capabilitiesWithoutRelay,
                 token === undefined ? undefined : { progressToken: token },
               ),
               {
-                timeoutMs: opts.timeoutMs ?? this.link.requestTimeoutMs ?? 300_000,
-                ...(opts.signal ? { signal: opts.signal } : {}),
+                timeoutMs: Math.max(1, timeLeft(call) ?? this.link.requestTimeoutMs ?? 300_000),
+                ...(call.signal ? { signal: call.signal } : {}),
                 context: call,
                 ...(headers !== undefined && Object.keys(headers).length > 0 ? { headers } : {}),
               },
@@ -332,7 +301,7 @@ export class RequestClient {
         // The spec: a resultType the client does not recognise MUST be considered invalid.
         throw new McpxError('MCPX_BAD_RESULT', `${this.name}: ${method} returned unknown resultType ${JSON.stringify(resultType)}`);
       }
-      if (!opts.relay) {
+      if (!call.relay) {
         throw new McpxError(
           'MCPX_UPSTREAM_ERROR',
           `${this.name}: ${method} needs input from the caller (input_required), and this caller cannot answer questions`,
@@ -343,7 +312,7 @@ export class RequestClient {
       }
       if (round >= maxRounds) throw new McpxError('MCPX_UPSTREAM_ERROR', `${this.name}: ${method} still required input after ${maxRounds} rounds`);
       const inputRequests = isObject(raw.inputRequests) ? (raw.inputRequests as InputRequests) : {};
-      const inputResponses = Object.keys(inputRequests).length > 0 ? await opts.relay.askRound(inputRequests, opts.context) : {};
+      const inputResponses = Object.keys(inputRequests).length > 0 ? await call.relay.askRound(inputRequests, call) : {};
       current = { ...params, inputResponses };
       // requestState is echoed byte-exact when given, and never invented when not.
       if (typeof raw.requestState === 'string') current.requestState = raw.requestState;
@@ -366,8 +335,8 @@ export class RequestClient {
     throw new McpxError('MCPX_NO_COMMON_VERSION', `${this.name}: ${v.why}`, { cause: err, data: { ...err.data, method, supported: v.supported } });
   }
 
-  async listTools(opts: CallOptions = {}): Promise<Tool[]> {
-    const tools = (await this.listAll('tools', opts)) as Tool[];
+  async listTools(call: CallHandling = {}): Promise<Tool[]> {
+    const tools = (await this.listAll('tools', call)) as Tool[];
     return mirrorsParams(await this.link.ready()) ? this.admitTools(tools) : tools;
   }
 
@@ -377,7 +346,7 @@ export class RequestClient {
    * capability (many servers answer -32601 otherwise): an undeclared one is an empty list, nothing sent.
    * Tools are returned as listed (listTools() also applies SEP-2243's exclusions).
    */
-  async listAll(kind: ListKind, opts: CallOptions = {}): Promise<Array<Record<string, unknown>>> {
+  async listAll(kind: ListKind, call: CallHandling = {}): Promise<Array<Record<string, unknown>>> {
     const { method, key, capability } = LISTINGS[kind];
     const conn = await this.link.ready();
     if (capability !== null && !declares(conn, capability)) return [];
@@ -387,7 +356,7 @@ export class RequestClient {
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
       let result: Record<string, unknown>;
       try {
-        result = await this.request(method, cursor ? { cursor } : undefined, opts);
+        result = await this.request(method, cursor ? { cursor } : undefined, call);
       } catch (err) {
         // A server that declared `resources` but has no templates (or the like) answers -32601: that list is
         // empty, and the server's other lists are still served. Tools have no such excuse.
@@ -409,41 +378,27 @@ export class RequestClient {
   }
 
   /**
-   * One client request as a front relays it (FORWARDED_METHODS), in the session's era: `tools/call`
-   * goes through callTool (SEP-2243 headers), a prompts/resources listing the server did not declare
-   * is answered empty without sending anything, a tools/list page on a modern Streamable HTTP session
-   * leaves out the tools SEP-2243 excludes. Other methods are refused (MCPX_BAD_REQUEST).
+   * One call, in the session's era: a listing whole (every page; tools less those SEP-2243 excludes), a
+   * `tools/call` through callTool (SEP-2243 headers), any other relayed request as it is. The call's
+   * method is one of the Call's by its type: the entries checked it.
    */
-  async forward(method: string, params: Record<string, unknown> | undefined, opts: CallOptions = {}): Promise<Record<string, unknown>> {
-    if (!isForwardedMethod(method)) {
-      throw new McpxError('MCPX_BAD_REQUEST', `${this.name}: mcpx does not relay ${JSON.stringify(method)}; it relays ${FORWARDED_METHODS.join(', ')}`, {
-        data: { server: this.name, method, allowed: [...FORWARDED_METHODS] },
-      });
-    }
-    if (params !== undefined && !isObject(params)) {
-      throw new McpxError('MCPX_BAD_REQUEST', `${this.name}: ${method} params must be an object`, { data: { server: this.name, method, field: 'params' } });
-    }
-    const conn = await this.link.ready();
+  async run(call: Call): Promise<Record<string, unknown>> {
+    const { method, params } = call;
     if (method === 'tools/call') {
-      const name = params?.name;
-      const args = params?.arguments ?? {};
+      const name = params['name'];
+      const args = params['arguments'] ?? {};
       if (typeof name !== 'string' || !isObject(args)) {
         throw new McpxError('MCPX_BAD_REQUEST', `${this.name}: tools/call needs a string "name" and an object "arguments"`, {
           data: { server: this.name, method, field: typeof name !== 'string' ? 'name' : 'arguments' },
         });
       }
-      return this.callToolWith({ ...params, name, arguments: args }, opts);
+      return this.callToolWith({ ...params, name, arguments: args }, call);
     }
-    const listing = Object.values(LISTINGS).find((l) => l.method === method);
-    if (listing?.capability && !declares(conn, listing.capability)) return { [listing.key]: [] };
-    const result = await this.request(method, params, opts);
-    if (method === 'tools/list' && mirrorsParams(conn) && Array.isArray(result.tools)) {
-      const tools = result.tools.filter(isObject) as Tool[];
-      // A whole listing (first page, no next) replaces the header table; a page only filters.
-      const whole = params?.cursor === undefined && (typeof result.nextCursor !== 'string' || result.nextCursor === '');
-      return { ...result, tools: whole ? this.admitTools(tools) : ToolHeaders.admit(tools, this.log, this.paramTools).admitted };
+    if (method in LIST_METHODS) {
+      const kind = LIST_METHODS[method as keyof typeof LIST_METHODS];
+      return { [LISTINGS[kind].key]: kind === 'tools' ? await this.listTools(call) : await this.listAll(kind, call) };
     }
-    return result;
+    return this.request(method, params, call);
   }
 
   /**
@@ -452,32 +407,32 @@ export class RequestClient {
    * before any listing lists the tools once first. A tool excluded for invalid annotations is refused
    * (MCPX_BAD_TOOL), and so is an argument with no header form (MCPX_BAD_REQUEST); nothing is sent.
    */
-  callTool(name: string, args: Record<string, unknown> = {}, opts: CallOptions = {}): Promise<Record<string, unknown>> {
-    return this.callToolWith({ name, arguments: args }, opts);
+  callTool(name: string, args: Record<string, unknown> = {}, call: CallHandling = {}): Promise<Record<string, unknown>> {
+    return this.callToolWith({ name, arguments: args }, call);
   }
 
   /** callTool with whole params (a relayed call may carry `_meta` or other fields besides name and arguments). */
   private async callToolWith(
     params: Record<string, unknown> & { name: string; arguments: Record<string, unknown> },
-    opts: CallOptions,
+    call: CallHandling,
   ): Promise<Record<string, unknown>> {
     const { name, arguments: args } = params;
-    if (!mirrorsParams(await this.link.ready())) return this.request('tools/call', params, opts);
-    if (!this.paramTools) await this.listParamTools(opts);
+    if (!mirrorsParams(await this.link.ready())) return this.request('tools/call', params, call);
+    if (!this.paramTools) await this.listParamTools(call);
     const headers = this.paramHeadersFor(name, args);
     try {
-      return await this.requestWithHeaders('tools/call', params, opts, headers);
+      return await this.requestWithHeaders('tools/call', params, call, headers);
     } catch (err) {
       // "If the server rejects a request with a HeaderMismatch error because required Mcp-Param-* headers
       // are missing or do not match the body, the client SHOULD call tools/list to check for changes to the
       // tool's inputSchema, then retry the original request with the appropriate headers." Once, and only
       // when the listing changed the headers: the same headers would be refused the same way.
       if (!(err instanceof UpstreamRpcError) || err.rpc.code !== RPC.headerMismatch) throw err;
-      await this.listParamTools(opts);
+      await this.listParamTools(call);
       const fresh = this.paramHeadersFor(name, args);
       if (JSON.stringify(Object.entries(fresh).sort()) === JSON.stringify(Object.entries(headers).sort())) throw err;
       this.log.info({ tool: name }, 'the server refused the Mcp-Param headers; retrying with the re-listed inputSchema');
-      return this.requestWithHeaders('tools/call', params, opts, fresh);
+      return this.requestWithHeaders('tools/call', params, call, fresh);
     }
   }
 
@@ -492,7 +447,7 @@ export class RequestClient {
    * A `notifications/progress`: delivered to the request in flight whose token it names (over HTTP it also
    * arrives with the context of the POST that carried it, which must be that request's); otherwise dropped.
    */
-  progressArrived(n: JsonRpcNotification, context: InFlightCall | undefined): void {
+  progressArrived(n: JsonRpcNotification, context: CallHandling | undefined): void {
     const p = n.params ?? {};
     const entry = typeof p.progressToken === 'string' ? this.progress.get(p.progressToken) : undefined;
     if (!entry || (context !== undefined && context !== entry.call) || typeof p.progress !== 'number' || !Number.isFinite(p.progress)) {
@@ -516,7 +471,7 @@ export class RequestClient {
    * whose response stream carried it. stdio cannot say which call provoked it: when exactly one call in
    * flight can answer questions it is that one; otherwise mcpx does not guess. It is put to that call's relay.
    */
-  async answerServerRequest(req: JsonRpcRequest, context: InFlightCall | undefined): Promise<unknown> {
+  async answerServerRequest(req: JsonRpcRequest, context: CallHandling | undefined): Promise<unknown> {
     if (req.method === 'ping') return {};
     // A legacy server keeps the roots it was given for the whole session (server-filesystem asks right
     // after initialize, whoever's call is in flight): on a session callers share they are mcpx's answer,
@@ -541,7 +496,7 @@ export class RequestClient {
       // After a moment: questions a tool sends together arrive together, before anyone goes ahead.
       setTimeout(() => this.nextTurn(), LEND_AFTER_MS).unref();
       try {
-        const answer = await asker.relay!.ask(req, asker.context);
+        const answer = await asker.relay!.ask(req, asker);
         if (req.method === 'roots/list') this.callerRoots = answer;
         return answer;
       } finally {
@@ -588,7 +543,7 @@ export class RequestClient {
    * was. It declares the capabilities of the call that needed it (a server may list differently for them),
    * but puts nothing to that call's caller, who asked for the call, not for the listing.
    */
-  private listParamTools(call: CallOptions): Promise<void> {
+  private listParamTools(call: CallHandling): Promise<void> {
     this.paramToolsListing ??= this.listTools(call.relay ? { relay: declaringOnly(call.relay) } : {})
       .then(
         () => undefined,

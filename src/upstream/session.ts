@@ -19,7 +19,9 @@ import type { Era } from '../machines/versions.js';
 import { capabilitiesOf, type WireTransport } from '../transports/capabilities.js';
 import { requestParams, type ClientCapabilities } from '../transports/mcp-messages.js';
 import { createChannel } from './transport-registry.js';
-import { RequestClient, type CallOptions, type InFlightCall, type ListKind, type ReadyConnection, type Tool } from './request-client.js';
+import type { Call, CallHandling, ChangedList, ListKind } from '../call/call.js';
+export type { ChangedList } from '../call/call.js';
+import { RequestClient, type ReadyConnection, type Tool } from './request-client.js';
 import { describeClose } from '../transports/close-info.js';
 import { RpcPeer } from '../transports/rpc-peer.js';
 import type { Channel, CloseInfo, JsonRpcNotification } from '../transports/types.js';
@@ -47,7 +49,7 @@ export interface SessionInfo {
 }
 
 // The request side of a session (its types are part of this module's API).
-export { LISTINGS, type CallOptions, type ListKind, type ProgressListener, type ProgressUpdate, type Tool } from './request-client.js';
+export { LISTINGS, type Tool } from './request-client.js';
 
 export interface UpstreamSessionOptions {
   name: string;
@@ -61,7 +63,7 @@ export interface UpstreamSessionOptions {
   stopGraceMs?: number;
   maxMessageBytes?: number;
   modernVersions?: readonly string[];
-  /** Declared at `initialize` and in the discover probe (the daemon: RELAYABLE_CAPABILITIES, src/asks/question-relay.ts). */
+  /** Declared at `initialize` and in the discover probe (the daemon: RELAYABLE_CAPABILITIES, src/call/question-relay.ts). */
   clientCapabilities?: ClientCapabilities;
   /**
    * What a modern request declares in its `_meta` when its call has no relay (CallOptions.relay); default
@@ -71,7 +73,7 @@ export interface UpstreamSessionOptions {
   capabilitiesWithoutRelay?: ClientCapabilities;
   logger?: Logger;
   /** Replaces the real transport (model-based tests run the machine against simulated upstreams). */
-  channelFactory?: (attempt: number, transport: WireTransport) => Channel<InFlightCall>;
+  channelFactory?: (attempt: number, transport: WireTransport) => Channel<CallHandling>;
   /**
    * The folders mcpx answers a legacy `roots/list` with itself (absolute paths), read when asked. Given,
    * no caller is ever asked for roots unless `rootsPerCaller` (the session is one caller's alone).
@@ -87,7 +89,6 @@ export interface UpstreamSessionOptions {
 }
 
 /** Which list a `notifications/<list>/list_changed` is about. */
-export type ChangedList = 'tools' | 'prompts' | 'resources';
 const LIST_CHANGED: ReadonlyMap<string, ChangedList> = new Map([
   ['notifications/tools/list_changed', 'tools'],
   ['notifications/prompts/list_changed', 'prompts'],
@@ -100,8 +101,8 @@ export class UpstreamSession extends EventEmitter {
   readonly cacheKey: string;
   private readonly actor: Actor<typeof sessionMachine>;
   private readonly log: Logger;
-  private channel: Channel<InFlightCall> | undefined;
-  private peer: RpcPeer<InFlightCall> | undefined;
+  private channel: Channel<CallHandling> | undefined;
+  private peer: RpcPeer<CallHandling> | undefined;
   private readonly closing = new Set<Promise<void>>();
   private readonly opts: UpstreamSessionOptions;
   private startPromise: Promise<SessionInfo> | undefined;
@@ -248,24 +249,25 @@ export class UpstreamSession extends EventEmitter {
   // ---- requests (RequestClient) ----
 
   /** Send a request in the session's era (see RequestClient.request). */
-  request(method: string, params?: Record<string, unknown>, opts: CallOptions = {}): Promise<Record<string, unknown>> {
-    return this.client.request(method, params, opts);
+  request(method: string, params?: Record<string, unknown>, call: CallHandling = {}): Promise<Record<string, unknown>> {
+    return this.client.request(method, params, call);
   }
 
-  listTools(opts: CallOptions = {}): Promise<Tool[]> {
-    return this.client.listTools(opts);
+  listTools(call: CallHandling = {}): Promise<Tool[]> {
+    return this.client.listTools(call);
   }
 
-  listAll(kind: ListKind, opts: CallOptions = {}): Promise<Array<Record<string, unknown>>> {
-    return this.client.listAll(kind, opts);
+  listAll(kind: ListKind, call: CallHandling = {}): Promise<Array<Record<string, unknown>>> {
+    return this.client.listAll(kind, call);
   }
 
-  forward(method: string, params: Record<string, unknown> | undefined, opts: CallOptions = {}): Promise<Record<string, unknown>> {
-    return this.client.forward(method, params, opts);
+  /** One call, in the session's era (see RequestClient.run). */
+  run(call: Call): Promise<Record<string, unknown>> {
+    return this.client.run(call);
   }
 
-  callTool(name: string, args: Record<string, unknown> = {}, opts: CallOptions = {}): Promise<Record<string, unknown>> {
-    return this.client.callTool(name, args, opts);
+  callTool(name: string, args: Record<string, unknown> = {}, call: CallHandling = {}): Promise<Record<string, unknown>> {
+    return this.client.callTool(name, args, call);
   }
 
   excludedTools(): Array<{ name: string; reason: string }> {
@@ -367,8 +369,8 @@ export class UpstreamSession extends EventEmitter {
   }
 
   /** A channel over `wire` to this session's server (the per-session limits and log go with it). */
-  private createChannel(wire: WireTransport): Channel<InFlightCall> {
-    return createChannel<InFlightCall>(this.definition, wire, {
+  private createChannel(wire: WireTransport): Channel<CallHandling> {
+    return createChannel<CallHandling>(this.definition, wire, {
       logger: this.log,
       ...(this.opts.maxMessageBytes === undefined ? {} : { maxMessageBytes: this.opts.maxMessageBytes }),
       ...(this.opts.stopGraceMs === undefined ? {} : { stopGraceMs: this.opts.stopGraceMs }),
@@ -441,7 +443,7 @@ export class UpstreamSession extends EventEmitter {
    * Notifications mcpx acts on: progress for a request in flight (RequestClient), and `list_changed`,
    * re-emitted as a `list_changed` event once the session is ready. The rest are logged and dropped.
    */
-  private onNotification(n: JsonRpcNotification, context: InFlightCall | undefined): void {
+  private onNotification(n: JsonRpcNotification, context: CallHandling | undefined): void {
     if (n.method === 'notifications/progress') return this.client.progressArrived(n, context);
     const list = LIST_CHANGED.get(n.method);
     if (list !== undefined) {

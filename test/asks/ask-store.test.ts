@@ -8,14 +8,14 @@ import { describe, expect, it } from 'vitest';
 import type { AskOutcome } from '../../src/asks/ask.machine.js';
 import { missingCapability } from '../../src/asks/questions.js';
 import { AskStore, type AskStoreOptions } from '../../src/asks/ask-store.js';
-import type { CallContext } from '../../src/pool/types.js';
+import { toolCall, type Call } from '../../src/call/call.js';
 import type { JsonRpcRequest } from '../../src/transports/types.js';
 
 /** A store whose calls wait to be driven by the test: `calls[i]` is the i-th call's context and its settle function. */
 function scripted(opts: Partial<AskStoreOptions> = {}) {
-  const calls: Array<{ ctx: CallContext; finish: (o: AskOutcome) => void }> = [];
+  const calls: Array<{ ctx: Call; finish: (o: AskOutcome) => void }> = [];
   const store = new AskStore({
-    run: (_start, ctx) =>
+    run: (ctx) =>
       new Promise<AskOutcome>((finish) => {
         calls.push({ ctx, finish });
         ctx.signal?.addEventListener('abort', () => finish({ ok: false, error: { code: 'MCPX_REQUEST_CANCELLED', message: 'cancelled' } }));
@@ -36,10 +36,10 @@ const elicit = (id: number, params: Record<string, unknown> = { message: 'name?'
 describe('AskStore', () => {
   it('a legacy question: the answer is the JSON-RPC result; a refusal is a JSON-RPC error naming why', async () => {
     const { store, calls } = scripted();
-    const ask = store.start({ server: 's', tool: 't', args: {}, capabilities: { elicitation: {} } });
+    const ask = store.start({ call: toolCall('s', 't', {}), capabilities: { elicitation: {} } });
     await tick();
     const { ctx } = calls[0]!;
-    expect(ctx).toMatchObject({ callId: ask.id, relay: { capabilities: { elicitation: {} } } });
+    expect(ctx).toMatchObject({ id: ask.id, relay: { capabilities: { elicitation: {} } } });
     const pending = ctx.relay!.ask(elicit(0), { ...ctx });
     const v = store.get(ask.id);
     expect(v.status).toBe('input_required');
@@ -56,7 +56,7 @@ describe('AskStore', () => {
     // Not a question mcpx relays at all.
     await expect(ctx.relay!.ask({ jsonrpc: '2.0', id: 2, method: 'tasks/get' }, ctx)).rejects.toMatchObject({ code: -32601 });
     // Another call's context: never this ask's question.
-    await expect(ctx.relay!.ask(elicit(3), { ...ctx, callId: 'someone-else' })).rejects.toMatchObject({
+    await expect(ctx.relay!.ask(elicit(3), { ...ctx, id: 'someone-else' })).rejects.toMatchObject({
       code: -32603,
       message: expect.stringContaining('another call'),
     });
@@ -72,10 +72,10 @@ describe('AskStore', () => {
   it("asks per caller: a call that asks nothing is never held back; the next to ask reclaims the caller's oldest unattended ask, else its question is refused (busy)", async () => {
     const { store, calls } = scripted({ limits: { maxPerCaller: 2 } });
     const caps = { elicitation: {} };
-    const a = store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'x' });
-    const b = store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'x' });
+    const a = store.start({ call: toolCall('s', 't', {}), capabilities: caps, caller: 'x' });
+    const b = store.start({ call: toolCall('s', 't', {}), capabilities: caps, caller: 'x' });
     // Plain calls of the same caller: started whatever x has running (issue 37 #9).
-    const plain = [1, 2, 3].map(() => store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'x' }));
+    const plain = [1, 2, 3].map(() => store.start({ call: toolCall('s', 't', {}), capabilities: caps, caller: 'x' }));
     await tick();
     expect(plain.map((p) => store.get(p.id).status)).toEqual(['working', 'working', 'working']);
     // a and b ask, and x answers both: each holds its place (it asks), neither is unattended.
@@ -87,7 +87,7 @@ describe('AskStore', () => {
     await expect(calls[2]!.ctx.relay!.ask(elicit(2), calls[2]!.ctx)).rejects.toMatchObject({ code: -32603, message: expect.stringContaining('per caller') });
     expect(store.get(plain[0]!.id)).toMatchObject({ status: 'working', refused: [{ reason: 'busy' }] });
     // Another caller is not held back by x.
-    const other = store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'y' });
+    const other = store.start({ call: toolCall('s', 't', {}), capabilities: caps, caller: 'y' });
     await tick();
     const qo = calls[5]!.ctx.relay!.ask(elicit(5), calls[5]!.ctx);
     expect(store.get(other.id).status).toBe('input_required');
@@ -104,7 +104,7 @@ describe('AskStore', () => {
     const { store, calls } = scripted({ limits: { maxRunning: 3, reclaimIdleMs: 60_000 } });
     const caps = { elicitation: {} };
     // Three walk-aways on three connections: each asks, nobody polls.
-    const walkAways = ['c1', 'c2', 'c3'].map((caller) => store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller }));
+    const walkAways = ['c1', 'c2', 'c3'].map((caller) => store.start({ call: toolCall('s', 't', {}), capabilities: caps, caller }));
     await tick();
     for (const i of [0, 1, 2]) void calls[i]!.ctx.relay!.ask(elicit(i), calls[i]!.ctx).catch(() => undefined);
     // Touched in the order c2, c3, c1: c2 is the one unattended longest.
@@ -113,13 +113,13 @@ describe('AskStore', () => {
       await new Promise((r) => setTimeout(r, 5));
     }
     // A call that asks nothing: started and finished, no slot needed.
-    const plain = store.start({ server: 's', tool: 'echo', args: {}, caller: 'me' });
+    const plain = store.start({ call: toolCall('s', 'echo', {}), caller: 'me' });
     await tick();
     calls[3]!.finish({ ok: true, result: { content: [] } });
     await tick();
     expect(store.get(plain.id).status).toBe('completed');
     // One that asks while none of the three has been idle reclaimIdleMs: its question is refused, busy.
-    const asker = store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'me' });
+    const asker = store.start({ call: toolCall('s', 't', {}), capabilities: caps, caller: 'me' });
     await tick();
     await expect(calls[4]!.ctx.relay!.ask(elicit(4), calls[4]!.ctx)).rejects.toMatchObject({
       message: expect.stringContaining('3 asks are waiting on their callers'),
@@ -135,7 +135,7 @@ describe('AskStore', () => {
     expect([store.get(walkAways[0]!.id).status, store.get(walkAways[2]!.id).status]).toEqual(['input_required', 'input_required']);
     // A modern round refused busy ends its call with MCPX_TOO_MANY_ASKS.
     store.limits.reclaimIdleMs = 60_000;
-    const modern = store.start({ server: 's', tool: 't', args: {}, capabilities: caps, caller: 'm' });
+    const modern = store.start({ call: toolCall('s', 't', {}), capabilities: caps, caller: 'm' });
     await tick();
     await expect(
       calls[5]!.ctx.relay!.askRound!({ a: { method: 'elicitation/create', params: { message: 'x', requestedSchema: { type: 'object' } } } }, calls[5]!.ctx),
@@ -149,7 +149,7 @@ describe('AskStore', () => {
 
   it('a modern round: all answers go back together, keyed as asked; one question timing out ends the round and closes its siblings', async () => {
     const { store, calls } = scripted({ questionTimeoutMs: () => 50 });
-    const ask = store.start({ server: 's', tool: 't', args: {}, capabilities: { elicitation: { form: {} }, sampling: {} } });
+    const ask = store.start({ call: toolCall('s', 't', {}), capabilities: { elicitation: { form: {} }, sampling: {} } });
     await tick();
     const { ctx } = calls[0]!;
     const requests = {
@@ -182,7 +182,7 @@ describe('AskStore', () => {
 
   it('abandon and a daemon stop cancel the call and refuse what is open; finished asks beyond maxKept are dropped', async () => {
     const { store, calls } = scripted({ limits: { maxKept: 1 } });
-    const one = store.start({ server: 's', tool: 't', args: {}, capabilities: { elicitation: {} } });
+    const one = store.start({ call: toolCall('s', 't', {}), capabilities: { elicitation: {} } });
     await tick();
     const q = calls[0]!.ctx.relay!.ask(elicit(0), calls[0]!.ctx);
     store.abandon(one.id);
@@ -191,16 +191,16 @@ describe('AskStore', () => {
     await tick();
     expect(store.stats()).toMatchObject({ running: 0, openQuestions: 0, callsInFlight: 0 });
 
-    const two = store.start({ server: 's', tool: 't', args: {} });
+    const two = store.start({ call: toolCall('s', 't', {}) });
     await tick();
     calls[1]!.finish({ ok: false, error: { code: 'MCPX_TOOL_ERROR', message: 'no', data: { result: { isError: true, content: [] } } } });
     await tick();
     expect(store.get(two.id)).toMatchObject({ status: 'failed', result: { isError: true }, error: { code: 'MCPX_TOOL_ERROR' } });
-    store.start({ server: 's', tool: 't', args: {} }); // two finished, one kept: the oldest goes
+    store.start({ call: toolCall('s', 't', {}) }); // two finished, one kept: the oldest goes
     expect(() => store.get(one.id)).toThrow(expect.objectContaining({ code: 'MCPX_NOT_FOUND' }));
     expect(store.get(two.id).status).toBe('failed');
 
-    const running = store.start({ server: 's', tool: 't', args: {}, capabilities: { sampling: {} } });
+    const running = store.start({ call: toolCall('s', 't', {}), capabilities: { sampling: {} } });
     await tick();
     const last = calls[calls.length - 1]!;
     const pending = last.ctx.relay!.askRound({ llm: { method: 'sampling/createMessage', params: {} } }, last.ctx);
@@ -208,12 +208,12 @@ describe('AskStore', () => {
     await expect(pending).rejects.toMatchObject({ code: 'MCPX_ASK_EXPIRED' });
     expect(last.ctx.signal?.aborted).toBe(true);
     expect(() => store.get(running.id)).toThrow(expect.objectContaining({ code: 'MCPX_NOT_FOUND' }));
-    expect(() => store.start({ server: 's', tool: 't', args: {} })).toThrow(expect.objectContaining({ code: 'MCPX_SHUTTING_DOWN' }));
+    expect(() => store.start({ call: toolCall('s', 't', {}) })).toThrow(expect.objectContaining({ code: 'MCPX_SHUTTING_DOWN' }));
   });
 
   it('wait() returns on a change, at its deadline, or when its poller goes', async () => {
     const { store, calls } = scripted();
-    const ask = store.start({ server: 's', tool: 't', args: {}, capabilities: { roots: {} } });
+    const ask = store.start({ call: toolCall('s', 't', {}), capabilities: { roots: {} } });
     await tick();
     const t0 = Date.now();
     const waiting = store.wait(ask.id, 5_000);

@@ -43,7 +43,7 @@ function loaded(file: string): string[] {
   return [...new Set(files.flatMap((f) => CHUNKS.get(f) ?? [f]))];
 }
 
-/** Of `files`, those of these packages or of these modules of mcpx (`server/app.js`: src/api/app.ts, bundled). */
+/** Of `files`, those of these packages or of these modules of mcpx (`api/app.js`: src/api/app.ts, bundled). */
 function among(files: string[], packages: string[], modules: string[] = []): string[] {
   const hits = new Set<string>();
   for (const f of files) {
@@ -103,7 +103,7 @@ describe('what each process loads', () => {
       const r = await mcpx(['config', '--json'], { env: recording(cleanEnv(dir.path), file) });
       expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout).demo).toBe(true);
-      expect(among(loaded(file), DAEMON_PACKAGES, ['server/controller.js', 'server/daemon.js'])).toEqual([]);
+      expect(among(loaded(file), DAEMON_PACKAGES, ['core/controller.js', 'daemon/daemon.js'])).toEqual([]);
     } finally {
       await dir.remove();
     }
@@ -121,14 +121,14 @@ describe('what each process loads', () => {
         expect(r.code, r.stderr).toBe(0);
         expect(r.stdout).toContain('hi');
         const cli = loaded(cliFile);
-        expect(among(cli, DAEMON_PACKAGES, ['server/daemon.js', 'server/app.js'])).toEqual([]);
+        expect(among(cli, DAEMON_PACKAGES, ['daemon/daemon.js', 'api/app.js'])).toEqual([]);
         expect(commandsBut(cli, 'index', 'call')).toEqual([]);
       } finally {
         expect((await daemon.stop()).code).toBe(0);
       }
       const files = loaded(daemonFile);
       expect(among(files, ['fastify', 'zod'])).toEqual(['fastify', 'zod']); // the recorder saw the daemon's own loads
-      expect(among(files, [], ['server/schemas.js'])).toEqual(['server/schemas.js']); // the call was validated
+      expect(among(files, [], ['api/schemas.js'])).toEqual(['api/schemas.js']); // the call was validated
       expect(
         among(
           files,
@@ -142,7 +142,7 @@ describe('what each process loads', () => {
             'pino-pretty',
             '@statelyai/inspect',
           ],
-          ['ui/page.js', 'server/openapi.js', 'server/response-contract.js', 'front/http-entry.js'],
+          ['ui/page.js', 'api/openapi.js', 'api/response-contract.js', 'front/http-entry.js'],
         ),
       ).toEqual([]);
     } finally {
@@ -165,10 +165,14 @@ describe('what each process loads', () => {
       } finally {
         expect((await daemon.stop()).code).toBe(0);
       }
-      expect(among(beforeValidation, ['fastify'], ['server/routes.js', 'state/record-checks.js', 'upstream/era-cache.js', 'catalog/catalog-store.js'])).toEqual(
-        ['catalog/catalog-store.js', 'fastify', 'server/routes.js', 'state/record-checks.js', 'upstream/era-cache.js'],
-      );
-      expect(among(beforeValidation, [], ['server/schemas.js', 'server/openapi.js'])).toEqual([]);
+      expect(among(beforeValidation, ['fastify'], ['api/routes.js', 'state/record-checks.js', 'upstream/era-cache.js', 'catalog/catalog-store.js'])).toEqual([
+        'api/routes.js',
+        'catalog/catalog-store.js',
+        'fastify',
+        'state/record-checks.js',
+        'upstream/era-cache.js',
+      ]);
+      expect(among(beforeValidation, [], ['api/schemas.js', 'api/openapi.js'])).toEqual([]);
       // `mcpx daemon` with nothing after it parses no command line: no commander, no command module (the table only).
       expect(among(beforeValidation, ['commander'])).toEqual([]);
       expect(commandsBut(beforeValidation, 'index')).toEqual([]);
@@ -183,11 +187,11 @@ describe('what each process loads', () => {
             'transports/jsonrpc.js',
             'transports/stdio.js',
             'asks/answer-schemas.js',
-            'server/statechart-view.js',
+            'ui/statechart-view.js',
           ],
         ),
       ).toEqual([]);
-      expect(among(loaded(before), [], ['server/schemas.js'])).toEqual(['server/schemas.js']);
+      expect(among(loaded(before), [], ['api/schemas.js'])).toEqual(['api/schemas.js']);
       // fastify's requires of what only HTTP/2, TLS, inject() and plugin version checks use stay unloaded (scripts/bundle.ts).
       expect(among(loaded(before), ['semver', 'light-my-request'])).toEqual([]);
     } finally {

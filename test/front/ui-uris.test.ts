@@ -3,7 +3,7 @@
  * templates, reads routed back, and a rewrite that never applies twice. End to end: test/serve/serve-apps.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import type { ServerCatalog } from '../../src/front/backend.js';
+import type { ServerCatalog } from '../../src/catalog/view.js';
 import { UiUris } from '../../src/front/ui-uris.js';
 
 const MIME = 'text/html;profile=mcp-app';

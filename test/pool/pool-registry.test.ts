@@ -4,6 +4,7 @@ import { PoolRegistry, poolFingerprint } from '../../src/pool/pool-registry.js';
 import { ServerPool } from '../../src/pool/server-pool.js';
 import type { PoolEvent, PoolServerConfig } from '../../src/pool/types.js';
 import { AutoUpstream, textOf } from '../support/auto-upstream.js';
+import { callTool } from '../support/calls.js';
 
 const up = new AutoUpstream({ kind: 'dual' });
 const broken = new AutoUpstream({ kind: 'dual', spawnFails: true });
@@ -51,7 +52,7 @@ describe('PoolRegistry', () => {
     const keep = reg.get('keep');
     const change = reg.get('change');
     const drop = reg.get('drop');
-    for (const name of ['keep', 'change', 'drop']) await reg.get(name).callTool('echo', { text: name });
+    for (const name of ['keep', 'change', 'drop']) await callTool(reg.get(name), 'echo', { text: name });
     expect(events.filter((e) => e.type === 'server.start').map((e) => e.server)).toEqual(['keep', 'change', 'drop']);
 
     const result = await reg.apply([
@@ -75,7 +76,7 @@ describe('PoolRegistry', () => {
       ['drop', 'pool-stopped'],
     ]);
     // The new pool of a replaced server works and still reports through the registry.
-    expect(textOf(await reg.get('change').callTool('echo', { text: 'again' }))).toBe('again era=modern');
+    expect(textOf(await callTool(reg.get('change'), 'echo', { text: 'again' }))).toBe('again era=modern');
     expect(events.filter((e) => e.type === 'server.start').map((e) => e.server)).toEqual(['keep', 'change', 'drop', 'change']);
   });
 
@@ -91,8 +92,8 @@ describe('PoolRegistry', () => {
   it("one server's failure never affects another's pool", async () => {
     const { reg } = registry();
     await reg.apply([cfg('good'), cfg('broken')]);
-    await expect(reg.get('broken').callTool('echo', { text: 'x' })).rejects.toMatchObject({ code: 'MCPX_SPAWN_FAILED' });
-    expect(textOf(await reg.get('good').callTool('echo', { text: 'fine' }))).toBe('fine era=modern');
+    await expect(callTool(reg.get('broken'), 'echo', { text: 'x' })).rejects.toMatchObject({ code: 'MCPX_SPAWN_FAILED' });
+    expect(textOf(await callTool(reg.get('good'), 'echo', { text: 'fine' }))).toBe('fine era=modern');
 
     // A pool that cannot even be built is reported, and the others are applied.
     const reg2 = new PoolRegistry({
@@ -105,14 +106,14 @@ describe('PoolRegistry', () => {
     const result = await reg2.apply([cfg('unbuildable'), cfg('ok')]);
     expect(result.added).toEqual(['ok']);
     expect(result.failed).toEqual([{ name: 'unbuildable', error: expect.objectContaining({ message: 'no such thing' }) }]);
-    expect(textOf(await reg2.get('ok').callTool('echo', { text: 'y' }))).toBe('y era=modern');
+    expect(textOf(await callTool(reg2.get('ok'), 'echo', { text: 'y' }))).toBe('y era=modern');
   });
 
   it('stopAll() stops every pool and resolves when every instance is gone', async () => {
     const { reg } = registry();
     await reg.apply([cfg('a'), cfg('b')]);
     const [a, b] = [reg.get('a'), reg.get('b')];
-    await Promise.all([a.callTool('echo', { text: '1' }), b.callTool('echo', { text: '2' })]);
+    await Promise.all([callTool(a, 'echo', { text: '1' }), callTool(b, 'echo', { text: '2' })]);
     expect(up.alive().length).toBeGreaterThanOrEqual(2);
     await reg.stopAll();
     expect(up.alive()).toEqual([]);

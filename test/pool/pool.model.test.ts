@@ -36,6 +36,7 @@ import type { PoolLimits } from '../../src/pool/types.js';
 import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
 import { AutoUpstream, settle } from '../support/auto-upstream.js';
 import { allTransitions, transitionRecorder } from '../support/chart-coverage.js';
+import { callTool } from '../support/calls.js';
 
 /** A record date within upstream.eraCacheMaxAge (older records are probed again). */
 const RECENT = new Date(Date.now() - 60_000).toISOString();
@@ -286,20 +287,19 @@ function execute(sut: Sut, e: PoolMachineEvent): void {
     case 'acquire': {
       const controller = new AbortController();
       const scope = pool.config.limits.scope;
-      const outcome = pool
-        .callTool(
-          'hold',
-          { tag: e.requestId },
-          {
-            ...(scope === 'session' ? { session: e.key } : {}),
-            ...(e.want === 'legacy' ? { callerProtocol: '2025-11-25' } : {}),
-            signal: controller.signal,
-          },
-        )
-        .then(
-          () => ({ ok: true as const }),
-          (err: { code: string }) => ({ ok: false as const, code: err.code }),
-        );
+      const outcome = callTool(
+        pool,
+        'hold',
+        { tag: e.requestId },
+        {
+          ...(scope === 'session' ? { session: e.key } : {}),
+          ...(e.want === 'legacy' ? { callerProtocol: '2025-11-25' } : {}),
+          signal: controller.signal,
+        },
+      ).then(
+        () => ({ ok: true as const }),
+        (err: { code: string }) => ({ ok: false as const, code: err.code }),
+      );
       sut.calls.set(e.requestId, { controller, outcome });
       return;
     }

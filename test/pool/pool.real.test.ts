@@ -14,6 +14,7 @@ import { fixtureCommand, type FixtureName, type RawMode } from '../fixtures/inde
 import { methodsReceived, pids, readWireLog } from '../fixtures/wire-log-read.js';
 import { tempDir, textOf } from '../support/real.js';
 import { LEGACY_CALLER, MODERN_CALLER, until } from './helpers.js';
+import { callTool } from '../support/calls.js';
 
 let dir: { path: string; remove: () => Promise<void> };
 beforeAll(async () => {
@@ -81,10 +82,10 @@ describe.concurrent('§2 follow row, through the pool', () => {
   it('dual-v2: a 2025-11-25 caller is served over a legacy session, a 2026-07-28 caller over a modern one', async () => {
     const r = realPool('follow-dual', 'dual-v2', 'follow');
     try {
-      expect(textOf(await r.pool.callTool('echo', { text: 'new caller' }, { callerProtocol: MODERN_CALLER }))).toBe('new caller era=modern');
-      expect(textOf(await r.pool.callTool('echo', { text: 'old caller' }, { callerProtocol: LEGACY_CALLER }))).toBe('old caller era=legacy');
-      const modern = whoami(textOf(await r.pool.callTool('whoami', {}, { callerProtocol: MODERN_CALLER })));
-      const legacy = whoami(textOf(await r.pool.callTool('whoami', {}, { callerProtocol: LEGACY_CALLER })));
+      expect(textOf(await callTool(r.pool, 'echo', { text: 'new caller' }, { callerProtocol: MODERN_CALLER }))).toBe('new caller era=modern');
+      expect(textOf(await callTool(r.pool, 'echo', { text: 'old caller' }, { callerProtocol: LEGACY_CALLER }))).toBe('old caller era=legacy');
+      const modern = whoami(textOf(await callTool(r.pool, 'whoami', {}, { callerProtocol: MODERN_CALLER })));
+      const legacy = whoami(textOf(await callTool(r.pool, 'whoami', {}, { callerProtocol: LEGACY_CALLER })));
       expect(modern.era).toBe('modern');
       expect(legacy.era).toBe('legacy');
       expect(modern.pid).not.toBe(legacy.pid);
@@ -104,10 +105,10 @@ describe.concurrent('§2 follow row, through the pool', () => {
   it('modern-v2: the legacy lane is refused, legacy callers share the modern session', async () => {
     const r = realPool('follow-modern', 'modern-v2', 'follow');
     try {
-      const modern = whoami(textOf(await r.pool.callTool('whoami', {}, { callerProtocol: MODERN_CALLER })));
-      const legacy = whoami(textOf(await r.pool.callTool('whoami', {}, { callerProtocol: LEGACY_CALLER })));
+      const modern = whoami(textOf(await callTool(r.pool, 'whoami', {}, { callerProtocol: MODERN_CALLER })));
+      const legacy = whoami(textOf(await callTool(r.pool, 'whoami', {}, { callerProtocol: LEGACY_CALLER })));
       expect(legacy).toEqual(modern);
-      expect(textOf(await r.pool.callTool('echo', { text: 'old again' }, { callerProtocol: LEGACY_CALLER }))).toBe('old again era=modern');
+      expect(textOf(await callTool(r.pool, 'echo', { text: 'old again' }, { callerProtocol: LEGACY_CALLER }))).toBe('old again era=modern');
       expect(r.pool.protocolReport().legacyLane).toMatchObject({ state: 'refused', reason: expect.stringContaining('refused initialize') });
       const started = r.wirePids();
       expect(started).toHaveLength(2); // the own process, and the one refused legacy attempt (never retried)
@@ -125,8 +126,8 @@ describe.concurrent('§2 follow row, through the pool', () => {
   it('legacy-v1: legacy callers use the own lane, which settled legacy — one process', async () => {
     const r = realPool('follow-legacy', 'legacy-v1', 'follow');
     try {
-      const legacy = whoami(textOf(await r.pool.callTool('whoami', {}, { callerProtocol: LEGACY_CALLER })));
-      const modern = whoami(textOf(await r.pool.callTool('whoami', {}, { callerProtocol: MODERN_CALLER })));
+      const legacy = whoami(textOf(await callTool(r.pool, 'whoami', {}, { callerProtocol: LEGACY_CALLER })));
+      const modern = whoami(textOf(await callTool(r.pool, 'whoami', {}, { callerProtocol: MODERN_CALLER })));
       expect(legacy).toEqual({ era: 'legacy', pid: modern.pid });
       expect(r.wirePids()).toEqual([modern.pid]);
       expect(r.pool.instances()).toMatchObject([{ lane: 'own', era: 'legacy' }]);
@@ -140,11 +141,11 @@ describe.concurrent('§2 follow row, through the pool', () => {
     const r = realPool('crash', 'raw', 'prefer-discover', {}, 'crash-after-init');
     try {
       // The process exits ~100 ms after initialize; a call racing that is either served or fails clearly.
-      const first = await r.pool.callTool('echo', { text: 'one' }).then(textOf, (e: { code: string }) => e.code);
+      const first = await callTool(r.pool, 'echo', { text: 'one' }).then(textOf, (e: { code: string }) => e.code);
       expect(['one era=legacy', 'MCPX_TRANSPORT_CLOSED']).toContain(first);
       await until(() => r.events.some((e) => e.type === 'server.stop' && e.reason.startsWith('crashed')), 5_000, 'the crash');
       expect(r.pool.instances()).toEqual([]);
-      const second = await r.pool.callTool('echo', { text: 'two' }).then(textOf, (e: { code: string }) => e.code);
+      const second = await callTool(r.pool, 'echo', { text: 'two' }).then(textOf, (e: { code: string }) => e.code);
       expect(['two era=legacy', 'MCPX_TRANSPORT_CLOSED']).toContain(second);
       expect(r.wirePids()).toHaveLength(2);
       expect(r.events.filter((e) => e.type === 'server.start')).toHaveLength(2);
@@ -181,9 +182,11 @@ describe('concurrent callers of both eras', () => {
       const calls = Array.from({ length: 40 }, (_, i) => {
         const era = i % 2 === 0 ? 'legacy' : 'modern';
         const session = `s${i % 3}`;
-        return r.pool
-          .callTool('whoami', {}, { session, callerProtocol: era === 'legacy' ? LEGACY_CALLER : MODERN_CALLER })
-          .then((res) => ({ i, want: era, got: whoami(textOf(res)) }));
+        return callTool(r.pool, 'whoami', {}, { session, callerProtocol: era === 'legacy' ? LEGACY_CALLER : MODERN_CALLER }).then((res) => ({
+          i,
+          want: era,
+          got: whoami(textOf(res)),
+        }));
       });
       const results = await Promise.all(calls);
       expect(results).toHaveLength(40);

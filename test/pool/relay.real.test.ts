@@ -8,11 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Preference } from '../../src/machines/preference.js';
 import { ServerPool } from '../../src/pool/server-pool.js';
 import type { PoolEvent, PoolLimits, PoolServerConfig } from '../../src/pool/types.js';
-import type { ProgressUpdate } from '../../src/upstream/session.js';
+import type { ProgressUpdate } from '../../src/call/call.js';
 import { fixtureCommand, type FixtureName } from '../fixtures/index.js';
 import { methodsReceived, pids, readWireLog } from '../fixtures/wire-log-read.js';
 import { tempDir, textOf } from '../support/real.js';
 import { LEGACY_CALLER, MODERN_CALLER, until } from './helpers.js';
+import { callTool, listAll, request } from '../support/calls.js';
 
 let dir: { path: string; remove: () => Promise<void> };
 beforeAll(async () => {
@@ -54,18 +55,18 @@ describe.concurrent('ServerPool.request and listAll', () => {
     try {
       expect(r.pool.upstreamInfo()).toBeNull();
       const greet = { name: 'greet', arguments: { name: 'grace' } };
-      expect(promptText(await r.pool.request('prompts/get', greet, { callerProtocol: MODERN_CALLER }))).toBe('hello grace era=modern');
-      expect(promptText(await r.pool.request('prompts/get', greet, { callerProtocol: LEGACY_CALLER }))).toBe('hello grace era=legacy');
+      expect(promptText(await request(r.pool, 'prompts/get', greet, { callerProtocol: MODERN_CALLER }))).toBe('hello grace era=modern');
+      expect(promptText(await request(r.pool, 'prompts/get', greet, { callerProtocol: LEGACY_CALLER }))).toBe('hello grace era=legacy');
       const read = { uri: 'note://alpha' };
-      expect(await r.pool.request('resources/read', read, { callerProtocol: LEGACY_CALLER })).toMatchObject({
+      expect(await request(r.pool, 'resources/read', read, { callerProtocol: LEGACY_CALLER })).toMatchObject({
         contents: [{ text: 'note about alpha era=legacy' }],
       });
-      expect(await r.pool.request('completion/complete', { ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'name', value: 'g' } })).toMatchObject(
-        {
-          completion: { values: ['grace'] },
-        },
-      );
-      expect(textOf(await r.pool.request('tools/call', { name: 'echo', arguments: { text: 'hi' } }, { callerProtocol: LEGACY_CALLER }))).toBe('hi era=legacy');
+      expect(
+        await request(r.pool, 'completion/complete', { ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'name', value: 'g' } }),
+      ).toMatchObject({
+        completion: { values: ['grace'] },
+      });
+      expect(textOf(await request(r.pool, 'tools/call', { name: 'echo', arguments: { text: 'hi' } }, { callerProtocol: LEGACY_CALLER }))).toBe('hi era=legacy');
       expect(r.pool.instances().map((i) => [i.lane, i.era])).toEqual([
         ['own', 'modern'],
         ['legacy', 'legacy'],
@@ -94,27 +95,14 @@ describe.concurrent('ServerPool.request and listAll', () => {
     }
   });
 
-  it('refuses a method it does not relay without starting anything', async () => {
-    const r = rig('refuse', 'rich-v2', 'prefer-discover');
-    try {
-      for (const method of ['ping', 'server/discover', 'initialize', 'resources/subscribe']) {
-        await expect(r.pool.request(method, {})).rejects.toMatchObject({ code: 'MCPX_BAD_REQUEST', data: { method } });
-      }
-      expect(r.pool.instances()).toEqual([]);
-      expect(pids(readWireLog(r.log))).toEqual([]);
-    } finally {
-      await r.pool.stop();
-    }
-  });
-
   it("honours the caller's signal and the scope key, like callTool", async () => {
     const r = rig('scoped', 'rich-v2', 'prefer-discover', { scope: 'session' });
     try {
-      await expect(r.pool.request('prompts/list', {})).rejects.toMatchObject({ code: 'MCPX_BAD_REQUEST', data: { scope: 'session' } });
-      await expect(r.pool.request('prompts/list', {}, { session: 's1', signal: AbortSignal.abort('caller left') })).rejects.toMatchObject({
+      await expect(request(r.pool, 'prompts/list', {})).rejects.toMatchObject({ code: 'MCPX_BAD_REQUEST', data: { scope: 'session' } });
+      await expect(request(r.pool, 'prompts/list', {}, { session: 's1', signal: AbortSignal.abort('caller left') })).rejects.toMatchObject({
         code: 'MCPX_REQUEST_CANCELLED',
       });
-      expect(names((await r.pool.request('prompts/list', {}, { session: 's1' })).prompts as Array<Record<string, unknown>>)).toEqual(['greet']);
+      expect(names((await request(r.pool, 'prompts/list', {}, { session: 's1' })).prompts as Array<Record<string, unknown>>)).toEqual(['greet']);
       expect(r.pool.instances().map((i) => i.scopeKey)).toEqual(['s1']);
     } finally {
       await r.pool.stop();
@@ -127,10 +115,10 @@ describe.concurrent('ServerPool.request and listAll', () => {
   ] as const)('listAll on %s (%s): every page of every listing, on one instance', async (fixture, preference) => {
     const r = rig(`list-${preference}`, fixture, preference);
     try {
-      expect(names(await r.pool.listAll('tools'))).toEqual([1, 2, 3, 4, 5].map((n) => `tool-${n}`));
-      expect(names(await r.pool.listAll('prompts'))).toEqual([1, 2, 3, 4, 5].map((n) => `prompt-${n}`));
-      expect(await r.pool.listAll('resources')).toHaveLength(5);
-      expect(await r.pool.listAll('resourceTemplates')).toHaveLength(5);
+      expect(names(await listAll(r.pool, 'tools'))).toEqual([1, 2, 3, 4, 5].map((n) => `tool-${n}`));
+      expect(names(await listAll(r.pool, 'prompts'))).toEqual([1, 2, 3, 4, 5].map((n) => `prompt-${n}`));
+      expect(await listAll(r.pool, 'resources')).toHaveLength(5);
+      expect(await listAll(r.pool, 'resourceTemplates')).toHaveLength(5);
       const events = readWireLog(r.log);
       const [pid] = pids(events);
       expect(pids(events)).toHaveLength(1);
@@ -143,9 +131,9 @@ describe.concurrent('ServerPool.request and listAll', () => {
   it('listAll on a legacy SDK v1 server with prompts and resources', async () => {
     const r = rig('list-v1', 'rich-v1', 'prefer-discover');
     try {
-      expect(names(await r.pool.listAll('prompts'))).toEqual(['greet']);
-      expect(names(await r.pool.listAll('resources'), 'uri')).toEqual(['note://hello']);
-      expect(names(await r.pool.listAll('resourceTemplates'), 'uriTemplate')).toEqual(['note://{topic}']);
+      expect(names(await listAll(r.pool, 'prompts'))).toEqual(['greet']);
+      expect(names(await listAll(r.pool, 'resources'), 'uri')).toEqual(['note://hello']);
+      expect(names(await listAll(r.pool, 'resourceTemplates'), 'uriTemplate')).toEqual(['note://{topic}']);
       expect(r.pool.upstreamInfo()).toMatchObject({ era: 'legacy', serverInfo: { name: 'fixture-rich-v1' }, instructions: 'rich v1 fixture' });
     } finally {
       await r.pool.stop();
@@ -162,8 +150,8 @@ describe.concurrent('progress through the pool', () => {
     try {
       const viaCall: ProgressUpdate[] = [];
       const viaRequest: ProgressUpdate[] = [];
-      const a = await r.pool.callTool('progress', { steps: 2 }, { callerProtocol, onProgress: (p) => viaCall.push(p) });
-      const b = await r.pool.request('tools/call', { name: 'progress', arguments: { steps: 4 } }, { callerProtocol, onProgress: (p) => viaRequest.push(p) });
+      const a = await callTool(r.pool, 'progress', { steps: 2 }, { callerProtocol, onProgress: (p) => viaCall.push(p) });
+      const b = await request(r.pool, 'tools/call', { name: 'progress', arguments: { steps: 4 } }, { callerProtocol, onProgress: (p) => viaRequest.push(p) });
       expect(textOf(a)).toBe(`progress done steps=2 token=yes era=${era}`);
       expect(textOf(b)).toBe(`progress done steps=4 token=yes era=${era}`);
       expect(viaCall).toEqual([1, 2].map((i) => ({ progress: i, total: 2, message: `step ${i}/2` })));
@@ -178,13 +166,13 @@ describe.concurrent('list_changed as a pool event', () => {
   it("a legacy lane's notifications/tools/list_changed is published as server.list_changed", async () => {
     const r = rig('changed', 'rich-v2', 'follow');
     try {
-      const result = await r.pool.request('tools/call', { name: 'add_tool', arguments: { name: 'late_tool' } }, { callerProtocol: LEGACY_CALLER });
+      const result = await request(r.pool, 'tools/call', { name: 'add_tool', arguments: { name: 'late_tool' } }, { callerProtocol: LEGACY_CALLER });
       expect(textOf(result)).toBe('registered late_tool era=legacy');
       const changed = () => r.events.filter((e) => e.type === 'server.list_changed');
       await until(() => changed().length > 0, 5_000, 'a server.list_changed event');
       const legacy = r.pool.instances().find((i) => i.lane === 'legacy');
       expect(changed()).toEqual([{ type: 'server.list_changed', server: 'changed', instance: legacy!.id, lane: 'legacy', list: 'tools' }]);
-      expect(names(await r.pool.listAll('tools', { callerProtocol: LEGACY_CALLER }))).toContain('late_tool');
+      expect(names(await listAll(r.pool, 'tools', { callerProtocol: LEGACY_CALLER }))).toContain('late_tool');
     } finally {
       await r.pool.stop();
     }
@@ -193,7 +181,7 @@ describe.concurrent('list_changed as a pool event', () => {
   it('an SDK v1 server (own lane) too', async () => {
     const r = rig('changed-v1', 'rich-v1', 'prefer-discover');
     try {
-      await r.pool.callTool('add_tool', { name: 'another' });
+      await callTool(r.pool, 'add_tool', { name: 'another' });
       await until(() => r.events.some((e) => e.type === 'server.list_changed'), 5_000, 'a server.list_changed event');
       expect(r.events.filter((e) => e.type === 'server.list_changed')).toEqual([
         { type: 'server.list_changed', server: 'changed-v1', instance: r.pool.instances()[0]!.id, lane: 'own', list: 'tools' },

@@ -9,6 +9,7 @@ import type { EraCache, EraRecord } from '../../src/upstream/era-cache.js';
 import { eraCacheKey } from '../../src/upstream/process-key.js';
 import { AutoUpstream, settle, textOf } from '../support/auto-upstream.js';
 import { LEGACY_CALLER, MODERN_CALLER, simPool, until, type SimPool } from './helpers.js';
+import { callTool } from '../support/calls.js';
 
 /** A record date within upstream.eraCacheMaxAge (older records are probed again). */
 const RECENT = new Date(Date.now() - 60_000).toISOString();
@@ -29,7 +30,7 @@ afterEach(async () => {
   );
 });
 
-const held = (s: SimPool, tag: string, ctx = {}) => s.pool.callTool('hold', { tag }, ctx);
+const held = (s: SimPool, tag: string, ctx = {}) => callTool(s.pool, 'hold', { tag }, ctx);
 
 describe('scope: global', () => {
   it('shared: concurrent callers share one instance', async () => {
@@ -64,9 +65,9 @@ describe('scope: global', () => {
 describe('scope: session', () => {
   it('keys instances by the caller session; the same session reuses its instance', async () => {
     const s = make({ limits: { scope: 'session', max: 4 } });
-    const a1 = await s.pool.callTool('whoami', {}, { session: 'alice' });
-    const b1 = await s.pool.callTool('whoami', {}, { session: 'bob' });
-    const a2 = await s.pool.callTool('whoami', {}, { session: 'alice' });
+    const a1 = await callTool(s.pool, 'whoami', {}, { session: 'alice' });
+    const b1 = await callTool(s.pool, 'whoami', {}, { session: 'bob' });
+    const a2 = await callTool(s.pool, 'whoami', {}, { session: 'alice' });
     expect(textOf(a1)).toBe(textOf(a2));
     expect(textOf(a1)).not.toBe(textOf(b1));
     expect(
@@ -79,18 +80,18 @@ describe('scope: session', () => {
 
   it('a call without a session is refused with MCPX_BAD_REQUEST, before anything starts', async () => {
     const s = make({ limits: { scope: 'session' } });
-    await expect(s.pool.callTool('echo', { text: 'x' })).rejects.toMatchObject({ code: 'MCPX_BAD_REQUEST', message: expect.stringContaining('session') });
-    await expect(s.pool.callTool('echo', { text: 'x' }, { session: '  ' })).rejects.toMatchObject({ code: 'MCPX_BAD_REQUEST' });
+    await expect(callTool(s.pool, 'echo', { text: 'x' })).rejects.toMatchObject({ code: 'MCPX_BAD_REQUEST', message: expect.stringContaining('session') });
+    await expect(callTool(s.pool, 'echo', { text: 'x' }, { session: '  ' })).rejects.toMatchObject({ code: 'MCPX_BAD_REQUEST' });
     expect(s.up.processes).toHaveLength(0);
   });
 
   it('eviction: a new key in a full lane stops the least recently used idle instance', async () => {
     const s = make({ limits: { scope: 'session', max: 2 } });
-    await s.pool.callTool('echo', { text: '1' }, { session: 'a' });
-    await s.pool.callTool('echo', { text: '2' }, { session: 'b' });
-    await s.pool.callTool('echo', { text: '3' }, { session: 'a' }); // b is now the least recently used
+    await callTool(s.pool, 'echo', { text: '1' }, { session: 'a' });
+    await callTool(s.pool, 'echo', { text: '2' }, { session: 'b' });
+    await callTool(s.pool, 'echo', { text: '3' }, { session: 'a' }); // b is now the least recently used
     const ids = Object.fromEntries(s.pool.instances().map((i) => [i.scopeKey, i.id]));
-    await s.pool.callTool('echo', { text: '4' }, { session: 'c' });
+    await callTool(s.pool, 'echo', { text: '4' }, { session: 'c' });
     expect(s.stops()).toEqual([expect.objectContaining({ instance: ids.b, reason: 'evicted' })]);
     expect(
       s.pool
@@ -124,9 +125,9 @@ describe('scope: session', () => {
 describe('scope: call', () => {
   it('each call gets a fresh instance, stopped as soon as the call ends', async () => {
     const s = make({ limits: { scope: 'call', max: 2 } });
-    const first = await s.pool.callTool('whoami', {});
+    const first = await callTool(s.pool, 'whoami', {});
     await until(() => s.up.alive().length === 0);
-    const second = await s.pool.callTool('whoami', {});
+    const second = await callTool(s.pool, 'whoami', {});
     expect(textOf(first)).not.toBe(textOf(second));
     await until(() => s.stops().length === 2);
     expect(s.stops().map((e) => e.reason)).toEqual(['call-finished', 'call-finished']);
@@ -151,11 +152,11 @@ describe('scope: call', () => {
 describe('idle stop', () => {
   it('an instance idle for idleTimeout is stopped; the next call starts a fresh one', async () => {
     const s = make({ limits: { scope: 'global', idleTimeoutMs: 40 } });
-    const first = textOf(await s.pool.callTool('whoami', {}));
+    const first = textOf(await callTool(s.pool, 'whoami', {}));
     await until(() => s.stops().length === 1, 2_000, 'idle stop');
     expect(s.stops()[0]).toMatchObject({ reason: 'idle' });
     expect(s.up.alive()).toEqual([]);
-    const second = textOf(await s.pool.callTool('whoami', {}));
+    const second = textOf(await callTool(s.pool, 'whoami', {}));
     expect(second).not.toBe(first);
   });
 
@@ -163,12 +164,12 @@ describe('idle stop', () => {
     // Time is the pool's SimulatedClock: no real sleep races the 60 ms timer, however busy the machine.
     const clock = new SimulatedClock();
     const s = make({ limits: { scope: 'global', idleTimeoutMs: 60 }, deps: { clock } });
-    const first = textOf(await s.pool.callTool('whoami', {}));
+    const first = textOf(await callTool(s.pool, 'whoami', {}));
     await settle();
     clock.increment(59);
     await settle();
     expect(s.stops(), 'not idle for 60 ms yet').toEqual([]);
-    expect(textOf(await s.pool.callTool('whoami', {}))).toBe(first);
+    expect(textOf(await callTool(s.pool, 'whoami', {}))).toBe(first);
     await settle();
     clock.increment(59); // 118 ms after the first call, 59 after the second
     await settle();
@@ -181,7 +182,7 @@ describe('idle stop', () => {
   it('an idle alarm that rings while the instance is held does nothing; its release sets the next one', async () => {
     const clock = new SimulatedClock();
     const s = make({ limits: { scope: 'global', idleTimeoutMs: 60 }, deps: { clock } });
-    await s.pool.callTool('whoami', {}); // idle from 0: its alarm is due at 60
+    await callTool(s.pool, 'whoami', {}); // idle from 0: its alarm is due at 60
     await settle();
     clock.increment(10);
     const call = held(s, 'a');
@@ -215,7 +216,7 @@ describe('crashes', () => {
     }
     expect(s.stops()).toEqual([expect.objectContaining({ reason: 'crashed: exit, exit code 3' })]);
     expect(s.pool.instances()).toEqual([]);
-    expect(textOf(await s.pool.callTool('whoami', {}))).toBe(`era=modern pid=${s.up.processes[1]!.pid}`);
+    expect(textOf(await callTool(s.pool, 'whoami', {}))).toBe(`era=modern pid=${s.up.processes[1]!.pid}`);
   });
 });
 
@@ -225,7 +226,7 @@ describe('start-failure backoff', () => {
     const clock = new SimulatedClock();
     let failing = true;
     const s = make({ upstream: { kind: 'dual', spawnFails: () => failing }, config: { backoff: { initialMs: 30, factor: 2, maxMs: 70 } }, deps: { clock } });
-    const attempt = async () => s.pool.callTool('echo', { text: 'x' }).catch((e: { code: string; data?: { cooldownMs?: number } }) => e);
+    const attempt = async () => callTool(s.pool, 'echo', { text: 'x' }).catch((e: { code: string; data?: { cooldownMs?: number } }) => e);
     const spawned = () => s.up.processes.length;
     const advance = async (ms: number) => {
       await settle();
@@ -260,7 +261,7 @@ describe('start-failure backoff', () => {
     await advance(69);
     expect(await attempt(), 'still cooling').toMatchObject({ data: { cooldownMs: 70, failures: 4 } });
     await advance(1);
-    expect(textOf(await s.pool.callTool('echo', { text: 'back' }))).toBe('back era=modern');
+    expect(textOf(await callTool(s.pool, 'echo', { text: 'back' }))).toBe('back era=modern');
     expect(s.pool.actor.getSnapshot().context.lanes.own).toMatchObject({ failures: 0, cooling: false });
     expect(s.pool.actor.getSnapshot().value).toMatchObject({ running: { ownLane: 'healthy' } });
   });
@@ -284,19 +285,19 @@ describe('callers waiting for capacity', () => {
 
     s.up.release('first');
     await first;
-    expect(textOf(await s.pool.callTool('echo', { text: 'next' }))).toBe('next era=modern');
+    expect(textOf(await callTool(s.pool, 'echo', { text: 'next' }))).toBe('next era=modern');
     expect(s.up.calls.map((c) => c.args.tag ?? c.args.text)).toEqual(['first', 'next']);
   });
 
   it('an already aborted signal is refused before queueing', async () => {
     const s = make();
-    await expect(s.pool.callTool('echo', { text: 'x' }, { signal: AbortSignal.abort() })).rejects.toMatchObject({ code: 'MCPX_REQUEST_CANCELLED' });
+    await expect(callTool(s.pool, 'echo', { text: 'x' }, { signal: AbortSignal.abort() })).rejects.toMatchObject({ code: 'MCPX_REQUEST_CANCELLED' });
     expect(s.up.processes).toHaveLength(0);
   });
 
   it('timeoutMs also bounds the call itself (what is left after waiting)', async () => {
     const s = make();
-    await expect(s.pool.callTool('hang', {}, { timeoutMs: 40 })).rejects.toMatchObject({ code: 'MCPX_REQUEST_TIMEOUT' });
+    await expect(callTool(s.pool, 'hang', {}, { timeoutMs: 40 })).rejects.toMatchObject({ code: 'MCPX_REQUEST_TIMEOUT' });
     expect(s.pool.instances()).toMatchObject([{ holders: 0 }]);
   });
 });
@@ -304,9 +305,9 @@ describe('callers waiting for capacity', () => {
 describe('follow: lanes', () => {
   it('dual server: legacy callers get a second, legacy session; modern callers the own one', async () => {
     const s = make({ preference: 'follow', upstream: { kind: 'dual' } });
-    expect(textOf(await s.pool.callTool('whoami', {}, { callerProtocol: MODERN_CALLER }))).toMatch(/^era=modern /);
-    expect(textOf(await s.pool.callTool('whoami', {}, { callerProtocol: LEGACY_CALLER }))).toMatch(/^era=legacy /);
-    expect(textOf(await s.pool.callTool('whoami', {}))).toMatch(/^era=modern /); // no caller revision: modern
+    expect(textOf(await callTool(s.pool, 'whoami', {}, { callerProtocol: MODERN_CALLER }))).toMatch(/^era=modern /);
+    expect(textOf(await callTool(s.pool, 'whoami', {}, { callerProtocol: LEGACY_CALLER }))).toMatch(/^era=legacy /);
+    expect(textOf(await callTool(s.pool, 'whoami', {}))).toMatch(/^era=modern /); // no caller revision: modern
     expect(s.pool.instances().map((i) => [i.lane, i.era])).toEqual([
       ['own', 'modern'],
       ['legacy', 'legacy'],
@@ -319,7 +320,7 @@ describe('follow: lanes', () => {
   it('dual server, a legacy caller first: the own lane is learned first, then the legacy lane serves it', async () => {
     const s = make({ preference: 'follow', upstream: { kind: 'dual' } });
     expect(s.pool.protocolReport()).toMatchObject({ era: null, legacyLane: { state: 'unused' } });
-    expect(textOf(await s.pool.callTool('echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER }))).toBe('old era=legacy');
+    expect(textOf(await callTool(s.pool, 'echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER }))).toBe('old era=legacy');
     expect(s.pool.instances().map((i) => [i.lane, i.era])).toEqual([
       ['own', 'modern'],
       ['legacy', 'legacy'],
@@ -328,17 +329,17 @@ describe('follow: lanes', () => {
 
   it('legacy-only server: legacy callers use the own lane, which settled legacy — one process', async () => {
     const s = make({ preference: 'follow', upstream: { kind: 'legacy' } });
-    expect(textOf(await s.pool.callTool('echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER }))).toBe('old era=legacy');
-    expect(textOf(await s.pool.callTool('echo', { text: 'new' }, { callerProtocol: MODERN_CALLER }))).toBe('new era=legacy');
+    expect(textOf(await callTool(s.pool, 'echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER }))).toBe('old era=legacy');
+    expect(textOf(await callTool(s.pool, 'echo', { text: 'new' }, { callerProtocol: MODERN_CALLER }))).toBe('new era=legacy');
     expect(s.up.processes).toHaveLength(1);
     expect(s.pool.protocolReport()).toMatchObject({ era: 'legacy', legacyLane: { state: 'unused' } });
   });
 
   it('modern-only server: the legacy lane is refused (remembered), legacy callers share the modern session', async () => {
     const s = make({ preference: 'follow', upstream: { kind: 'modern' } });
-    await s.pool.callTool('echo', { text: 'warm' });
-    expect(textOf(await s.pool.callTool('echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER }))).toBe('old era=modern');
-    expect(textOf(await s.pool.callTool('echo', { text: 'old2' }, { callerProtocol: '2024-11-05' }))).toBe('old2 era=modern');
+    await callTool(s.pool, 'echo', { text: 'warm' });
+    expect(textOf(await callTool(s.pool, 'echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER }))).toBe('old era=modern');
+    expect(textOf(await callTool(s.pool, 'echo', { text: 'old2' }, { callerProtocol: '2024-11-05' }))).toBe('old2 era=modern');
     expect(s.up.processes).toHaveLength(2); // the own process, and the one legacy-lane attempt
     expect(s.up.alive()).toHaveLength(1);
     expect(s.pool.protocolReport().legacyLane).toMatchObject({ state: 'refused', reason: expect.stringContaining('force-initialize') });
@@ -347,13 +348,13 @@ describe('follow: lanes', () => {
 
   it('a legacy call that never finishes does not stall modern callers', async () => {
     const s = make({ preference: 'follow', upstream: { kind: 'dual' }, limits: { scope: 'global', sharing: 'exclusive' } });
-    const stuck = s.pool.callTool('hang', {}, { callerProtocol: LEGACY_CALLER });
+    const stuck = callTool(s.pool, 'hang', {}, { callerProtocol: LEGACY_CALLER });
     await until(() => s.up.calls.some((c) => c.tool === 'hang'));
     expect(s.up.calls.find((c) => c.tool === 'hang')).toMatchObject({ era: 'legacy' });
-    const modern = await Promise.all([1, 2, 3].map((n) => s.pool.callTool('echo', { text: `m${n}` }, { callerProtocol: MODERN_CALLER })));
+    const modern = await Promise.all([1, 2, 3].map((n) => callTool(s.pool, 'echo', { text: `m${n}` }, { callerProtocol: MODERN_CALLER })));
     expect(modern.map(textOf)).toEqual(['m1 era=modern', 'm2 era=modern', 'm3 era=modern']);
     // Another legacy caller queues behind the stuck one (exclusive) and gives up on its own deadline.
-    await expect(s.pool.callTool('echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER, timeoutMs: 30 })).rejects.toMatchObject({
+    await expect(callTool(s.pool, 'echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER, timeoutMs: 30 })).rejects.toMatchObject({
       code: 'MCPX_REQUEST_TIMEOUT',
     });
     await s.pool.stop();
@@ -362,10 +363,10 @@ describe('follow: lanes', () => {
 
   it('eviction stays within a lane', async () => {
     const s = make({ preference: 'follow', upstream: { kind: 'dual' }, limits: { scope: 'session', max: 1 } });
-    await s.pool.callTool('echo', { text: '1' }, { session: 'a', callerProtocol: MODERN_CALLER });
-    await s.pool.callTool('echo', { text: '2' }, { session: 'a', callerProtocol: LEGACY_CALLER });
+    await callTool(s.pool, 'echo', { text: '1' }, { session: 'a', callerProtocol: MODERN_CALLER });
+    await callTool(s.pool, 'echo', { text: '2' }, { session: 'a', callerProtocol: LEGACY_CALLER });
     const before = Object.fromEntries(s.pool.instances().map((i) => [i.lane, i.id]));
-    await s.pool.callTool('echo', { text: '3' }, { session: 'b', callerProtocol: MODERN_CALLER });
+    await callTool(s.pool, 'echo', { text: '3' }, { session: 'b', callerProtocol: MODERN_CALLER });
     expect(s.stops()).toEqual([expect.objectContaining({ instance: before.own, lane: 'own', reason: 'evicted' })]);
     expect(s.pool.instances().map((i) => [i.lane, i.scopeKey])).toEqual([
       ['legacy', 'a'],
@@ -375,7 +376,7 @@ describe('follow: lanes', () => {
 
   it('non-follow preferences have only the own lane, whatever the caller revision', async () => {
     const s = make({ preference: 'prefer-discover', upstream: { kind: 'dual' } });
-    expect(textOf(await s.pool.callTool('echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER }))).toBe('old era=modern');
+    expect(textOf(await callTool(s.pool, 'echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER }))).toBe('old era=modern');
     expect(s.pool.protocolReport().legacyLane).toBeNull();
     expect(s.up.processes).toHaveLength(1);
   });
@@ -384,7 +385,7 @@ describe('follow: lanes', () => {
 describe('events, reports, era cache', () => {
   it('emits server.start (readyMs), session.state for each session transition, server.stop with the reason', async () => {
     const s = make({ limits: { scope: 'call' } });
-    await s.pool.callTool('echo', { text: 'x' });
+    await callTool(s.pool, 'echo', { text: 'x' });
     await until(() => s.stops().length === 1);
     const start = s.events.find((e) => e.type === 'server.start');
     expect(start).toMatchObject({
@@ -419,8 +420,8 @@ describe('events, reports, era cache', () => {
     } as unknown as EraCache;
     const s = make({ preference: 'follow', upstream: { kind: 'dual' }, deps: { cache } });
     const key = eraCacheKey({ command: 'simulated-server' });
-    await s.pool.callTool('echo', { text: 'new' });
-    await s.pool.callTool('echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER });
+    await callTool(s.pool, 'echo', { text: 'new' });
+    await callTool(s.pool, 'echo', { text: 'old' }, { callerProtocol: LEGACY_CALLER });
     await until(() => writes.length === 1);
     expect(writes).toEqual([[key, expect.objectContaining({ era: 'modern', version: '2026-07-28', source: 'probe' })]]);
     expect(s.pool.protocolReport()).toMatchObject({ era: 'modern', cached: { era: 'modern' }, legacyLane: { state: 'available' } });
@@ -437,7 +438,7 @@ describe('events, reports, era cache', () => {
       set: async () => undefined,
     } as unknown as EraCache;
     const s = make({ upstream: { kind: 'modern' }, deps: { cache } });
-    await s.pool.callTool('echo', { text: 'x' });
+    await callTool(s.pool, 'echo', { text: 'x' });
     expect(s.events.filter((e) => e.type === 'server.era.stale')).toEqual([{ type: 'server.era.stale', server: 'sim', cached: stale, found: 'modern' }]);
   });
 
@@ -446,7 +447,7 @@ describe('events, reports, era cache', () => {
     s.pool.on('event', () => {
       throw new Error('bad listener');
     });
-    expect(textOf(await s.pool.callTool('echo', { text: 'x' }))).toBe('x era=modern');
+    expect(textOf(await callTool(s.pool, 'echo', { text: 'x' }))).toBe('x era=modern');
   });
 });
 
@@ -472,7 +473,7 @@ describe('stop()', () => {
     expect(s.up.alive()).toEqual([]);
     expect(await a).toMatchObject({ code: 'MCPX_POOL_STOPPED', message: 'sim: the pool was stopped while this call was in flight' });
     expect(await b).toMatchObject({ code: 'MCPX_POOL_STOPPED' });
-    await expect(s.pool.callTool('echo', { text: 'x' })).rejects.toMatchObject({ code: 'MCPX_POOL_STOPPED' });
+    await expect(callTool(s.pool, 'echo', { text: 'x' })).rejects.toMatchObject({ code: 'MCPX_POOL_STOPPED' });
     expect(s.pool.actor.getSnapshot().value).toBe('stopped');
     expect(s.stops().map((e) => e.reason)).toEqual(['pool-stopped', 'pool-stopped']);
   });
@@ -489,19 +490,19 @@ describe('stop()', () => {
     };
     const s = make({ deps: { sessionFactory: undefined, loadSessionFactory } });
     expect(loads).toBe(0); // building the pool loads nothing
-    const first = s.pool.callTool('echo', { text: 'a' });
-    const second = s.pool.callTool('echo', { text: 'b' });
+    const first = callTool(s.pool, 'echo', { text: 'a' });
+    const second = callTool(s.pool, 'echo', { text: 'b' });
     await settle();
     expect(s.pool.instances()).toEqual([]); // nothing starts before the factory is there
     release();
     expect((await Promise.all([first, second])).map(textOf)).toEqual(['a era=modern', 'b era=modern']);
-    expect(await s.pool.callTool('echo', { text: 'c' }).then(textOf)).toBe('c era=modern');
+    expect(await callTool(s.pool, 'echo', { text: 'c' }).then(textOf)).toBe('c era=modern');
     expect(loads).toBe(1); // the two first callers waited for the same load; the third found it loaded
 
     let late!: () => void;
     const lateGate = new Promise<void>((r) => (late = r));
     const t = make({ deps: { sessionFactory: undefined, loadSessionFactory: async () => (await lateGate, up.sessionFactory()) } });
-    const call = t.pool.callTool('echo', { text: 'x' });
+    const call = callTool(t.pool, 'echo', { text: 'x' });
     await settle();
     await t.pool.stop();
     late();
@@ -511,7 +512,7 @@ describe('stop()', () => {
 
   it('stops an instance that is still starting', async () => {
     const s = make({ upstream: { kind: 'dual', gatedStart: true } });
-    const call = s.pool.callTool('echo', { text: 'x' });
+    const call = callTool(s.pool, 'echo', { text: 'x' });
     await settle();
     expect(s.pool.instances()).toMatchObject([{ state: 'starting' }]);
     await s.pool.stop();

@@ -11,6 +11,7 @@ import { MAX_JSON_DEPTH } from '../../src/front/json-depth.js';
 import { harness, textOf, type Harness } from '../server/helpers.js';
 import { simPool, until } from '../pool/helpers.js';
 import { tempDir } from '../support/real.js';
+import { callTool } from '../support/calls.js';
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -74,7 +75,7 @@ describe('a timeout past what a timer can wait, below the API (pool and JSON-RPC
     const { setTimeout: later } = await import('node:timers/promises');
     try {
       // The call waits for the instance's start (the pool's acquire timer), then for its answer (the request timer).
-      const call = s.pool.callTool('hold', { tag: 't' }, { timeoutMs: 2 ** 32 }).then(
+      const call = callTool(s.pool, 'hold', { tag: 't' }, { timeoutMs: 2 ** 32 }).then(
         (r) => (r.content as Array<{ text: string }>)[0]!.text,
         (e: { code: string }) => e.code,
       );

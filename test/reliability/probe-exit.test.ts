@@ -12,6 +12,7 @@ import { fixtureCommand } from '../fixtures/index.js';
 import { methodsReceived, pids, readWireLog } from '../fixtures/wire-log-read.js';
 import { tempDir, textOf } from '../support/real.js';
 import { isGone } from './helpers.js';
+import { callTool } from '../support/calls.js';
 
 let dir: { path: string; remove: () => Promise<void> };
 beforeAll(async () => {
@@ -36,8 +37,8 @@ describe('a server that exits on the probe', () => {
     const events: PoolEvent[] = [];
     pool.on('event', (e) => events.push(e));
     try {
-      expect(textOf(await pool.callTool('echo', { text: 'first' }))).toBe('first era=legacy');
-      expect(textOf(await pool.callTool('echo', { text: 'second' }))).toBe('second era=legacy');
+      expect(textOf(await callTool(pool, 'echo', { text: 'first' }))).toBe('first era=legacy');
+      expect(textOf(await callTool(pool, 'echo', { text: 'second' }))).toBe('second era=legacy');
       const wire = readWireLog(log);
       const started = pids(wire);
       expect(started).toHaveLength(2);

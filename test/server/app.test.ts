@@ -171,6 +171,16 @@ describe('the /v1 API over real fixture servers', () => {
         expect(r.status, JSON.stringify(body)).toBe(400);
         expect(r.body.error).toMatchObject({ code: 'MCPX_BAD_REQUEST', path, message: expect.stringContaining(String(path[0])) });
       }
+      // The one check of what mcpx relays (RELAYED_METHODS): a method outside it never reaches a pool.
+      for (const method of ['ping', 'server/discover', 'initialize', 'resources/subscribe', 'tools/list']) {
+        const r = await post('/v1/request', { server: 'dual', method, params: {} });
+        expect(r.status, method).toBe(400);
+        expect(r.body.error).toMatchObject({
+          code: 'MCPX_BAD_REQUEST',
+          path: ['method'],
+          allowed: ['tools/call', 'prompts/get', 'resources/read', 'completion/complete'],
+        });
+      }
       const header = await post('/v1/call', { server: 'dual', tool: 'echo' }, { 'X-Mcpx-Caller-Protocol': 'yesterday' });
       expect(header.status).toBe(400);
       expect(header.body.error).toMatchObject({ path: ['x-mcpx-caller-protocol'], in: 'headers' });

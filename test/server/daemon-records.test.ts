@@ -105,13 +105,13 @@ describe('a daemon process that dies right after a call', () => {
     const dir = await tempDir('mcpx-daemon-records-exit-');
     try {
       const script = join(dir.path, 'crash.mjs');
-      const daemonModule = pathToFileURL(join(packageRoot(), 'dist', 'src', 'server', 'daemon.js')).href;
+      const daemonModule = pathToFileURL(join(packageRoot(), 'dist', 'src', 'daemon', 'daemon.js')).href;
       // The call's record waits for its flush; the uncaught error comes two turns after the answer.
       writeFileSync(
         script,
         `import { startDaemon } from ${JSON.stringify(daemonModule)};
 const d = await startDaemon({ configFlag: ${JSON.stringify(writeConfig(dir.path))}, env: process.env, cwd: ${JSON.stringify(dir.path)}, prettyLogs: false });
-const out = await d.controller.call('tools', 'echo', { text: 'last words' });
+const out = await d.controller.call({ server: 'tools', method: 'tools/call', params: { name: 'echo', arguments: { text: 'last words' } } });
 process.stderr.write('answered ' + JSON.stringify(out.ok) + '\\n');
 setImmediate(() => setImmediate(() => { throw new Error('boom'); }));
 `,

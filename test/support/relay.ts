@@ -1,5 +1,5 @@
 /** QuestionRelays for tests that put a call's questions to something other than an ask. */
-import type { QuestionRelay } from '../../src/asks/question-relay.js';
+import type { QuestionRelay } from '../../src/call/question-relay.js';
 import type { ClientCapabilities } from '../../src/transports/mcp-messages.js';
 
 /** Answers a call's legacy server requests with `ask`; a modern round is refused (these tests expect none). */

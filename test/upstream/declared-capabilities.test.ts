@@ -5,11 +5,11 @@
  * included, and the listing a modern Streamable HTTP call makes first for its `Mcp-Param-*` headers.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RELAYABLE_CAPABILITIES } from '../../src/asks/question-relay.js';
+import { RELAYABLE_CAPABILITIES } from '../../src/call/question-relay.js';
 import { StdioChannel } from '../../src/transports/stdio.js';
 import { StreamableHttpChannel } from '../../src/transports/streamable-http.js';
 import type { JsonRpcMessage } from '../../src/transports/types.js';
-import type { InFlightCall } from '../../src/upstream/request-client.js';
+import type { CallHandling } from '../../src/call/call.js';
 import { UpstreamSession } from '../../src/upstream/session.js';
 import { fixtureCommand } from '../fixtures/index.js';
 import { startHttpFixture } from '../fixtures/http/index.js';
@@ -41,7 +41,7 @@ describe("the daemon's sessions in the modern era", () => {
       startTimeoutMs: 20_000,
       stopGraceMs: 500,
       channelFactory: () => {
-        const ch = new StdioChannel<InFlightCall>({ command: cmd.command, args: cmd.args, env: cmd.env, stopGraceMs: 500 });
+        const ch = new StdioChannel<CallHandling>({ command: cmd.command, args: cmd.args, env: cmd.env, stopGraceMs: 500 });
         const send = ch.send.bind(ch);
         ch.send = (m, c) => {
           sent.push(m);
@@ -79,7 +79,7 @@ describe("the daemon's sessions in the modern era", () => {
       definition: { url: f.url },
       preference: 'prefer-discover',
       channelFactory: () => {
-        const ch = new StreamableHttpChannel<InFlightCall>({ url: f.url });
+        const ch = new StreamableHttpChannel<CallHandling>({ url: f.url });
         const send = ch.send.bind(ch);
         ch.send = (m, c, o) => {
           sent.push(m);

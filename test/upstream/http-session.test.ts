@@ -335,9 +335,9 @@ describe('attribution: questions reach the call that provoked them', () => {
           'ask',
           { tag },
           {
-            context: { caller: tag },
-            relay: answering(async (req, context) => {
-              asked.push(`${(context as { caller: string }).caller}:${req.method}`);
+            id: tag,
+            relay: answering(async (req, call) => {
+              asked.push(`${call.id}:${req.method}`);
               // Hold the first answer back so both questions are open at once.
               await new Promise((r) => setTimeout(r, tag === 'one' ? 150 : 10));
               return { action: 'accept', content: { name } };

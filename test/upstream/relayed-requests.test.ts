@@ -7,12 +7,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionPreference } from '../../src/machines/preference.js';
-import { UpstreamSession, type ProgressUpdate } from '../../src/upstream/session.js';
+import type { ProgressUpdate } from '../../src/call/call.js';
+import { UpstreamSession } from '../../src/upstream/session.js';
 import { startHttpFixture, type HttpFixture } from '../fixtures/http/index.js';
 import { httpRequests } from '../fixtures/http/log.js';
 import { fixtureCommand, type FixtureName } from '../fixtures/index.js';
 import { pids, readWireLog, received, type WireRecvEvent } from '../fixtures/wire-log-read.js';
 import { tempDir, textOf } from '../support/real.js';
+import { onSession, request } from '../support/calls.js';
 
 const ENVELOPE = ['io.modelcontextprotocol/protocolVersion', 'io.modelcontextprotocol/clientCapabilities', 'io.modelcontextprotocol/clientInfo'];
 
@@ -72,25 +74,27 @@ const names = (items: Array<Record<string, unknown>>, key = 'name') => items.map
 
 /** Every relayed method, and what each answer must say in `era`. */
 async function everyMethod(session: UpstreamSession, era: 'modern' | 'legacy'): Promise<void> {
-  expect(names((await session.forward('prompts/list', {})).prompts as Array<Record<string, unknown>>)).toEqual(['greet']);
-  expect(promptText(await session.forward('prompts/get', { name: 'greet', arguments: { name: 'ada' } }))).toBe(`hello ada era=${era}`);
-  expect(names((await session.forward('resources/list', undefined)).resources as Array<Record<string, unknown>>, 'uri')).toEqual(['note://hello']);
-  expect(names((await session.forward('resources/templates/list', {})).resourceTemplates as Array<Record<string, unknown>>, 'uriTemplate')).toEqual([
-    'note://{topic}',
-  ]);
-  expect(resourceText(await session.forward('resources/read', { uri: 'note://beta' }))).toBe(`note about beta era=${era}`);
-  expect(await session.forward('completion/complete', { ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'name', value: 'a' } })).toMatchObject({
+  expect(names((await request(onSession(session), 'prompts/list', {})).prompts as Array<Record<string, unknown>>)).toEqual(['greet']);
+  expect(promptText(await request(onSession(session), 'prompts/get', { name: 'greet', arguments: { name: 'ada' } }))).toBe(`hello ada era=${era}`);
+  expect(names((await request(onSession(session), 'resources/list', undefined)).resources as Array<Record<string, unknown>>, 'uri')).toEqual(['note://hello']);
+  expect(names((await request(onSession(session), 'resources/templates/list', {})).resourceTemplates as Array<Record<string, unknown>>, 'uriTemplate')).toEqual(
+    ['note://{topic}'],
+  );
+  expect(resourceText(await request(onSession(session), 'resources/read', { uri: 'note://beta' }))).toBe(`note about beta era=${era}`);
+  expect(
+    await request(onSession(session), 'completion/complete', { ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'name', value: 'a' } }),
+  ).toMatchObject({
     completion: { values: ['ada', 'alan'] },
   });
   expect(
-    await session.forward('completion/complete', { ref: { type: 'ref/resource', uri: 'note://{topic}' }, argument: { name: 'topic', value: 'b' } }),
+    await request(onSession(session), 'completion/complete', { ref: { type: 'ref/resource', uri: 'note://{topic}' }, argument: { name: 'topic', value: 'b' } }),
   ).toMatchObject({
     completion: { values: ['beta'] },
   });
-  expect(names((await session.forward('tools/list', {})).tools as Array<Record<string, unknown>>)).toEqual(
+  expect(names((await request(onSession(session), 'tools/list', {})).tools as Array<Record<string, unknown>>)).toEqual(
     expect.arrayContaining(['echo', 'progress', 'add_tool']),
   );
-  expect(textOf(await session.forward('tools/call', { name: 'echo', arguments: { text: 'hi' } }))).toBe(`hi era=${era}`);
+  expect(textOf(await request(onSession(session), 'tools/call', { name: 'echo', arguments: { text: 'hi' } }))).toBe(`hi era=${era}`);
 }
 
 const RELAYED = [
@@ -124,14 +128,11 @@ describe.concurrent("forward(): every relayed request, in the session's era", ()
     });
   });
 
-  it('refuses what it does not relay, before sending anything', async () => {
+  it('refuses a tools/call without a name or with arguments that are not an object, before sending anything', async () => {
     await using(rig('rich-v2', 'force-discover'), async ({ session, wire }) => {
       await session.start();
-      for (const method of ['ping', 'server/discover', 'initialize', 'subscriptions/listen', 'logging/setLevel']) {
-        await expect(session.forward(method, {})).rejects.toMatchObject({ code: 'MCPX_BAD_REQUEST', data: { method } });
-      }
-      await expect(session.forward('tools/call', { arguments: {} })).rejects.toMatchObject({ code: 'MCPX_BAD_REQUEST', data: { field: 'name' } });
-      await expect(session.forward('tools/call', { name: 'echo', arguments: 'hi' })).rejects.toMatchObject({
+      await expect(request(onSession(session), 'tools/call', { arguments: {} })).rejects.toMatchObject({ code: 'MCPX_BAD_REQUEST', data: { field: 'name' } });
+      await expect(request(onSession(session), 'tools/call', { name: 'echo', arguments: 'hi' })).rejects.toMatchObject({
         code: 'MCPX_BAD_REQUEST',
         data: { field: 'arguments' },
       });
@@ -181,9 +182,9 @@ describe.concurrent('listAll(): pages and capabilities', () => {
       expect(await session.listAll('prompts')).toEqual([]);
       expect(await session.listAll('resources')).toEqual([]);
       expect(await session.listAll('resourceTemplates')).toEqual([]);
-      expect(await session.forward('prompts/list', {})).toEqual({ prompts: [] });
-      expect(await session.forward('resources/list', {})).toEqual({ resources: [] });
-      expect(await session.forward('resources/templates/list', {})).toEqual({ resourceTemplates: [] });
+      expect(await request(onSession(session), 'prompts/list', {})).toEqual({ prompts: [] });
+      expect(await request(onSession(session), 'resources/list', {})).toEqual({ resources: [] });
+      expect(await request(onSession(session), 'resources/templates/list', {})).toEqual({ resourceTemplates: [] });
       expect(names(await session.listAll('tools'))).toContain('echo');
       expect(wire().map((e) => e.method)).toEqual(['tools/list']);
       // What the gate spares the caller: the server itself refuses the listing.
@@ -239,11 +240,11 @@ describe.concurrent('progress over stdio', () => {
     await using(rig('paged', preference), async ({ session }) => {
       await session.start();
       const seen: number[] = [];
-      const result = await session.forward('tools/call', { name: 'late_progress', arguments: {} }, { onProgress: (p) => seen.push(p.progress) });
+      const result = await request(onSession(session), 'tools/call', { name: 'late_progress', arguments: {} }, { onProgress: (p) => seen.push(p.progress) });
       expect(textOf(result)).toMatch(/^late_progress token=yes/);
       // The fixture sends {progress 2} 50 ms after its answer; flush_late is answered after it on the same
       // stream, so once its answer is here the late notification has been read (and must have been dropped).
-      expect(textOf(await session.forward('tools/call', { name: 'flush_late', arguments: {} }))).toBe('flushed');
+      expect(textOf(await request(onSession(session), 'tools/call', { name: 'flush_late', arguments: {} }))).toBe('flushed');
       expect(seen).toEqual([1]);
     });
   });

@@ -17,24 +17,24 @@ afterAll(async () => {
 });
 
 describe('legacy server-to-client requests over stdio', () => {
-  it("an elicitation/create reaches the relay of the call that provoked it, with that call's context", async () => {
+  it('an elicitation/create reaches the relay of the call that provoked it, with that call', async () => {
     const { session } = realSession(`${dir.path}/ask.log`, { fixture: 'dual-v2' }, 'force-initialize', { clientCapabilities: { elicitation: {} } });
     try {
       await session.start();
-      const seen: Array<{ method: string; context: unknown }> = [];
+      const seen: Array<{ method: string; call: unknown }> = [];
       const result = await session.callTool(
         'legacy_only_ask',
         {},
         {
-          context: { caller: 'ada-terminal' },
-          relay: answering(async (req: JsonRpcRequest, context) => {
-            seen.push({ method: req.method, context });
+          id: 'ada-terminal',
+          relay: answering(async (req: JsonRpcRequest, call) => {
+            seen.push({ method: req.method, call: call.id });
             return { action: 'accept', content: { name: 'Ada' } };
           }),
         },
       );
       expect(textOf(result)).toBe('hello Ada era=legacy');
-      expect(seen).toEqual([{ method: 'elicitation/create', context: { caller: 'ada-terminal' } }]);
+      expect(seen).toEqual([{ method: 'elicitation/create', call: 'ada-terminal' }]);
     } finally {
       await session.stop();
     }

@@ -1,6 +1,6 @@
 /**
  * QuestionRelay: what a caller who can answer questions offers the call it makes. The call carries it
- * (CallContext.relay, down to CallOptions.relay); the session puts to it the questions that call provokes,
+ * (Call.relay, ./call.ts); the session puts to it the questions that call provokes,
  * and declares its capabilities in each modern request. A call without one cannot be asked anything.
  *
  * - `ask`: one legacy server-to-client request (`elicitation/create`, `sampling/createMessage`,
@@ -11,8 +11,8 @@
  *   (and the byte-exact `requestState`), and may come back with another round. A rejection ends the call
  *   with that error: nothing waits upstream between modern rounds, not sending again is the refusal.
  *
- * `context` is the call's own (CallOptions.context), so a relay can tell a question that came with
- * another call's context from its own.
+ * Each gets the call that provoked the question (the Call object itself), so a relay can tell a question
+ * another call provoked from its own.
  */
 import type { ClientCapabilities } from '../transports/mcp-messages.js';
 import type { JsonRpcRequest } from '../transports/types.js';
@@ -20,13 +20,18 @@ import type { JsonRpcRequest } from '../transports/types.js';
 /** A modern round's questions, by the key the server gave each (unique within the round only). */
 export type InputRequests = Record<string, { method: string; params?: unknown }>;
 
+/** The call a question came with, as a relay sees it (the Call object itself; ./call.ts). */
+export interface AskingCall {
+  readonly id?: string;
+}
+
 export interface QuestionRelay {
   /** The MCP client capabilities the caller can honour, declared upstream in each modern request's `_meta`. */
   readonly capabilities: ClientCapabilities;
   /** Puts a legacy server-to-client request to the caller: its result, or a rejection (an RpcErrorObject goes upstream as is). */
-  ask(request: JsonRpcRequest, context: unknown): Promise<unknown>;
+  ask(request: JsonRpcRequest, call: AskingCall): Promise<unknown>;
   /** Puts a modern input_required round to the caller: the inputResponses, key for key, or a rejection that ends the call. */
-  askRound(inputRequests: InputRequests, context: unknown): Promise<Record<string, unknown>>;
+  askRound(inputRequests: InputRequests, call: AskingCall): Promise<Record<string, unknown>>;
 }
 
 /**
