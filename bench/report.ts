@@ -405,7 +405,7 @@ function probeTable(r: Results): string[] {
     sdkAuto: "SDK v2 `mode: 'auto'`",
   };
   const out = [
-    `Each cell: start → first tools/call result (median, spread) · JSON-RPC requests before the call · processes spawned. ${r.probe.rounds} rounds; probe timeout ${r.probe.probeTimeoutMs} ms for both.`,
+    `Each cell: start → first tools/call result (median, spread) · JSON-RPC requests before the call · processes spawned. ${r.probe.rounds} rounds; probe timeout ${r.probe.probeTimeoutMs} ms for both. The cached start runs on the same server definition as the first start (the same command, args and env; over HTTP the same server), so it reads the record the first one wrote; a cached start whose requests differ from the era-forced start's (a probe) is shown as failed.`,
     '',
     `| server | ${v.map((x) => names[x]).join(' | ')} | first ÷ SDK |`,
     `|---|${v.map(() => '---').join('|')}|---:|`,
