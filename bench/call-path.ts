@@ -7,6 +7,8 @@
  *
  *   a  the official SDK v2 client calling the fixture directly (the floor): as a 2025-11-25 caller
  *      (default negotiation) and as a 2026-07-28 caller (pinned)
+ *   r  the floor of one extra hop: the same POST, made the same way, to a minimal `node:http` relay on a
+ *      Unix socket (bench/relay.ts, a process of its own) whose SDK v2 client (2026-07-28) calls the fixture
  *   b  POST /v1/call over the daemon's Unix socket (undici, keep-alive, one connection per worker)
  *   c  the same SDK client through `mcpx serve` (stdio), as a 2025-11-25 and a 2026-07-28 caller
  *   d  the same SDK client through supergateway (stdio → Streamable HTTP, stateful: one fixture
@@ -29,7 +31,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Pool } from 'undici';
 import { BASELINE_MCPX, CALLS, MCPX, ROOT, ROUNDS } from './lib/knobs.js';
 import { drive } from './lib/load.js';
-import { DUAL, freePort, nodeServer, sleep, startDaemon, startHttpServer, stopChild, track, type Daemon } from './lib/procs.js';
+import { DUAL, freePort, nodeServer, removeFolder, sleep, startDaemon, startHttpServer, stopChild, tempFolder, track, type Daemon } from './lib/procs.js';
 import { figure, percentile, type Figure } from './lib/stats.js';
 
 export const CONCURRENCY = [1, 16] as const;
@@ -165,19 +167,57 @@ async function sdkHttp(id: string, label: string, url: string, modern: boolean, 
   };
 }
 
-function v1Call(socket: string, id = 'b', label = 'POST /v1/call (daemon socket)', server = 'dual'): Variant {
+function v1Call(socket: string, id = 'b', label = 'POST /v1/call (daemon socket)', server = 'dual', path = '/v1/call'): Variant {
   const pool = new Pool('http://localhost', { socketPath: socket, connections: 16, pipelining: 1 });
   const body = JSON.stringify({ server, tool: 'echo', args: ARGS });
   return {
     id,
     label,
     call: async () => {
-      const res = await pool.request({ path: '/v1/call', method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const res = await pool.request({ path, method: 'POST', headers: { 'content-type': 'application/json' }, body });
       const out = (await res.body.json()) as { ok?: boolean; result?: unknown };
-      if (res.statusCode !== 200 || !out.ok) throw new Error(`/v1/call answered ${res.statusCode} ${JSON.stringify(out).slice(0, 200)}`);
+      if (res.statusCode !== 200 || !out.ok) throw new Error(`${path} answered ${res.statusCode} ${JSON.stringify(out).slice(0, 200)}`);
       checkResult(out.result);
     },
     close: () => pool.close(),
+  };
+}
+
+/** Row r: bench/relay.ts in a process of its own, on a socket in a temp folder, driven exactly as (b) is. */
+async function relay(): Promise<Variant> {
+  const dir = tempFolder('mcpx-bench-r-');
+  const socket = join(dir, 'relay.sock');
+  const child = track(spawn(process.execPath, [join(ROOT, 'dist', 'bench', 'relay.js'), socket, DUAL], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] }));
+  let err = '';
+  child.stderr?.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-2000)));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => reject(new Error(`the relay did not listen within 20 s: ${err.trim()}`)), 20_000);
+      child.stdout?.on('data', (c: Buffer) => {
+        out += c.toString();
+        if (!out.includes('LISTENING\n')) return;
+        clearTimeout(timer);
+        resolve();
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`the relay exited (${code}) before listening: ${err.trim()}`));
+      });
+    });
+  } catch (e) {
+    await stopChild(child);
+    removeFolder(dir);
+    throw e;
+  }
+  const v = v1Call(socket, 'r', 'one-hop `node:http` relay on a Unix socket → SDK v2 client → fixture, 2026-07-28 (floor of one extra hop)', 'dual', '/call');
+  return {
+    ...v,
+    close: async () => {
+      await v.close().catch(() => undefined);
+      await stopChild(child);
+      removeFolder(dir);
+    },
   };
 }
 
@@ -318,6 +358,7 @@ export async function benchCallPath(log: (line: string) => void): Promise<CallRe
     log(`daemon ready in ${daemon.readyMs.toFixed(0)} ms`);
     variants.push(await sdkStdio('a-legacy', 'SDK v2 client → fixture, 2025-11-25 (floor)', process.execPath, [DUAL], undefined, false, 'echo'));
     variants.push(await sdkStdio('a-modern', 'SDK v2 client → fixture, 2026-07-28 (floor)', process.execPath, [DUAL], undefined, true, 'echo'));
+    variants.push(await relay());
     variants.push(v1Call(daemon.socket));
     variants.push(await sdkStdio('c-legacy', 'SDK v2 client → `mcpx serve`, 2025-11-25', process.execPath, [MCPX, 'serve'], daemon.env, false, 'dual__echo'));
     variants.push(await sdkStdio('c-modern', 'SDK v2 client → `mcpx serve`, 2026-07-28', process.execPath, [MCPX, 'serve'], daemon.env, true, 'dual__echo'));

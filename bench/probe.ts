@@ -5,7 +5,10 @@
  *
  *   mcpx forced   the era forced (force-initialize / force-discover): no probe at all (a reference)
  *   mcpx first    prefer-discover with an empty era cache (the one-time probe)
- *   mcpx cached   prefer-discover with the record the first start wrote
+ *   mcpx cached   prefer-discover with the record the first start wrote, on the same server definition
+ *                 (command, args, env; over HTTP the same server), so the era-cache key is the one the
+ *                 first start wrote under; its wire must match the era-forced start's (no probe), or the
+ *                 cell is marked failed
  *   SDK auto      the SDK v2 client, `versionNegotiation: { mode: 'auto', probe: { timeoutMs } }`, the
  *                 probe timeout set to mcpx's upstream.probeTimeout (2 s) so a silent server costs
  *                 both the same wait (the SDK's default would be its 60 s request timeout)
@@ -16,12 +19,13 @@
  * HTTP — legacy (SDK v1, sessions), dual (SDK v2), modern-only (SDK v2).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { SessionPreference } from '../src/machines/preference.js';
 import { EraCache } from '../src/upstream/era-cache.js';
+import { eraCacheKey } from '../src/upstream/process-key.js';
 import { UpstreamSession } from '../src/upstream/session.js';
 import type { ServerDefinition } from '../src/upstream/definition.js';
 import { ROOT, ROUNDS } from './lib/knobs.js';
@@ -78,6 +82,8 @@ export interface ProbeCell {
   requests: number;
   /** Server processes spawned (stdio; 0 over HTTP). */
   processes: number;
+  /** The methods of those requests, in order (the first round's). */
+  methods?: string[];
   error?: string;
 }
 
@@ -115,11 +121,18 @@ function readLog(file: string): WireEvent[] {
     });
 }
 
-/** Requests before the first tools/call, and process starts. */
-function countWire(file: string, transport: 'stdio' | 'http'): { requests: number; processes: number } {
+interface Wire {
+  requests: number;
+  processes: number;
+  methods: string[];
+}
+
+/** Requests before the first tools/call (how many, which), and process starts. */
+function countWire(file: string, transport: 'stdio' | 'http'): Wire {
   const events = readLog(file);
   let requests = 0;
   let processes = 0;
+  const methods: string[] = [];
   outer: for (const e of events) {
     if (e.event === 'start') processes += 1;
     const items =
@@ -134,9 +147,21 @@ function countWire(file: string, transport: 'stdio' | 'http'): { requests: numbe
       if (item.kind !== 'request') continue;
       if (item.method === 'tools/call') break outer;
       requests += 1;
+      methods.push(item.method ?? '?');
     }
   }
-  return { requests, processes: transport === 'stdio' ? processes : 0 };
+  return { requests, processes: transport === 'stdio' ? processes : 0, methods };
+}
+
+/**
+ * Why a cached start's wire is not a cached start's, or null: it must do what the era-forced start did
+ * (the same requests, no more processes). A probe (server/discover sent to a server the record says is
+ * legacy, a second process) means the record was not used: a first start timed as a cached one.
+ */
+export function probedWhenCached(cached: Wire, forced: Wire): string | null {
+  const same = cached.methods.length === forced.methods.length && cached.methods.every((m, i) => m === forced.methods[i]);
+  if (same && cached.processes <= forced.processes) return null;
+  return `the cached start probed: [${cached.methods.join(', ')}], ${cached.processes} proc; era forced: [${forced.methods.join(', ')}], ${forced.processes} proc`;
 }
 
 interface HttpServer {
@@ -201,56 +226,63 @@ export async function benchProbe(log: (line: string) => void): Promise<ProbeResu
   const rows: ProbeRow[] = [];
   for (const fx of FIXTURES) {
     const times: Record<ProbeVariant, number[]> = { forced: [], first: [], cached: [], sdkAuto: [] };
-    const wire: Record<ProbeVariant, Array<{ requests: number; processes: number }>> = { forced: [], first: [], cached: [], sdkAuto: [] };
+    const wire: Record<ProbeVariant, Wire[]> = { forced: [], first: [], cached: [], sdkAuto: [] };
     const errors: Partial<Record<ProbeVariant, string>> = {};
     for (let round = 0; round < ROUNDS; round++) {
       const dir = tempFolder('mcpx-bench-p-');
       let http: HttpServer | undefined;
       try {
         const logOf = (v: ProbeVariant) => join(dir, `${v}.jsonl`);
-        // One HTTP server per variant, so each log holds one variant's traffic.
-        const definitionFor = async (v: ProbeVariant): Promise<{ def: ServerDefinition; url?: string }> => {
-          if (fx.transport === 'stdio')
-            return { def: { command: process.execPath, args: ['--import', PRELOAD, ...fx.args], env: { MCPX_FIXTURE_LOG: logOf(v) } } };
+        // One HTTP server per variant, so each log holds one variant's traffic (first and cached share one).
+        const definitionFor = async (log: string): Promise<{ def: ServerDefinition; url?: string }> => {
+          if (fx.transport === 'stdio') return { def: { command: process.execPath, args: ['--import', PRELOAD, ...fx.args], env: { MCPX_FIXTURE_LOG: log } } };
           await http?.stop();
-          http = await startHttp(fx.args, logOf(v));
+          http = await startHttp(fx.args, log);
           return { def: { url: http.url }, url: http.url };
         };
         const state = join(dir, 'state');
-        const run = async (v: ProbeVariant, fn: (d: { def: ServerDefinition; url?: string }) => Promise<number>) => {
+        const run = async (v: ProbeVariant, fn: (d: { def: ServerDefinition; url?: string }) => Promise<number>): Promise<Wire | undefined> => {
           try {
-            const d = await definitionFor(v);
+            const d = await definitionFor(logOf(v));
             times[v].push(await fn(d));
-            wire[v].push(countWire(logOf(v), fx.transport));
+            const w = countWire(logOf(v), fx.transport);
+            wire[v].push(w);
+            return w;
           } catch (err) {
             errors[v] ??= (err as Error).message;
+            return undefined;
           }
         };
-        await run('forced', (d) => timeMcpx(d.def, fx.forced, null));
-        // The cached start must reach the same server definition: over HTTP the URL changes with each
-        // server, so the record is written and read on one server (first, then cached, same process).
-        if (fx.transport === 'stdio') {
-          const firstCache = await EraCache.open(state);
-          await run('first', (d) => timeMcpx(d.def, 'prefer-discover', firstCache));
-          await firstCache.whenIdle();
-          await run('cached', async (d) => timeMcpx(d.def, 'prefer-discover', await EraCache.open(state)));
-        } else {
-          const d = await definitionFor('first');
+        const forced = await run('forced', (d) => timeMcpx(d.def, fx.forced, null));
+        // First and cached start on one definition (the same command, args and env; over HTTP the same
+        // server), so the cached start finds the record under the key the first wrote. Their one wire log is
+        // moved aside after each start (the preload opens it by name per line), so each start's traffic is
+        // read on its own while the definition stays the same.
+        const shared = join(dir, 'start.jsonl');
+        const start = async (v: 'first' | 'cached', d: { def: ServerDefinition }, cache: EraCache) => {
+          const ms = await timeMcpx(d.def, 'prefer-discover', cache);
+          if (existsSync(shared)) renameSync(shared, logOf(v));
+          const w = countWire(logOf(v), fx.transport);
+          const probed = v === 'cached' && forced ? probedWhenCached(w, forced) : null;
+          if (probed) throw new Error(probed);
+          times[v].push(ms);
+          wire[v].push(w);
+        };
+        try {
+          const d = await definitionFor(shared);
           const firstCache = await EraCache.open(state);
           try {
-            times.first.push(await timeMcpx(d.def, 'prefer-discover', firstCache));
-            wire.first.push(countWire(logOf('first'), fx.transport));
-            await firstCache.whenIdle();
-            const before = readLog(logOf('first')).length;
-            const t = await timeMcpx(d.def, 'prefer-discover', await EraCache.open(state));
-            times.cached.push(t);
-            const after = readLog(logOf('first')).slice(before);
-            const { writeFileSync } = await import('node:fs');
-            writeFileSync(logOf('cached'), after.map((e) => JSON.stringify(e)).join('\n'));
-            wire.cached.push(countWire(logOf('cached'), fx.transport));
+            await start('first', d, firstCache);
           } catch (err) {
             errors.first ??= (err as Error).message;
+            throw new Error('no first start to fill the era cache');
           }
+          await firstCache.whenIdle();
+          const cache = await EraCache.open(state);
+          if (!cache.usable(eraCacheKey(d.def))) throw new Error('the first start left no era record for this definition');
+          await start('cached', d, cache);
+        } catch (err) {
+          errors.cached ??= (err as Error).message;
         }
         await run('sdkAuto', (d) => timeSdkAuto(fx, logOf('sdkAuto'), d.url));
       } finally {
@@ -258,6 +290,7 @@ export async function benchProbe(log: (line: string) => void): Promise<ProbeResu
         removeFolder(dir);
       }
     }
+    if (errors.cached?.startsWith('the cached start probed')) log(`probe: ${fx.transport} ${fx.label}: ${errors.cached}`);
     const cells: ProbeRow['cells'] = {};
     for (const v of ['forced', 'first', 'cached', 'sdkAuto'] as const) {
       if (times[v].length === 0) {
@@ -270,6 +303,7 @@ export async function benchProbe(log: (line: string) => void): Promise<ProbeResu
         ms: figure(times[v]),
         requests: reqs[Math.floor(reqs.length / 2)]!,
         processes: procs[Math.floor(procs.length / 2)]!,
+        methods: wire[v][0]!.methods,
         ...(errors[v] ? { error: errors[v] } : {}),
       };
     }

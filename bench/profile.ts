@@ -1,16 +1,16 @@
 /**
  * `npm run bench:profile`: the daemon under `node --cpu-prof`, loaded with POST /v1/call over its socket
  * (16 in flight, the warm dual fixture), then its profile summarised (bench/cpu-summary.ts) for the load
- * window only, into bench/profile.json under the label MCPX_BENCH_PROFILE_LABEL (default "current"),
- * beside the labels already there (e.g. "before"). The raw .cpuprofile is kept when MCPX_BENCH_KEEP_PROFILE
- * names a folder.
+ * window only, into bench/profile.json under the label MCPX_BENCH_PROFILE_LABEL (default "current"). The
+ * file holds this one profile (docs/benchmarks.md shows it; earlier ones are in git). The raw .cpuprofile
+ * is kept when MCPX_BENCH_KEEP_PROFILE names a folder.
  *
  *   MCPX_BENCH_PROFILE_CALLS=N   calls in the load phase (default 20000; quick mode 6000)
  *   MCPX_BENCH_PROFILE_VIA=v1|serve-legacy|serve-modern   the caller: POST /v1/call (default), or the SDK v2
  *                                client through `mcpx serve` as a 2025-11-25 or a 2026-07-28 caller
  *   MCPX_BENCH_PROFILE_INFLIGHT=N  calls in flight (default 16)
  */
-import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -91,7 +91,7 @@ async function main(): Promise<void> {
   removeFolder(profDir);
   removeFolder(d.dir);
   const out = join(ROOT, 'bench', 'profile.json');
-  const all: ProfileFile = existsSync(out) ? (JSON.parse(readFileSync(out, 'utf8')) as ProfileFile) : {};
+  const all: ProfileFile = {};
   all[label] = {
     at: new Date().toISOString(),
     what: `The daemon serving ${via === 'v1' ? 'POST /v1/call over its socket' : `an SDK v2 client through \`mcpx serve\` (${via === 'serve-modern' ? '2026-07-28' : '2025-11-25'})`}, ${inflight} in flight, to the warm dual fixture (examples/servers/dual.mjs echo)`,
