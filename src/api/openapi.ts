@@ -1,13 +1,18 @@
 /**
- * `GET /v1/openapi.json`: an OpenAPI 3.1 document generated from the route table (./v1-routes.ts) and
- * the zod schemas its routes validate with and answer in (./schemas.ts).
+ * `GET /v1/openapi.json`: an OpenAPI 3.1 document generated from a route table (the caller's: ./v1-routes.ts
+ * passes V1_ROUTES, so this module does not import the table that loads it) and the zod schemas its routes
+ * validate with and answer in (./schemas.ts).
  */
 import * as z from 'zod';
-import type { RouteInput } from './routes.js';
+import type { RouteDecl, RouteInput } from './routes.js';
 import * as schemas from './schemas.js';
-import { V1_ROUTES } from './v1-routes.js';
 
 type Json = Record<string, unknown>;
+
+/** What the document says of a route: everything but its handler. */
+export type DocumentedRoute = Pick<RouteDecl<never>, 'method' | 'url' | 'summary' | 'input' | 'responses'>;
+/** Route id (the operationId) → declaration, in the document's order. */
+export type RouteTable = Readonly<Record<string, DocumentedRoute>>;
 
 function schemaOf(schema: z.ZodType, io: 'input' | 'output'): Json {
   const json = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Json;
@@ -38,17 +43,17 @@ function parametersOf(input: RouteInput): Json[] {
   return out;
 }
 
-let built: { version: string; document: Json } | undefined;
+let built: { version: string; routes: RouteTable; document: Json } | undefined;
 
 /** The document, built on first use (then kept: the routes do not change while the daemon runs). */
-export function openApiDocument(version: string): Json {
-  if (built?.version !== version) built = { version, document: buildOpenApi(version) };
+export function openApiDocument(version: string, routes: RouteTable): Json {
+  if (built?.version !== version || built.routes !== routes) built = { version, routes, document: buildOpenApi(version, routes) };
   return built.document;
 }
 
-export function buildOpenApi(version: string): Json {
+export function buildOpenApi(version: string, routes: RouteTable): Json {
   const paths: Record<string, Record<string, Json>> = {};
-  for (const [id, route] of Object.entries(V1_ROUTES)) {
+  for (const [id, route] of Object.entries(routes)) {
     const op: Json = { operationId: id, summary: route.summary };
     const input: RouteInput = route.input?.(schemas) ?? {};
     const parameters = parametersOf(input);

@@ -11,6 +11,21 @@ import { EVENT_TYPES } from '../core/events.js';
 import { MAX_DURATION_MS } from '../config/duration.js';
 import { boundedDepth, MAX_JSON_DEPTH } from '../front/json-depth.js';
 import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from '../front/headers.js';
+import type {
+  CallOutcome,
+  ConfigView,
+  InstanceView,
+  LaneView,
+  ProtocolRow,
+  RejectedEdit,
+  ReloadOutcome,
+  ServerStatusView,
+  ServerView,
+  SettingChangeView,
+  SettingEntryView,
+  ToolsView,
+} from '../core/views.js';
+import type { StatechartView } from '../ui/statechart-view.js';
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -504,6 +519,35 @@ export const reloadSchema = z.union([
 ]);
 
 export const shutdownSchema = z.object({ ok: z.literal(true), stopping: z.literal(true), pid: z.number().int() });
+
+// ---------------------------------------------------------------------------------------------
+// The answers above are the views the controller builds (src/core/views.ts) and the chart's
+// (src/ui/statechart-view.ts), written there as plain types. Each schema must give exactly its view —
+// no field more or less, none optional on one side only, none of another type — or this file does not
+// compile: the schemas describe the views, they do not define them.
+
+/** T with its intersections and nested objects written out, so two spellings of one shape compare equal. */
+type Plain<T> = T extends object ? { [K in keyof T]: Plain<T[K]> } : T;
+/** true when A and B are the same type, not merely assignable to each other. */
+type Same<A, B> = (<T>() => T extends Plain<A> ? 1 : 2) extends <T>() => T extends Plain<B> ? 1 : 2 ? true : false;
+type Holds<T extends true> = T;
+type StatusServer = z.output<typeof statusSchema>['servers'][number];
+
+export type _SchemasGiveTheirViews = [
+  Holds<Same<z.output<typeof instanceSchema>, InstanceView>>,
+  Holds<Same<z.output<typeof rejectedEditSchema>, RejectedEdit>>,
+  Holds<Same<StatusServer, ServerStatusView>>,
+  Holds<Same<StatusServer['lanes'][number], LaneView>>,
+  Holds<Same<z.output<typeof serverViewSchema>, ServerView>>,
+  Holds<Same<z.output<typeof protocolSchema>['servers'][number], ProtocolRow>>,
+  Holds<Same<z.output<typeof toolsSchema>, ToolsView>>,
+  Holds<Same<z.output<typeof callResultSchema>, CallOutcome>>,
+  Holds<Same<z.output<typeof settingEntrySchema>, SettingEntryView>>,
+  Holds<Same<z.output<typeof settingChangeSchema>, SettingChangeView>>,
+  Holds<Same<z.output<typeof configViewSchema>, ConfigView>>,
+  Holds<Same<z.output<typeof reloadSchema>, ReloadOutcome>>,
+  Holds<Same<z.output<typeof statechartSchema>, StatechartView>>,
+];
 
 // ---------------------------------------------------------------------------------------------
 // Answers several routes declare (src/api/v1-routes.ts)

@@ -380,8 +380,9 @@ export const V1_ROUTES = {
     url: '/v1/openapi.json',
     summary: 'This document.',
     responses: () => ({ 200: { description: 'OpenAPI 3.1.' } }),
-    // The document is generated on first request (its generator is loaded then, not before the daemon listens).
-    handler: async (_, { version }) => (await import('./openapi.js')).openApiDocument(version),
+    // The document is generated on first request (its generator is loaded then, not before the daemon listens);
+    // it is handed this table rather than importing it, so the two modules do not load each other.
+    handler: async (_, { version }): Promise<unknown> => (await import('./openapi.js')).openApiDocument(version, V1_ROUTES),
   }),
 
   // ---- /v1/ask: a call the upstream may interrupt with questions (src/asks/ask-store.ts) ----

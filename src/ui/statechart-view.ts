@@ -4,13 +4,18 @@
  * the session chart itself, which a daemon does not load before a server is called.
  */
 import type { SnapshotFrom } from 'xstate';
-import type { z } from 'zod';
 import { sessionMachine } from '../machines/session.machine.js';
 import { activeStateIds, toMermaid, withActiveStates } from '../machines/statechart-doc.js';
+import type { Lane } from '../machines/preference.js';
 import type { ServerPool } from '../pool/server-pool.js';
-import type { statechartSchema } from '../api/schemas.js';
 
-export type StatechartView = z.output<typeof statechartSchema>;
+/** One pool's chart (`GET /v1/servers/:server/statechart`; its schema in src/api/schemas.ts matches it). */
+export interface StatechartView {
+  server: string;
+  /** Mermaid stateDiagram-v2 of the session chart, live instances' states in class "active". */
+  mermaid: string;
+  instances: { id: string; lane: Lane; state: string; poolState: string; activeStateIds: string[] }[];
+}
 
 /** `connecting.discovering` → `{ connecting: 'discovering' }`. */
 function stateValueOf(dotted: string): string | Record<string, unknown> {
