@@ -48,7 +48,7 @@ export type ErrorCode =
   | 'MCPX_USAGE'
   | 'MCPX_UNKNOWN_SERVER'
   | 'MCPX_POOL_STOPPED'
-  // the daemon and its /v1 API (src/server), the CLI (src/cli)
+  // the daemon (src/daemon, src/core) and its /v1 API (src/api), the CLI (src/cli)
   | 'MCPX_TOOL_ERROR'
   | 'MCPX_NOT_FOUND'
   | 'MCPX_NOT_IMPLEMENTED'

@@ -59,7 +59,7 @@ export const callBodySchema = z
     args: boundedDepth(z.record(z.string(), z.unknown(), { error: 'args must be an object of tool arguments' }), 'args')
       .default({})
       .meta({ description: `The tool arguments (default {}); at most ${MAX_JSON_DEPTH} levels deep.` }),
-    session: nonEmpty('session').optional().meta({ description: "The caller's session id (CallContext.session)." }),
+    session: nonEmpty('session').optional().meta({ description: "The caller's session id: the scope key of a server pooled per session." }),
     timeoutMs: z
       .number()
       .int()
@@ -79,7 +79,7 @@ export const requestBodySchema = z
       .meta({
         description: `The request params, as the server names things (no \`_meta\` envelope: mcpx adds what the server's era needs); at most ${MAX_JSON_DEPTH} levels deep.`,
       }),
-    session: nonEmpty('session').optional().meta({ description: "The caller's session id (CallContext.session)." }),
+    session: nonEmpty('session').optional().meta({ description: "The caller's session id: the scope key of a server pooled per session." }),
     timeoutMs: z
       .number()
       .int()

@@ -10,7 +10,7 @@
  *
  * Sessions live here, in a Map keyed by instance id, never in the machine's context. Callers are
  * queued through the machine: a call acquires an instance (honouring its signal and timeout while it
- * waits), runs on that instance's session with its CallContext, and releases it.
+ * waits), runs on that instance's session with its Call, and releases it.
  *
  * The session code (its chart, the transports, the wire schemas) is loaded by the pool's first call,
  * not with the pool: a daemon builds every configured server's pool before it listens, and most of them

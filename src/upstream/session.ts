@@ -66,7 +66,7 @@ export interface UpstreamSessionOptions {
   /** Declared at `initialize` and in the discover probe (the daemon: RELAYABLE_CAPABILITIES, src/call/question-relay.ts). */
   clientCapabilities?: ClientCapabilities;
   /**
-   * What a modern request declares in its `_meta` when its call has no relay (CallOptions.relay); default
+   * What a modern request declares in its `_meta` when its call has no relay (Call.relay); default
    * clientCapabilities. The daemon: `{}`, since a modern server must not infer a request's capabilities
    * from the session's, and a call that cannot answer must not claim it can.
    */

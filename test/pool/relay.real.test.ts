@@ -1,6 +1,6 @@
 /**
  * The pool side of `mcpx serve`, against real fixture processes: relayed requests on the lane the
- * caller's era selects (request), whole listings (listAll), progress through the CallContext, an
+ * caller's era selects (request), whole listings (listAll), progress through the Call, an
  * upstream's list_changed as a `server.list_changed` PoolEvent, and each lane's self-description
  * (upstreamInfo) for catalogues.
  */

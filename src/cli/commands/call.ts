@@ -23,7 +23,7 @@ export function register(program: Command, cli: CliContext): void {
         .description('call a tool and print its result'),
     ),
   )
-    .option('--session <id>', 'the caller session (CallContext.session)')
+    .option('--session <id>', 'the caller session: the scope key of a server pooled per session')
     .option('--caller-protocol <revision>', 'call as a caller on this MCP revision (X-Mcpx-Caller-Protocol), e.g. 2025-11-25')
     .option('--timeout <duration>', 'give up after this long (e.g. 30s)')
     .option(
