@@ -468,6 +468,14 @@ export const SETTINGS = [
       'After a failed refresh a credential waits before the next one: 1 s, then twice as long after each failure in a row, at most this. Calls in the wait fail at once with the last failure.',
   }),
   setting({
+    path: 'oauth.loginUnwatchedTimeout',
+    codec: durationCodec(1_000),
+    default: 15_000,
+    restart: true,
+    description:
+      'How long a login nobody waits for (started through the API and never looked at, or its mcpx login killed between two polls) stays open before it is cancelled.',
+  }),
+  setting({
     path: 'daemon.maxUnreadBytes',
     codec: integerCodec(64 * 1024),
     default: 64 * 1024 * 1024,

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { LOGIN_UNWATCHED_MS } from '../../src/auth/auth-manager.js';
 import { McpxError, SettingValueError, UnknownSettingError } from '../../src/errors.js';
 import { CANONICAL_PREFERENCES, PREFERENCE_ALIASES, type Preference } from '../../src/machines/preference.js';
 import {
@@ -67,6 +68,7 @@ const NAMES: Record<string, { env: string; flag: string; envAliases?: string[]; 
   'oauth.requestTimeout': { env: 'MCPX_OAUTH_REQUEST_TIMEOUT', flag: '--oauth-request-timeout' },
   'oauth.maxResponseBytes': { env: 'MCPX_OAUTH_MAX_RESPONSE_BYTES', flag: '--oauth-max-response-bytes' },
   'oauth.refreshBackoffMax': { env: 'MCPX_OAUTH_REFRESH_BACKOFF_MAX', flag: '--oauth-refresh-backoff-max' },
+  'oauth.loginUnwatchedTimeout': { env: 'MCPX_OAUTH_LOGIN_UNWATCHED_TIMEOUT', flag: '--oauth-login-unwatched-timeout' },
   'daemon.maxUnreadBytes': { env: 'MCPX_DAEMON_MAX_UNREAD_BYTES', flag: '--daemon-max-unread-bytes' },
   'daemon.unreadTimeout': { env: 'MCPX_DAEMON_UNREAD_TIMEOUT', flag: '--daemon-unread-timeout' },
   'log.level': { env: 'MCPX_LOG_LEVEL', flag: '--log-level' },
@@ -102,6 +104,7 @@ const SAMPLE: Record<string, [string, unknown]> = {
   'oauth.requestTimeout': ['2s', 2_000],
   'oauth.maxResponseBytes': ['65536', 65_536],
   'oauth.refreshBackoffMax': ['1m', 60_000],
+  'oauth.loginUnwatchedTimeout': ['5s', 5_000],
   'daemon.maxUnreadBytes': ['1048576', 1_048_576],
   'daemon.unreadTimeout': ['90s', 90_000],
   'log.level': ['DEBUG', 'debug'],
@@ -178,6 +181,7 @@ describe('declarations', () => {
       'oauth.requestTimeout': 30_000,
       'oauth.maxResponseBytes': 1_048_576,
       'oauth.refreshBackoffMax': 300_000,
+      'oauth.loginUnwatchedTimeout': 15_000,
       'daemon.maxUnreadBytes': 67_108_864,
       'daemon.unreadTimeout': 60_000,
       'log.level': 'info',
@@ -196,10 +200,11 @@ describe('declarations', () => {
     );
     for (const e of make().list())
       if (e.path !== 'paths.state' && e.path !== 'daemon.socket') expect([e.path, rows.get(e.path)]).toEqual([e.path, e.defaultDisplay]);
-    // Tests shorten these two (silent-connections); the daemon's own constants are the documented defaults.
+    // Tests shorten these (silent-connections, login-safety); the daemon's own constants are the documented defaults.
     expect(findSetting('daemon.firstRequestTimeout').default).toBe(FIRST_REQUEST_TIMEOUT_MS);
     expect(findSetting('daemon.requestReceiveTimeout').default).toBe(REQUEST_RECEIVE_TIMEOUT_MS);
-    expect([FIRST_REQUEST_TIMEOUT_MS, REQUEST_RECEIVE_TIMEOUT_MS]).toEqual([10_000, 30_000]);
+    expect(findSetting('oauth.loginUnwatchedTimeout').default).toBe(LOGIN_UNWATCHED_MS);
+    expect([FIRST_REQUEST_TIMEOUT_MS, REQUEST_RECEIVE_TIMEOUT_MS, LOGIN_UNWATCHED_MS]).toEqual([10_000, 30_000, 15_000]);
   });
 
   it('get() is typed by path', () => {
