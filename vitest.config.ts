@@ -4,8 +4,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { defineConfig } from 'vitest/config';
 
 /**
- * The longest files (the longest first, measured one file at a time), started before the rest so
- * that none of them is left running alone at the end of the run. The two conformance files keep both cores busy
+ * The longest files (measured one file at a time), started before the rest so that none of them is left
+ * running alone at the end of the run. The two conformance files keep both cores busy
  * by themselves (a CLI process per scenario); the others mostly wait on timers, browsers and child processes.
  * So the first conformance file runs next to files that wait, and the second starts about when it ends.
  */
