@@ -4,10 +4,11 @@
  * process group of its own with a time limit, and --help from the runner's own doc comment.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import * as fs from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readlinkSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** The repository root (scripts run from dist/scripts). */
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -63,7 +64,7 @@ export function spawnTracked(args: string[], stdin: 'ignore' | 'pipe' = 'ignore'
  */
 export function runCli(preloadArgs: string[], args: string[], limitMs: number): Promise<{ code: number | null; out: string; killed: boolean }> {
   return new Promise((done) => {
-    const child = spawnTracked([...preloadArgs, cli, ...args]);
+    const child = spawnTracked([...cliStart(preloadArgs), ...args]);
     let out = '';
     const keep = (b: Buffer) => {
       out += b.toString('utf8');
@@ -82,4 +83,66 @@ export function runCli(preloadArgs: string[], args: string[], limitMs: number): 
       done({ code, out, killed });
     });
   });
+}
+
+const REGISTER = join(root, 'scripts', 'conformance', 'register.mjs');
+let hookFree: string | null | undefined;
+
+/**
+ * `preloadArgs` and the CLI's script, without the module hook (register.mjs) where it is not needed. Node 20
+ * has no fs.globSync, which the CLI imports (it uses it only in `tier-check`); the hook that hands it the shim
+ * (fs-globsync.mjs) runs a loader thread that costs each CLI start about 0.4 s of CPU of its 1.1 s, and the
+ * runners start the CLI once per scenario. So the CLI started is a copy of its bundle whose one `fs` import names
+ * the shim, kept in dist/conformance-cli/dist/ next to a link to the package's requirements folder: its other
+ * imports and files resolve as the package's own do (the package has no dependencies of its own). Node 22 and
+ * later (fs.globSync there) start the CLI itself; a bundle whose `fs` import is not the one expected keeps the hook.
+ */
+function cliStart(preloadArgs: string[]): string[] {
+  const hooked = preloadArgs.findIndex((a, i) => a === REGISTER && preloadArgs[i - 1] === '--import');
+  if (hooked === -1) return [...preloadArgs, cli];
+  const script = typeof (fs as { globSync?: unknown }).globSync === 'function' ? cli : hookFreeCli();
+  if (script === null) return [...preloadArgs, cli];
+  return [...preloadArgs.slice(0, hooked - 1), ...preloadArgs.slice(hooked + 1), script];
+}
+
+/** The copy of the CLI's bundle that imports the shim (written once per runner, atomically), or null. */
+function hookFreeCli(): string | null {
+  if (hookFree !== undefined) return hookFree;
+  hookFree = null;
+  try {
+    const shim = JSON.stringify(pathToFileURL(join(root, 'scripts', 'conformance', 'fs-globsync.mjs')).href);
+    let imports = 0;
+    const text = readFileSync(cli, 'utf8').replace(/(import\{[^}]*\bglobSync as [\w$]+[^}]*\}from)"fs"/g, (_m, head: string) => {
+      imports++;
+      return `${head}${shim}`;
+    });
+    if (imports !== 1) return null;
+    const home = join(root, 'dist', 'conformance-cli');
+    mkdirSync(join(home, 'dist'), { recursive: true });
+    const requirements = join(dirname(cli), '..', 'requirements');
+    const link = join(home, 'requirements');
+    if (linkTarget(link) !== requirements) {
+      const tmp = `${link}.${process.pid}`;
+      symlinkSync(requirements, tmp);
+      renameSync(tmp, link);
+    }
+    const file = join(home, 'dist', 'index.js');
+    if (!existsSync(file) || readFileSync(file, 'utf8') !== text) {
+      const tmp = `${file}.${process.pid}`;
+      writeFileSync(tmp, text);
+      renameSync(tmp, file);
+    }
+    hookFree = file;
+  } catch {
+    // the hook, then
+  }
+  return hookFree;
+}
+
+function linkTarget(path: string): string | undefined {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return undefined;
+  }
 }

@@ -25,7 +25,7 @@ import type { SocketEntry } from '../front/socket-entry.js';
 import { UiHub } from '../ui/hub.js';
 import { uiRoutes } from '../ui/routes.js';
 import { send, toApiError } from './api-errors.js';
-import { closeSilentConnections, FIRST_REQUEST_TIMEOUT_MS, REQUEST_RECEIVE_TIMEOUT_MS } from './connection-limit.js';
+import { closeSilentConnections } from './connection-limit.js';
 import { serveUpgrade } from './serve-upgrade.js';
 import type { Controller } from '../core/controller.js';
 import { mcpRoutes } from './mcp-routes.js';
@@ -132,6 +132,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const scrub = (text: string) => controller.scrubber.scrub(text);
   const log = deps.logger?.child({ component: 'api', listener });
   const ui = deps.ui ?? new UiHub({ scrub });
+  const firstRequestMs = controller.settings.get('daemon.firstRequestTimeout');
+  const receiveMs = controller.settings.get('daemon.requestReceiveTimeout');
 
   const app: FastifyInstance = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger.child({ component: 'http', listener }) as unknown as FastifyBaseLogger } : { logger: false }),
@@ -141,14 +143,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     forceCloseConnections: true,
     // A request must arrive whole in time (408 otherwise); a connection that sends none at all is
     // closed below. The answer and any stream after it are not bounded.
-    requestTimeout: REQUEST_RECEIVE_TIMEOUT_MS,
-    http: { headersTimeout: FIRST_REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1_000 },
+    // (daemon.requestReceiveTimeout, daemon.firstRequestTimeout; node wants headersTimeout ≤ requestTimeout.)
+    requestTimeout: receiveMs,
+    http: { headersTimeout: Math.min(firstRequestMs, receiveMs), connectionsCheckingInterval: 1_000 },
     bodyLimit: 8 * 1024 * 1024,
     return503OnClosing: true,
     schemaController: { compilersFactory: lazyCompilers },
   });
 
-  closeSilentConnections(app.server, FIRST_REQUEST_TIMEOUT_MS, log, listener);
+  closeSilentConnections(app.server, firstRequestMs, log, listener);
 
   // An empty body is no body, whatever its Content-Type says: clients close sessions with
   // `DELETE` + `Content-Type: application/json` and nothing after (the Python SDK, fastmcp). A route that

@@ -53,11 +53,11 @@ export function boundConnections(server: Server, configured: number, log?: Logge
 /**
  * How long a new connection (either listener) has to send its first request's headers. Node's own
  * `headersTimeout` starts only with a request's first byte, so a connection that never sends one would
- * hold its descriptor (and a place under the TCP bound) for ever.
+ * hold its descriptor (and a place under the TCP bound) for ever. The default of `daemon.firstRequestTimeout`.
  */
 export const FIRST_REQUEST_TIMEOUT_MS = 10_000;
 
-/** How long a request may take to arrive whole, headers and body (node's `requestTimeout`, answered 408). */
+/** How long a request may take to arrive whole, headers and body (node's `requestTimeout`, answered 408); `daemon.requestReceiveTimeout`'s default. */
 export const REQUEST_RECEIVE_TIMEOUT_MS = 30_000;
 
 /**

@@ -21,7 +21,7 @@ export interface AuthManagerOptions {
   loginTimeoutMs?: number;
   /** `oauth.refreshBackoffMax`, read at each failed refresh. */
   backoffMaxMs?: () => number;
-  /** LOGIN_UNWATCHED_MS, for tests. */
+  /** `oauth.loginUnwatchedTimeout`; default LOGIN_UNWATCHED_MS. */
   loginUnwatchedMs?: number;
 }
 
@@ -39,7 +39,7 @@ export interface LoginView {
  * A login is held by whoever waits for it (`mcpx login`'s long poll, an in-place authorization): once the last
  * waiter's connection is cut off the login is cancelled at once, and one nobody waits for (a command killed
  * between two polls, or before its first) after this long. A login is never left running for the next
- * `mcpx login` to join with an old authorization URL.
+ * `mcpx login` to join with an old authorization URL. The default of `oauth.loginUnwatchedTimeout`.
  */
 export const LOGIN_UNWATCHED_MS = 15_000;
 

@@ -432,6 +432,22 @@ export const SETTINGS = [
       "Connections each loopback TCP listener (daemon.port, the page's) holds at once, further capped at half the process's descriptor limit; more are closed as soon as they are accepted. The Unix socket is not bounded.",
   }),
   setting({
+    path: 'daemon.firstRequestTimeout',
+    codec: durationCodec(1_000),
+    default: 10_000,
+    restart: true,
+    description:
+      'How long a new connection (any listener, the Unix socket too) has to send a whole request head; one that sends none in time is closed. Once a request has come, it does not bound the answer or a stream.',
+  }),
+  setting({
+    path: 'daemon.requestReceiveTimeout',
+    codec: durationCodec(1_000),
+    default: 30_000,
+    restart: true,
+    description:
+      'How long a request may take to arrive whole, headers and body (any listener); past it the daemon answers 408 and closes the connection. It does not bound the answer or a stream.',
+  }),
+  setting({
     path: 'oauth.requestTimeout',
     codec: durationCodec(1),
     default: 30_000,
@@ -450,6 +466,14 @@ export const SETTINGS = [
     default: 5 * 60_000,
     description:
       'After a failed refresh a credential waits before the next one: 1 s, then twice as long after each failure in a row, at most this. Calls in the wait fail at once with the last failure.',
+  }),
+  setting({
+    path: 'oauth.loginUnwatchedTimeout',
+    codec: durationCodec(1_000),
+    default: 15_000,
+    restart: true,
+    description:
+      'How long a login nobody waits for (started through the API and never looked at, or its mcpx login killed between two polls) stays open before it is cancelled.',
   }),
   setting({
     path: 'daemon.maxUnreadBytes',

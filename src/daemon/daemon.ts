@@ -261,6 +261,7 @@ async function startController(p: ControllerParts): Promise<Controller> {
   setOAuthLimits(() => ({ timeoutMs: settings.get('oauth.requestTimeout'), maxBytes: settings.get('oauth.maxResponseBytes') }));
   const auth = new AuthManager({
     backoffMaxMs: () => settings.get('oauth.refreshBackoffMax'),
+    loginUnwatchedMs: settings.get('oauth.loginUnwatchedTimeout'),
     store: await CredentialStore.open(p.stateDir, { logger: logger.child({ component: 'credentials' }) }),
     onChange: (view) => hub.publish({ type: 'server.auth', ...view }),
     onSecrets: (owner, secrets) => scrubber.setDynamic(owner, secrets),

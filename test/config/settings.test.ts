@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { LOGIN_UNWATCHED_MS } from '../../src/auth/auth-manager.js';
 import { McpxError, SettingValueError, UnknownSettingError } from '../../src/errors.js';
 import { CANONICAL_PREFERENCES, PREFERENCE_ALIASES, type Preference } from '../../src/machines/preference.js';
 import {
@@ -16,6 +18,8 @@ import {
   type SettingChange,
   type SettingEntry,
 } from '../../src/config/settings.js';
+import { packageRoot } from '../../src/package-info.js';
+import { FIRST_REQUEST_TIMEOUT_MS, REQUEST_RECEIVE_TIMEOUT_MS } from '../../src/api/connection-limit.js';
 
 /** A fixed environment, so the machine running the tests cannot leak in. */
 const HOME = '/users/tester';
@@ -59,9 +63,12 @@ const NAMES: Record<string, { env: string; flag: string; envAliases?: string[]; 
   'daemon.host': { env: 'MCPX_DAEMON_HOST', flag: '--daemon-host' },
   'daemon.auth': { env: 'MCPX_DAEMON_AUTH', flag: '--daemon-auth' },
   'daemon.maxConnections': { env: 'MCPX_DAEMON_MAX_CONNECTIONS', flag: '--daemon-max-connections' },
+  'daemon.firstRequestTimeout': { env: 'MCPX_DAEMON_FIRST_REQUEST_TIMEOUT', flag: '--daemon-first-request-timeout' },
+  'daemon.requestReceiveTimeout': { env: 'MCPX_DAEMON_REQUEST_RECEIVE_TIMEOUT', flag: '--daemon-request-receive-timeout' },
   'oauth.requestTimeout': { env: 'MCPX_OAUTH_REQUEST_TIMEOUT', flag: '--oauth-request-timeout' },
   'oauth.maxResponseBytes': { env: 'MCPX_OAUTH_MAX_RESPONSE_BYTES', flag: '--oauth-max-response-bytes' },
   'oauth.refreshBackoffMax': { env: 'MCPX_OAUTH_REFRESH_BACKOFF_MAX', flag: '--oauth-refresh-backoff-max' },
+  'oauth.loginUnwatchedTimeout': { env: 'MCPX_OAUTH_LOGIN_UNWATCHED_TIMEOUT', flag: '--oauth-login-unwatched-timeout' },
   'daemon.maxUnreadBytes': { env: 'MCPX_DAEMON_MAX_UNREAD_BYTES', flag: '--daemon-max-unread-bytes' },
   'daemon.unreadTimeout': { env: 'MCPX_DAEMON_UNREAD_TIMEOUT', flag: '--daemon-unread-timeout' },
   'log.level': { env: 'MCPX_LOG_LEVEL', flag: '--log-level' },
@@ -92,9 +99,12 @@ const SAMPLE: Record<string, [string, unknown]> = {
   'daemon.host': ['::1', '::1'],
   'daemon.auth': ['none', 'none'],
   'daemon.maxConnections': ['64', 64],
+  'daemon.firstRequestTimeout': ['3s', 3_000],
+  'daemon.requestReceiveTimeout': ['1m', 60_000],
   'oauth.requestTimeout': ['2s', 2_000],
   'oauth.maxResponseBytes': ['65536', 65_536],
   'oauth.refreshBackoffMax': ['1m', 60_000],
+  'oauth.loginUnwatchedTimeout': ['5s', 5_000],
   'daemon.maxUnreadBytes': ['1048576', 1_048_576],
   'daemon.unreadTimeout': ['90s', 90_000],
   'log.level': ['DEBUG', 'debug'],
@@ -166,14 +176,35 @@ describe('declarations', () => {
       'daemon.host': '127.0.0.1',
       'daemon.auth': 'token',
       'daemon.maxConnections': 1024,
+      'daemon.firstRequestTimeout': 10_000,
+      'daemon.requestReceiveTimeout': 30_000,
       'oauth.requestTimeout': 30_000,
       'oauth.maxResponseBytes': 1_048_576,
       'oauth.refreshBackoffMax': 300_000,
+      'oauth.loginUnwatchedTimeout': 15_000,
       'daemon.maxUnreadBytes': 67_108_864,
       'daemon.unreadTimeout': 60_000,
       'log.level': 'info',
     });
     for (const e of s.list()) expect(e.source).toBe('default');
+  });
+
+  it("docs/contract.md's settings table names each setting's default as the declaration has it", () => {
+    const rows = new Map(
+      readFileSync(join(packageRoot(), 'docs', 'contract.md'), 'utf8')
+        .split('\n')
+        .flatMap((l) => {
+          const m = /^\| `([a-z]+\.[A-Za-z]+)` \| `([^`]+)`/.exec(l);
+          return m ? [[m[1] as string, m[2] as string] as const] : [];
+        }),
+    );
+    for (const e of make().list())
+      if (e.path !== 'paths.state' && e.path !== 'daemon.socket') expect([e.path, rows.get(e.path)]).toEqual([e.path, e.defaultDisplay]);
+    // Tests shorten these (silent-connections, login-safety); the daemon's own constants are the documented defaults.
+    expect(findSetting('daemon.firstRequestTimeout').default).toBe(FIRST_REQUEST_TIMEOUT_MS);
+    expect(findSetting('daemon.requestReceiveTimeout').default).toBe(REQUEST_RECEIVE_TIMEOUT_MS);
+    expect(findSetting('oauth.loginUnwatchedTimeout').default).toBe(LOGIN_UNWATCHED_MS);
+    expect([FIRST_REQUEST_TIMEOUT_MS, REQUEST_RECEIVE_TIMEOUT_MS, LOGIN_UNWATCHED_MS]).toEqual([10_000, 30_000, 15_000]);
   });
 
   it('get() is typed by path', () => {

@@ -13,14 +13,18 @@ import { until } from '../cli/helpers.js';
 import { chromiumMissing } from '../fixtures/oauth/index.js';
 import { OAuthRig } from './rig.js';
 
-/** Access tokens live 10 s: refreshed 8 s after each, checked every 5 s. */
-const ACCESS_TTL = 10;
+/**
+ * Access tokens live 5 s: each is due 4 s after it was issued (a fifth before expiry), so the daemon's 5 s tick
+ * refreshes at every tick (a 10 s token took two ticks each).
+ */
+const ACCESS_TTL = 5;
 const LOGIN_RUN_TIMEOUT = 100_000;
 
 const refreshesOk = (s: { tokens: Array<{ grant_type: string; status: number }> }) =>
   s.tokens.filter((t) => t.grant_type === 'refresh_token' && t.status === 200).length;
 
-describe.skipIf(chromiumMissing !== undefined)(`the scope on a refresh${chromiumMissing ? ` (skipped: ${chromiumMissing})` : ''}`, () => {
+// Each test is a rig of its own (authorization server, MCP server, daemon, state folder): they run at the same time.
+describe.skipIf(chromiumMissing !== undefined).concurrent(`the scope on a refresh${chromiumMissing ? ` (skipped: ${chromiumMissing})` : ''}`, () => {
   const rigs: OAuthRig[] = [];
   afterAll(async () => {
     for (const r of rigs) await r.stop();
