@@ -12,7 +12,7 @@
  * queued through the machine: a call acquires an instance (honouring its signal and timeout while it
  * waits), runs on that instance's session with its CallContext, and releases it.
  *
- * The session code (its chart, the transports, the wire schemas) is loaded by the pool's first call,
+ * The session code (its chart, the transports, the wire schemas and with them zod) is loaded by the pool's first call,
  * not with the pool: a daemon builds every configured server's pool before it listens, and most of them
  * are not called for a while.
  */

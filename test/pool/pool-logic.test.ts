@@ -5,6 +5,7 @@
  * the state value, the context, the events emitted and the transitions an inspector sees. The lease
  * shortcut must actually be taken (most acquires and releases), or this test proves nothing.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createActor, SimulatedClock, type Actor, type InspectionEvent, type SnapshotFrom } from 'xstate';
 import type { Lane, Preference } from '../../src/machines/preference.js';
@@ -175,4 +176,17 @@ describe('poolLogic takes the chart’s lease steps directly, and nothing else c
       expect(shortcuts / leases).toBeGreaterThan(0.6);
     });
   }
+});
+
+describe('poolLogic is xstate’s public custom-logic interface over the chart', () => {
+  it('is a plain ActorLogic object (not derived from the machine) and the pool reads no private part of xstate', () => {
+    const logic = poolLogic();
+    expect(Object.getPrototypeOf(logic)).toBe(Object.prototype);
+    expect(Object.keys(logic).sort()).toEqual(['config', 'getInitialSnapshot', 'getPersistedSnapshot', 'restoreSnapshot', 'start', 'transition']);
+    expect(logic.config).toBe(poolMachine.config);
+    for (const file of ['src/pool/pool.machine.ts', 'src/pool/server-pool.ts']) {
+      // xstate's underscore members (the system's `_sendInspectionEvent`, the actor's `_actorScope`, …) are its own.
+      expect(readFileSync(file, 'utf8'), file).not.toMatch(/\.\s*_(?!meta\b|transitions\b)[A-Za-z]|Object\.create\(/);
+    }
+  });
 });
