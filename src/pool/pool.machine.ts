@@ -799,6 +799,10 @@ export type PoolLogic = ActorLogic<SnapshotFrom<PoolMachine>, PoolMachineEvent, 
  * inspector and the model-based test's coverage see what the chart would show them.
  */
 export function poolLogic(inspect?: PoolInspector): PoolLogic {
+  return inspect === undefined ? uninspected : logicOver(inspect);
+}
+
+function logicOver(inspect: PoolInspector | undefined): PoolLogic {
   return {
     config: poolMachine.config,
     getInitialSnapshot: (scope, input) => poolMachine.getInitialSnapshot(scope, input),
@@ -822,6 +826,9 @@ export function poolLogic(inspect?: PoolInspector): PoolLogic {
     },
   };
 }
+
+/** The one logic of every pool actor nobody inspects (the daemon's, unless an inspector is attached). */
+const uninspected = logicOver(undefined);
 
 /** The chart's own transition definitions of the lease events (the objects an inspector is shown), looked up once. */
 let leaseTransitions: Record<LeaseEvent['type'], AnyTransitionDefinition> | undefined;
