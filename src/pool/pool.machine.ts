@@ -7,11 +7,10 @@
  * `rejected`, `idle.alarm`) and feeds back what the sessions did (`instance.ready`/`failed`/`exited`/`stopped`,
  * `instance.idle` when an alarm is due). Its reducers are pure functions of the context.
  */
-import { enqueueActions, setup, type SnapshotFrom } from 'xstate';
+import { enqueueActions, setup, type ActorLogic, type AnyTransitionDefinition, type InspectionEvent, type SnapshotFrom } from 'xstate';
 import type { ErrorCode } from '../errors.js';
 import { isForced, laneSessionPreference, type Lane, type Preference, type SessionPreference } from '../machines/preference.js';
 import type { Era } from '../machines/versions.js';
-import { ParkedWaiters } from './parked-waiters.js';
 import { SlotTable } from './slot-table.js';
 import { MAX_TIMER_MS } from '../timer-delay.js';
 import type { BackoffPolicy, PoolLimits, Scope, Sharing, Slot, SlotStatus, Waiter } from './types.js';
@@ -84,9 +83,9 @@ export interface PoolContext {
   /**
    * Callers waiting for their key's instance (starting, held exclusively or stopping): only a change to
    * that key's instances or to the routing facts (own era, legacy route, cooldowns) can move them, so
-   * they get a look only then. `waiting(c)` lists both kinds in arrival order.
+   * they get a look only then. Oldest first; `waiting(c)` lists both kinds in arrival order.
    */
-  parked: ParkedWaiters;
+  parked: readonly Waiter[];
   nextInstance: number;
   tick: number;
   /** What the own lane speaks, from its latest ready instance (or the era cache, before any). */
@@ -172,7 +171,7 @@ export function initialContext(input: PoolInput): PoolContext {
     }),
     instances: SlotTable.EMPTY,
     waiters: [],
-    parked: ParkedWaiters.EMPTY,
+    parked: [],
     nextInstance: 1,
     tick: 0,
     // force-* never reads the era cache.
@@ -354,22 +353,21 @@ function dispatch(d: Draft, all = false): void {
   // Who gets a look: the active callers, and the parked ones whose key's instances changed (every parked
   // one when the routing facts changed). The others would only be parked again (see PoolContext.parked).
   let look: Waiter[] = c.waiters;
-  if (c.parked.size > 0) {
+  if (c.parked.length > 0) {
     if (all || routingChanged(d.from, c)) {
-      look = mergeBySeq(look, c.parked.list());
-      c.parked = ParkedWaiters.EMPTY;
-    } else {
-      const woken: Waiter[] = [];
-      for (const key of d.touched) {
-        const [mine, rest] = c.parked.take(key);
-        if (mine.length === 0) continue;
-        woken.push(...mine);
-        c.parked = rest;
+      look = mergeBySeq(look, c.parked);
+      c.parked = [];
+    } else if (d.touched.size > 0) {
+      const woken = c.parked.filter((w) => d.touched.has(w.key));
+      if (woken.length > 0) {
+        c.parked = c.parked.filter((w) => !d.touched.has(w.key));
+        look = mergeBySeq(look, woken);
       }
-      if (woken.length > 0) look = mergeBySeq(look, woken.sort(bySeq));
     }
   }
   if (look.length === 0) return; // nobody waits (the common case of a release)
+  /** Who this look parks, oldest first: merged into the parked list once, at the end. */
+  const park: Waiter[] = [];
   const needNew: Waiter[] = [];
   const keep: Waiter[] = [];
   for (const w of look) {
@@ -393,7 +391,7 @@ function dispatch(d: Draft, all = false): void {
   for (const w of needNew) {
     const lane = needsNewInstance(c, w);
     if (lane === null) {
-      c.parked = c.parked.add(w); // an instance it may get is starting, held exclusively, or stopping: wait for it
+      park.push(w); // an instance it may get is starting, held exclusively, or stopping: wait for it
       continue;
     }
     if (c.lanes[lane].cooling) {
@@ -402,7 +400,7 @@ function dispatch(d: Draft, all = false): void {
     }
     if (room[lane] > 0) {
       room[lane]--;
-      c.parked = c.parked.add(w); // it waits for the instance started for its key
+      park.push(w); // it waits for the instance started for its key
       const id = `i${c.nextInstance++}`;
       d.create({ id, lane, key: w.key, status: 'starting', holders: [], lastUsed: ++c.tick, era: null, idleAt: null });
       d.stats().starts++;
@@ -423,9 +421,8 @@ function dispatch(d: Draft, all = false): void {
     }
   }
   c.waiters = keep;
+  if (park.length > 0) c.parked = mergeBySeq(c.parked, park);
 }
-
-const bySeq = (a: Waiter, b: Waiter) => a.seq - b.seq;
 
 /** Two lists each in arrival order, merged in arrival order. */
 function mergeBySeq(a: readonly Waiter[], b: readonly Waiter[]): Waiter[] {
@@ -442,7 +439,7 @@ function mergeBySeq(a: readonly Waiter[], b: readonly Waiter[]): Waiter[] {
 
 /** Every waiting caller, active and parked, in arrival order. */
 export function waiting(c: Pick<PoolContext, 'waiters' | 'parked'>): Waiter[] {
-  return c.parked.size === 0 ? [...c.waiters] : mergeBySeq(c.waiters, c.parked.list());
+  return mergeBySeq(c.waiters, c.parked);
 }
 
 /** Facts every waiter's routing reads, besides its key's instances. */
@@ -496,7 +493,7 @@ export function release(ctx: PoolContext, requestId: string, at: number): Step {
 export function cancel(ctx: PoolContext, requestId: string): Step {
   const d = new Draft(ctx);
   d.c.waiters = d.c.waiters.filter((w) => w.requestId !== requestId);
-  d.c.parked = d.c.parked.remove(requestId);
+  d.c.parked = d.c.parked.filter((w) => w.requestId !== requestId);
   dispatch(d);
   return d.done();
 }
@@ -585,7 +582,7 @@ export function stopAll(ctx: PoolContext): Step {
   const d = new Draft(ctx);
   for (const w of waiting(d.c)) d.emit({ type: 'acquire.rejected', requestId: w.requestId, error: stoppedError(d.c) });
   d.c.waiters = [];
-  d.c.parked = ParkedWaiters.EMPTY;
+  d.c.parked = [];
   for (const s of ctx.instances.list()) {
     if (s.status !== 'stopping') d.stopSlot(s, 'pool-stopped');
   }
@@ -635,7 +632,7 @@ export const poolMachine = setup({
     isFollow: ({ context }) => context.config.follow,
     isHolder: ({ context, event }) => event.type === 'release' && context.instances.heldBy(event.requestId) !== undefined,
     isWaiting: ({ context, event }) =>
-      event.type === 'cancel' && (context.parked.has(event.requestId) || context.waiters.some((w) => w.requestId === event.requestId)),
+      event.type === 'cancel' && (context.parked.some((w) => w.requestId === event.requestId) || context.waiters.some((w) => w.requestId === event.requestId)),
     isStarting: ({ context, event }) => statusOf(context, event) === 'starting',
     isLive: ({ context, event }) => {
       const st = statusOf(context, event);
@@ -781,42 +778,61 @@ export function leaseStep(snapshot: SnapshotFrom<PoolMachine>, event: PoolMachin
   return step.effects.every((fx) => fx.kind === 'emit') ? step : undefined;
 }
 
+/** An observer of the pool actor's inspection events (createActor's `inspect` option). */
+export type PoolInspector = (event: InspectionEvent) => void;
+
+export type PoolLogic = ActorLogic<SnapshotFrom<PoolMachine>, PoolMachineEvent, PoolInput, Parameters<PoolMachine['transition']>[2]['system'], PoolEmitted>;
+
 /**
  * The pool chart as the ServerPool runs it: the chart, with its lease transitions taken directly. Each
- * call sends an acquire and a release; through the interpreter the pair costs some 20 µs (a parallel
- * chart's transition selection, action resolution, a new snapshot and its state value), with the
- * reducers 3 µs of it. The same reducer runs, the snapshot keeps its state and takes the new context,
- * and emitted events are deferred to after the update, as xstate's `emit` action is. Every other event,
- * and a lease event that would do anything else, goes through the chart; test/pool/pool-logic.test.ts
- * holds the two to the same snapshots and emitted events.
+ * call sends an acquire and a release, and through xstate's interpreter the pair costs several times
+ * what its reducers do (docs/decisions.md, "Leases skip xstate's interpreter"). This is xstate's public
+ * custom-logic interface (ActorLogic) over the chart: every member is the chart's own, except that
+ * `transition` takes a lease step (`leaseStep`) by running the reducer the chart's action runs, keeping
+ * the snapshot's state and taking the new context, and deferring emitted events to after the update as
+ * xstate's `emit` does. Every other event, and a lease step that would do anything else, goes through the
+ * chart. test/pool/pool-logic.test.ts holds the two to the same snapshots, emitted events and inspection.
+ *
+ * `inspect`: the actor's inspector, the same one given to createActor. The interpreter tells it of the
+ * chart's microsteps; the lease steps it does not see are told here, as the same `@xstate.microstep`
+ * (the chart's own transition definition, and the snapshot after it), so the live page, the Stately
+ * inspector and the model-based test's coverage see what the chart would show them.
  */
-export const poolLogic: PoolMachine = Object.assign(Object.create(poolMachine) as PoolMachine, {
-  transition(snapshot: SnapshotFrom<PoolMachine>, event: PoolMachineEvent, scope: Parameters<PoolMachine['transition']>[2]) {
-    const step = leaseStep(snapshot, event);
-    if (step === undefined) return poolMachine.transition(snapshot, event, scope);
-    for (const fx of step.effects) if (fx.kind === 'emit') scope.defer(() => scope.emit(fx.event));
-    const next = step.context === snapshot.context ? snapshot : { ...snapshot, context: step.context };
-    // What the interpreter tells an inspector of the step (the live page's and the Stately inspector's
-    // view, the model test's transition coverage): the one transition taken, and the snapshot after it.
-    (scope.system as unknown as Inspectable)._sendInspectionEvent?.({
-      type: '@xstate.microstep',
-      actorRef: scope.self,
-      event,
-      snapshot: next,
-      _transitions: [leaseTransition(event.type as LeaseEvent['type'])],
-    });
-    return next;
-  },
-});
-
-/** xstate's own hook for an actor logic's inspection events (what its machines call for each microstep). */
-interface Inspectable {
-  _sendInspectionEvent?: (event: Record<string, unknown>) => void;
+export function poolLogic(inspect?: PoolInspector): PoolLogic {
+  return inspect === undefined ? uninspected : logicOver(inspect);
 }
 
+function logicOver(inspect: PoolInspector | undefined): PoolLogic {
+  return {
+    config: poolMachine.config,
+    getInitialSnapshot: (scope, input) => poolMachine.getInitialSnapshot(scope, input),
+    restoreSnapshot: (persisted, scope) => poolMachine.restoreSnapshot(persisted, scope),
+    getPersistedSnapshot: (snapshot, options) => poolMachine.getPersistedSnapshot(snapshot, options),
+    start: (snapshot) => poolMachine.start(snapshot),
+    transition(snapshot, event, scope) {
+      const step = leaseStep(snapshot, event);
+      if (step === undefined) return poolMachine.transition(snapshot, event, scope);
+      for (const fx of step.effects) if (fx.kind === 'emit') scope.defer(() => scope.emit(fx.event));
+      const next = step.context === snapshot.context ? snapshot : ({ ...snapshot, context: step.context } as typeof snapshot);
+      inspect?.({
+        type: '@xstate.microstep',
+        rootId: scope.self.sessionId,
+        actorRef: scope.self,
+        event,
+        snapshot: next,
+        _transitions: [leaseTransition(event.type as LeaseEvent['type'])],
+      });
+      return next;
+    },
+  };
+}
+
+/** The one logic of every pool actor nobody inspects (the daemon's, unless an inspector is attached). */
+const uninspected = logicOver(undefined);
+
 /** The chart's own transition definitions of the lease events (the objects an inspector is shown), looked up once. */
-let leaseTransitions: Record<LeaseEvent['type'], object> | undefined;
-function leaseTransition(type: LeaseEvent['type']): object {
+let leaseTransitions: Record<LeaseEvent['type'], AnyTransitionDefinition> | undefined;
+function leaseTransition(type: LeaseEvent['type']): AnyTransitionDefinition {
   leaseTransitions ??= (() => {
     const running = poolMachine.getStateNodeById('pool.running').transitions;
     return { acquire: running.get('acquire')![0]!, release: running.get('release')![0]! };

@@ -12,7 +12,7 @@
  * queued through the machine: a call acquires an instance (honouring its signal and timeout while it
  * waits), runs on that instance's session with its Call, and releases it.
  *
- * The session code (its chart, the transports, the wire schemas) is loaded by the pool's first call,
+ * The session code (its chart, the transports, the wire schemas and with them zod) is loaded by the pool's first call,
  * not with the pool: a daemon builds every configured server's pool before it listens, and most of them
  * are not called for a while.
  */
@@ -31,7 +31,7 @@ import { eraCacheKey } from '../upstream/process-key.js';
 import { stateName } from '../machines/state-name.js';
 import type { UpstreamSession, ChangedList, SessionInfo, SessionSnapshot, UpstreamSessionOptions } from '../upstream/session.js';
 import { timeLeft, type Call } from '../call/call.js';
-import { poolLogic, type PoolEmitted, type PoolFailure, type PoolMachineEvent } from './pool.machine.js';
+import { poolLogic, type PoolEmitted, type PoolLogic, type PoolFailure, type PoolMachineEvent } from './pool.machine.js';
 import type { InspectSource, InstanceStatus, PoolEvent, PoolServerConfig, ProtocolReport, ServerPoolApi, UpstreamInfo } from './types.js';
 
 /** xstate's clock (timers); one that also tells the time (xstate's SimulatedClock) is the pool's clock too. */
@@ -114,7 +114,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
   readonly name: string;
   readonly config: PoolServerConfig;
   /** @internal The pool statechart's actor: for tests, the live statechart view and debugging. */
-  readonly actor: Actor<typeof poolLogic>;
+  readonly actor: Actor<PoolLogic>;
   private readonly deps: ServerPoolDeps;
   /** Set from deps, or by the first call (see the header). */
   private sessionFactory: SessionFactory | undefined;
@@ -172,7 +172,9 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
     this.cacheKey = key;
     // The pool machine ignores the record under force-* (as the session machine does).
     const cached = key ? (deps.cache?.usable(key) ?? null) : null;
-    this.actor = createActor(poolLogic, {
+    const inspect =
+      deps.inspect && deps.inspectPool !== false ? (ev: InspectionEvent) => deps.inspect?.(ev, { actor: 'pool', server: config.name }) : undefined;
+    this.actor = createActor(poolLogic(inspect), {
       id: `pool:${config.name}`,
       input: {
         server: config.name,
@@ -181,7 +183,7 @@ export class ServerPool extends EventEmitter implements ServerPoolApi {
         ...(config.backoff ? { backoff: config.backoff } : {}),
         cachedEra: cached?.era ?? null,
       },
-      ...(deps.inspect && deps.inspectPool !== false ? { inspect: (ev: InspectionEvent) => deps.inspect?.(ev, { actor: 'pool', server: config.name }) } : {}),
+      ...(inspect ? { inspect } : {}),
       ...(deps.clock ? { clock: deps.clock } : {}),
     });
     this.actor.on('*', (e) => this.perform(e as PoolEmitted));

@@ -138,7 +138,7 @@ export interface ServerPoolApi {
   on(event: 'event', listener: (e: PoolEvent) => void): this;
 }
 
-// ---- The pool chart's slots and waiters (its context; the slot table and parked waiters keep them) ----
+// ---- The pool chart's slots and waiters (its context; the slot table keeps the slots) ----
 
 export type SlotStatus = 'starting' | 'ready' | 'idle' | 'stopping';
 

@@ -5,10 +5,20 @@
  * the state value, the context, the events emitted and the transitions an inspector sees. The lease
  * shortcut must actually be taken (most acquires and releases), or this test proves nothing.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { createActor, SimulatedClock, type InspectionEvent, type SnapshotFrom } from 'xstate';
+import { createActor, SimulatedClock, type Actor, type InspectionEvent, type SnapshotFrom } from 'xstate';
 import type { Lane, Preference } from '../../src/machines/preference.js';
-import { leaseStep, poolLogic, poolMachine, type PoolEmitted, type PoolInput, type PoolMachineEvent, type PoolContext } from '../../src/pool/pool.machine.js';
+import {
+  leaseStep,
+  poolLogic,
+  poolMachine,
+  type PoolEmitted,
+  type PoolInput,
+  type PoolLogic,
+  type PoolMachineEvent,
+  type PoolContext,
+} from '../../src/pool/pool.machine.js';
 import type { PoolLimits } from '../../src/pool/types.js';
 
 type Snap = SnapshotFrom<typeof poolMachine>;
@@ -26,25 +36,25 @@ function rng(seed: number): () => number {
 }
 
 interface Side {
-  actor: ReturnType<typeof createActor<typeof poolMachine>>;
+  actor: Actor<PoolLogic> | Actor<typeof poolMachine>;
   clock: SimulatedClock;
   emitted: PoolEmitted[];
   steps: string[];
 }
 
-function side(logic: typeof poolMachine, input: PoolInput): Side {
+/** One side: the chart itself (`poolMachine`), or the ServerPool's logic over it (`poolLogic`), with its inspector. */
+function side(which: 'chart' | 'poolLogic', input: PoolInput): Side {
   const clock = new SimulatedClock();
   const emitted: PoolEmitted[] = [];
   const steps: string[] = [];
-  const actor = createActor(logic, {
-    input,
-    clock,
-    inspect: (ev: InspectionEvent) => {
-      if (ev.type !== '@xstate.microstep') return;
-      const t = (ev as unknown as { _transitions: Array<{ eventType: string; source: { id: string } }> })._transitions;
-      steps.push(`${t.map((d) => `${d.source.id}/${d.eventType}`).join(',')}:${JSON.stringify((ev.snapshot as Snap).value)}`);
-    },
-  });
+  const inspect = (ev: InspectionEvent) => {
+    if (ev.type !== '@xstate.microstep') return;
+    // The root is the pool actor itself (so the two sides' steps differ if either names another).
+    const root = ev.rootId === (ev.actorRef as { sessionId?: string }).sessionId ? '' : ` (root ${ev.rootId})`;
+    steps.push(`${ev._transitions.map((d) => `${d.source.id}/${d.eventType}`).join(',')}:${JSON.stringify((ev.snapshot as Snap).value)}${root}`);
+  };
+  const actor: Side['actor'] =
+    which === 'chart' ? createActor(poolMachine, { input, clock, inspect }) : createActor(poolLogic(inspect), { input, clock, inspect });
   actor.on('*', (e) => emitted.push(e as PoolEmitted));
   actor.start();
   return { actor, clock, emitted, steps };
@@ -56,7 +66,7 @@ const pick = <T>(r: () => number, xs: readonly T[]): T | undefined => (xs.length
 function nextEvent(r: () => number, c: PoolContext, keys: string[], at: number, n: { req: number }): PoolMachineEvent | 'tick' {
   const slots = c.instances.list();
   const holders = slots.flatMap((s) => s.holders);
-  const waiters = [...c.waiters, ...c.parked.list()];
+  const waiters = [...c.waiters, ...c.parked];
   const roll = r();
   if (roll < 0.3) return { type: 'acquire', requestId: `r${++n.req}`, want: (r() < 0.7 ? 'own' : 'legacy') as Lane, key: pick(r, keys)! };
   if (roll < 0.55) {
@@ -128,8 +138,8 @@ describe('poolLogic takes the chart’s lease steps directly, and nothing else c
       for (let seed = 1; seed <= 40; seed += 1) {
         const r = rng(seed * 7919);
         const input: PoolInput = { server: 's', preference: cfg.preference, limits: cfg.limits, backoff: { initialMs: 100, factor: 2, maxMs: 400 } };
-        const chart = side(poolMachine, input);
-        const fast = side(poolLogic, input);
+        const chart = side('chart', input);
+        const fast = side('poolLogic', input);
         const n = { req: 0 };
         let at = 0;
         for (let i = 0; i < 400; i += 1) {
@@ -166,4 +176,17 @@ describe('poolLogic takes the chart’s lease steps directly, and nothing else c
       expect(shortcuts / leases).toBeGreaterThan(0.6);
     });
   }
+});
+
+describe('poolLogic is xstate’s public custom-logic interface over the chart', () => {
+  it('is a plain ActorLogic object (not derived from the machine) and the pool reads no private part of xstate', () => {
+    const logic = poolLogic();
+    expect(Object.getPrototypeOf(logic)).toBe(Object.prototype);
+    expect(Object.keys(logic).sort()).toEqual(['config', 'getInitialSnapshot', 'getPersistedSnapshot', 'restoreSnapshot', 'start', 'transition']);
+    expect(logic.config).toBe(poolMachine.config);
+    for (const file of ['src/pool/pool.machine.ts', 'src/pool/server-pool.ts']) {
+      // xstate's underscore members (the system's `_sendInspectionEvent`, the actor's `_actorScope`, …) are its own.
+      expect(readFileSync(file, 'utf8'), file).not.toMatch(/\.\s*_(?!meta\b|transitions\b)[A-Za-z]|Object\.create\(/);
+    }
+  });
 });

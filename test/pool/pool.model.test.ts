@@ -206,7 +206,7 @@ function checkInvariants(s: Snap): string[] {
   if (new Set(ids).size !== ids.length) bad.push('a request is queued twice or both queued and holding');
   // Dispatch skips parked waiters whose key and routing did not change; a full dispatch must find nothing left to do.
   if (s.matches('running') && !isSettled(c)) bad.push('a full dispatch would still act (a waiter was skipped that should not have been)');
-  for (const w of c.parked.list()) if (needsNewInstance(c, w) !== null) bad.push(`${w.requestId} is parked but needs a new instance`);
+  for (const w of c.parked) if (needsNewInstance(c, w) !== null) bad.push(`${w.requestId} is parked but needs a new instance`);
   for (const w of waiting(c)) {
     if (usableSlot(c, w)) bad.push(`${w.requestId} waits although an instance could serve it`);
     const lane = needsNewInstance(c, w);
