@@ -91,9 +91,12 @@ export interface Call extends Caller, CallHandling {
   readonly params: Record<string, unknown>;
 }
 
-/** A call whose deadline is set from its timeout, as an entry makes it. */
-export function newCall<C extends Omit<Call, 'deadline'>>(call: C): C & { deadline?: number } {
-  return call.timeoutMs === undefined ? call : { ...call, deadline: Date.now() + call.timeoutMs };
+let calls = 0;
+
+/** A call as an entry makes it: named (`call-N`, unless it has an id), its deadline set from its timeout. */
+export function newCall<C extends Omit<Call, 'deadline'>>(call: C): C & { id: string; deadline?: number } {
+  const id = call.id ?? `call-${++calls}`;
+  return call.timeoutMs === undefined ? { ...call, id } : { ...call, id, deadline: Date.now() + call.timeoutMs };
 }
 
 /** The time a call has left (undefined: no deadline, only its timeout, counted from now). */

@@ -2,7 +2,7 @@
  * Calls on a server's pool, and their outcomes: upstream and tool failures come back as `{ok:false}`
  * with a stable code; each finished tool call is recorded (./call-records.ts).
  */
-import type { Call } from '../call/call.js';
+import { newCall, type Call } from '../call/call.js';
 import { McpxError } from '../errors.js';
 import type { Lane } from '../machines/preference.js';
 import type { ServerPool } from '../pool/server-pool.js';
@@ -52,8 +52,6 @@ function textOfResult(result: Record<string, unknown>): string {
 }
 
 export class Calls {
-  private nextCall = 0;
-
   constructor(private readonly deps: CallsDeps) {}
 
   /**
@@ -75,7 +73,8 @@ export class Calls {
 
   private async run(call: Call, toolErrors: boolean): Promise<CallOutcome> {
     const started = Date.now();
-    const named: Call = call.id === undefined ? { ...call, id: `call-${++this.nextCall}` } : call;
+    // Entries name their calls (newCall); one made without a name gets one here, for its record.
+    const named: Call = call.id === undefined ? newCall(call) : call;
     const recorded = named.method === 'tools/call';
     let lane: Lane | undefined;
     let outcome: CallOutcome;

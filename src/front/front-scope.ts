@@ -5,7 +5,7 @@
  */
 import type { RequestStateCodec, Server, ServerContext } from '@modelcontextprotocol/server';
 import { PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
-import type { Call, Caller, ProgressListener, RelayedMethod } from '../call/call.js';
+import { newCall, type Call, type Caller, type ProgressListener, type RelayedMethod } from '../call/call.js';
 import type { Controller } from '../core/controller.js';
 import type { Logger } from '../log.js';
 import { relayed } from './front-relay.js';
@@ -68,7 +68,7 @@ export function callOf(
   params: Record<string, unknown>,
   onProgress?: ProgressListener,
 ): Call {
-  return { ...callerOf(f, ctx), signal: ctx.mcpReq.signal, ...(onProgress ? { onProgress } : {}), server, method, params };
+  return newCall({ ...callerOf(f, ctx), signal: ctx.mcpReq.signal, ...(onProgress ? { onProgress } : {}), server, method, params });
 }
 
 /** A listing's view: always fetched (a caller listing wants what is offered now), and kept for the requests that follow. */
