@@ -1,7 +1,7 @@
 /**
  * The official MCP conformance suite's server scenarios (`@modelcontextprotocol/conformance`, pinned in
- * package.json) against the binary's `/mcp/<server>` passthrough: `/mcp/conformance` fronts
- * test/fixtures/conformance-upstream.mjs over stdio (2025-11-25 and 2026-07-28), `/mcp/conformance-http`
+ * package.json) against the binary's `/mcp/<server>` passthrough: `/mcp/conformance` and `/mcp/conformance-modern`
+ * front test/fixtures/conformance-upstream.mjs over stdio (2025-11-25 and 2026-07-28), `/mcp/conformance-http`
  * the same fixture over Streamable HTTP (test/fixtures/http/conformance-upstream-http.mjs; 2026-07-28, why below).
  * One daemon fronts both; three runners go at the same time, the stdio endpoint's two spec versions apart
  * and the HTTP one (each scenario run is its own CLI process, often waiting on the daemon; runners of
@@ -67,6 +67,10 @@ describe('conformance server scenarios against /mcp', () => {
       JSON.stringify({
         mcpServers: {
           conformance: { command: process.execPath, args: [join(FIXTURE_DIR, 'conformance-upstream.mjs')] },
+          // The same fixture for the 2026-07-28 stdio runner: the two stdio runners go at the same time, so each
+          // has an upstream process of its own, and one runner's scenarios (a question held open, a list
+          // changed) never delay or change the other's, whose streaming checks wait 600 ms at most.
+          'conformance-modern': { command: process.execPath, args: [join(FIXTURE_DIR, 'conformance-upstream.mjs')] },
           'conformance-http': { url: http.url },
         },
       }),
@@ -84,7 +88,7 @@ describe('conformance server scenarios against /mcp', () => {
     // wall time on a loaded machine, the longest test of the suite by far.
     const endpoints = [
       { server: 'conformance', transport: 'stdio', versions: ['2025-11-25'] },
-      { server: 'conformance', transport: 'stdio', versions: ['2026-07-28'] },
+      { server: 'conformance-modern', transport: 'stdio', versions: ['2026-07-28'] },
       { server: 'conformance-http', transport: 'http', versions: ['2026-07-28'] },
     ];
     const runs = await Promise.all(
