@@ -4,7 +4,8 @@
  * daemon serves (the build's copy, dist/assets). No other address is ever asked for.
  *
  * For tests the script keeps `window.mcpxUi`: `loaded` (the first state is drawn), `renders` (charts
- * drawn so far), `history` (every highlight change: server, instance states, chart ids), `events`.
+ * drawn so far), `mermaidRenders` (of those, the ones Mermaid laid out; the rest are copies of the same
+ * text), `history` (every highlight change: server, instance states, chart ids), `events`.
  */
 
 export const UI_PAGE = `<!doctype html>
@@ -121,10 +122,11 @@ export const UI_PAGE = `<!doctype html>
 
 export const UI_SCRIPT = String.raw`'use strict';
 (function () {
-  var ui = window.mcpxUi = { loaded: false, renders: 0, history: [], events: [], state: null, selected: {} };
+  var ui = window.mcpxUi = { loaded: false, renders: 0, mermaidRenders: 0, history: [], events: [], state: null, selected: {} };
   var state = null;
   var charts = {};
   var renderSeq = 0;
+  var svgCache = {}, svgCacheSize = 0;
   var SVGNS = 'http://www.w3.org/2000/svg';
   // Mermaid draws state text at 16 px; 0.75 keeps it at 12 px on screen (>= 11 px), the chart scrolls instead of shrinking.
   var DEFAULT_ZOOM = 0.75, MIN_ZOOM = 0.1, MAX_ZOOM = 3;
@@ -225,12 +227,28 @@ export const UI_SCRIPT = String.raw`'use strict';
     draw(c);
     return c;
   }
+  // Every server draws the same charts, mostly with the same highlights: Mermaid lays each distinct text out
+  // once (about a second for the session chart on a busy machine; ten servers' charts took the page away for
+  // half a minute) and each chart gets a copy under its own id, so its id-scoped styles and node ids stay its
+  // own. The cached copy's id is never in the page; ids end in 'z' so 'mcpx1z' is never part of 'mcpx12z'.
+  function layout(want) {
+    var hit = svgCache[want];
+    if (!hit) {
+      if (++svgCacheSize > 64) { svgCache = {}; svgCacheSize = 1; }
+      var rid = 'mcpx' + (++renderSeq) + 'z';
+      ui.mermaidRenders++;
+      hit = svgCache[want] = mermaid.render(rid, want).then(function (r) { return { id: rid, svg: r.svg }; });
+      hit.catch(function () { if (svgCache[want] === hit) delete svgCache[want]; });
+    }
+    var id = 'mcpx' + (++renderSeq) + 'z';
+    return hit.then(function (h) { return { svg: h.svg.split(h.id).join(id) }; });
+  }
   function draw(c) {
     if (c.busy) return;
     var want = c.want;
     if (c.drawn === want && c.container.firstChild) return;
     c.busy = true;
-    mermaid.render('m' + (++renderSeq), want).then(function (r) {
+    layout(want).then(function (r) {
       c.container.innerHTML = r.svg;
       c.drawn = want;
       c.container.setAttribute('data-drawn', c.container.getAttribute('data-active') || '');

@@ -114,6 +114,24 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui at a glance, 10 servers in chrom
       if (m.type() === 'error') problems.push(m.text());
     });
     page.on('pageerror', (e) => problems.push(e.message));
+    // counts Mermaid's layouts from outside the page's own script: the bundle ends by setting globalThis.mermaid
+    await page.addInitScript(() => {
+      const w = globalThis as unknown as { mermaidLayouts: number; mermaid?: { render: (...a: unknown[]) => unknown } };
+      w.mermaidLayouts = 0;
+      let m: typeof w.mermaid;
+      Object.defineProperty(globalThis, 'mermaid', {
+        configurable: true,
+        get: () => m,
+        set: (v: NonNullable<typeof w.mermaid>) => {
+          const render = v.render.bind(v);
+          v.render = (...a: unknown[]) => {
+            w.mermaidLayouts++;
+            return render(...a);
+          };
+          m = v;
+        },
+      });
+    });
     const res = await page.goto(loginUrl);
     expect(res?.status()).toBe(200);
     await page.waitForFunction(() => window.mcpxUi?.loaded === true, null, { timeout: 60_000 });
@@ -187,6 +205,49 @@ describe.skipIf(!existsSync(CHROMIUM))('mcpx ui at a glance, 10 servers in chrom
     expect(await page.locator('#recent-errors li', { hasText: 'broken' }).count()).toBeGreaterThan(0);
     expect(problems).toEqual([]);
   }, 120_000);
+
+  it('lays out each distinct chart once: the 10 servers share their Mermaid layouts, each copy under its own id', async () => {
+    // every chart drawn with what it is to show (nothing pending), so the counts below are settled
+    await page.waitForFunction(
+      () => {
+        const cs = Array.from(document.querySelectorAll('.chart'));
+        return cs.length >= 30 && cs.every((c) => c.querySelector('svg') && c.getAttribute('data-drawn') === c.getAttribute('data-active'));
+      },
+      null,
+      { timeout: 60_000 },
+    );
+    const got = await page.evaluate(() => {
+      const w = globalThis as unknown as { mermaidLayouts: number; mcpxUi: { renders: number } };
+      const charts = Array.from(document.querySelectorAll('.chart'));
+      const svgs = charts.map((c) => c.querySelector('svg')!);
+      // what a chart shows: its kind and highlights (the path charts differ by their states too)
+      const shown = new Set(
+        charts.map((c) => `${c.className}|${c.getAttribute('data-drawn')}|${c.classList.contains('path-chart') ? c.querySelector('svg')!.textContent : ''}`),
+      );
+      return {
+        charts: charts.length,
+        draws: w.mcpxUi.renders,
+        layouts: w.mermaidLayouts,
+        distinct: shown.size,
+        ids: svgs.map((s) => s.id),
+        unscoped: svgs.filter((s) => !(s.querySelector('style')?.textContent ?? '').includes(`#${s.id}`)).map((s) => s.id),
+        foreignNodes: svgs.flatMap((s) =>
+          Array.from(s.querySelectorAll('g.node'))
+            .filter((g) => !g.id.startsWith(`${s.id}-`))
+            .map((g) => g.id),
+        ),
+      };
+    });
+    // one layout per distinct chart (and at most one per redraw since), not one per chart: 31 of them
+    // took the page away for half a minute on a busy machine
+    expect(got.distinct).toBeLessThan(got.charts);
+    expect(got.layouts, JSON.stringify(got)).toBeLessThanOrEqual(got.distinct + (got.draws - got.charts));
+    // and each copy is its own: its own id, its styles and states scoped to it
+    expect(new Set(got.ids).size).toBe(got.charts);
+    expect(got.unscoped).toEqual([]);
+    expect(got.foreignNodes).toEqual([]);
+    expect(problems).toEqual([]);
+  }, 90_000);
 
   it('shows a call made with mcpx call live in the recent calls, its duration and outcome, its secret redacted', async () => {
     const r = await mcpx(['call', 'modern-1', 'echo', JSON.stringify({ text: SECRET })], { env, timeoutMs: 60_000 });
