@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import type { EntryMode, McpHttpEntry } from '../front/http-entry.js';
-import { send } from './api-errors.js';
+import { send, statusFor, toApiError } from './api-errors.js';
 import { deepParamsRefusal } from '../front/json-depth.js';
 import type { Controller } from '../core/controller.js';
 import { UnreadGuard, unreadLimits, type UnreadLimits } from '../front/unread-guard.js';
@@ -36,8 +36,21 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
   };
   if (!given) app.addHook('onClose', async () => (own ? (await own).close() : undefined));
   let nodeHandler: Promise<typeof import('@modelcontextprotocol/node').toNodeHandler> | undefined;
-  const known = (name: string) => controller.config.servers.some((s) => s.name === name && !s.disabled);
-  const serveMcp = async (req: FastifyRequest, reply: FastifyReply, mode: EntryMode) => {
+  const serveMcp = async (req: FastifyRequest, reply: FastifyReply, given: EntryMode) => {
+    // `?config=/abs/path`: that config's servers (loaded on first use); none: the daemon's own.
+    const named = (req.query as { config?: unknown }).config;
+    let mode = given;
+    if (typeof named === 'string' && named !== '') {
+      try {
+        const config = await controller.useConfig(named);
+        if (config !== undefined) mode = { ...given, config };
+      } catch (err) {
+        const e = toApiError(err);
+        return send(reply, e.error.code === 'MCPX_BAD_CONFIG' ? 400 : statusFor(e.error.code), e.error);
+      }
+    }
+    const entry = controller.configs.get(mode.config);
+    const known = (name: string) => entry.cfg.servers.some((s) => s.name === name && !s.disabled);
     const missing = [mode.passthrough, ...(mode.servers ?? [])].find((n) => n !== undefined && !known(n));
     if (missing !== undefined) return send(reply, 404, { code: 'MCPX_UNKNOWN_SERVER', message: `no server ${JSON.stringify(missing)} is configured` });
     // Deeper than what mcpx relays (the /v1 rule), anywhere in the body: refused here, before the node

@@ -13,6 +13,7 @@ import { boundedDepth, MAX_JSON_DEPTH } from '../front/json-depth.js';
 import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from '../front/headers.js';
 import type {
   CallOutcome,
+  ConfigStatusView,
   ConfigView,
   InstanceView,
   LaneView,
@@ -295,6 +296,23 @@ export const rejectedEditSchema = z
   })
   .meta({ description: 'The last config edit the daemon refused; the config before it stays in force until a reload succeeds.' });
 
+export const configStatusSchema = z.object({
+  file: z.string().nullable(),
+  home: z.boolean().meta({ description: "The daemon's own config: what callers that name none get; never unloaded." }),
+  demo: z.boolean(),
+  loadedAt: z.string(),
+  lastUsedAt: z.string(),
+  callers: z.array(z.object({ id: z.string(), kind: z.enum(['serve', 'mcp', 'cli']), since: z.string() })),
+  servers: z.array(
+    z.object({
+      server: z.string(),
+      instance: z.string().meta({ description: 'The instance it runs on (one per distinct definition, shared by every config that defines it alike).' }),
+      sharedWith: z.array(z.object({ file: z.string().nullable(), server: z.string() })),
+    }),
+  ),
+  rejected: rejectedEditSchema.optional(),
+});
+
 export const statusSchema = z.object({
   ok: z.literal(true),
   version: z.string(),
@@ -307,6 +325,9 @@ export const statusSchema = z.object({
     tcp: z.object({ host: z.string(), port: z.number().int(), auth: z.enum(['token', 'none']) }).nullable(),
   }),
   config: z.object({ file: z.string().nullable(), via: z.string().nullable(), demo: z.boolean(), rejected: rejectedEditSchema.optional() }),
+  configs: z
+    .array(configStatusSchema)
+    .meta({ description: 'Every config the daemon holds, its own first: callers, servers and the instances they run on (shared between configs or not).' }),
   servers: z.array(
     z.object({
       server: z.string(),
@@ -518,6 +539,14 @@ export const reloadSchema = z.union([
   z.object({ ok: z.literal(false), file: z.string().nullable(), error: errorSchema }),
 ]);
 
+export const reloadQuerySchema = z
+  .object({
+    all: z.enum(['true', 'false', '1', '0']).optional().meta({ description: "Reload every loaded config (the daemon's own first), not only the caller's." }),
+  })
+  .strict();
+
+export const reloadAnswerSchema = z.union([reloadSchema, z.object({ configs: z.array(reloadSchema) })]);
+
 export const shutdownSchema = z.object({ ok: z.literal(true), stopping: z.literal(true), pid: z.number().int() });
 
 // ---------------------------------------------------------------------------------------------
@@ -536,6 +565,7 @@ type StatusServer = z.output<typeof statusSchema>['servers'][number];
 export type _SchemasGiveTheirViews = [
   Holds<Same<z.output<typeof instanceSchema>, InstanceView>>,
   Holds<Same<z.output<typeof rejectedEditSchema>, RejectedEdit>>,
+  Holds<Same<z.output<typeof configStatusSchema>, ConfigStatusView>>,
   Holds<Same<StatusServer, ServerStatusView>>,
   Holds<Same<StatusServer['lanes'][number], LaneView>>,
   Holds<Same<z.output<typeof serverViewSchema>, ServerView>>,

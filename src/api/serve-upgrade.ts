@@ -10,6 +10,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import { McpxError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { EntryMode } from '../front/http-entry.js';
 import type { SocketEntry } from '../front/socket-entry.js';
@@ -54,34 +55,52 @@ export function serveUpgrade(deps: ServeUpgradeDeps): (req: IncomingMessage, soc
       ?.split(',')
       .map((x) => x.trim())
       .filter((x) => x.length > 0);
-    const known = deps.controller.config.servers.filter((s) => !s.disabled).map((s) => s.name);
-    const missing = [...(passthrough === undefined ? [] : [passthrough]), ...(servers ?? [])].filter((n) => !known.includes(n));
-    if (missing.length > 0) {
-      refuse(
-        socket,
-        404,
-        'MCPX_UNKNOWN_SERVER',
-        `no server ${missing.map((n) => JSON.stringify(n)).join(', ')} is configured (configured: ${known.join(', ') || 'none'})`,
-      );
-      return;
-    }
     const given = url.searchParams.get('session');
     if (given !== null && !SESSION.test(given)) {
       refuse(socket, 400, 'MCPX_BAD_REQUEST', 'session must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
       return;
     }
     const session = given ?? `serve-${process.pid}-${++seq}`;
-    const mode: EntryMode = { ...(passthrough === undefined ? {} : { passthrough }), ...(servers === undefined ? {} : { servers }) };
-    deps.entry().then(
-      (entry) => {
-        if (socket.destroyed) return;
-        socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: ${MCP_STREAM_UPGRADE}\r\nConnection: Upgrade\r\n\r\n`);
-        entry.accept(socket, head, mode, session);
+    // `config`: the config `mcpx serve` resolved (its --config, MCPX_CONFIG, the walk up, the user config); loaded on first use.
+    const named = url.searchParams.get('config');
+    const config = named === null || named === '' ? Promise.resolve(undefined) : deps.controller.useConfig(named);
+    void config.then(
+      (id) => {
+        const entry = deps.controller.configs.get(id);
+        const known = entry.cfg.servers.filter((s) => !s.disabled).map((s) => s.name);
+        const missing = [...(passthrough === undefined ? [] : [passthrough]), ...(servers ?? [])].filter((n) => !known.includes(n));
+        if (missing.length > 0) {
+          refuse(
+            socket,
+            404,
+            'MCPX_UNKNOWN_SERVER',
+            `no server ${missing.map((n) => JSON.stringify(n)).join(', ')} is configured${entry.cfg.file ? ` in ${entry.cfg.file}` : ''} (configured: ${known.join(', ') || 'none'})`,
+          );
+          return;
+        }
+        const mode: EntryMode = {
+          ...(passthrough === undefined ? {} : { passthrough }),
+          ...(servers === undefined ? {} : { servers }),
+          ...(id === undefined ? {} : { config: id }),
+        };
+        open(mode);
       },
       (err: unknown) => {
-        deps.logger?.error({ err }, 'could not open a serve stream');
-        refuse(socket, 500, 'MCPX_INTERNAL', `the daemon could not serve the stream: ${err instanceof Error ? err.message : String(err)}`);
+        const e = err instanceof McpxError ? err : new McpxError('MCPX_INTERNAL', String(err));
+        refuse(socket, e.code === 'MCPX_BAD_CONFIG' ? 400 : 500, e.code, e.message);
       },
     );
+    const open = (mode: EntryMode) =>
+      deps.entry().then(
+        (entry) => {
+          if (socket.destroyed) return;
+          socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: ${MCP_STREAM_UPGRADE}\r\nConnection: Upgrade\r\n\r\n`);
+          entry.accept(socket, head, mode, session);
+        },
+        (err: unknown) => {
+          deps.logger?.error({ err }, 'could not open a serve stream');
+          refuse(socket, 500, 'MCPX_INTERNAL', `the daemon could not serve the stream: ${err instanceof Error ? err.message : String(err)}`);
+        },
+      );
   };
 }

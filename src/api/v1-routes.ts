@@ -16,7 +16,7 @@ import { send, statusFor, toApiError } from './api-errors.js';
 import type { Controller } from '../core/controller.js';
 import type { DaemonEvent } from '../core/events.js';
 import type { RejectedEdit } from '../core/views.js';
-import { CALLER_PROTOCOL_HEADER, SESSION_HEADER } from '../front/headers.js';
+import { CALLER_PROTOCOL_HEADER, CONFIG_HEADER, SESSION_HEADER } from '../front/headers.js';
 import { registerRoutes, routeOf, type Exchange } from './routes.js';
 import type { callHeadersSchema } from './schemas.js';
 import { SseWriter } from './sse.js';
@@ -70,11 +70,20 @@ function callerGone(socket: Socket | null): AbortSignal {
   return signal;
 }
 
-/** Who calls: X-Mcpx-Caller-Protocol → callerProtocol, the session (body, query or header). */
-function callerOf(headers: z.output<typeof callHeadersSchema>, session: string | undefined): Caller {
+/** The config each request means (X-Mcpx-Config, loaded by the hook in v1Routes); none: the daemon's own. */
+const requestConfigs = new WeakMap<object, string>();
+
+/** The caller of a request as far as its config: `{config}` when it named one other than the daemon's own. */
+function configOf(req: FastifyRequest): Caller {
+  const config = requestConfigs.get(req.raw);
+  return config === undefined ? {} : { config };
+}
+
+/** Who calls: its config, X-Mcpx-Caller-Protocol → callerProtocol, the session (body, query or header). */
+function callerOf(req: FastifyRequest, headers: z.output<typeof callHeadersSchema>, session: string | undefined): Caller {
   const callerProtocol = headers[CALLER_PROTOCOL_HEADER];
   const s = session ?? headers[SESSION_HEADER];
-  return { via: 'api', ...(callerProtocol ? { callerProtocol } : {}), ...(s ? { session: s } : {}) };
+  return { via: 'api', ...configOf(req), ...(callerProtocol ? { callerProtocol } : {}), ...(s ? { session: s } : {}) };
 }
 
 /**
@@ -138,8 +147,8 @@ const route = routeOf<V1Context>();
  * to the table of docs/contract.md §4.
  */
 /** `rejected`: the last config edit a reload refused, when there is one. */
-const rejectedOf = (controller: { rejected(): RejectedEdit | undefined }): { rejected?: RejectedEdit } => {
-  const r = controller.rejected();
+const rejectedOf = (controller: { rejected(caller: Caller): RejectedEdit | undefined }, caller: Caller): { rejected?: RejectedEdit } => {
+  const r = controller.rejected(caller);
   return r === undefined ? {} : { rejected: r };
 };
 
@@ -160,8 +169,9 @@ export const V1_ROUTES = {
     whileStopping: true,
     page: true,
     responses: (s) => ({ 200: { description: 'Status.', schema: s.statusSchema } }),
-    handler: async (_, { controller, version, pid, startedAt, uptime, info }) => {
-      const cfg = controller.config;
+    handler: async (_, { controller, version, pid, startedAt, uptime, info, req }) => {
+      const caller = configOf(req);
+      const cfg = controller.configs.get(caller.config).cfg;
       return {
         ok: true,
         version,
@@ -170,8 +180,9 @@ export const V1_ROUTES = {
         // Not Date.now() - startedAt: negative once the wall clock is set back.
         uptimeMs: uptime?.() ?? 0,
         daemon: info?.() ?? { stateDir: null, socket: null, tcp: null },
-        config: { file: cfg.file ?? null, via: cfg.via ?? null, demo: cfg.demo === true, ...rejectedOf(controller) },
-        servers: controller.serverStatus(),
+        config: { file: cfg.file ?? null, via: cfg.via ?? null, demo: cfg.demo === true, ...rejectedOf(controller, caller) },
+        configs: controller.configsStatus(),
+        servers: controller.serverStatus(caller),
       };
     },
   }),
@@ -181,7 +192,7 @@ export const V1_ROUTES = {
     url: '/v1/servers',
     summary: 'Configured servers, with transport and effective preference; secrets redacted.',
     responses: (s) => ({ 200: { description: 'Servers.', schema: s.serversSchema } }),
-    handler: async (_, { controller }) => ({ servers: controller.servers(), ...rejectedOf(controller) }),
+    handler: async (_, { controller, req }) => ({ servers: controller.servers(configOf(req)), ...rejectedOf(controller, configOf(req)) }),
   }),
 
   tools: route({
@@ -194,8 +205,8 @@ export const V1_ROUTES = {
       400: s.bad,
       404: s.unknownServer,
     }),
-    handler: async ({ query, headers }, { controller }) =>
-      controller.tools(query.server, callerOf(headers, query.session), { fresh: query.fresh === 'true' || query.fresh === '1' }),
+    handler: async ({ query, headers }, { controller, req }) =>
+      controller.tools(query.server, callerOf(req, headers, query.session), { fresh: query.fresh === 'true' || query.fresh === '1' }),
   }),
 
   call: route({
@@ -204,8 +215,8 @@ export const V1_ROUTES = {
     summary: 'Call a tool. Upstream and tool failures are {ok:false} with a stable code.',
     input: (s) => ({ body: s.callBodySchema, headers: s.callHeadersSchema }),
     responses: (s) => ({ 200: { description: 'The result, or ok:false with the error.', schema: s.callResultSchema }, 400: s.bad, 404: s.unknownServer }),
-    handler: async ({ body, headers }, { controller, reply }) =>
-      controller.call(toolCall(body.server, body.tool, body.args, { ...callerOf(headers, body.session), ...handlingOf(reply, body.timeoutMs) })),
+    handler: async ({ body, headers }, { controller, reply, req }) =>
+      controller.call(toolCall(body.server, body.tool, body.args, { ...callerOf(req, headers, body.session), ...handlingOf(reply, body.timeoutMs) })),
   }),
 
   catalog: route({
@@ -216,10 +227,10 @@ export const V1_ROUTES = {
     input: (s) => ({ headers: s.callHeadersSchema }),
     responses: (s) => ({ 200: { description: 'The catalogue, in config order.', schema: s.catalogSchema }, 400: s.bad }),
     handler: async ({ headers }, call) => {
-      const caller = callerOf(headers, undefined);
-      if (!wantsStream(call.req)) return call.controller.catalog.view(caller);
+      const caller = callerOf(call.req, headers, undefined);
+      if (!wantsStream(call.req)) return call.controller.catalogView(caller);
       // Streamed: a progress frame as each server that had no listing yet is started and listed.
-      return streamed(call, (onProgress) => call.controller.catalog.view(caller, { onProgress }));
+      return streamed(call, (onProgress) => call.controller.catalogView(caller, { onProgress }));
     },
   }),
 
@@ -237,7 +248,7 @@ export const V1_ROUTES = {
     handler: async ({ body, headers }, call) => {
       const { controller } = call;
       const made = {
-        ...callerOf(headers, body.session),
+        ...callerOf(call.req, headers, body.session),
         ...handlingOf(call.reply, body.timeoutMs),
         server: body.server,
         method: body.method,
@@ -245,7 +256,7 @@ export const V1_ROUTES = {
       };
       if (!wantsStream(call.req)) return controller.request(newCall(made));
       // Checked before the stream opens, so an unknown server is still a plain 404.
-      controller.pool(body.server);
+      controller.pool(body.server, made);
       return streamed(call, (onProgress) => controller.request(newCall({ ...made, onProgress })));
     },
   }),
@@ -301,7 +312,7 @@ export const V1_ROUTES = {
     summary: 'Per server: preference, era, negotiated version, eraSource, cached record, legacy lane (docs/behaviour.md §7).',
     page: true,
     responses: (s) => ({ 200: { description: 'Protocol report.', schema: s.protocolSchema } }),
-    handler: async (_, { controller }) => controller.protocol(),
+    handler: async (_, { controller, req }) => controller.protocol(configOf(req)),
   }),
 
   events: route({
@@ -353,15 +364,20 @@ export const V1_ROUTES = {
     url: '/v1/config',
     summary: 'The config in force, secrets redacted.',
     responses: (s) => ({ 200: { description: 'Config.', schema: s.configViewSchema } }),
-    handler: async (_, { controller }) => controller.configView(),
+    handler: async (_, { controller, req }) => controller.configView(configOf(req)),
   }),
 
   reload: route({
     method: 'POST',
     url: '/v1/reload',
-    summary: 'Re-read the config; a broken one is reported and the last good one stays.',
-    responses: (s) => ({ 200: { description: 'What changed, or ok:false with the problems.', schema: s.reloadSchema } }),
-    handler: async (_, { controller }) => controller.reload('api'),
+    summary: "Re-read the caller's config (`all`: every loaded config); a broken one is reported and its last good version stays.",
+    input: (s) => ({ query: s.reloadQuerySchema }),
+    responses: (s) => ({
+      200: { description: "What changed, or ok:false with the problems; with `all`, `{configs:[…]}` (the daemon's own first).", schema: s.reloadAnswerSchema },
+      400: s.bad,
+    }),
+    handler: async ({ query }, { controller, req }) =>
+      query.all === 'true' || query.all === '1' ? { configs: await controller.reloadAll('api') } : controller.reload('api', configOf(req)),
   }),
 
   shutdown: route({
@@ -399,8 +415,8 @@ export const V1_ROUTES = {
       429: { description: 'Too many asks running (MCPX_TOO_MANY_ASKS).', schema: s.errorBodySchema },
     }),
     handler: async ({ body, headers }, { controller, req, reply }) => {
-      controller.pool(body.server); // an unknown server is a 404 now, not a failed ask later
-      const caller = callerOf(headers, body.session);
+      const caller = callerOf(req, headers, body.session);
+      controller.pool(body.server, caller); // an unknown server is a 404 now, not a failed ask later
       // The ask's own signal is its own (it outlives this request): only the timeout comes from here.
       const timeout = body.timeoutMs === undefined ? {} : { timeoutMs: body.timeoutMs };
       const call =
@@ -485,7 +501,7 @@ export const V1_ROUTES = {
     summary: "One server's authorization.",
     input: (s) => ({ params: s.authServerParamsSchema }),
     responses: (s) => ({ 200: { description: 'The server.', schema: s.authListSchema }, 400: s.bad, 404: s.unknownServer }),
-    handler: async ({ params }, { controller }) => ({ servers: authOf(controller).views(configured(controller, params.server)) }),
+    handler: async ({ params }, { controller, req }) => ({ servers: authOf(controller).views(configured(controller, params.server, req)) }),
   }),
 
   authLogin: route({
@@ -494,8 +510,8 @@ export const V1_ROUTES = {
     summary: 'Start the OAuth authorization-code flow (PKCE) for one server: the answer holds the URL to open; the redirect comes back to the daemon.',
     input: (s) => ({ params: s.authServerParamsSchema, body: s.authLoginBodySchema }),
     responses: (s) => ({ 202: { description: 'Started (or the login already running).', schema: s.loginViewSchema }, 400: s.bad, 404: s.unknownServer }),
-    handler: async ({ params, body }, { controller, reply }) =>
-      reply.code(202).send(await authOf(controller).login(configured(controller, params.server), { stepUp: body?.stepUp === true })),
+    handler: async ({ params, body }, { controller, reply, req }) =>
+      reply.code(202).send(await authOf(controller).login(configured(controller, params.server, req), { stepUp: body?.stepUp === true })),
   }),
 
   authLogout: route({
@@ -504,8 +520,8 @@ export const V1_ROUTES = {
     summary: "Forget a server's tokens (and its client registration with forgetClient).",
     input: (s) => ({ params: s.authServerParamsSchema, body: s.authLogoutBodySchema }),
     responses: (s) => ({ 200: { description: 'Forgotten.', schema: s.logoutSchema }, 400: s.bad, 404: s.unknownServer }),
-    handler: async ({ params, body }, { controller }) =>
-      authOf(controller).logout(configured(controller, params.server), { forgetClient: body?.forgetClient === true }),
+    handler: async ({ params, body }, { controller, req }) =>
+      authOf(controller).logout(configured(controller, params.server, req), { forgetClient: body?.forgetClient === true }),
   }),
 
   authLoginGet: route({
@@ -537,10 +553,9 @@ function authOf(controller: Controller): AuthManager {
   return controller.auth;
 }
 
-/** A configured server (else 404 MCPX_UNKNOWN_SERVER). */
-function configured(controller: Controller, server: string): string {
-  controller.pool(server);
-  return server;
+/** The instance (whose credentials these are) of a server in the caller's config (else 404 MCPX_UNKNOWN_SERVER). */
+function configured(controller: Controller, server: string, req: FastifyRequest): string {
+  return controller.instanceOf(configOf(req), server);
 }
 
 export type V1RouteName = keyof typeof V1_ROUTES;
@@ -554,6 +569,19 @@ export const v1Routes: FastifyPluginAsync<V1Options> = async (app, opts) => {
     opts.logger?.child({ component: 'api' }),
   );
   app.addHook('preClose', async () => sse.closeAll());
+  // The config a request names is loaded (on first use) before its handler runs: a bad one is a 4xx naming the file.
+  app.addHook('preHandler', async (req, reply) => {
+    const named = req.headers[CONFIG_HEADER];
+    if (typeof named !== 'string' || named === '') return;
+    try {
+      const id = await opts.controller.useConfig(named);
+      if (id !== undefined) requestConfigs.set(req.raw, id);
+    } catch (err) {
+      // The caller named a config that cannot be used: its request is what is wrong (400, naming the file).
+      if (err instanceof McpxError && err.code === 'MCPX_BAD_CONFIG') return send(reply, 400, { ...err.toJSON(), path: [CONFIG_HEADER], in: 'headers' });
+      throw err;
+    }
+  });
 
   registerRoutes(app, V1_ROUTES, { context: { ...context, sse }, ...(pageAdmits ? { pageAdmits } : {}) });
 

@@ -154,7 +154,7 @@ export interface AskStoreOptions {
   /** Runs the ask's call (the daemon: Controller.call); may reject (e.g. MCPX_UNKNOWN_SERVER). */
   run: (call: Call, start: AskStart) => Promise<AskOutcome>;
   /** How long a question may wait for its answer: the server's request timeout. */
-  questionTimeoutMs: (server: string) => number;
+  questionTimeoutMs: (call: Call) => number;
   limits?: Partial<AskLimits>;
   logger?: Logger;
 }
@@ -528,7 +528,7 @@ export class AskStore {
     switch (e.type) {
       case 'question.opened': {
         // A front's caller cannot answer after its requestState expires: no need to wait longer than that.
-        const ms = Math.min(this.opts.questionTimeoutMs(ask.start.call.server), ask.start.questionTimeoutMs ?? Infinity);
+        const ms = Math.min(this.opts.questionTimeoutMs(ask.start.call), ask.start.questionTimeoutMs ?? Infinity);
         const message = `nobody answered ${e.method} within ${ms} ms`;
         ask.questionTimers.set(e.question, setTimeout(() => this.send(ask, { type: 'question.timeout', question: e.question, message }), ms).unref());
         this.log.debug({ ask: ask.id, question: e.question, method: e.method, via: e.via }, 'question put');

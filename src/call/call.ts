@@ -80,11 +80,16 @@ export interface Caller {
   readonly session?: string;
   /** Where it came in, for its record: the HTTP API or an MCP client (`/mcp`, `mcpx serve`). */
   readonly via?: 'api' | 'mcp';
+  /**
+   * The config it means (its file's real path, as the daemon loaded it); absent: the daemon's own. Server
+   * names are that config's: the daemon maps `(config, server)` to the instance that runs it.
+   */
+  readonly config?: string;
 }
 
 /** One call: who calls (Caller), how it runs (CallHandling), and what it asks of which server. */
 export interface Call extends Caller, CallHandling {
-  /** The configured server it goes to. */
+  /** The configured server it goes to (a name in the caller's config). */
   readonly server: string;
   readonly method: CallMethod;
   /** The request's params as the caller gave them (`tools/call`: `{name, arguments}`). */

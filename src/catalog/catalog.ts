@@ -97,27 +97,35 @@ export class Catalog {
     return this.notServed.get(server) ?? [];
   }
 
-  /** Tells fronts that the set of servers changed. */
-  serversChanged(): void {
-    this.emit({ lists: ['tools', 'prompts', 'resources'] });
+  /** Tells fronts that the set of servers changed (of one config, when named). */
+  serversChanged(config?: string): void {
+    this.emit({ ...(config === undefined ? {} : { config }), lists: ['tools', 'prompts', 'resources'] });
   }
 
   /**
    * Every server's offer for this caller's lane; servers with no listing yet are started and listed.
    * `only`: start and list only these (the others answer from what is known, or empty); `fresh`:
-   * list them live even when a listing is known.
+   * list them live even when a listing is known. `servers`: these instances, in this order, each row
+   * under the name given (a config's servers); default every instance under its own name.
    */
-  async view(caller: Caller = {}, opts: { only?: readonly string[]; fresh?: boolean; onProgress?: ProgressListener } = {}): Promise<CatalogView> {
-    const servers = this.deps.servers();
+  async view(
+    caller: Caller = {},
+    opts: { only?: readonly string[]; fresh?: boolean; onProgress?: ProgressListener; servers?: ReadonlyArray<{ name: string; instance: string }> } = {},
+  ): Promise<CatalogView> {
+    const all = this.deps.servers();
+    const byInstance = new Map(all.map((s) => [s.name, s]));
+    const servers = (opts.servers ?? all.map((s) => ({ name: s.name, instance: s.name })))
+      .filter((x) => byInstance.has(x.instance))
+      .map((x) => ({ name: x.name, instance: x.instance, definition: byInstance.get(x.instance)!.definition }));
     const wanted = (name: string) => opts.only === undefined || opts.only.includes(name);
     // Servers listed live now (no listing known, or fresh asked): a caller that asked for progress hears of each.
-    const starting = servers.filter((s) => wanted(s.name) && (opts.fresh === true || !this.knownFor(s.name, s.definition, caller)));
+    const starting = servers.filter((s) => wanted(s.name) && (opts.fresh === true || !this.knownFor(s.instance, s.definition, caller)));
     let done = 0;
     const report = opts.onProgress && starting.length > 0 ? opts.onProgress : undefined;
     report?.({ progress: 0, total: starting.length, message: `starting ${starting.map((s) => s.name).join(', ')}` });
     const rows = await Promise.all(
       servers.map(async (s) => {
-        const row = await this.row(s.name, s.definition, caller, wanted(s.name), opts.fresh === true);
+        const row = { ...(await this.row(s.instance, s.definition, caller, wanted(s.name), opts.fresh === true)), server: s.name };
         if (report && starting.includes(s))
           report({ progress: ++done, total: starting.length, message: `${s.name}: ${row.error ? row.error.message : 'listed'}` });
         return row;

@@ -39,5 +39,7 @@ export interface CatalogView {
 export interface CatalogChange {
   /** The server whose listing changed; absent: the set of servers changed (a config reload). */
   server?: string;
+  /** The config whose set of servers changed (absent with `server` absent: every config's may have). */
+  config?: string;
   lists: ChangedList[];
 }

@@ -69,7 +69,7 @@ export interface CallProgress {
  * then the view as `event: result` (a failure there as `{ok:false, error}`).
  */
 async function pollStreamed(client: DaemonClient, path: string, onProgress: (p: CallProgress) => void): Promise<AskViewBody> {
-  const res = await send(client.socket, { method: 'GET', path, headers: { accept: 'text/event-stream' } });
+  const res = await send(client.socket, { method: 'GET', path, headers: { accept: 'text/event-stream', ...client.configHeaders() } });
   if ((res.statusCode ?? 0) >= 400) {
     const text = await readText(res);
     let e: { code?: string; message?: string } | undefined;

@@ -79,7 +79,7 @@ export async function target(o: CommonOpts): Promise<Target> {
 export async function connect(o: CommonOpts, cli: CliContext, autoStart = true): Promise<{ client: DaemonClient; target: Target }> {
   const { DaemonClient, resolveTarget, startDaemonInBackground } = await import('../daemon-client/client.js');
   const t = await resolveTarget(clientOptions(o));
-  const client = new DaemonClient(t.socket);
+  const client = new DaemonClient(t.socket, t.configFile);
   if (await client.alive()) return { client, target: t };
   if (!autoStart) throw new McpxError('MCPX_DAEMON_UNAVAILABLE', `no daemon is running (state folder ${t.stateDir})`);
   await startDaemonInBackground(t, { entry: cli.entry });

@@ -432,6 +432,14 @@ export const SETTINGS = [
       "Connections each loopback TCP listener (daemon.port, the page's) holds at once, further capped at half the process's descriptor limit; more are closed as soon as they are accepted. The Unix socket is not bounded.",
   }),
   setting({
+    path: 'daemon.configIdleTimeout',
+    codec: durationCodec(1_000),
+    default: 600_000,
+    restart: false,
+    description:
+      "How long a config a caller named (not the daemon's own) stays loaded with no caller attached (a serve stream, an /mcp session) and no request; then it is unloaded and its servers that no other config uses stop.",
+  }),
+  setting({
     path: 'daemon.firstRequestTimeout',
     codec: durationCodec(1_000),
     default: 10_000,

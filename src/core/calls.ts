@@ -10,8 +10,8 @@ import type { CallRecords } from './call-records.js';
 import type { CallOutcome } from './views.js';
 
 export interface CallsDeps {
-  /** Runs `fn` on the server's pool, counted as in flight (see Reconciler.withPool). */
-  withPool<T>(server: string, fn: (pool: ServerPool) => Promise<T>): Promise<T>;
+  /** Runs `fn` on the pool of the call's server (in the caller's config), counted as in flight (see Reconciler.withPool). */
+  withPool<T>(call: Call, fn: (pool: ServerPool) => Promise<T>): Promise<T>;
   records: CallRecords;
 }
 
@@ -79,7 +79,7 @@ export class Calls {
     let lane: Lane | undefined;
     let outcome: CallOutcome;
     try {
-      const result = await this.deps.withPool(named.server, (pool) => {
+      const result = await this.deps.withPool(named, (pool) => {
         lane = pool.laneFor(named);
         return pool.run(named);
       });

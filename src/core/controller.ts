@@ -19,19 +19,19 @@
 import type { AuthManager } from '../auth/auth-manager.js';
 import { McpxError, type ErrorCode } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { resolvePoolConfigs } from '../config/config-file.js';
 import type { SettingEntry, Settings, SettingsSources } from '../config/settings.js';
 import type { PoolRegistry } from '../pool/pool-registry.js';
 import type { ServerPool } from '../pool/server-pool.js';
 import type { PoolEvent, PoolServerConfig } from '../pool/types.js';
 import type { Call, Caller, ProgressListener } from '../call/call.js';
-import type { CatalogView } from '../catalog/view.js';
+import type { CatalogChange, CatalogView } from '../catalog/view.js';
 import type { CatalogStore } from '../catalog/catalog-store.js';
 import { AskStore } from '../asks/ask-store.js';
 import { Catalog } from '../catalog/catalog.js';
 import { CallRecords, recordLogger, type RecentCall } from './call-records.js';
 import { Calls } from './calls.js';
 import { reloadConfig } from './config-reload.js';
+import { ConfigSet, type CallerKind, type LoadedConfig } from './configs.js';
 import { describeConfig, serverView } from './config-view.js';
 import { EventHub, type DaemonEvent } from './events.js';
 import { InPlaceAuthorizer } from './in-place-auth.js';
@@ -43,6 +43,7 @@ import { orderedPools, protocolRows, serverStatus } from './status-views.js';
 import { toolsView } from './tools-view.js';
 import type {
   CallOutcome,
+  ConfigStatusView,
   ConfigView,
   DaemonConfig,
   ProtocolRow,
@@ -62,8 +63,12 @@ export interface ControllerOptions {
   logger?: Logger;
   hub?: EventHub;
   scrubber?: Scrubber;
-  /** Re-reads the config for `reload()` (the daemon's loadConfig + demo fallback). */
+  /** Re-reads the daemon's own config for `reload()` (the daemon's loadConfig + demo fallback). */
   loadConfig?: () => Promise<DaemonConfig>;
+  /** Reads a config file a caller names (none: callers can name no config but the daemon's own). */
+  loadNamedConfig?: (file: string) => Promise<DaemonConfig>;
+  /** Config files callers may name whoever owns them (the bundled demo). */
+  trustedConfigs?: readonly string[];
   /** Env, flags and working directory for `Settings.resolve` on reload (the file part comes from the new config). */
   settingsSources?: Omit<SettingsSources, 'file' | 'filePath' | 'runtime'>;
   /** The persisted tool catalogue (`<state>/tool-catalog.json`); none: listings are kept in memory only. */
@@ -85,11 +90,12 @@ export class Controller {
   readonly asks: AskStore;
   /** OAuth state of the HTTP servers (null without a state folder to keep tokens in). */
   readonly auth: AuthManager | null;
+  /** The configs this daemon holds: its own and every one a caller named (./configs.ts). */
+  readonly configs: ConfigSet;
   private readonly log: Logger;
-  private cfg: DaemonConfig;
-  /** The last edit a reload refused, until one succeeds: `mcpx status` and `mcpx servers` say so. */
-  private rejectedEdit: RejectedEdit | undefined;
   private readonly loader: (() => Promise<DaemonConfig>) | undefined;
+  private readonly namedLoader: ((file: string) => Promise<DaemonConfig>) | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
   private readonly sources: ControllerOptions['settingsSources'];
   /** When pools change, and which callers wait for it (the shell of ../pool/reconcile.machine.ts). */
   private readonly reconciler: Reconciler;
@@ -106,28 +112,41 @@ export class Controller {
     this.hub = opts.hub ?? new EventHub();
     this.scrubber = opts.scrubber ?? new Scrubber();
     this.auth = opts.auth ?? null;
-    this.cfg = opts.config;
-    this.adopt(opts.config);
+    const namedLoader = opts.loadNamedConfig;
+    this.configs = new ConfigSet({
+      settings: this.settings,
+      home: opts.config,
+      ...(opts.trustedConfigs ? { trusted: opts.trustedConfigs } : {}),
+      load: (file) => (namedLoader ? namedLoader(file) : Promise.reject(new McpxError('MCPX_NOT_IMPLEMENTED', 'this daemon reads no config but its own'))),
+    });
+    this.adopt();
     this.loader = opts.loadConfig;
+    this.namedLoader = opts.loadNamedConfig;
     this.sources = opts.settingsSources;
     this.registry.on('event', this.onPoolEvent);
     this.hub.subscribe((e) => {
-      if (e.type === 'config.error')
-        this.rejectedEdit = { file: e.file, at: new Date().toISOString(), problems: e.problems.length > 0 ? e.problems.map((p) => p.message) : [e.message] };
-      else if (e.type === 'config.reloaded') this.rejectedEdit = undefined;
+      if (e.type !== 'config.error') return;
+      const entry = this.configs.all().find((c) => c.cfg.file === e.file) ?? (e.file === null ? this.configs.home : undefined);
+      if (entry)
+        entry.rejected = { file: e.file, at: new Date().toISOString(), problems: e.problems.length > 0 ? e.problems.map((p) => p.message) : [e.message] };
     });
-    this.reconciler = new Reconciler({ registry: this.registry, desired: () => this.desired(), pool: (server) => this.pool(server), logger: this.log });
+    this.reconciler = new Reconciler({ registry: this.registry, desired: () => this.desired(), pool: (server) => this.registry.get(server), logger: this.log });
     this.records = new CallRecords(opts.records ?? { logger: recordLogger(opts.logger ?? silentLogger), flush: () => undefined }, this.hub, (t) =>
       this.scrubber.scrub(t),
     );
-    this.calls = new Calls({ withPool: (server, fn) => this.withPool(server, fn), records: this.records });
+    this.calls = new Calls({ withPool: (call, fn) => this.withPool(this.instanceOf(call, call.server), fn), records: this.records });
     this.settingChanges = new SettingChanges({ settings: this.settings, log: this.log, hub: this.hub, reconcile: (o) => this.reconcile(o) });
     this.inPlace = new InPlaceAuthorizer(this.auth, this.log);
     this.catalog = new Catalog({
       store: opts.catalogStore ?? null,
-      servers: () => this.cfg.servers.filter((s) => !s.disabled && this.registry.has(s.name)).map((s) => ({ name: s.name, definition: s.definition })),
+      // The catalogue works on instances: a server two configs share is listed once.
+      servers: () =>
+        this.configs
+          .instanceServers()
+          .filter((s) => !s.disabled && this.registry.has(s.name))
+          .map((s) => ({ name: s.name, definition: s.definition })),
       withPool: (server, fn) => this.withPool(server, fn),
-      laneFor: (server, ctx) => this.pool(server).laneFor(ctx),
+      laneFor: (server, ctx) => this.registry.get(server).laneFor(ctx),
       logger: this.log,
     });
     this.catalog.onChange((c) => this.hub.publish({ type: 'catalog.changed', ...(c.server === undefined ? {} : { server: c.server }), lists: c.lists }));
@@ -141,21 +160,29 @@ export class Controller {
         return (await this.inPlace.authorizeInPlace(call)) ? once() : outcome;
       },
       // A question waits as long as an upstream request may: the server's own request timeout.
-      questionTimeoutMs: (server) =>
-        (this.registry.has(server) ? this.registry.get(server).config.requestTimeoutMs : undefined) ?? (this.settings.get('upstream.requestTimeout') as number),
+      questionTimeoutMs: (call) => {
+        const instance = this.configs.find(call.config)?.instances.get(call.server);
+        return (
+          (instance !== undefined && this.registry.has(instance) ? this.registry.get(instance).config.requestTimeoutMs : undefined) ??
+          (this.settings.get('upstream.requestTimeout') as number)
+        );
+      },
       limits: { maxRunning: this.settings.get('serve.maxAsks') as number, maxPerCaller: this.settings.get('serve.maxAsksPerCaller') as number },
       logger: this.log,
     });
   }
 
+  /** The daemon's own config (what callers that name none get). */
   get config(): DaemonConfig {
-    return this.cfg;
+    return this.configs.home.cfg;
   }
 
   /** Builds the pools of the config in force. */
   async start(): Promise<ReconcileResult> {
     const r = await this.reconcile({ deferBusy: false });
     for (const f of r.failed) this.log.error({ server: f.name, err: f.error.message }, 'could not set up the server');
+    this.idleTimer = setInterval(() => void this.unloadIdle(), 1_000);
+    this.idleTimer.unref();
     return r;
   }
 
@@ -163,6 +190,7 @@ export class Controller {
   async stop(): Promise<void> {
     this.records.write(); // the records of calls already answered are not left to a later turn
     this.records.flushLog();
+    if (this.idleTimer) clearInterval(this.idleTimer);
     this.reconciler.stop();
     this.asks.close();
     await this.registry.stopAll();
@@ -172,41 +200,157 @@ export class Controller {
 
   // ---- reads ----
 
-  servers(): ServerView[] {
-    return this.cfg.servers.map((s) => serverView(s, this.settings, this.registry.has(s.name) ? this.registry.get(s.name).instances().length : 0));
-  }
-
-  /** The last config edit a reload refused (the config before it is in force), until a reload succeeds. */
-  rejected(): RejectedEdit | undefined {
-    return this.rejectedEdit;
-  }
-
-  configView(): ConfigView {
-    return describeConfig(this.cfg, this.settings);
-  }
-
-  serverStatus(): ServerStatusView[] {
-    return serverStatus(orderedPools(this.cfg, this.registry)).map((s) => {
-      const v = this.auth?.authorizer(s.server)?.view();
-      return v ? { ...s, auth: { state: v.state, ...(v.error ? { error: v.error } : {}), ...(v.unsaved ? { unsaved: v.unsaved } : {}) } } : s;
+  /** The caller's config's servers (the daemon's own config when it names none). */
+  servers(caller: Caller = {}): ServerView[] {
+    const entry = this.configs.get(caller.config);
+    return entry.cfg.servers.map((s) => {
+      const instance = entry.instances.get(s.name);
+      return serverView(s, entry.settings, instance !== undefined && this.registry.has(instance) ? this.registry.get(instance).instances().length : 0);
     });
   }
 
-  protocol(): { servers: ProtocolRow[] } {
-    return protocolRows(orderedPools(this.cfg, this.registry), this.desired(), (server) => this.reconciler.isDeferred(server));
+  /** The last edit of the caller's config a reload refused (the version before it is in force), until a reload succeeds. */
+  rejected(caller: Caller = {}): RejectedEdit | undefined {
+    return this.configs.get(caller.config).rejected;
   }
 
-  /** @throws McpxError MCPX_UNKNOWN_SERVER (a disabled server is named as such). */
-  pool(server: string): ServerPool {
-    if (!this.registry.has(server)) {
-      const s = this.cfg.servers.find((x) => x.name === server);
-      if (s?.disabled) {
-        throw new McpxError('MCPX_UNKNOWN_SERVER', `server ${JSON.stringify(server)} is disabled in ${this.cfg.file ?? 'the config'}`, {
-          data: { server, disabled: true },
-        });
-      }
+  configView(caller: Caller = {}): ConfigView {
+    const entry = this.configs.get(caller.config);
+    return describeConfig(entry.cfg, entry.settings);
+  }
+
+  /** The caller's config's servers with their lanes and instances, named as that config names them. */
+  serverStatus(caller: Caller = {}): ServerStatusView[] {
+    const pools = this.poolsOf(this.configs.get(caller.config));
+    return serverStatus(pools.map((p) => p.pool)).map((s, i) => {
+      const v = this.auth?.authorizer(s.server)?.view(); // OAuth state is the instance's
+      const row = { ...s, server: pools[i]!.name };
+      return v ? { ...row, auth: { state: v.state, ...(v.error ? { error: v.error } : {}), ...(v.unsaved ? { unsaved: v.unsaved } : {}) } } : row;
+    });
+  }
+
+  /** Every instance (each server definition running for any config), named by instance: the live page. */
+  instanceStatus(): { status: ServerStatusView[]; protocol: ProtocolRow[] } {
+    const order = new Map(this.configs.instanceServers().map((s, i) => [s.name, i]));
+    const pools = this.registry.pools().sort((a, b) => (order.get(a.name) ?? Infinity) - (order.get(b.name) ?? Infinity));
+    const status = serverStatus(pools).map((s) => {
+      const v = this.auth?.authorizer(s.server)?.view();
+      return v ? { ...s, auth: { state: v.state, ...(v.error ? { error: v.error } : {}), ...(v.unsaved ? { unsaved: v.unsaved } : {}) } } : s;
+    });
+    return { status, protocol: protocolRows(pools, this.desired(), (server) => this.reconciler.isDeferred(server)).servers };
+  }
+
+  protocol(caller: Caller = {}): { servers: ProtocolRow[] } {
+    const entry = this.configs.get(caller.config);
+    const pools = this.poolsOf(entry);
+    const rows = protocolRows(
+      pools.map((p) => p.pool),
+      this.desired(),
+      (server) => this.reconciler.isDeferred(server),
+    );
+    return { servers: rows.servers.map((r, i) => ({ ...r, server: pools[i]!.name })) };
+  }
+
+  /** A config's pools in file order, each with the name the config gives it (the instance's name is `pool.name`). */
+  private poolsOf(entry: LoadedConfig): Array<{ name: string; pool: ServerPool }> {
+    return orderedPools(entry.cfg, entry.instances)
+      .filter((x) => this.registry.has(x.instance))
+      .map((x) => ({ name: x.name, pool: this.registry.get(x.instance) }));
+  }
+
+  /** The instance a caller's server runs on. @throws McpxError MCPX_UNKNOWN_SERVER (a disabled server is named as such). */
+  instanceOf(caller: Caller, server: string): string {
+    return this.configs.instance(this.configs.get(caller.config), server);
+  }
+
+  /** The pool of a server in the caller's config. @throws McpxError MCPX_UNKNOWN_SERVER (a disabled server is named as such). */
+  pool(server: string, caller: Caller = {}): ServerPool {
+    return this.registry.get(this.instanceOf(caller, server));
+  }
+
+  // ---- configs ----
+
+  /**
+   * The config a caller names, loaded on first use (its servers' pools made; nothing starts until used) and
+   * marked used; undefined: the daemon's own. Returns the id callers carry (`Caller.config`).
+   * @throws ConfigError naming the file (line, column) when it does not exist or does not parse.
+   */
+  async useConfig(file: string | undefined): Promise<string | undefined> {
+    if (file === undefined) return undefined;
+    const { entry, loaded } = await this.configs.ensure(file);
+    this.configs.touch(entry);
+    if (loaded) {
+      this.adopt();
+      await this.reconcile({ deferBusy: false });
+      this.log.info({ config: entry.id, servers: [...entry.instances.keys()] }, 'config loaded');
+      for (const w of entry.cfg.warnings) this.log.warn({ file: entry.id }, w.message);
+      this.hub.publish({ type: 'config.loaded', file: entry.id, servers: [...entry.instances.keys()] });
     }
-    return this.registry.get(server);
+    return entry.home ? undefined : entry.id;
+  }
+
+  /** Every config the daemon holds, its own first: callers, servers, and the instances shared between configs. */
+  configsStatus(): ConfigStatusView[] {
+    const iso = (t: number) => new Date(t).toISOString();
+    return this.configs.all().map((e) => ({
+      file: e.cfg.file ?? null,
+      home: e.home,
+      demo: e.cfg.demo === true,
+      loadedAt: iso(e.loadedAt),
+      lastUsedAt: iso(e.lastUsed),
+      callers: [...e.callers.values()],
+      servers: [...e.instances].map(([server, instance]) => ({
+        server,
+        instance,
+        sharedWith: this.configs
+          .usersOf(instance)
+          .filter((u) => u.entry !== e)
+          .map((u) => ({ file: u.entry.cfg.file ?? null, server: u.server })),
+      })),
+      ...(e.rejected ? { rejected: e.rejected } : {}),
+    }));
+  }
+
+  /** A caller that stays (a serve stream, an `/mcp` session) keeps its config loaded until it detaches. */
+  attachCaller(config: string | undefined, caller: { id: string; kind: CallerKind }): () => void {
+    return this.configs.attach(this.configs.get(config), caller);
+  }
+
+  /** Unloads the configs idle past `daemon.configIdleTimeout`: their servers that no other config uses stop. */
+  async unloadIdle(): Promise<string[]> {
+    const idle = this.configs.idle(this.settings.get('daemon.configIdleTimeout') as number);
+    if (idle.length === 0) return [];
+    for (const entry of idle) this.configs.unload(entry);
+    this.adopt();
+    await this.reconcile({ deferBusy: false });
+    for (const entry of idle) {
+      this.log.info({ config: entry.id }, 'config unloaded: no caller used it within daemon.configIdleTimeout');
+      this.hub.publish({ type: 'config.unloaded', file: entry.id });
+    }
+    return idle.map((e) => e.id);
+  }
+
+  /** Catalogue changes as one config's callers see them: its servers, under its names. */
+  onCatalogChange(config: string | undefined, listener: (change: CatalogChange) => void): () => void {
+    return this.catalog.onChange((change) => {
+      const entry = this.configs.find(config);
+      if (!entry) return;
+      if (change.config !== undefined && change.config !== entry.id) return;
+      if (change.server === undefined) {
+        listener(change);
+        return;
+      }
+      for (const [name, instance] of entry.instances) if (instance === change.server) listener({ ...change, server: name });
+    });
+  }
+
+  /** Problems with a config's latest edit (`config.error`), for its own callers only. */
+  onConfigError(config: string | undefined, listener: (message: string) => void): () => void {
+    return this.hub.subscribe((e) => {
+      if (e.type !== 'config.error') return;
+      const entry = this.configs.find(config);
+      if (entry && (e.file ?? null) === (entry.cfg.file ?? null)) listener(e.message);
+    });
   }
 
   // ---- calls ----
@@ -216,8 +360,20 @@ export class Controller {
    * @throws McpxError MCPX_UNKNOWN_SERVER; MCPX_BAD_REQUEST (one server pooled per session, and no session).
    */
   async tools(server: string | undefined, caller: Caller = {}, opts: { fresh?: boolean } = {}): Promise<ToolsView> {
-    if (server !== undefined) this.pool(server);
-    return toolsView(this.catalog, server, caller, opts);
+    if (server !== undefined) this.pool(server, caller);
+    return toolsView((o) => this.catalogView(caller, o), server, opts);
+  }
+
+  /**
+   * The catalogue as one config's caller sees it: its servers, named as it names them. `only` names its
+   * servers to start and list (the others answer from what is known).
+   */
+  async catalogView(caller: Caller = {}, opts: { only?: readonly string[]; fresh?: boolean; onProgress?: ProgressListener } = {}): Promise<CatalogView> {
+    const entry = this.configs.get(caller.config);
+    const servers = entry.cfg.servers
+      .filter((s) => !s.disabled && entry.instances.has(s.name) && this.registry.has(entry.instances.get(s.name)!))
+      .map((s) => ({ name: s.name, instance: entry.instances.get(s.name)! }));
+    return this.catalog.view(caller, { ...opts, servers });
   }
 
   /** The last finished calls, scrubbed (./call-records.ts): the `mcpx ui` page's recent calls. */
@@ -255,7 +411,7 @@ export class Controller {
   /** What an MCP client sees of the catalogue (./catalog/catalog.ts `view`), scrubbed. */
   async offer(caller: Caller, opts: { knownOnly?: boolean; onProgress?: ProgressListener } = {}): Promise<CatalogView> {
     return this.scrubbed(
-      await this.catalog.view(caller, { ...(opts.onProgress ? { onProgress: opts.onProgress } : {}), ...(opts.knownOnly ? { only: [] } : {}) }),
+      await this.catalogView(caller, { ...(opts.onProgress ? { onProgress: opts.onProgress } : {}), ...(opts.knownOnly ? { only: [] } : {}) }),
     );
   }
 
@@ -296,18 +452,27 @@ export class Controller {
 
   // ---- config ----
 
-  /** Re-reads the config (./config-reload.ts); a broken file leaves the last good config in force. */
-  reload(reason = 'api'): Promise<ReloadOutcome> {
+  /**
+   * Re-reads the caller's config (./config-reload.ts); a broken file leaves its last good version in force.
+   * The daemon's own config (no `config`) is read the way the daemon first found it.
+   */
+  reload(reason = 'api', caller: Caller = {}): Promise<ReloadOutcome> {
+    const entry = this.configs.get(caller.config);
+    const namedLoader = this.namedLoader;
+    const loader = entry.home ? this.loader : namedLoader ? () => namedLoader(entry.id) : undefined;
     return this.reconciler.reload(() =>
       reloadConfig(
         {
-          loader: this.loader,
-          sources: this.sources,
-          settings: this.settings,
-          current: () => this.cfg,
-          adopt: (next) => this.adopt(next),
+          loader,
+          sources: entry.home ? this.sources : undefined,
+          settings: entry.home ? this.settings : (entry.own ?? this.settings),
+          current: () => entry.cfg,
+          adopt: (next) => {
+            this.configs.replace(entry, next);
+            this.adopt();
+          },
           reconcile: (o) => this.reconcile(o),
-          serversChanged: () => this.catalog.serversChanged(),
+          serversChanged: () => this.catalog.serversChanged(entry.id),
           log: this.log,
           hub: this.hub,
         },
@@ -316,19 +481,24 @@ export class Controller {
     );
   }
 
-  /** Puts a config in force: its servers' secrets are scrubbed and their OAuth state kept. */
-  private adopt(next: DaemonConfig): void {
-    this.cfg = next;
-    this.scrubber.setFromServers(next.servers);
-    this.auth?.setServers(next.servers);
+  /** Every loaded config reloaded (`mcpx reload --all`), the daemon's own first. */
+  async reloadAll(reason = 'api'): Promise<ReloadOutcome[]> {
+    const out: ReloadOutcome[] = [];
+    for (const entry of this.configs.all()) out.push(await this.reload(reason, entry.home ? {} : { config: entry.id }));
+    return out;
+  }
+
+  /** The configs in force changed: every config's secrets are scrubbed and every instance's OAuth state kept. */
+  private adopt(): void {
+    this.scrubber.setFromServers(this.configs.everyServer());
+    this.auth?.setServers(this.configs.instanceServers());
   }
 
   // ---- bringing pools in line ----
 
-  /** The effective per-server configs: the config file over the settings, with the era-cache switch. */
+  /** The effective per-instance configs: every loaded config's servers over the settings, with the era-cache switch. */
   private desired(): PoolServerConfig[] {
-    const eraCache = this.settings.get('upstream.eraCache') === true;
-    return resolvePoolConfigs(this.cfg, this.settings).map((c) => ({ ...c, eraCache }));
+    return this.configs.desired(this.settings.get('upstream.eraCache') === true);
   }
 
   /**

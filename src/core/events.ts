@@ -28,6 +28,19 @@ export interface ConfigReloadedEvent {
   restartNeeded: string[];
 }
 
+/** A config a caller named was loaded (its servers are pooled; they start on first use). */
+export interface ConfigLoadedEvent {
+  type: 'config.loaded';
+  file: string;
+  servers: string[];
+}
+
+/** A config no caller used within `daemon.configIdleTimeout` was unloaded (its servers no other config uses stopped). */
+export interface ConfigUnloadedEvent {
+  type: 'config.unloaded';
+  file: string;
+}
+
 export interface ConfigErrorEvent {
   type: 'config.error';
   file: string | null;
@@ -62,7 +75,16 @@ export interface ServerAuthEvent {
   unsaved?: string;
 }
 
-export type DaemonEvent = PoolEvent | CallFinishedEvent | ConfigReloadedEvent | ConfigErrorEvent | SettingChangedEvent | CatalogChangedEvent | ServerAuthEvent;
+export type DaemonEvent =
+  | PoolEvent
+  | CallFinishedEvent
+  | ConfigReloadedEvent
+  | ConfigLoadedEvent
+  | ConfigUnloadedEvent
+  | ConfigErrorEvent
+  | SettingChangedEvent
+  | CatalogChangedEvent
+  | ServerAuthEvent;
 
 export const EVENT_TYPES = [
   'server.start',

@@ -3,17 +3,18 @@
  * server's protocol report.
  */
 import { laneCap } from '../pool/pool.machine.js';
-import type { PoolRegistry } from '../pool/pool-registry.js';
 import type { ServerPool } from '../pool/server-pool.js';
 import type { InstanceStatus, PoolServerConfig } from '../pool/types.js';
 import { capabilitiesOf } from '../transports/capabilities.js';
 import { wireOf } from '../upstream/definition.js';
 import type { DaemonConfig, InstanceView, LaneView, ProtocolRow, ServerStatusView } from './views.js';
 
-/** The pools in config-file order. */
-export function orderedPools(config: DaemonConfig, registry: PoolRegistry): ServerPool[] {
-  const order = new Map(config.servers.map((s, i) => [s.name, i]));
-  return registry.pools().sort((a, b) => (order.get(a.name) ?? Infinity) - (order.get(b.name) ?? Infinity));
+/** A config's enabled servers in file order, each with the instance it runs on. */
+export function orderedPools(config: DaemonConfig, instances: ReadonlyMap<string, string>): Array<{ name: string; instance: string }> {
+  return config.servers.flatMap((s) => {
+    const instance = instances.get(s.name);
+    return instance === undefined ? [] : [{ name: s.name, instance }];
+  });
 }
 
 export function serverStatus(pools: ServerPool[]): ServerStatusView[] {

@@ -3,10 +3,9 @@
  * every configured server's known listing, exactly as the fronts give them, so the mapping shown is the
  * one clients get.
  */
-import type { Catalog } from '../catalog/catalog.js';
+import type { CatalogView } from '../catalog/view.js';
 import { McpxError } from '../errors.js';
 import { exposeNames } from '../catalog/names.js';
-import type { Caller } from '../call/call.js';
 import type { Tool } from '../upstream/session.js';
 import type { ToolsView } from './views.js';
 
@@ -15,8 +14,12 @@ import type { ToolsView } from './views.js';
  * started and listed; `fresh` lists the asked ones live now).
  * @throws McpxError MCPX_BAD_REQUEST (one server pooled per session, and no session).
  */
-export async function toolsView(catalog: Catalog, server: string | undefined, caller: Caller, opts: { fresh?: boolean }): Promise<ToolsView> {
-  const view = await catalog.view(caller, { ...(server === undefined ? {} : { only: [server] }), ...(opts.fresh ? { fresh: true } : {}) });
+export async function toolsView(
+  catalogView: (opts: { only?: readonly string[]; fresh?: boolean }) => Promise<CatalogView>,
+  server: string | undefined,
+  opts: { fresh?: boolean },
+): Promise<ToolsView> {
+  const view = await catalogView({ ...(server === undefined ? {} : { only: [server] }), ...(opts.fresh ? { fresh: true } : {}) });
   const named = exposeNames(
     view.servers.flatMap((s) => s.tools.filter((t) => typeof t['name'] === 'string').map((t) => ({ server: s.server, name: t['name'] as string }))),
   );

@@ -51,6 +51,23 @@ export interface RejectedEdit {
   problems: string[];
 }
 
+/** One config the daemon holds, in `GET /v1/status` (`configs`). */
+export interface ConfigStatusView {
+  /** The config file's real path (null: none, the daemon runs without one). */
+  file: string | null;
+  /** The daemon's own config: what callers that name none get; never unloaded. */
+  home: boolean;
+  demo: boolean;
+  /** When it was loaded, and last used by any caller (ISO 8601). */
+  loadedAt: string;
+  lastUsedAt: string;
+  /** The callers attached to it: serve streams and `/mcp` sessions (a CLI command is a request: `lastUsedAt`). */
+  callers: Array<{ id: string; kind: 'serve' | 'mcp' | 'cli'; since: string }>;
+  /** Its enabled servers, each with the instance it runs on; `sharedWith`: the other configs whose servers run on that instance. */
+  servers: Array<{ server: string; instance: string; sharedWith: Array<{ file: string | null; server: string }> }>;
+  rejected?: RejectedEdit;
+}
+
 /** One lane of a server in `GET /v1/status`. */
 export interface LaneView {
   lane: Lane;

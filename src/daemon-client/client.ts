@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { McpxError } from '../errors.js';
 import { checkSocketTrust, fileKind } from '../state/safe-files.js';
 import type { Target } from './target.js';
+import { CONFIG_HEADER } from '../front/headers.js';
 import { sseFrameReader } from './sse-frames.js';
 
 export { resolveTarget, type ClientOptions, type Target } from './target.js';
@@ -104,11 +105,19 @@ export function readText(res: IncomingMessage): Promise<string> {
 
 export class DaemonClient {
   readonly socket: string;
+  /** The config this command means: sent with every request (X-Mcpx-Config), so the daemon answers for it. */
+  readonly config: string | undefined;
   /** Keeps the connection between a command's requests (a call's ask, then its polls). */
   private agent: Agent | undefined;
 
-  constructor(socket: string) {
+  constructor(socket: string, config?: string) {
     this.socket = socket;
+    this.config = config;
+  }
+
+  /** The header naming this command's config (none without one). */
+  configHeaders(): Record<string, string> {
+    return this.config === undefined ? {} : { [CONFIG_HEADER]: this.config };
   }
 
   async request<T = unknown>(
@@ -122,7 +131,7 @@ export class DaemonClient {
       method,
       path,
       agent: this.agent,
-      headers: { accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      headers: { accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...this.configHeaders(), ...headers },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await readText(res);
@@ -157,7 +166,7 @@ export class DaemonClient {
     const ready = new Promise<void>((r) => (markReady = r));
     void (async () => {
       try {
-        const res = await send(this.socket, { method: 'GET', path: `/v1/events${query}`, signal: ac.signal });
+        const res = await send(this.socket, { method: 'GET', path: `/v1/events${query}`, signal: ac.signal, headers: this.configHeaders() });
         res.setEncoding('utf8');
         const read = sseFrameReader((type, value) => {
           try {

@@ -6,6 +6,7 @@
 import { resolve as resolvePath } from 'node:path';
 import { loadConfig } from '../config/config-file.js';
 import { Settings } from '../config/settings.js';
+import { demoConfigPath } from '../package-info.js';
 
 export interface ClientOptions {
   /** `--config FILE`. */
@@ -23,6 +24,12 @@ export interface Target {
   configFlag?: string;
   /** The state folder named by --state-dir, absolute (likewise; from the environment or config the daemon finds it itself). */
   stateDirFlag?: string;
+  /**
+   * The config this command means, absolute: the file it resolved (--config, MCPX_CONFIG, the walk up, the
+   * user config), else the bundled demo. Sent with every request: the daemon answers for this config, whatever
+   * config it was started with.
+   */
+  configFile: string;
 }
 
 /** Where the daemon of these options lives: settings from the config file (when it reads), env and flags. */
@@ -31,8 +38,10 @@ export async function resolveTarget(opts: ClientOptions): Promise<Target> {
   const cwd = opts.cwd ?? process.cwd();
   const flags = opts.stateDir === undefined ? {} : { '--state-dir': opts.stateDir };
   let settings: Settings | undefined;
+  let configFile: string | undefined;
   try {
     const cfg = await loadConfig({ ...(opts.config === undefined ? {} : { configFlag: opts.config }), env, cwd });
+    configFile = cfg.file;
     if (cfg.errors.length === 0) settings = new Settings({ file: cfg.settingsFile, ...(cfg.file ? { filePath: cfg.file } : {}), env, flags, cwd });
   } catch {
     settings = undefined;
@@ -43,5 +52,6 @@ export async function resolveTarget(opts: ClientOptions): Promise<Target> {
     socket: settings.get('daemon.socket'),
     ...(opts.config === undefined ? {} : { configFlag: resolvePath(cwd, opts.config) }),
     ...(opts.stateDir === undefined ? {} : { stateDirFlag: settings.get('paths.state') }),
+    configFile: configFile ?? (opts.config === undefined ? demoConfigPath() : resolvePath(cwd, opts.config)),
   };
 }

@@ -17,6 +17,7 @@ import { AuthManager } from '../auth/auth-manager.js';
 import { CredentialStore } from '../auth/credential-store.js';
 import { setOAuthLimits } from '../auth/oauth-client.js';
 import { mkdir, rm } from 'node:fs/promises';
+import { realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger as PinoLogger } from 'pino';
 import { ConfigError } from '../errors.js';
@@ -24,7 +25,7 @@ import { Settings, type SettingsSources } from '../config/settings.js';
 import { EraCache } from '../upstream/era-cache.js';
 import { CatalogStore } from '../catalog/catalog-store.js';
 import type { DaemonInfo } from '../api/app.js';
-import { loadDaemonConfig, type ConfigSourceOptions } from './config-source.js';
+import { loadDaemonConfig, loadNamedConfig, type ConfigSourceOptions } from './config-source.js';
 import { watchConfigFile, type ConfigWatcher } from './config-watcher.js';
 import { Controller } from '../core/controller.js';
 import { makeLoggers, type DaemonLogOptions } from './daemon-log.js';
@@ -32,7 +33,7 @@ import { EventHub } from '../core/events.js';
 import { LazyFronts } from '../api/fronts.js';
 import { Listeners, type CommonAppDeps } from './listeners.js';
 import { ProcessLedger, sweepOrphans } from './orphans.js';
-import { packageVersion } from '../package-info.js';
+import { demoConfigPath, packageVersion } from '../package-info.js';
 import type { RecordLog } from '../core/record-log.js';
 import { createPoolRegistry } from '../core/registry.js';
 import { Scrubber } from '../core/secrets.js';
@@ -292,11 +293,23 @@ async function startController(p: ControllerParts): Promise<Controller> {
     auth,
     settingsSources: p.inputs.sources,
     loadConfig: () => loadDaemonConfig(p.inputs.configOpts),
+    loadNamedConfig: (file) => loadNamedConfig(file, { ...(p.inputs.configOpts.env ? { env: p.inputs.configOpts.env } : {}) }),
+    trustedConfigs: trustedConfigs(p.inputs),
     catalogStore: p.stores.catalogStore,
   });
   life.onStop(() => controller.stop());
   await controller.start();
   return controller;
+}
+
+/** The bundled demo (whoever installed mcpx owns it), by its real path. */
+function trustedConfigs(inputs: DaemonInputs): string[] {
+  const demo = inputs.configOpts.demoFile ?? demoConfigPath();
+  try {
+    return [realpathSync(demo)];
+  } catch {
+    return [];
+  }
 }
 
 /** log.level applies at once, to the daemon's lines and to the call records. */
@@ -427,7 +440,7 @@ function hookProcess(opts: DaemonOptions, records: RecordLog | undefined, handle
     void handle.stop(signal);
   };
   const onHup = () => {
-    void controller.reload('SIGHUP');
+    void controller.reloadAll('SIGHUP');
   };
   if (records) process.on('exit', records.flush);
   if (opts.handleSignals) {

@@ -75,7 +75,7 @@ export async function runAsk(
     // inputResponses with no requestState answer nothing mcpx asked: ignored, as unknown params are.
     // A 2026-07-28 caller cannot answer once its state expired; a legacy one is bounded by the shim's round timeout.
     const questionTimeoutMs = f.era === 'modern' ? (f.cfg.questionTtlSeconds ?? 600) * 1000 : undefined;
-    controller.pool(call.server); // an unknown server is said as such (MCPX_UNKNOWN_SERVER), before an ask starts
+    controller.pool(call.server, call); // an unknown server is said as such (MCPX_UNKNOWN_SERVER), before an ask starts
     id = asks.start({
       call,
       // The per-caller bound: the front's caller (its session; the stateless ones share the entry's).

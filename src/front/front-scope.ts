@@ -18,6 +18,8 @@ export interface FrontConfig {
   passthrough?: string;
   /** Show only these servers (aggregate mode). */
   servers?: readonly string[];
+  /** The config this entry's callers mean (its id, as the daemon loaded it); absent: the daemon's own. */
+  config?: string;
   version: string;
   logger?: Logger;
   /** The caller's session when the entry has no session of its own (a serve stream: one per stream). */
@@ -56,7 +58,12 @@ export interface FrontScope {
 export function callerOf(f: FrontScope, ctx: ServerContext): Caller {
   const claimed = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[PROTOCOL_VERSION_META_KEY];
   const callerProtocol = typeof claimed === 'string' ? claimed : (f.server.getNegotiatedProtocolVersion() ?? (f.era === 'legacy' ? '2025-03-26' : undefined));
-  return { via: 'mcp', ...(callerProtocol ? { callerProtocol } : {}), session: ctx.sessionId ?? f.session };
+  return {
+    via: 'mcp',
+    ...(f.cfg.config === undefined ? {} : { config: f.cfg.config }),
+    ...(callerProtocol ? { callerProtocol } : {}),
+    session: ctx.sessionId ?? f.session,
+  };
 }
 
 /** The call an MCP client's request makes: built here, once, and carried as it is to the upstream. */

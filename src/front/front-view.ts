@@ -166,10 +166,10 @@ export class ViewCache {
 
   constructor(
     private readonly controller: Controller,
-    private readonly mode: { passthrough?: string; servers?: readonly string[] },
+    private readonly mode: { passthrough?: string; servers?: readonly string[]; config?: string },
     private readonly maxAgeMs = 5_000,
   ) {
-    this.unsubscribe = controller.catalog.onChange(() => this.clear());
+    this.unsubscribe = controller.onCatalogChange(mode.config, () => this.clear());
   }
 
   /** The kept view for this caller's lane, else a fresh one; `fresh` always fetches (and keeps the result). */

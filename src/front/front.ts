@@ -53,16 +53,31 @@ export function frontFactory(cfg: FrontConfig): McpServerFactory & { close(): vo
   const views = new ViewCache(cfg.controller, {
     ...(cfg.passthrough === undefined ? {} : { passthrough: cfg.passthrough }),
     ...(cfg.servers === undefined ? {} : { servers: cfg.servers }),
+    ...(cfg.config === undefined ? {} : { config: cfg.config }),
   });
   // Every instance announces changes to its caller: legacy connections get list_changed
   // notifications, 2026-07-28 callers get them on their subscriptions/listen streams.
-  const unsubscribe = cfg.controller.catalog.onChange((change) => {
+  const unsubscribe = cfg.controller.onCatalogChange(cfg.config, (change) => {
     for (const server of live) {
       if (change.server !== undefined && !shownBy(cfg, change.server)) continue;
       for (const list of change.lists) {
         const send = list === 'tools' ? server.sendToolListChanged() : list === 'prompts' ? server.sendPromptListChanged() : server.sendResourceListChanged();
         void send.catch((err: unknown) => log.debug({ err, list }, 'could not announce a list change'));
       }
+    }
+  });
+  // A broken edit of this entry's config is said to its legacy callers (a 2026-07-28 caller has no stream
+  // outside a request to hear it on: mcpx status and the page say it).
+  const unwatch = cfg.controller.onConfigError(cfg.config, (message) => {
+    for (const server of live) {
+      if (server.getNegotiatedProtocolVersion() === undefined) continue;
+      void server
+        .sendLoggingMessage({
+          level: 'error',
+          logger: 'mcpx',
+          data: `mcpx: the config was edited but not reloaded; its last good version stays in force: ${message}`,
+        })
+        .catch((err: unknown) => log.debug({ err }, 'could not send a config error'));
     }
   });
   const factory = ((ctx: { era: 'legacy' | 'modern' }) => {
@@ -77,6 +92,7 @@ export function frontFactory(cfg: FrontConfig): McpServerFactory & { close(): vo
   }) as McpServerFactory & { close(): void };
   factory.close = () => {
     unsubscribe();
+    unwatch();
     views.close();
     live.clear();
   };
@@ -98,6 +114,8 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
         prompts: { listChanged: true },
         resources: { listChanged: true },
         completions: {},
+        // Legacy callers hear of a broken edit of their config as a log message (2026-07-28 deprecates logging).
+        ...(era === 'legacy' ? { logging: {} } : {}),
       },
       // A tampered, expired or rebound state is refused by the SDK with -32602 before the handler runs.
       requestState: { verify: (state, ctx) => codec.verify(state, ctx) },
@@ -106,9 +124,12 @@ function buildFront(cfg: FrontConfig, era: 'legacy' | 'modern', log: Logger, cod
   const f: FrontScope = { cfg, era, log, codec, session, views, server };
   // The extensions this caller declared and mcpx can carry; the servers' offers as the catalogue knows them.
   declareExtensions(server, async (callerProtocol) =>
-    (await cfg.controller.offer({ ...(callerProtocol ? { callerProtocol } : {}), session: session }, { knownOnly: true })).servers.filter((s) =>
-      shownBy(cfg, s.server),
-    ),
+    (
+      await cfg.controller.offer(
+        { ...(cfg.config === undefined ? {} : { config: cfg.config }), ...(callerProtocol ? { callerProtocol } : {}), session: session },
+        { knownOnly: true },
+      )
+    ).servers.filter((s) => shownBy(cfg, s.server)),
   );
   handleTools(f);
   handlePrompts(f);

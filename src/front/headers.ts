@@ -2,6 +2,11 @@
 
 /** The caller's MCP revision: picks the lane under `follow`. */
 export const CALLER_PROTOCOL_HEADER = 'x-mcpx-caller-protocol';
+/**
+ * The config the caller means (an absolute path; the CLI sends the config it resolved): its servers are the
+ * ones the request names and sees. Absent: the daemon's own config.
+ */
+export const CONFIG_HEADER = 'x-mcpx-config';
 /** The caller's session: the scope key under `scope: session`. */
 export const SESSION_HEADER = 'x-mcpx-session';
 

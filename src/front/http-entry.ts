@@ -47,6 +47,8 @@ export interface HttpEntryOptions {
 export interface EntryMode {
   passthrough?: string;
   servers?: readonly string[];
+  /** The config its callers mean (`/mcp?config=`); absent: the daemon's own. */
+  config?: string;
 }
 
 interface LegacySession {
@@ -161,7 +163,8 @@ export class McpHttpEntry {
       views = new ViewCache(this.opts.controller, mode);
       this.views.set(key, views);
     }
-    const tool = (await views.get(typeof revision === 'string' ? { callerProtocol: revision } : {})).resolve('tools', msg.params.name);
+    const caller = { ...(mode.config === undefined ? {} : { config: mode.config }), ...(typeof revision === 'string' ? { callerProtocol: revision } : {}) };
+    const tool = (await views.get(caller)).resolve('tools', msg.params.name);
     if (!tool) return undefined;
     const spec = specOf(tool.item);
     if (!spec.ok || spec.params.length === 0) return undefined;
@@ -179,7 +182,7 @@ export class McpHttpEntry {
       const factory = frontFactory({ ...this.frontConfig(mode) });
       const handler = createMcpHandler(factory, { legacy: 'reject', onerror: (err) => this.log.debug({ err }, 'modern request refused or failed') });
       // The SDK's listen router delivers these to 2026-07-28 callers that subscribed.
-      const unsubscribe = this.opts.controller.catalog.onChange((c) => {
+      const unsubscribe = this.opts.controller.onCatalogChange(mode.config, (c) => {
         if (c.lists.includes('tools')) handler.notify.toolsChanged();
         if (c.lists.includes('prompts')) handler.notify.promptsChanged();
         if (c.lists.includes('resources')) handler.notify.resourcesChanged();
@@ -205,6 +208,7 @@ export class McpHttpEntry {
       ...(this.opts.questionTtlSeconds === undefined ? {} : { questionTtlSeconds: this.opts.questionTtlSeconds }),
       ...(mode.passthrough === undefined ? {} : { passthrough: mode.passthrough }),
       ...(mode.servers === undefined ? {} : { servers: mode.servers }),
+      ...(mode.config === undefined ? {} : { config: mode.config }),
     };
   }
 
@@ -274,6 +278,8 @@ export class McpHttpEntry {
     const id = randomUUID();
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => id });
     const server = await factory({ era: 'legacy' });
+    // A legacy session keeps its config loaded while it lasts.
+    const detach = this.opts.controller.attachCaller(mode.config, { id: `mcp-${id}`, kind: 'mcp' });
     const session: LegacySession = {
       id,
       transport,
@@ -283,11 +289,13 @@ export class McpHttpEntry {
       streams: 0,
       close: async () => {
         this.sessions.delete(id);
+        detach();
         await server.close().catch(() => undefined);
       },
     };
     transport.onclose = () => {
       this.sessions.delete(id);
+      detach();
     };
     await server.connect(transport);
     this.sessions.set(id, session);
@@ -364,6 +372,7 @@ function specOf(item: Record<string, unknown>): ReturnType<typeof paramHeaderSpe
 }
 
 function modeKey(mode: EntryMode): string {
-  if (mode.passthrough !== undefined) return `passthrough:${mode.passthrough}`;
-  return mode.servers === undefined ? 'all' : `servers:${[...mode.servers].sort().join(',')}`;
+  const config = mode.config === undefined ? '' : `${mode.config}\0`;
+  if (mode.passthrough !== undefined) return `${config}passthrough:${mode.passthrough}`;
+  return config + (mode.servers === undefined ? 'all' : `servers:${[...mode.servers].sort().join(',')}`);
 }

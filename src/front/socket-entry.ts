@@ -69,7 +69,10 @@ export class SocketEntry {
       ...(ttl === undefined ? {} : { questionTtlSeconds: ttl }),
       ...(mode.passthrough === undefined ? {} : { passthrough: mode.passthrough }),
       ...(mode.servers === undefined ? {} : { servers: mode.servers }),
+      ...(mode.config === undefined ? {} : { config: mode.config }),
     });
+    // The stream keeps its config loaded while it lasts.
+    const detach = this.opts.controller.attachCaller(mode.config, { id: session, kind: 'serve' });
     // The gate reads the stream: lines past the size limit, batches, non-JSON and legacy lifecycle breaches
     // are answered there; the rest reaches the SDK a message at a time, parsed once. Answers of one turn
     // leave together.
@@ -114,6 +117,7 @@ export class SocketEntry {
       close: () =>
         (closing ??= (async () => {
           this.streams.delete(stream);
+          detach();
           flow.stop();
           output.flush();
           factory.close();

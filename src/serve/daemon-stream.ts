@@ -39,6 +39,8 @@ const STOPPING_MS = 20_000;
 export async function openDaemonStream(o: DaemonStreamOptions): Promise<DaemonStream> {
   const query = new URLSearchParams({ session: o.session });
   if (o.passthrough !== undefined) query.set('passthrough', o.passthrough);
+  // The config this serve means (what its client's entry names): the daemon serves its servers, whatever config it started with.
+  query.set('config', o.target.configFile);
   if (o.servers !== undefined) query.set('servers', o.servers.join(','));
   const path = `${MCP_STREAM_PATH}?${query.toString()}`;
   let started = false;

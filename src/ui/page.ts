@@ -555,11 +555,29 @@ export const UI_SCRIPT = String.raw`'use strict';
   function summary() {
     var body = document.querySelector('#summary-table tbody');
     body.textContent = '';
-    state.servers.forEach(function (s) {
-      var go = el('button', { type: 'button', cls: 'server-link', title: 'its probe timeline and statecharts', text: s.server });
+    // Grouped by config: each config's servers under its file, with its callers and a refused edit; a server
+    // two configs define alike is one instance, named in both.
+    var byInstance = {};
+    state.servers.forEach(function (s) { byInstance[s.server] = s; });
+    var groups = (state.configs || []).length > 1 || (state.configs || []).some(function (c) { return c.rejected; });
+    (state.configs || []).forEach(function (c) {
+      if (groups) {
+        var callers = c.callers.length ? c.callers.map(function (x) { return x.kind; }).join(', ') : 'no caller attached';
+        var head = [el('strong', { text: c.file || '(no config file)' }), ' ', el('span', { cls: 'muted', text: (c.home ? 'the daemon\'s own · ' : '') + callers })];
+        if (c.rejected) head.push(el('div', { cls: 'bad config-rejected', text: 'edit not applied (the last good version stays): ' + c.rejected.problems.join('; ') }));
+        body.appendChild(el('tr', { cls: 'config-group', 'data-config': c.file || '' }, [el('td', { colspan: '6' }, head)]));
+      }
+      c.servers.forEach(function (cs) {
+        var s = byInstance[cs.instance];
+        if (s) row(s, cs.server, cs.sharedWith.length ? 'shared with ' + cs.sharedWith.map(function (w) { return w.file + ' (' + w.server + ')'; }).join(', ') : '');
+      });
+    });
+    if (!(state.configs || []).length) state.servers.forEach(function (s) { row(s, s.server, ''); });
+    function row(s, name, shared) {
+      var go = el('button', { type: 'button', cls: 'server-link', title: 'its probe timeline and statecharts' + (shared ? ' · ' + shared : ''), text: name + (name !== s.server ? ' → ' + s.server : '') });
       go.addEventListener('click', function () { focusServer(s.server); });
       var err = s.lastError ? el('span', { title: s.lastError.text, text: (s.lastError.at ? time(s.lastError.at) + ' ' : '') + s.lastError.text }) : '—';
-      body.appendChild(el('tr', { 'data-server': s.server }, [
+      body.appendChild(el('tr', { 'data-server': s.server, 'data-name': name }, [
         el('td', { cls: 'name' }, [go]),
         el('td', { cls: 'state st-' + String(s.state).replace(/[^a-z]+/g, '-'), text: s.state }),
         el('td', { cls: 'era', text: s.era || '—' }),
@@ -567,7 +585,7 @@ export const UI_SCRIPT = String.raw`'use strict';
         el('td', { cls: 'err' + (s.lastError ? '' : ' none') }, [err]),
         el('td', { cls: 'auth' }, [authText(s)]),
       ]));
-    });
+    }
     var calls = document.querySelector('#recent-calls tbody');
     calls.textContent = '';
     (state.calls || []).slice(0, 50).forEach(function (c) {

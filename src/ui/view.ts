@@ -11,7 +11,7 @@ import { activeStateIds, toMermaid } from '../machines/statechart-doc.js';
 import { CHARTS } from '../inspect/charts.js';
 import type { Controller } from '../core/controller.js';
 import type { RecentCall } from '../core/call-records.js';
-import type { LaneView, ProtocolRow } from '../core/views.js';
+import type { ConfigStatusView, LaneView, ProtocolRow } from '../core/views.js';
 import { statechartView } from './statechart-view.js';
 import type { ProbeRecord, StaleNote } from './probe-ring.js';
 import type { UiHub } from './hub.js';
@@ -62,7 +62,10 @@ export interface UiState {
   at: string;
   inspector: string | null;
   charts: { session: string; pool: string; reconcile: string };
+  /** One per instance (a server two configs define alike runs once). */
   servers: UiServer[];
+  /** The configs the daemon holds, its own first: the summary groups servers by them. */
+  configs: ConfigStatusView[];
   /** The last finished calls, newest first. */
   calls: RecentCall[];
   /** The latest failures of every server (probes, calls), newest first. */
@@ -149,13 +152,15 @@ function summaryState(instances: UiInstance[], probes: ProbeRecord[], auth: UiSe
 }
 
 export function uiState(controller: Controller, hub: UiHub): UiState {
-  const rows = new Map(controller.protocol().servers.map((r) => [r.server, r]));
+  // One row per instance (a server two configs define alike is one); `configs` says which config names it how.
+  const every = controller.instanceStatus();
+  const rows = new Map(every.protocol.map((r) => [r.server, r]));
   const probes = hub.probes.view();
   const calls = controller.recentCalls();
   const errors: UiError[] = [];
-  const servers: UiServer[] = controller.serverStatus().map((s) => {
+  const servers: UiServer[] = every.status.map((s) => {
     const row = rows.get(s.server)!;
-    const pool = controller.pool(s.server);
+    const pool = controller.registry.get(s.server);
     const chart = statechartView(pool);
     const ids = new Map(chart.instances.map((i) => [i.id, i.activeStateIds]));
     const snap = pool.actor.getSnapshot();
@@ -201,6 +206,7 @@ export function uiState(controller: Controller, hub: UiHub): UiState {
     inspector: hub.inspectorUrl,
     charts: chartTexts(),
     servers,
+    configs: controller.configsStatus(),
     calls: calls.slice().reverse(),
     errors: errors.slice(0, 50),
   };

@@ -35,7 +35,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   ui: ['.', 'catalog', 'core', 'inspect', 'machines', 'pool', 'transports', 'upstream'],
   api: ['.', 'auth', 'call', 'config', 'core', 'front', 'machines', 'ui'],
   daemon: ['.', 'api', 'auth', 'catalog', 'config', 'core', 'front', 'inspect', 'state', 'transports', 'ui', 'upstream'],
-  'daemon-client': ['.', 'config', 'daemon', 'state'],
+  'daemon-client': ['.', 'config', 'daemon', 'front', 'state'],
   serve: ['.', 'catalog', 'daemon-client', 'front', 'state', 'transports'],
   cli: ['.', 'api', 'auth', 'catalog', 'config', 'core', 'daemon', 'daemon-client', 'inspect', 'install', 'serve', 'transports', 'upstream'],
 };

@@ -95,7 +95,7 @@ export function register(program: Command, cli: CliContext): void {
       const { listingNotes } = await import('../doctor-listings.js');
       for (const n of listingNotes(t.stateDir, loaded.servers)) checks.push({ check: `listing ${n.server}`, ok: true, detail: n.detail });
 
-      const client = new DaemonClient(t.socket);
+      const client = new DaemonClient(t.socket, t.configFile);
       let alive = false;
       try {
         alive = await client.alive();

@@ -32,6 +32,16 @@ export function register(program: Command, cli: CliContext): void {
   )
     .option('--passthrough <name>', 'serve one server under its own names (tools, prompts, resources, templates, completions)')
     .option('--servers <a,b>', 'show only these servers (aggregate mode)')
+    .addHelpText(
+      'after',
+      `
+Which servers it serves: those of the config it names (--config FILE, else MCPX_CONFIG, else the nearest
+.mcpx.json / .mcp.json walking up from its working folder, else ~/.config/mcpx/config.json, else the
+bundled demo) — whatever config the running daemon was started with. One daemon holds every config its
+callers name: each client entry sees exactly its own config's servers, and a server two configs define
+alike runs once for both. An edit of that file is picked up by itself; a broken edit keeps the last good
+version and is said to this client (a log message) and in mcpx status.`,
+    )
     .action((o: ServeFlags) => serve(o, cli));
 }
 

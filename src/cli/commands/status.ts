@@ -9,6 +9,13 @@ import type { statusSchema } from '../../api/schemas.js';
 import { api, out, printJson, target, withJson, withTarget, type CliContext, type CommonOpts } from '../common.js';
 import { ago, rejectedEditLines, table } from '../format.js';
 
+/** `2 serve, 1 mcp` from caller kinds. */
+function countKinds(kinds: string[]): string[] {
+  const n = new Map<string, number>();
+  for (const k of kinds) n.set(k, (n.get(k) ?? 0) + 1);
+  return [...n].map(([k, c]) => `${c} ${k}`);
+}
+
 export function register(program: Command, cli: CliContext): void {
   withJson(
     withTarget(
@@ -19,7 +26,7 @@ export function register(program: Command, cli: CliContext): void {
     .action(async (o: CommonOpts & { start?: boolean }) => {
       const t = await target(o);
       const { DaemonClient, startDaemonInBackground } = await import('../../daemon-client/client.js');
-      const client = new DaemonClient(t.socket);
+      const client = new DaemonClient(t.socket, t.configFile);
       try {
         let started = false;
         if (!(await client.alive())) {
@@ -63,6 +70,23 @@ export function register(program: Command, cli: CliContext): void {
         if (authNotes.length > 0) {
           out('');
           for (const n of authNotes) out(n);
+        }
+        // Every config the daemon holds: who uses it, its servers, and which instances configs share.
+        if (body.configs.length > 1 || body.configs.some((c) => !c.home)) {
+          out('');
+          out(
+            table(
+              ['CONFIG', 'CALLERS', 'SERVERS (→ INSTANCE, SHARED)'],
+              body.configs.map((c) => [
+                `${c.file ?? '-'}${c.home ? " (daemon's own)" : ''}${c.demo ? ' (demo)' : ''}`,
+                [...countKinds(c.callers.map((x) => x.kind)), `last used ${ago(Date.now() - Date.parse(c.lastUsedAt))} ago`].join(', '),
+                c.servers
+                  .map((s) => `${s.server}${s.instance !== s.server ? ` → ${s.instance}` : ''}${s.sharedWith.length > 0 ? ' (shared)' : ''}`)
+                  .join(', ') || '-',
+              ]),
+            ),
+          );
+          for (const c of body.configs) if (c.rejected && c.file !== body.config.file) for (const l of rejectedEditLines(c.rejected)) out(l);
         }
       } finally {
         await client.close();
