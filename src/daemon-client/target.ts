@@ -6,7 +6,6 @@
 import { resolve as resolvePath } from 'node:path';
 import { loadConfig } from '../config/config-file.js';
 import { Settings } from '../config/settings.js';
-import { demoConfigPath } from '../package-info.js';
 
 export interface ClientOptions {
   /** `--config FILE`. */
@@ -26,10 +25,10 @@ export interface Target {
   stateDirFlag?: string;
   /**
    * The config this command means, absolute: the file it resolved (--config, MCPX_CONFIG, the walk up, the
-   * user config), else the bundled demo. Sent with every request: the daemon answers for this config, whatever
-   * config it was started with.
+   * user config). Sent with every request: the daemon answers for this config, whatever config it was started
+   * with. None found: the daemon's own config (a daemon started with `--config` serves commands that name none).
    */
-  configFile: string;
+  configFile?: string;
 }
 
 /** Where the daemon of these options lives: settings from the config file (when it reads), env and flags. */
@@ -52,6 +51,6 @@ export async function resolveTarget(opts: ClientOptions): Promise<Target> {
     socket: settings.get('daemon.socket'),
     ...(opts.config === undefined ? {} : { configFlag: resolvePath(cwd, opts.config) }),
     ...(opts.stateDir === undefined ? {} : { stateDirFlag: settings.get('paths.state') }),
-    configFile: configFile ?? (opts.config === undefined ? demoConfigPath() : resolvePath(cwd, opts.config)),
+    ...(configFile !== undefined ? { configFile } : opts.config !== undefined ? { configFile: resolvePath(cwd, opts.config) } : {}),
   };
 }

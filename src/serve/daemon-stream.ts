@@ -40,7 +40,7 @@ export async function openDaemonStream(o: DaemonStreamOptions): Promise<DaemonSt
   const query = new URLSearchParams({ session: o.session });
   if (o.passthrough !== undefined) query.set('passthrough', o.passthrough);
   // The config this serve means (what its client's entry names): the daemon serves its servers, whatever config it started with.
-  query.set('config', o.target.configFile);
+  if (o.target.configFile !== undefined) query.set('config', o.target.configFile);
   if (o.servers !== undefined) query.set('servers', o.servers.join(','));
   const path = `${MCP_STREAM_PATH}?${query.toString()}`;
   let started = false;
