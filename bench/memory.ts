@@ -14,7 +14,8 @@
  * rows too, in the same rounds.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { request } from 'node:http';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -47,7 +48,15 @@ export interface MemoryResults {
   mcpx: MemorySide;
   direct: { upstreamMiB: Figure; upstreams: number; totalMiB: Figure; private?: { upstreamMiB: Figure; totalMiB: Figure } };
   baseline?: MemorySide;
+  /**
+   * One daemon, one config per client (CLIENTS configs × SERVERS servers, SHARED of them defined alike in
+   * every config, the rest each config's own): one process per distinct definition.
+   */
+  configs?: MemorySide & { configs: number; shared: number };
 }
+
+/** Servers every config of the many-configs row defines alike. */
+export const SHARED = 5;
 
 /** Resident memory of a live process, and the private part of it, MiB. */
 export function memOf(pid: number): Mem {
@@ -61,9 +70,9 @@ interface Mem {
   priv: number;
 }
 
-function statusPids(socket: string): Promise<number[]> {
+function statusPids(socket: string, config?: string): Promise<number[]> {
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath: socket, path: '/v1/status', method: 'GET' }, (res) => {
+    const req = request({ socketPath: socket, path: '/v1/status', method: 'GET', headers: config ? { 'x-mcpx-config': config } : {} }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (text += c));
@@ -127,6 +136,42 @@ async function throughMcpx(cli: string): Promise<Round> {
   }
 }
 
+/**
+ * One round through mcpx with one config per client: SHARED servers alike in every config (the same
+ * command line), SERVERS − SHARED of each config's own (the fixture with the config's tag).
+ */
+async function throughConfigs(cli: string): Promise<Round> {
+  const d = await startDaemon({ cli });
+  const files = Array.from({ length: CLIENTS }, (_, k) => {
+    const servers = Object.fromEntries(
+      Array.from({ length: SERVERS }, (_, i) => [`s${i}`, i < SHARED ? nodeServer(DUAL, ['shared']) : nodeServer(DUAL, [`config-${k}`])]),
+    );
+    const file = join(d.dir, `config-${k}.json`);
+    writeFileSync(file, JSON.stringify({ mcpServers: servers }, null, 2));
+    return file;
+  });
+  const clients: Array<{ c: Client; pid: number }> = [];
+  try {
+    for (const file of files) {
+      const x = await client(process.execPath, [cli, 'serve', '--config', file], d.env);
+      clients.push(x);
+      const { tools } = await x.c.listTools();
+      for (let i = 0; i < SERVERS; i++) {
+        if (!tools.some((t) => t.name === `s${i}__echo`)) throw new Error(`serve listed ${tools.map((t) => t.name).join(', ')}`);
+        await echo(x.c, `s${i}__echo`);
+      }
+    }
+    await sleep(500);
+    const pids = [...new Set((await Promise.all(files.map((f) => statusPids(d.socket, f)))).flat())];
+    const want = SHARED + CLIENTS * (SERVERS - SHARED);
+    if (pids.length !== want) throw new Error(`${pids.length} upstream processes for ${CLIENTS} configs, not ${want}`);
+    return { daemon: memOf(d.child.pid!), serves: clients.map((x) => memOf(x.pid)), upstreams: pids.map(memOf) };
+  } finally {
+    for (const x of clients) await x.c.close().catch(() => undefined);
+    await d.stop();
+  }
+}
+
 /** One round direct: each client starts its own N servers. */
 async function direct(): Promise<Mem[]> {
   const sessions: Array<{ c: Client; pid: number }> = [];
@@ -161,7 +206,7 @@ function side(runs: Round[]): MemorySide {
     upstreamMiB: figure(runs.map((r) => median(r.upstreams.map((x) => x[k])))),
     totalMiB: figure(runs.map((r) => r.daemon[k] + sum(r.serves.map((x) => x[k])) + sum(r.upstreams.map((x) => x[k])))),
   });
-  return { ...of('rss'), upstreams: SERVERS, private: of('priv') };
+  return { ...of('rss'), upstreams: runs[0]?.upstreams.length ?? SERVERS, private: of('priv') };
 }
 
 export async function benchMemory(log: (line: string) => void): Promise<MemoryResults> {
@@ -170,9 +215,11 @@ export async function benchMemory(log: (line: string) => void): Promise<MemoryRe
   const mine: Round[] = [];
   const before: Round[] = [];
   const own: Mem[][] = [];
+  const many: Round[] = [];
   for (let r = 0; r < rounds; r++) {
     bare.push(await bareNode());
     mine.push(await throughMcpx(MCPX));
+    many.push(await throughConfigs(MCPX));
     if (BASELINE_MCPX) before.push(await throughMcpx(BASELINE_MCPX));
     own.push(await direct());
     log(`memory: round ${r + 1}/${rounds} done`);
@@ -191,5 +238,6 @@ export async function benchMemory(log: (line: string) => void): Promise<MemoryRe
       private: { upstreamMiB: figure(own.map((r) => median(r.map((x) => x.priv)))), totalMiB: figure(own.map((r) => sum(r.map((x) => x.priv)))) },
     },
     ...(before.length > 0 ? { baseline: side(before) } : {}),
+    configs: { ...side(many), configs: CLIENTS, shared: SHARED },
   };
 }

@@ -439,6 +439,11 @@ function memoryLines(m: MemoryResults | undefined): string[] {
     '|---|---|---|---|---|',
     `| through mcpx | ${sideCells(m.mcpx).join(' | ')} |`,
     ...(m.baseline ? [`| before: through mcpx | ${sideCells(m.baseline).join(' | ')} |`] : []),
+    ...(m.configs
+      ? [
+          `| through mcpx, one config per client (${m.configs.configs} configs × ${m.servers} servers, ${m.configs.shared} alike in all) | ${sideCells(m.configs).join(' | ')} |`,
+        ]
+      : []),
     `| each client with the servers configured directly | – | – | ${m.direct.upstreams} × ${mib(m.direct.upstreamMiB, m.direct.private?.upstreamMiB)} | ${mib(m.direct.totalMiB, m.direct.private?.totalMiB)} |`,
   ];
 }
