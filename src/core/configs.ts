@@ -4,10 +4,10 @@
  *
  * - A config is identified by its file's real path; it is loaded on first use and unloaded after
  *   `daemon.configIdleTimeout` with no caller attached and no request (the home config never is).
- * - A server is `(config, name)`. The pools run on **instances**, one per distinct server definition: two
- *   configs whose servers have the same pool fingerprint (the process key the era cache uses, plus what a
- *   running pool has baked in) share one instance — one process, one era record, one catalogue entry, one
- *   OAuth credential. Each instance has a name of its own (the daemon-wide namespace the pools, the
+ * - A server is `(config, name)`. The pools run on **instances**: servers of two configs with the same pool
+ *   fingerprint (the process key the era cache uses, plus what a running pool has baked in) share one
+ *   instance — one process, one era record, one catalogue entry, one OAuth credential. Within one config
+ *   each server is its own instance, as it always was. Each instance has a name of its own (the daemon-wide namespace the pools, the
  *   catalogue, OAuth and the events use): the server's name when it is free, else `name#2`, `name#3`….
  *   A single-config daemon's instances are named exactly as its servers.
  * - Names are kept stable: an instance keeps its name while its definition lives in any config, so one
@@ -272,7 +272,15 @@ export class ConfigSet {
   private assign(): void {
     const items: Array<{ e: LoadedConfig; name: string; fp: string }> = [];
     for (const e of this.entries.values()) {
-      for (const c of resolvePoolConfigs(e.cfg, e.settings)) items.push({ e, name: c.name, fp: poolFingerprint(c) });
+      // Within one config every server is its own instance, alike or not (two entries of one command are
+      // two processes, as they always were): the n-th of a definition in one config shares with the n-th in another.
+      const seen = new Map<string, number>();
+      for (const c of resolvePoolConfigs(e.cfg, e.settings)) {
+        const fp = poolFingerprint(c);
+        const n = seen.get(fp) ?? 0;
+        seen.set(fp, n + 1);
+        items.push({ e, name: c.name, fp: `${fp}\u0000${n}` });
+      }
     }
     const next = new Map<string, string>();
     const taken = new Set<string>();

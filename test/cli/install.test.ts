@@ -147,7 +147,8 @@ describe('mcpx install --import, per client, then the entry started as written',
         if (c.client === 'vscode') expect(entry.type).toBe('stdio');
         expect(readdirSync(dirname(file)).some((f) => f.startsWith(`${c.file.split('/').pop()}.mcpx-backup-`))).toBe(true);
         // mcpx's config got the client's servers, disabled ones disabled.
-        const config = readJson(join(home, '.config', 'mcpx', 'config.json')).mcpServers;
+        // (a project's entry: the project's own .mcpx.json)
+        const config = readJson(c.project ? join(cwd, '.mcpx.json') : join(home, '.config', 'mcpx', 'config.json')).mcpServers;
         expect(config.dual.command).toBe(DUAL.command);
         if (c.mid.includes('"legacy"') || c.mid.includes('mcp_servers.legacy')) expect(config.legacy.disabled).toBe(true);
         if (c.client === 'windsurf') expect(config.remote.url).toBe('http://127.0.0.1:9/mcp');

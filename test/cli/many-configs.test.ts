@@ -61,7 +61,8 @@ describe('one daemon, many configs', () => {
     c = join(home, 'c.json');
     // `shared`/`common`/`same` are one definition in three configs; `memory` is two different servers of one name.
     write(a, { alpha: legacy('alpha'), shared: modern('shared'), memory: legacy('memory-a') });
-    write(b, { beta: modern('beta'), common: modern('shared'), memory: legacy('memory-b') });
+    // `twin` is `common` again in the same config: within one config each server is its own process.
+    write(b, { beta: modern('beta'), common: modern('shared'), memory: legacy('memory-b'), twin: modern('shared') });
     write(c, { gamma: legacy('gamma'), same: modern('shared') });
     env = cleanEnv(home, { MCPX_STATE_DIR: join(home, 'state'), MCPX_DAEMON_CONFIG_IDLE_TIMEOUT: '3s' });
     // The daemon starts from the project folder: that project's config is its own.
@@ -87,7 +88,7 @@ describe('one daemon, many configs', () => {
     // A's server is not B's: a name only A has is unknown to B, and said with B's servers.
     const unknown = await mcpx(['call', '--config', b, 'alpha', 'whoami'], { env, cwd: project });
     expect(unknown.code).not.toBe(0);
-    expect(unknown.stderr).toMatch(/no server named "alpha" is configured in .*b\.json \(configured: beta, common, memory\)/);
+    expect(unknown.stderr).toMatch(/no server named "alpha" is configured in .*b\.json \(configured: beta, common, memory, twin\)/);
   }, 60_000);
 
   it('two mcpx serve (SDK v1 on A, SDK v2 on B) each list and call only their own servers', async () => {
@@ -96,7 +97,16 @@ describe('one daemon, many configs', () => {
     callers.push(onA, onB);
     const names = async (x: McpCaller) => (await x.listTools()).tools.map((t) => String(t['name'])).sort();
     expect(await names(onA)).toEqual(['alpha__echo', 'alpha__whoami', 'memory__echo', 'memory__whoami', 'shared__echo', 'shared__whoami']);
-    expect(await names(onB)).toEqual(['beta__echo', 'beta__whoami', 'common__echo', 'common__whoami', 'memory__echo', 'memory__whoami']);
+    expect(await names(onB)).toEqual([
+      'beta__echo',
+      'beta__whoami',
+      'common__echo',
+      'common__whoami',
+      'memory__echo',
+      'memory__whoami',
+      'twin__echo',
+      'twin__whoami',
+    ]);
     expect(textOf(await onA.callTool('alpha__echo', { text: 'a' }))).toBe('a era=legacy');
     expect(textOf(await onB.callTool('beta__echo', { text: 'b' }))).toBe('b era=modern');
     // One name, two servers: each config's `memory` is its own process.
@@ -107,6 +117,7 @@ describe('one daemon, many configs', () => {
     const sharedA = pidOf(textOf(await onA.callTool('shared__whoami', {})));
     const sharedB = pidOf(textOf(await onB.callTool('common__whoami', {})));
     expect(sharedA).toBe(sharedB);
+    expect(pidOf(textOf(await onB.callTool('twin__whoami', {})))).not.toBe(sharedB);
     const status = await mcpxJson<Status>(['status', '--config', a], { env });
     const inA = status.configs.find((x) => x.file === a)!;
     expect(inA.callers.map((x) => x.kind)).toEqual(['serve']);
@@ -137,8 +148,8 @@ describe('one daemon, many configs', () => {
     expect(textOf(await onA.callTool('alpha__echo', { text: 'still' }))).toBe('still era=legacy');
     const ofB = await mcpxJson<{ servers: Array<{ server: string }>; rejected?: unknown }>(['servers', '--config', b], { env });
     expect(ofB.rejected).toBeUndefined();
-    expect((await onB.listTools()).tools).toHaveLength(6);
-    expect((await onB1.listTools()).tools).toHaveLength(6);
+    expect((await onB.listTools()).tools).toHaveLength(8);
+    expect((await onB1.listTools()).tools).toHaveLength(8);
     expect(heardB).toEqual([]);
     // Put right: A reloads by itself.
     write(a, { alpha: legacy('alpha'), shared: modern('shared'), memory: legacy('memory-a') });

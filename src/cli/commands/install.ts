@@ -53,7 +53,11 @@ export function register(program: Command, cli: CliContext): void {
       const inst = await import('../../install/install.js');
       const { resolve } = await import('node:path');
       const { userConfigPath } = await import('../../config/config-file.js');
-      const configFile = o.config !== undefined ? resolve(o.config) : userConfigPath(process.env);
+      // A project's entry names a config of the project's own (`.mcpx.json` beside its `.mcp.json`, which mcpx's
+      // walk finds first): its servers stay with the project, and its client sees those, not the user's. Not
+      // `.mcp.json` itself: that file holds mcpx's own entry, and mcpx would serve itself.
+      const configFile =
+        o.config !== undefined ? resolve(o.config) : o.project === true ? resolve(ctx.cwd ?? process.cwd(), '.mcpx.json') : userConfigPath(process.env);
       if (o.client === undefined) {
         // What --import would do, against mcpx's config as it is: the names it would refuse are said here.
         const all = inst.allClientStatus(ctx).map((s) => {
