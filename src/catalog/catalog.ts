@@ -22,12 +22,15 @@ import { LIST_METHOD_OF, type Call, type Caller, type ChangedList, type ListKind
 import type { ServerDefinition } from '../upstream/definition.js';
 import { catalogKey, sameListing, type CatalogRecord, type CatalogStore } from './catalog-store.js';
 import { describeLeftOut, type LeftOut } from './left-out.js';
+import { sanitize, SEPARATOR } from './names.js';
+import { changedParts, type ChangedPart, type ToolDigests } from './tool-digests.js';
+import { filterRefusal, toolAllowed, toolPinned, type ToolPolicy } from './tool-policy.js';
 import type { validListing } from './valid-listing.js';
 
 /** The checks (and zod) load with the first listing served: a daemon that serves none never loads them. */
 let checks: Promise<typeof validListing> | undefined;
 const loadChecks = (): Promise<typeof validListing> => (checks ??= import('./valid-listing.js').then((m) => m.validListing));
-import type { CatalogChange, CatalogView, ServerCatalog } from './view.js';
+import type { CatalogChange, CatalogItem, CatalogView, ServerCatalog } from './view.js';
 
 export interface CatalogDeps {
   store: CatalogStore | null;
@@ -37,8 +40,29 @@ export interface CatalogDeps {
   withPool<T>(server: string, fn: (pool: ServerPool) => Promise<T>): Promise<T>;
   /** The lane a caller gets on a server (throws MCPX_UNKNOWN_SERVER). */
   laneFor(server: string, caller: Caller): Lane;
+  /** The server's own say over its tools (`mcpx.tools`, `mcpx.pin`, `pinTools`); none: every tool served, none pinned or held. */
+  policy?(server: string): ToolPolicy;
+  /** The tool definitions as first seen (./tool-digests.ts); none: nothing is pinned or held. */
+  digests?: ToolDigests | null;
   logger?: Logger;
 }
+
+/** A tool whose definition changed since it was first seen (`mcpx tools --changed`, the `tool.changed` event). */
+export interface ChangedTool {
+  server: string;
+  /** The tool's own name. */
+  tool: string;
+  /** The name a caller would see it under (aggregate mode) once served. */
+  exposed: string;
+  lane: Lane;
+  changed: ChangedPart[];
+  /** When the difference was first seen (ISO 8601). */
+  since: string;
+  /** Held out of listings and refused on call until accepted (pinTools). */
+  held: boolean;
+}
+
+const LANES: readonly Lane[] = ['own', 'legacy'];
 
 const LISTS = ['tools', 'prompts', 'resources', 'resourceTemplates'] as const;
 
@@ -80,11 +104,19 @@ export class Catalog {
   private readonly notServed = new Map<string, LeftOut[]>();
   /** Background refreshes per server and lane (see refresh). */
   private readonly refreshes = new Map<string, RefreshState>();
+  private readonly digests: ToolDigests | null;
 
   constructor(deps: CatalogDeps) {
     this.deps = deps;
     this.log = (deps.logger ?? silentLogger).child({ component: 'catalog' });
     this.events.setMaxListeners(0);
+    this.digests = deps.digests ?? null;
+  }
+
+  /** Tools whose definition changed since it was first seen, as each live listing finds them. */
+  onToolChanged(listener: (change: ChangedTool) => void): () => void {
+    this.events.on('tool', listener);
+    return () => this.events.off('tool', listener);
   }
 
   onChange(listener: (change: CatalogChange) => void): () => void {
@@ -100,6 +132,11 @@ export class Catalog {
   /** Tells fronts that the set of servers changed. */
   serversChanged(): void {
     this.emit({ lists: ['tools', 'prompts', 'resources'] });
+  }
+
+  /** Tells fronts that the tools served changed without a new listing (a filter, a pin, pinTools, an accepted tool). */
+  toolsChanged(server?: string): void {
+    this.emit({ ...(server === undefined ? {} : { server }), lists: ['tools'] });
   }
 
   /**
@@ -151,8 +188,18 @@ export class Catalog {
         }
         const lists = served(await loadChecks(), record);
         this.notServed.set(server, lists.leftOut ?? []);
+        const { tools, pinned } = this.policed(server, key, lists.tools);
         const extensions = record.capabilities?.['extensions'];
-        return { server, lane, source, at: record.at, ...lists, ...(isObject(extensions) ? { extensions } : {}) };
+        return {
+          server,
+          lane,
+          source,
+          at: record.at,
+          ...lists,
+          tools,
+          ...(pinned.length > 0 ? { pinned } : {}),
+          ...(isObject(extensions) ? { extensions } : {}),
+        };
       });
     } catch (err) {
       const e: { code: string; message: string; data?: Record<string, unknown> } =
@@ -217,6 +264,7 @@ export class Catalog {
     }
     this.memory.set(key, record);
     this.confirmed.add(key);
+    this.observeDigests(server, key, record);
     if (this.deps.store) {
       this.deps.store.set(key, record).catch((err: unknown) => this.log.warn({ err, server }, 'could not write the tool catalogue'));
     }
@@ -226,6 +274,147 @@ export class Catalog {
       this.emit({ server, lists });
     }
     return record;
+  }
+
+  // ---- which tools are served (./tool-policy.ts) and held (./tool-digests.ts) ----
+
+  private policyOf(server: string): ToolPolicy {
+    return this.deps.policy?.(server) ?? {};
+  }
+
+  /** The tools served of a listing: the filter's, less those held; and the names pinned among them. */
+  private policed(server: string, key: string, tools: CatalogItem[]): { tools: CatalogItem[]; pinned: string[] } {
+    const policy = this.policyOf(server);
+    if (policy.tools === undefined && policy.pin === undefined && !(policy.pinTools && this.digests)) return { tools, pinned: [] };
+    const kept = tools.filter((t) => {
+      const name = t['name'] as string;
+      return toolAllowed(policy.tools, name) && !(policy.pinTools === true && this.changedUnder(key, name));
+    });
+    const pinned = policy.pin === undefined ? [] : kept.map((t) => t['name'] as string).filter((n) => toolPinned(policy.pin, n));
+    return { tools: kept, pinned };
+  }
+
+  private changedUnder(key: string, tool: string): boolean {
+    return this.digests?.tool(key, tool)?.changed !== undefined;
+  }
+
+  /** A live listing against the definitions first seen: each tool that differs now is reported (log, event). */
+  private observeDigests(server: string, key: string, record: CatalogRecord): void {
+    if (!this.digests) return;
+    const lane = key.slice(key.lastIndexOf(':') + 1) as Lane;
+    const held = this.policyOf(server).pinTools === true;
+    for (const c of this.digests.observe(key, record.tools)) {
+      const what = c.changed.length > 0 ? c.changed.join(', ') : 'definition';
+      // Names and parts only: the texts may quote what they should not.
+      this.log.warn(
+        { server, tool: c.tool, lane, changed: c.changed, since: c.since, held },
+        `${server}: tool ${JSON.stringify(c.tool)} changed its ${what} since it was first seen${held ? '; it is held until accepted (mcpx tools --accept ' + server + ' ' + c.tool + ')' : ''}`,
+      );
+      this.events.emit('tool', {
+        server,
+        tool: c.tool,
+        exposed: exposedGuess(server, c.tool),
+        lane,
+        changed: c.changed,
+        since: c.since,
+        held,
+      } satisfies ChangedTool);
+    }
+  }
+
+  /**
+   * Why a call to this tool is refused, or undefined: the server's filter leaves it out
+   * (MCPX_TOOL_DENIED), or it changed since first seen and is held (MCPX_TOOL_HELD). Reads the config and
+   * the digests only: nothing is started.
+   */
+  refusal(server: string, tool: string, lane: Lane): McpxError | undefined {
+    const policy = this.policyOf(server);
+    const filtered = filterRefusal(policy.tools, tool);
+    if (filtered !== undefined)
+      return new McpxError(
+        'MCPX_TOOL_DENIED',
+        `tool ${JSON.stringify(tool)} of server ${JSON.stringify(server)} is not served: the config's ${filtered} leaves it out`,
+        {
+          data: { server, tool },
+        },
+      );
+    if (policy.pinTools !== true || !this.digests) return undefined;
+    const entry = this.deps.servers().find((s) => s.name === server);
+    const d = entry ? this.digests.tool(catalogKey(entry.definition, lane), tool) : undefined;
+    if (!d?.changed) return undefined;
+    const parts = changedParts(d);
+    return new McpxError(
+      'MCPX_TOOL_HELD',
+      `tool ${JSON.stringify(tool)} of server ${JSON.stringify(server)} changed its ${parts.length > 0 ? parts.join(', ') : 'definition'} since it was first seen (${d.changed.at}) and is held: review it (mcpx tools --changed) and accept it with mcpx tools --accept ${server} ${tool}`,
+      { data: { server, tool, changed: parts, since: d.changed.at } },
+    );
+  }
+
+  /** The known tools of a server that are not served (filtered or held), by their own names: a caller that names one is told why. */
+  withheld(server: string): string[] {
+    const entry = this.deps.servers().find((s) => s.name === server);
+    if (!entry) return [];
+    const out = new Set<string>();
+    for (const lane of LANES) {
+      const key = catalogKey(entry.definition, lane);
+      const record = this.known(key);
+      const served = new Set(this.policed(server, key, record?.tools ?? []).tools.map((t) => t['name']));
+      for (const t of record?.tools ?? []) if (typeof t['name'] === 'string' && !served.has(t['name'])) out.add(t['name']);
+    }
+    return [...out];
+  }
+
+  /** Every tool of a configured server whose known definition differs from the one first seen (`mcpx tools --changed`). */
+  changedTools(): ChangedTool[] {
+    if (!this.digests) return [];
+    const out: ChangedTool[] = [];
+    for (const s of this.deps.servers()) {
+      const held = this.policyOf(s.name).pinTools === true;
+      for (const lane of LANES) {
+        const key = catalogKey(s.definition, lane);
+        const listed = new Set((this.known(key)?.tools ?? []).map((t) => t['name']));
+        for (const [tool, d] of Object.entries(this.digests.get(key)?.tools ?? {})) {
+          if (!d.changed || !listed.has(tool)) continue;
+          out.push({ server: s.name, tool, exposed: exposedGuess(s.name, tool), lane, changed: changedParts(d), since: d.changed.at, held });
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Approves the definition a server lists now for its tool (every lane that has a change), and tells
+   * fronts (a held tool comes back). `name` is the tool's own name with `server`, or the exposed name alone.
+   * @throws McpxError MCPX_NOT_FOUND when no such tool has a change to accept; MCPX_UNKNOWN_SERVER.
+   */
+  accept(server: string | undefined, name: string): { server: string; tool: string; lanes: Lane[] } {
+    const candidates = this.changedTools().filter((c) =>
+      server === undefined ? c.exposed === name || c.tool === name : c.server === server && c.tool === name,
+    );
+    const pairs = [...new Map(candidates.map((c) => [`${c.server}\0${c.tool}`, c])).values()];
+    if (pairs.length === 0) {
+      const known = server !== undefined && this.deps.servers().some((s) => s.name === server);
+      if (server !== undefined && !known)
+        throw new McpxError('MCPX_UNKNOWN_SERVER', `no configured server named ${JSON.stringify(server)}`, { data: { server } });
+      const what = server === undefined ? JSON.stringify(name) : `${JSON.stringify(name)} of server ${JSON.stringify(server)}`;
+      throw new McpxError('MCPX_NOT_FOUND', `tool ${what} has no changed definition to accept (mcpx tools --changed lists those that have)`, {
+        data: { ...(server === undefined ? {} : { server }), tool: name },
+      });
+    }
+    if (pairs.length > 1)
+      throw new McpxError(
+        'MCPX_BAD_REQUEST',
+        `${JSON.stringify(name)} names a changed tool of several servers; name one: ${pairs.map((p) => `mcpx tools --accept ${p.server} ${p.tool}`).join(', ')}`,
+        {
+          data: { candidates: pairs.map((p) => ({ server: p.server, tool: p.tool })) },
+        },
+      );
+    const { server: s, tool } = pairs[0]!;
+    const entry = this.deps.servers().find((x) => x.name === s)!;
+    const lanes = LANES.filter((lane) => this.digests!.accept(catalogKey(entry.definition, lane), tool));
+    this.log.info({ server: s, tool, lanes }, `${s}: the changed definition of tool ${JSON.stringify(tool)} was accepted`);
+    this.toolsChanged(s);
+    return { server: s, tool, lanes };
   }
 
   /**
@@ -312,6 +501,11 @@ function served(valid: typeof validListing, r: CatalogRecord): Pick<ServerCatalo
     resourceTemplates: r.resourceTemplates ?? [],
   });
   return { ...lists, ...(leftOut.length > 0 ? { leftOut } : {}) };
+}
+
+/** The name a tool is shown under in aggregate mode, when nothing else claims it (./names.ts). */
+function exposedGuess(server: string, tool: string): string {
+  return `${sanitize(server)}${SEPARATOR}${sanitize(tool)}`;
 }
 
 function changedLists(a: CatalogRecord, b: CatalogRecord): ChangedList[] {

@@ -27,6 +27,10 @@ import type { PoolEvent, PoolServerConfig } from '../pool/types.js';
 import type { Call, Caller, ProgressListener } from '../call/call.js';
 import type { CatalogView } from '../catalog/view.js';
 import type { CatalogStore } from '../catalog/catalog-store.js';
+import { ToolDigests, type DigestStore } from '../catalog/tool-digests.js';
+import type { ToolPolicy } from '../catalog/tool-policy.js';
+import type { ChangedTool } from '../catalog/catalog.js';
+import stringify from 'safe-stable-stringify';
 import { AskStore } from '../asks/ask-store.js';
 import { Catalog } from '../catalog/catalog.js';
 import { CallRecords, recordLogger, type RecentCall } from './call-records.js';
@@ -54,6 +58,11 @@ import type {
   ToolsView,
 } from './views.js';
 
+/** Every server's tool policy, as one comparable text. */
+function policies(cfg: DaemonConfig): string {
+  return stringify(cfg.servers.map((s) => [s.name, s.tools ?? null, s.pin ?? null, s.pinTools ?? null])) ?? '';
+}
+
 export interface ControllerOptions {
   settings: Settings;
   registry: PoolRegistry;
@@ -68,6 +77,8 @@ export interface ControllerOptions {
   settingsSources?: Omit<SettingsSources, 'file' | 'filePath' | 'runtime'>;
   /** The persisted tool catalogue (`<state>/tool-catalog.json`); none: listings are kept in memory only. */
   catalogStore?: CatalogStore | null;
+  /** The tool definitions as first seen (`<state>/tool-digests.json`); none: kept in memory only. */
+  digestStore?: DigestStore | null;
   /** Where the `call finished` lines go; none: a child of `logger`, written line by line (see recordLogger). */
   records?: Pick<RecordLog, 'logger' | 'flush'>;
   /** OAuth for HTTP servers (`mcpx login`, tokens, refreshes); none: only configured headers are sent. */
@@ -120,7 +131,16 @@ export class Controller {
     this.records = new CallRecords(opts.records ?? { logger: recordLogger(opts.logger ?? silentLogger), flush: () => undefined }, this.hub, (t) =>
       this.scrubber.scrub(t),
     );
-    this.calls = new Calls({ withPool: (server, fn) => this.withPool(server, fn), records: this.records });
+    this.calls = new Calls({
+      withPool: (server, fn) => this.withPool(server, fn),
+      records: this.records,
+      // A tool the config filters out, or one held for a changed definition, is refused before anything starts.
+      admit: (call, lane) => {
+        if (call.method !== 'tools/call') return;
+        const refused = this.catalog.refusal(call.server, String(call.params['name'] ?? ''), lane);
+        if (refused) throw refused;
+      },
+    });
     this.settingChanges = new SettingChanges({ settings: this.settings, log: this.log, hub: this.hub, reconcile: (o) => this.reconcile(o) });
     this.inPlace = new InPlaceAuthorizer(this.auth, this.log);
     this.catalog = new Catalog({
@@ -128,9 +148,20 @@ export class Controller {
       servers: () => this.cfg.servers.filter((s) => !s.disabled && this.registry.has(s.name)).map((s) => ({ name: s.name, definition: s.definition })),
       withPool: (server, fn) => this.withPool(server, fn),
       laneFor: (server, ctx) => this.pool(server).laneFor(ctx),
+      policy: (server) => this.toolPolicy(server),
+      digests: new ToolDigests(
+        opts.digestStore ?? null,
+        (t) => this.scrubber.scrub(t),
+        (err) => this.log.warn({ err }, 'could not write the tool digests'),
+      ),
       logger: this.log,
     });
     this.catalog.onChange((c) => this.hub.publish({ type: 'catalog.changed', ...(c.server === undefined ? {} : { server: c.server }), lists: c.lists }));
+    this.catalog.onToolChanged((c) => this.hub.publish({ type: 'tool.changed', ...c }));
+    // pinTools decides what is served: fronts list again when it changes.
+    this.hub.subscribe((e) => {
+      if (e.type === 'setting.changed' && e.path === 'catalog.pinTools') this.catalog.toolsChanged();
+    });
     this.asks = new AskStore({
       // tools/call keeps /v1/call's outcome (an isError result is MCPX_TOOL_ERROR with the result); prompts/get
       // and resources/read, which may ask too, are relayed as they are.
@@ -218,6 +249,27 @@ export class Controller {
   async tools(server: string | undefined, caller: Caller = {}, opts: { fresh?: boolean } = {}): Promise<ToolsView> {
     if (server !== undefined) this.pool(server);
     return toolsView(this.catalog, server, caller, opts);
+  }
+
+  /** Tools whose definition changed since first seen (`GET /v1/tools/changed`, `mcpx tools --changed`). */
+  changedTools(): { tools: ChangedTool[] } {
+    return { tools: this.catalog.changedTools() };
+  }
+
+  /**
+   * Approves a changed tool's definition as it is listed now (`POST /v1/tools/accept`): a held tool is
+   * served again. `name`: the tool's own name with `server`, else its exposed name.
+   * @throws McpxError MCPX_NOT_FOUND, MCPX_UNKNOWN_SERVER, MCPX_BAD_REQUEST (a name several servers' changed tools share).
+   */
+  acceptTool(server: string | undefined, name: string): { ok: true; server: string; tool: string; lanes: Array<'own' | 'legacy'> } {
+    return { ok: true, ...this.catalog.accept(server, name) };
+  }
+
+  /** A server's say over its tools: its `mcpx.tools`, `mcpx.pin`, and `mcpx.pinTools` over `catalog.pinTools`. */
+  private toolPolicy(server: string): ToolPolicy {
+    const s = this.cfg.servers.find((x) => x.name === server);
+    const pinTools = s?.pinTools ?? this.settings.get('catalog.pinTools') === true;
+    return { ...(s?.tools ? { tools: s.tools } : {}), ...(s?.pin !== undefined ? { pin: s.pin } : {}), pinTools };
   }
 
   /** The last finished calls, scrubbed (./call-records.ts): the `mcpx ui` page's recent calls. */
@@ -318,7 +370,11 @@ export class Controller {
 
   /** Puts a config in force: its servers' secrets are scrubbed and their OAuth state kept. */
   private adopt(next: DaemonConfig): void {
+    const before = this.cfg === next ? undefined : policies(this.cfg);
     this.cfg = next;
+    // A changed filter, pin or pinTools changes what is served, though no server restarts: fronts list again.
+    // (The catalogue exists from the constructor's end; the first adopt runs before it.)
+    if (before !== undefined && before !== policies(next)) this.catalog.toolsChanged();
     this.scrubber.setFromServers(next.servers);
     this.auth?.setServers(next.servers);
   }

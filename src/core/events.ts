@@ -49,6 +49,21 @@ export interface CatalogChangedEvent {
   lists: Array<'tools' | 'prompts' | 'resources'>;
 }
 
+/**
+ * A tool's definition differs from the one first seen (a live listing found it): what changed, since
+ * when, and whether it is held (pinTools) until `mcpx tools --accept`. Names only, never the texts.
+ */
+export interface ToolChangedEvent {
+  type: 'tool.changed';
+  server: string;
+  tool: string;
+  exposed: string;
+  lane: 'own' | 'legacy';
+  changed: Array<'description' | 'schema' | 'annotations'>;
+  since: string;
+  held: boolean;
+}
+
 /** A server's authorization changed (needed, authorized, refreshed, failed); never carries a token. */
 export interface ServerAuthEvent {
   type: 'server.auth';
@@ -62,7 +77,8 @@ export interface ServerAuthEvent {
   unsaved?: string;
 }
 
-export type DaemonEvent = PoolEvent | CallFinishedEvent | ConfigReloadedEvent | ConfigErrorEvent | SettingChangedEvent | CatalogChangedEvent | ServerAuthEvent;
+export type DaemonEvent =
+  PoolEvent | CallFinishedEvent | ConfigReloadedEvent | ConfigErrorEvent | SettingChangedEvent | CatalogChangedEvent | ServerAuthEvent | ToolChangedEvent;
 
 export const EVENT_TYPES = [
   'server.start',
@@ -76,6 +92,7 @@ export const EVENT_TYPES = [
   'setting.changed',
   'catalog.changed',
   'server.auth',
+  'tool.changed',
 ] as const satisfies ReadonlyArray<DaemonEvent['type']>;
 
 /**
