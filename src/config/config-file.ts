@@ -28,7 +28,6 @@ import type { HttpDefinition, ServerDefinition, StdioDefinition } from '../upstr
 import { checkSettingsFile, didYouMean, findSetting, homeFolder, SETTING_BLOCKS, showValue, type SettingPath } from './settings.js';
 import { isObject } from '../is-object.js';
 import { capabilitiesOf, DEFAULT_URL_WIRE, WIRES, type UrlWire, type WireTransport } from '../transports/capabilities.js';
-import type { ToolFilter } from '../catalog/tool-policy.js';
 
 /** How the file was found: `--config`, `MCPX_CONFIG`, walking up from the working directory, or the user config. */
 export type ConfigVia = 'flag' | 'env' | 'project' | 'user';
@@ -36,6 +35,12 @@ export type ConfigVia = 'flag' | 'env' | 'project' | 'user';
 export interface ConfigLocation {
   file: string;
   via: ConfigVia;
+}
+
+/** A server's `mcpx.tools`: globs on its tools' own names (src/catalog/tool-policy.ts reads them). */
+export interface ToolFilter {
+  allow?: string[];
+  deny?: string[];
 }
 
 /** Per-server timeouts from the `mcpx` block (over `upstream.*`). */
