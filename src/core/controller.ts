@@ -59,8 +59,9 @@ import type {
 } from './views.js';
 
 /** Every server's tool policy, as one comparable text. */
-function policies(cfg: DaemonConfig): string {
-  return stringify(cfg.servers.map((s) => [s.name, s.tools ?? null, s.pin ?? null, s.pinTools ?? null])) ?? '';
+/** Every server's tool policy and the `catalog.pinTools` in force, as one comparable text. */
+function policies(cfg: DaemonConfig, settings: Settings): string {
+  return stringify([settings.get('catalog.pinTools'), cfg.servers.map((s) => [s.name, s.tools ?? null, s.pin ?? null, s.pinTools ?? null])]) ?? '';
 }
 
 export interface ControllerOptions {
@@ -98,6 +99,8 @@ export class Controller {
   readonly auth: AuthManager | null;
   private readonly log: Logger;
   private cfg: DaemonConfig;
+  /** The tool policies last adopted (see adopt). */
+  private policyText: string | undefined;
   /** The last edit a reload refused, until one succeeds: `mcpx status` and `mcpx servers` say so. */
   private rejectedEdit: RejectedEdit | undefined;
   private readonly loader: (() => Promise<DaemonConfig>) | undefined;
@@ -160,7 +163,9 @@ export class Controller {
     this.catalog.onToolChanged((c) => this.hub.publish({ type: 'tool.changed', ...c }));
     // pinTools decides what is served: fronts list again when it changes.
     this.hub.subscribe((e) => {
-      if (e.type === 'setting.changed' && e.path === 'catalog.pinTools') this.catalog.toolsChanged();
+      if (e.type !== 'setting.changed' || e.path !== 'catalog.pinTools') return;
+      this.policyText = policies(this.cfg, this.settings);
+      this.catalog.toolsChanged();
     });
     this.asks = new AskStore({
       // tools/call keeps /v1/call's outcome (an isError result is MCPX_TOOL_ERROR with the result); prompts/get
@@ -370,11 +375,13 @@ export class Controller {
 
   /** Puts a config in force: its servers' secrets are scrubbed and their OAuth state kept. */
   private adopt(next: DaemonConfig): void {
-    const before = this.cfg === next ? undefined : policies(this.cfg);
     this.cfg = next;
-    // A changed filter, pin or pinTools changes what is served, though no server restarts: fronts list again.
-    // (The catalogue exists from the constructor's end; the first adopt runs before it.)
-    if (before !== undefined && before !== policies(next)) this.catalog.toolsChanged();
+    // A changed filter, pin or pinTools (the server's, or the file's catalog.pinTools, resolved before this)
+    // changes what is served, though no server restarts: fronts list again. The first adopt runs before
+    // the catalogue exists.
+    const policy = policies(next, this.settings);
+    if (this.policyText !== undefined && policy !== this.policyText) this.catalog.toolsChanged();
+    this.policyText = policy;
     this.scrubber.setFromServers(next.servers);
     this.auth?.setServers(next.servers);
   }
