@@ -7,7 +7,8 @@
  * stream, the live page) and, under pinTools, held (absent, its call MCPX_TOOL_HELD) until
  * `mcpx tools --accept`; the digests are 0600 and outlive the daemon.
  */
-import { statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { join } from 'node:path';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -135,6 +136,32 @@ describe("mcpx.tools filters a server's tools everywhere", () => {
     90_000,
   );
 
+  it('a reload that changes the filter changes what is served, and tells a connected client', async () => {
+    const c = await stdioCaller('legacy', { env: d.env });
+    try {
+      let heard = 0;
+      c.raw.setNotificationHandler(ToolListChangedNotificationSchema, () => void heard++);
+      expect((await c.listTools()).tools.map((t) => t['name'])).toContain('filt__write_c');
+      const config = JSON.parse(readFileSync(d.config, 'utf8'));
+      config.mcpServers.filt.mcpx.tools.deny.push('write_*');
+      writeFileSync(d.config, JSON.stringify(config, null, 2));
+      expect((await mcpx(['reload'], { env: d.env })).code).toBe(0);
+      await until(() => heard > 0, 20_000, 'tools/list_changed');
+      expect((await c.listTools()).tools.map((t) => t['name']).filter((n: string) => n.startsWith('filt__'))).toEqual(['filt__read_a', 'filt__announce']);
+      expect(textOf(await c.callTool('filt__write_c', {}))).toContain('MCPX_TOOL_DENIED');
+      config.mcpServers.filt.mcpx.tools.deny.pop();
+      writeFileSync(d.config, JSON.stringify(config, null, 2));
+      expect((await mcpx(['reload'], { env: d.env })).code).toBe(0);
+      expect(names((await mcpxJson<{ tools: Array<Record<string, any>> }>(['tools', 'filt'], { env: d.env })).tools)).toEqual([
+        'read_a',
+        'write_c',
+        'announce',
+      ]);
+    } finally {
+      await c.close();
+    }
+  }, 90_000);
+
   it('mcpx doctor warns of a glob that matches none of the tools the server listed', async () => {
     const r = await mcpx(['doctor', '--json'], { env: d.env });
     const checks = JSON.parse(r.stdout).checks as Array<{ check: string; ok: boolean; warn?: boolean; detail: string }>;
@@ -228,6 +255,10 @@ describe('tool definitions pinned', () => {
       }
       const page = await pageState();
       expect(page.servers.find((s) => s.server === 'held')!.changedTools).toEqual([expect.objectContaining({ tool: 'greet', held: true })]);
+      const text = await mcpx(['tools', 'held'], { env: d.env });
+      expect(text.stdout).not.toContain('greet');
+      expect(text.stderr).toContain('mcpx: held: tool "greet" changed its schema since it was first seen');
+      expect(text.stderr).toContain('held, not served; review it and accept it with mcpx tools --accept held greet');
     };
     await held();
 

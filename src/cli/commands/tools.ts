@@ -41,6 +41,8 @@ export function register(program: Command, cli: CliContext): void {
           );
         // What a server listed that clients could not take: named, the rest served (docs/serving.md).
         for (const l of body.leftOut ?? []) process.stderr.write(`mcpx: ${l.server}: ${terminalSafe(describeLeftOut(l))}\n`);
+        // A tool whose definition changed since it was first seen: said here too, since a held one is missing above.
+        if (!o.json) await changedNotes(client, server);
         if (body.errors.length > 0) {
           for (const e of body.errors.slice(1)) process.stderr.write(`mcpx: ${terminalSafe(named(e.server, e.message))}\n`);
           const first = body.errors[0]!;
@@ -65,6 +67,18 @@ async function changed(client: Client, server: string | undefined, o: CommonOpts
     ),
   );
   if (tools.some((t) => t.held)) out('a held tool is served again once accepted: mcpx tools --accept SERVER TOOL');
+}
+
+/** One stderr line per changed tool (of `server`, when given): held ones say how to serve them again. */
+async function changedNotes(client: Client, server: string | undefined): Promise<void> {
+  const { body } = await api<{ tools: ChangedTool[] }>(client, 'GET', '/v1/tools/changed');
+  for (const t of body.tools) {
+    if (server !== undefined && t.server !== server) continue;
+    const what = `tool "${t.tool}" changed its ${t.changed.join(', ') || 'definition'} since it was first seen (${t.since})`;
+    process.stderr.write(
+      `mcpx: ${terminalSafe(`${t.server}: ${what}${t.held ? `: held, not served; review it and accept it with mcpx tools --accept ${t.server} ${t.tool}` : ' (mcpx tools --changed)'}`)}\n`,
+    );
+  }
 }
 
 /** `mcpx tools --accept NAME` or `--accept SERVER TOOL` (or `mcpx tools SERVER --accept TOOL`). */
