@@ -22,15 +22,15 @@ import { LIST_METHOD_OF, type Call, type Caller, type ChangedList, type ListKind
 import type { ServerDefinition } from '../upstream/definition.js';
 import { catalogKey, sameListing, type CatalogRecord, type CatalogStore } from './catalog-store.js';
 import { describeLeftOut, type LeftOut } from './left-out.js';
-import { sanitize, SEPARATOR } from './names.js';
-import { changedParts, type ChangedPart, type ToolDigests } from './tool-digests.js';
-import { filterRefusal, toolAllowed, toolPinned, type ToolPolicy } from './tool-policy.js';
+import type { ToolDigests } from './tool-digests.js';
+import { ToolGate, type ChangedTool } from './tool-gate.js';
+import type { ToolPolicy } from './tool-policy.js';
 import type { validListing } from './valid-listing.js';
 
 /** The checks (and zod) load with the first listing served: a daemon that serves none never loads them. */
 let checks: Promise<typeof validListing> | undefined;
 const loadChecks = (): Promise<typeof validListing> => (checks ??= import('./valid-listing.js').then((m) => m.validListing));
-import type { CatalogChange, CatalogItem, CatalogView, ServerCatalog } from './view.js';
+import type { CatalogChange, CatalogView, ServerCatalog } from './view.js';
 
 export interface CatalogDeps {
   store: CatalogStore | null;
@@ -47,20 +47,7 @@ export interface CatalogDeps {
   logger?: Logger;
 }
 
-/** A tool whose definition changed since it was first seen (`mcpx tools --changed`, the `tool.changed` event). */
-export interface ChangedTool {
-  server: string;
-  /** The tool's own name. */
-  tool: string;
-  /** The name a caller would see it under (aggregate mode) once served. */
-  exposed: string;
-  lane: Lane;
-  changed: ChangedPart[];
-  /** When the difference was first seen (ISO 8601). */
-  since: string;
-  /** Held out of listings and refused on call until accepted (pinTools). */
-  held: boolean;
-}
+export type { ChangedTool };
 
 const LANES: readonly Lane[] = ['own', 'legacy'];
 
@@ -104,13 +91,19 @@ export class Catalog {
   private readonly notServed = new Map<string, LeftOut[]>();
   /** Background refreshes per server and lane (see refresh). */
   private readonly refreshes = new Map<string, RefreshState>();
-  private readonly digests: ToolDigests | null;
+  /** Which tools are served, held and refused. */
+  private readonly gate: ToolGate;
 
   constructor(deps: CatalogDeps) {
     this.deps = deps;
     this.log = (deps.logger ?? silentLogger).child({ component: 'catalog' });
     this.events.setMaxListeners(0);
-    this.digests = deps.digests ?? null;
+    this.gate = new ToolGate({
+      ...(deps.policy ? { policy: deps.policy } : {}),
+      digests: deps.digests ?? null,
+      log: this.log,
+      changed: (c) => this.events.emit('tool', c),
+    });
   }
 
   /** Tools whose definition changed since it was first seen, as each live listing finds them. */
@@ -188,7 +181,7 @@ export class Catalog {
         }
         const lists = served(await loadChecks(), record);
         this.notServed.set(server, lists.leftOut ?? []);
-        const { tools, pinned } = this.policed(server, key, lists.tools);
+        const { tools, pinned } = this.gate.served(server, key, lists.tools);
         const extensions = record.capabilities?.['extensions'];
         return {
           server,
@@ -264,7 +257,7 @@ export class Catalog {
     }
     this.memory.set(key, record);
     this.confirmed.add(key);
-    this.observeDigests(server, key, record);
+    this.gate.observe(server, key, record.tools);
     if (this.deps.store) {
       this.deps.store.set(key, record).catch((err: unknown) => this.log.warn({ err, server }, 'could not write the tool catalogue'));
     }
@@ -276,51 +269,7 @@ export class Catalog {
     return record;
   }
 
-  // ---- which tools are served (./tool-policy.ts) and held (./tool-digests.ts) ----
-
-  private policyOf(server: string): ToolPolicy {
-    return this.deps.policy?.(server) ?? {};
-  }
-
-  /** The tools served of a listing: the filter's, less those held; and the names pinned among them. */
-  private policed(server: string, key: string, tools: CatalogItem[]): { tools: CatalogItem[]; pinned: string[] } {
-    const policy = this.policyOf(server);
-    if (policy.tools === undefined && policy.pin === undefined && !(policy.pinTools && this.digests)) return { tools, pinned: [] };
-    const kept = tools.filter((t) => {
-      const name = t['name'] as string;
-      return toolAllowed(policy.tools, name) && !(policy.pinTools === true && this.changedUnder(key, name));
-    });
-    const pinned = policy.pin === undefined ? [] : kept.map((t) => t['name'] as string).filter((n) => toolPinned(policy.pin, n));
-    return { tools: kept, pinned };
-  }
-
-  private changedUnder(key: string, tool: string): boolean {
-    return this.digests?.tool(key, tool)?.changed !== undefined;
-  }
-
-  /** A live listing against the definitions first seen: each tool that differs now is reported (log, event). */
-  private observeDigests(server: string, key: string, record: CatalogRecord): void {
-    if (!this.digests) return;
-    const lane = key.slice(key.lastIndexOf(':') + 1) as Lane;
-    const held = this.policyOf(server).pinTools === true;
-    for (const c of this.digests.observe(key, record.tools)) {
-      const what = c.changed.length > 0 ? c.changed.join(', ') : 'definition';
-      // Names and parts only: the texts may quote what they should not.
-      this.log.warn(
-        { server, tool: c.tool, lane, changed: c.changed, since: c.since, held },
-        `${server}: tool ${JSON.stringify(c.tool)} changed its ${what} since it was first seen${held ? '; it is held until accepted (mcpx tools --accept ' + server + ' ' + c.tool + ')' : ''}`,
-      );
-      this.events.emit('tool', {
-        server,
-        tool: c.tool,
-        exposed: exposedGuess(server, c.tool),
-        lane,
-        changed: c.changed,
-        since: c.since,
-        held,
-      } satisfies ChangedTool);
-    }
-  }
+  // ---- which tools are served, held and refused (./tool-gate.ts) ----
 
   /**
    * Why a call to this tool is refused, or undefined: the server's filter leaves it out
@@ -328,26 +277,8 @@ export class Catalog {
    * the digests only: nothing is started.
    */
   refusal(server: string, tool: string, lane: Lane): McpxError | undefined {
-    const policy = this.policyOf(server);
-    const filtered = filterRefusal(policy.tools, tool);
-    if (filtered !== undefined)
-      return new McpxError(
-        'MCPX_TOOL_DENIED',
-        `tool ${JSON.stringify(tool)} of server ${JSON.stringify(server)} is not served: the config's ${filtered} leaves it out`,
-        {
-          data: { server, tool },
-        },
-      );
-    if (policy.pinTools !== true || !this.digests) return undefined;
     const entry = this.deps.servers().find((s) => s.name === server);
-    const d = entry ? this.digests.tool(catalogKey(entry.definition, lane), tool) : undefined;
-    if (!d?.changed) return undefined;
-    const parts = changedParts(d);
-    return new McpxError(
-      'MCPX_TOOL_HELD',
-      `tool ${JSON.stringify(tool)} of server ${JSON.stringify(server)} changed its ${parts.length > 0 ? parts.join(', ') : 'definition'} since it was first seen (${d.changed.at}) and is held: review it (mcpx tools --changed) and accept it with mcpx tools --accept ${server} ${tool}`,
-      { data: { server, tool, changed: parts, since: d.changed.at } },
-    );
+    return this.gate.refusal(server, tool, entry ? catalogKey(entry.definition, lane) : undefined);
   }
 
   /** The known tools of a server that are not served (filtered or held), by their own names: a caller that names one is told why. */
@@ -357,35 +288,28 @@ export class Catalog {
     const out = new Set<string>();
     for (const lane of LANES) {
       const key = catalogKey(entry.definition, lane);
-      const record = this.known(key);
-      const served = new Set(this.policed(server, key, record?.tools ?? []).tools.map((t) => t['name']));
-      for (const t of record?.tools ?? []) if (typeof t['name'] === 'string' && !served.has(t['name'])) out.add(t['name']);
+      const tools = this.known(key)?.tools ?? [];
+      const served = new Set(this.gate.served(server, key, tools).tools.map((t) => t['name']));
+      for (const t of tools) if (typeof t['name'] === 'string' && !served.has(t['name'])) out.add(t['name']);
     }
     return [...out];
   }
 
   /** Every tool of a configured server whose known definition differs from the one first seen (`mcpx tools --changed`). */
   changedTools(): ChangedTool[] {
-    if (!this.digests) return [];
-    const out: ChangedTool[] = [];
-    for (const s of this.deps.servers()) {
-      const held = this.policyOf(s.name).pinTools === true;
-      for (const lane of LANES) {
+    return this.deps.servers().flatMap((s) =>
+      LANES.flatMap((lane) => {
         const key = catalogKey(s.definition, lane);
-        const listed = new Set((this.known(key)?.tools ?? []).map((t) => t['name']));
-        for (const [tool, d] of Object.entries(this.digests.get(key)?.tools ?? {})) {
-          if (!d.changed || !listed.has(tool)) continue;
-          out.push({ server: s.name, tool, exposed: exposedGuess(s.name, tool), lane, changed: changedParts(d), since: d.changed.at, held });
-        }
-      }
-    }
-    return out;
+        return this.gate.changed(s.name, key, new Set((this.known(key)?.tools ?? []).map((t) => t['name'])));
+      }),
+    );
   }
 
   /**
    * Approves the definition a server lists now for its tool (every lane that has a change), and tells
    * fronts (a held tool comes back). `name` is the tool's own name with `server`, or the exposed name alone.
-   * @throws McpxError MCPX_NOT_FOUND when no such tool has a change to accept; MCPX_UNKNOWN_SERVER.
+   * @throws McpxError MCPX_NOT_FOUND when no such tool has a change to accept; MCPX_UNKNOWN_SERVER;
+   *   MCPX_BAD_REQUEST for an exposed name several servers' changed tools answer to.
    */
   accept(server: string | undefined, name: string): { server: string; tool: string; lanes: Lane[] } {
     const candidates = this.changedTools().filter((c) =>
@@ -393,8 +317,7 @@ export class Catalog {
     );
     const pairs = [...new Map(candidates.map((c) => [`${c.server}\0${c.tool}`, c])).values()];
     if (pairs.length === 0) {
-      const known = server !== undefined && this.deps.servers().some((s) => s.name === server);
-      if (server !== undefined && !known)
+      if (server !== undefined && !this.deps.servers().some((s) => s.name === server))
         throw new McpxError('MCPX_UNKNOWN_SERVER', `no configured server named ${JSON.stringify(server)}`, { data: { server } });
       const what = server === undefined ? JSON.stringify(name) : `${JSON.stringify(name)} of server ${JSON.stringify(server)}`;
       throw new McpxError('MCPX_NOT_FOUND', `tool ${what} has no changed definition to accept (mcpx tools --changed lists those that have)`, {
@@ -405,13 +328,11 @@ export class Catalog {
       throw new McpxError(
         'MCPX_BAD_REQUEST',
         `${JSON.stringify(name)} names a changed tool of several servers; name one: ${pairs.map((p) => `mcpx tools --accept ${p.server} ${p.tool}`).join(', ')}`,
-        {
-          data: { candidates: pairs.map((p) => ({ server: p.server, tool: p.tool })) },
-        },
+        { data: { candidates: pairs.map((p) => ({ server: p.server, tool: p.tool })) } },
       );
     const { server: s, tool } = pairs[0]!;
     const entry = this.deps.servers().find((x) => x.name === s)!;
-    const lanes = LANES.filter((lane) => this.digests!.accept(catalogKey(entry.definition, lane), tool));
+    const lanes = LANES.filter((lane) => this.gate.accept(catalogKey(entry.definition, lane), tool));
     this.log.info({ server: s, tool, lanes }, `${s}: the changed definition of tool ${JSON.stringify(tool)} was accepted`);
     this.toolsChanged(s);
     return { server: s, tool, lanes };
@@ -501,11 +422,6 @@ function served(valid: typeof validListing, r: CatalogRecord): Pick<ServerCatalo
     resourceTemplates: r.resourceTemplates ?? [],
   });
   return { ...lists, ...(leftOut.length > 0 ? { leftOut } : {}) };
-}
-
-/** The name a tool is shown under in aggregate mode, when nothing else claims it (./names.ts). */
-function exposedGuess(server: string, tool: string): string {
-  return `${sanitize(server)}${SEPARATOR}${sanitize(tool)}`;
 }
 
 function changedLists(a: CatalogRecord, b: CatalogRecord): ChangedList[] {
