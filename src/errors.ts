@@ -75,6 +75,10 @@ export type ErrorCode =
   // a tool the upstream listed but mcpx will not call: on 2026-07-28 Streamable HTTP, its x-mcp-header
   // annotations are invalid (SEP-2243), so it is excluded from listTools() and callTool() refuses it
   | 'MCPX_BAD_TOOL'
+  // a server's tool mcpx does not serve (docs/serving.md): its config's `mcpx.tools` filter leaves it out;
+  // its definition changed since it was first seen and `pinTools` holds it until `mcpx tools --accept`
+  | 'MCPX_TOOL_DENIED'
+  | 'MCPX_TOOL_HELD'
   // mcpx install / uninstall (src/install): an unknown client; a client file that does not parse (line:column),
   // is read-only, is locked by another mcpx, changed under the edit, or is laid out so that mcpx cannot edit
   // it alone; a server name already taken in mcpx's config; a file that could not be read or written; a

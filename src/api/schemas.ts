@@ -389,6 +389,32 @@ export const toolsSchema = z.object({
 
 const catalogItems = z.array(z.record(z.string(), z.unknown()));
 
+const changedToolSchema = z.object({
+  server: z.string(),
+  tool: z.string().meta({ description: "The tool's own name, as the server lists it." }),
+  exposed: z.string().meta({ description: 'The name MCP clients see it under once served (aggregate mode).' }),
+  lane: laneSchema,
+  changed: z.array(z.enum(['description', 'schema', 'annotations'])).meta({ description: 'What differs from the definition first seen (or last accepted).' }),
+  since: z.string().meta({ description: 'When the difference was first seen (ISO 8601).' }),
+  held: z.boolean().meta({ description: 'Held out of listings and refused on call until accepted (pinTools).' }),
+});
+
+export const changedToolsSchema = z.object({ tools: z.array(changedToolSchema) });
+
+export const acceptToolBodySchema = z
+  .object({
+    server: nonEmpty('server').optional().meta({ description: 'The server; omitted: `name` is the exposed name (`<server>__<tool>`).' }),
+    name: nonEmpty('name').meta({ description: "The tool's own name (with `server`), or its exposed name." }),
+  })
+  .strict();
+
+export const acceptToolSchema = z.object({
+  ok: z.literal(true),
+  server: z.string(),
+  tool: z.string(),
+  lanes: z.array(laneSchema).meta({ description: 'The lanes whose changed definition was approved.' }),
+});
+
 export const catalogSchema = z.object({
   servers: z.array(
     z.object({
@@ -402,6 +428,7 @@ export const catalogSchema = z.object({
       prompts: catalogItems,
       resources: catalogItems,
       resourceTemplates: catalogItems,
+      pinned: z.array(z.string()).optional().meta({ description: "The server's own names of its tools pinned by its mcpx.pin: they stay in every listing." }),
       leftOut: z.array(z.object({ list: leftOutList, name: z.string(), reason: z.string() })).optional(),
       error: z.object({ code: z.string(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() }).optional(),
     }),

@@ -209,6 +209,28 @@ export const V1_ROUTES = {
       controller.tools(query.server, callerOf(req, headers, query.session), { fresh: query.fresh === 'true' || query.fresh === '1' }),
   }),
 
+  toolsChanged: route({
+    method: 'GET',
+    url: '/v1/tools/changed',
+    summary:
+      'Tools whose definition (description, schemas, annotations) differs from the one first seen or last accepted, from the tool digests: nothing is started.',
+    responses: (s) => ({ 200: { description: 'The changed tools, in config order.', schema: s.changedToolsSchema } }),
+    handler: async (_, { controller }) => controller.changedTools(),
+  }),
+
+  toolAccept: route({
+    method: 'POST',
+    url: '/v1/tools/accept',
+    summary: "Approve a changed tool's definition as listed now: a tool held for it (pinTools) is served again.",
+    input: (s) => ({ body: s.acceptToolBodySchema }),
+    responses: (s) => ({
+      200: { description: 'Accepted.', schema: s.acceptToolSchema },
+      400: s.bad,
+      404: { description: 'No such server (MCPX_UNKNOWN_SERVER), or no changed tool by that name (MCPX_NOT_FOUND).', schema: s.errorBodySchema },
+    }),
+    handler: async ({ body }, { controller, req }) => controller.acceptTool(body.server, body.name, configOf(req)),
+  }),
+
   call: route({
     method: 'POST',
     url: '/v1/call',

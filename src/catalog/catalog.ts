@@ -22,6 +22,9 @@ import { LIST_METHOD_OF, type Call, type Caller, type ChangedList, type ListKind
 import type { ServerDefinition } from '../upstream/definition.js';
 import { catalogKey, sameListing, type CatalogRecord, type CatalogStore } from './catalog-store.js';
 import { describeLeftOut, type LeftOut } from './left-out.js';
+import type { ToolDigests } from './tool-digests.js';
+import { ToolGate, type ChangedTool } from './tool-gate.js';
+import type { ToolPolicy } from './tool-policy.js';
 import type { validListing } from './valid-listing.js';
 
 /** The checks (and zod) load with the first listing served: a daemon that serves none never loads them. */
@@ -37,8 +40,16 @@ export interface CatalogDeps {
   withPool<T>(server: string, fn: (pool: ServerPool) => Promise<T>): Promise<T>;
   /** The lane a caller gets on a server (throws MCPX_UNKNOWN_SERVER). */
   laneFor(server: string, caller: Caller): Lane;
+  /** The server's own say over its tools (`mcpx.tools`, `mcpx.pin`, `pinTools`); none: every tool served, none pinned or held. */
+  policy?(server: string): ToolPolicy;
+  /** The tool definitions as first seen (./tool-digests.ts); none: nothing is pinned or held. */
+  digests?: ToolDigests | null;
   logger?: Logger;
 }
+
+export type { ChangedTool };
+
+const LANES: readonly Lane[] = ['own', 'legacy'];
 
 const LISTS = ['tools', 'prompts', 'resources', 'resourceTemplates'] as const;
 
@@ -80,11 +91,25 @@ export class Catalog {
   private readonly notServed = new Map<string, LeftOut[]>();
   /** Background refreshes per server and lane (see refresh). */
   private readonly refreshes = new Map<string, RefreshState>();
+  /** Which tools are served, held and refused. */
+  private readonly gate: ToolGate;
 
   constructor(deps: CatalogDeps) {
     this.deps = deps;
     this.log = (deps.logger ?? silentLogger).child({ component: 'catalog' });
     this.events.setMaxListeners(0);
+    this.gate = new ToolGate({
+      ...(deps.policy ? { policy: deps.policy } : {}),
+      digests: deps.digests ?? null,
+      log: this.log,
+      changed: (c) => this.events.emit('tool', c),
+    });
+  }
+
+  /** Tools whose definition changed since it was first seen, as each live listing finds them. */
+  onToolChanged(listener: (change: ChangedTool) => void): () => void {
+    this.events.on('tool', listener);
+    return () => this.events.off('tool', listener);
   }
 
   onChange(listener: (change: CatalogChange) => void): () => void {
@@ -100,6 +125,11 @@ export class Catalog {
   /** Tells fronts that the set of servers changed (of one config, when named). */
   serversChanged(config?: string): void {
     this.emit({ ...(config === undefined ? {} : { config }), lists: ['tools', 'prompts', 'resources'] });
+  }
+
+  /** Tells fronts that the tools served changed without a new listing (a filter, a pin, pinTools, an accepted tool). */
+  toolsChanged(server?: string): void {
+    this.emit({ ...(server === undefined ? {} : { server }), lists: ['tools'] });
   }
 
   /**
@@ -159,8 +189,18 @@ export class Catalog {
         }
         const lists = served(await loadChecks(), record);
         this.notServed.set(server, lists.leftOut ?? []);
+        const { tools, pinned } = this.gate.served(server, key, lists.tools);
         const extensions = record.capabilities?.['extensions'];
-        return { server, lane, source, at: record.at, ...lists, ...(isObject(extensions) ? { extensions } : {}) };
+        return {
+          server,
+          lane,
+          source,
+          at: record.at,
+          ...lists,
+          tools,
+          ...(pinned.length > 0 ? { pinned } : {}),
+          ...(isObject(extensions) ? { extensions } : {}),
+        };
       });
     } catch (err) {
       const e: { code: string; message: string; data?: Record<string, unknown> } =
@@ -225,6 +265,7 @@ export class Catalog {
     }
     this.memory.set(key, record);
     this.confirmed.add(key);
+    this.gate.observe(server, key, record.tools);
     if (this.deps.store) {
       this.deps.store.set(key, record).catch((err: unknown) => this.log.warn({ err, server }, 'could not write the tool catalogue'));
     }
@@ -234,6 +275,75 @@ export class Catalog {
       this.emit({ server, lists });
     }
     return record;
+  }
+
+  // ---- which tools are served, held and refused (./tool-gate.ts) ----
+
+  /**
+   * Why a call to this tool is refused, or undefined: the server's filter leaves it out
+   * (MCPX_TOOL_DENIED), or it changed since first seen and is held (MCPX_TOOL_HELD). Reads the config and
+   * the digests only: nothing is started.
+   */
+  refusal(server: string, tool: string, lane: Lane): McpxError | undefined {
+    const entry = this.deps.servers().find((s) => s.name === server);
+    return this.gate.refusal(server, tool, entry ? catalogKey(entry.definition, lane) : undefined);
+  }
+
+  /** The known tools of a server that are not served (filtered or held), by their own names: a caller that names one is told why. */
+  withheld(server: string): string[] {
+    const entry = this.deps.servers().find((s) => s.name === server);
+    if (!entry) return [];
+    const out = new Set<string>();
+    for (const lane of LANES) {
+      const key = catalogKey(entry.definition, lane);
+      const tools = this.known(key)?.tools ?? [];
+      const served = new Set(this.gate.served(server, key, tools).tools.map((t) => t['name']));
+      for (const t of tools) if (typeof t['name'] === 'string' && !served.has(t['name'])) out.add(t['name']);
+    }
+    return [...out];
+  }
+
+  /** Every tool of a configured server whose known definition differs from the one first seen (`mcpx tools --changed`). */
+  changedTools(): ChangedTool[] {
+    return this.deps.servers().flatMap((s) =>
+      LANES.flatMap((lane) => {
+        const key = catalogKey(s.definition, lane);
+        return this.gate.changed(s.name, key, new Set((this.known(key)?.tools ?? []).map((t) => t['name'])));
+      }),
+    );
+  }
+
+  /**
+   * Approves the definition a server lists now for its tool (every lane that has a change), and tells
+   * fronts (a held tool comes back). `name` is the tool's own name with `server`, or the exposed name alone.
+   * @throws McpxError MCPX_NOT_FOUND when no such tool has a change to accept; MCPX_UNKNOWN_SERVER;
+   *   MCPX_BAD_REQUEST for an exposed name several servers' changed tools answer to.
+   */
+  accept(server: string | undefined, name: string): { server: string; tool: string; lanes: Lane[] } {
+    const candidates = this.changedTools().filter((c) =>
+      server === undefined ? c.exposed === name || c.tool === name : c.server === server && c.tool === name,
+    );
+    const pairs = [...new Map(candidates.map((c) => [`${c.server}\0${c.tool}`, c])).values()];
+    if (pairs.length === 0) {
+      if (server !== undefined && !this.deps.servers().some((s) => s.name === server))
+        throw new McpxError('MCPX_UNKNOWN_SERVER', `no configured server named ${JSON.stringify(server)}`, { data: { server } });
+      const what = server === undefined ? JSON.stringify(name) : `${JSON.stringify(name)} of server ${JSON.stringify(server)}`;
+      throw new McpxError('MCPX_NOT_FOUND', `tool ${what} has no changed definition to accept (mcpx tools --changed lists those that have)`, {
+        data: { ...(server === undefined ? {} : { server }), tool: name },
+      });
+    }
+    if (pairs.length > 1)
+      throw new McpxError(
+        'MCPX_BAD_REQUEST',
+        `${JSON.stringify(name)} names a changed tool of several servers; name one: ${pairs.map((p) => `mcpx tools --accept ${p.server} ${p.tool}`).join(', ')}`,
+        { data: { candidates: pairs.map((p) => ({ server: p.server, tool: p.tool })) } },
+      );
+    const { server: s, tool } = pairs[0]!;
+    const entry = this.deps.servers().find((x) => x.name === s)!;
+    const lanes = LANES.filter((lane) => this.gate.accept(catalogKey(entry.definition, lane), tool));
+    this.log.info({ server: s, tool, lanes }, `${s}: the changed definition of tool ${JSON.stringify(tool)} was accepted`);
+    this.toolsChanged(s);
+    return { server: s, tool, lanes };
   }
 
   /**

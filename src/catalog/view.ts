@@ -20,7 +20,13 @@ export interface ServerCatalog {
   source: 'live' | 'catalog' | 'none';
   /** When it was listed (ISO 8601). */
   at?: string;
+  /** The tools served: what the server's `mcpx.tools` filter lets through, less those held (changed since first seen, under pinTools). */
   tools: CatalogItem[];
+  /**
+   * The server's own names of its served tools that its `mcpx.pin` pins: they stay in every listing,
+   * whatever a front's tool strategy. Absent: none.
+   */
+  pinned?: readonly string[];
   prompts: CatalogItem[];
   resources: CatalogItem[];
   resourceTemplates: CatalogItem[];

@@ -37,6 +37,12 @@ export interface ConfigLocation {
   via: ConfigVia;
 }
 
+/** A server's `mcpx.tools`: globs on its tools' own names (src/catalog/tool-policy.ts reads them). */
+export interface ToolFilter {
+  allow?: string[];
+  deny?: string[];
+}
+
 /** Per-server timeouts from the `mcpx` block (over `upstream.*`). */
 export interface ServerTimeouts {
   probeTimeoutMs?: number;
@@ -59,6 +65,12 @@ export interface ResolvedServer {
   inheritEnv?: boolean;
   /** From the `mcpx` block: the folders mcpx answers this server's `roots/list` with (absolute), when given. */
   roots?: string[];
+  /** From the `mcpx` block: which of its tools are served (globs on its own names; docs/serving.md). */
+  tools?: ToolFilter;
+  /** From the `mcpx` block: tools that stay in every listing (`true`: all). */
+  pin?: true | string[];
+  /** From the `mcpx` block: hold a tool whose definition changed since first seen; absent: `catalog.pinTools`. */
+  pinTools?: boolean;
   disabled: boolean;
   /**
    * What `${VAR}` / `${env:VAR}` expansions put into this server's strings (command, args, cwd, url, …):
@@ -318,9 +330,9 @@ const FOREIGN_SERVER_HINTS: Readonly<Record<string, string>> = {
   httpUrl: 'mcpx reads "url"',
   transportType: 'mcpx reads "type"',
   envFile: 'mcpx reads no env file; put the variables in "env"',
-  disabledTools: 'mcpx offers every tool the server lists',
-  includeTools: 'mcpx offers every tool the server lists',
-  excludeTools: 'mcpx offers every tool the server lists',
+  disabledTools: 'to leave tools out write "mcpx": {"tools": {"deny": ["name", "prefix_*"]}}',
+  includeTools: 'to serve only some tools write "mcpx": {"tools": {"allow": ["name", "prefix_*"]}}',
+  excludeTools: 'to leave tools out write "mcpx": {"tools": {"deny": ["name", "prefix_*"]}}',
 };
 
 /** The `mcpx` block's keys and the settings they override. */
@@ -658,7 +670,7 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
   const definition = transport === 'stdio' ? stdioDefinition(ck) : httpDefinition(ck, declared);
   const preference = protocolPreference(ck);
   const disabled = disabledFlag(ck);
-  const { limits, timeouts, inheritEnv, roots } = mcpxBlock(ck, transport);
+  const { limits, timeouts, inheritEnv, roots, tools, pin, pinTools } = mcpxBlock(ck, transport);
   if (ck.bad) return undefined;
   return {
     name,
@@ -669,6 +681,9 @@ function checkServer(name: string, entry: unknown, at: KeyPath, c: ServerCheckCo
     timeouts,
     ...(inheritEnv === undefined ? {} : { inheritEnv }),
     ...(roots === undefined ? {} : { roots }),
+    ...(tools === undefined ? {} : { tools }),
+    ...(pin === undefined ? {} : { pin }),
+    ...(pinTools === undefined ? {} : { pinTools }),
     disabled,
     ...(ck.expanded.size === 0 ? {} : { expanded: [...ck.expanded] }),
   };
@@ -878,13 +893,19 @@ function disabledFlag({ entry, at, problem }: EntryCheck): boolean {
   return false;
 }
 
-/** What the `mcpx` block says: the pool's limits, the timeouts, inheritEnv (stdio only) and the roots. */
+/** What the `mcpx` block says: the pool's limits, the timeouts, inheritEnv (stdio only), the roots, and which tools are served, pinned and held. */
 interface McpxBlock {
   limits: Partial<PoolLimits>;
   timeouts: ServerTimeouts;
   inheritEnv?: boolean;
   roots?: string[];
+  tools?: ToolFilter;
+  pin?: true | string[];
+  pinTools?: boolean;
 }
+
+/** The `mcpx` keys that are the server's own, not a setting's value. */
+const OWN_BLOCK_KEYS = ['roots', 'tools', 'pin', 'pinTools'] as const;
 
 /** The `mcpx` block: each key a setting's value for this server (checked by the setting's own codec), and `roots`. */
 function mcpxBlock(ck: EntryCheck, transport: 'stdio' | 'http'): McpxBlock {
@@ -892,7 +913,7 @@ function mcpxBlock(ck: EntryCheck, transport: 'stdio' | 'http'): McpxBlock {
   const out: McpxBlock = { limits: {}, timeouts: {} };
   if (!Object.hasOwn(entry, 'mcpx') || entry['mcpx'] === undefined) return out;
   const block = entry['mcpx'];
-  const known = [...Object.keys(MCPX_BLOCK_KEYS), 'roots'];
+  const known = [...Object.keys(MCPX_BLOCK_KEYS), ...OWN_BLOCK_KEYS];
   if (!isObject(block)) {
     problem([...at, 'mcpx'], `must be an object with the keys ${known.join(', ')}`);
     return out;
@@ -903,6 +924,21 @@ function mcpxBlock(ck: EntryCheck, transport: 'stdio' | 'http'): McpxBlock {
       if (roots !== undefined) out.roots = roots;
       continue;
     }
+    if (k === 'tools') {
+      const tools = toolFilter(ck, v);
+      if (tools !== undefined) out.tools = tools;
+      continue;
+    }
+    if (k === 'pin') {
+      const pin = v === true ? true : v === undefined ? undefined : globList(ck, ['pin'], v, 'true (every tool) or a list of tool names or globs');
+      if (pin !== undefined) out.pin = pin;
+      continue;
+    }
+    if (k === 'pinTools') {
+      if (typeof v === 'boolean') out.pinTools = v;
+      else if (v !== undefined) problem([...at, 'mcpx', k], `${showValue(v)} is not a boolean (use true or false)`);
+      continue;
+    }
     if (!Object.hasOwn(MCPX_BLOCK_KEYS, k)) {
       problem([...at, 'mcpx', k], `is not an mcpx key${didYouMean(k, known)}; use ${known.join(', ')}`);
       continue;
@@ -911,6 +947,46 @@ function mcpxBlock(ck: EntryCheck, transport: 'stdio' | 'http'): McpxBlock {
     blockSetting(ck, out, k as keyof typeof MCPX_BLOCK_KEYS, v, transport);
   }
   return out;
+}
+
+/** `mcpx.tools`: `{allow?, deny?}`, each a list of tool names or globs (`*`, `?`). */
+function toolFilter(ck: EntryCheck, v: unknown): ToolFilter | undefined {
+  const { at, problem } = ck;
+  if (v === undefined) return undefined;
+  if (!isObject(v)) {
+    problem([...at, 'mcpx', 'tools'], `${showValue(v)} is not an object like {"allow": ["read_*"], "deny": ["delete_*"]}`);
+    return undefined;
+  }
+  const out: ToolFilter = {};
+  for (const [k, x] of Object.entries(v)) {
+    if (k !== 'allow' && k !== 'deny') {
+      problem([...at, 'mcpx', 'tools', k], `is not a key of mcpx.tools${didYouMean(k, ['allow', 'deny'])}; use allow, deny`);
+      continue;
+    }
+    if (x === undefined) continue;
+    const globs = globList(ck, ['tools', k], x, 'a list of tool names or globs (e.g. ["read_*", "search"])');
+    if (globs !== undefined) out[k] = globs;
+  }
+  return out;
+}
+
+/** A list of tool names or globs: non-empty strings. */
+function globList(ck: EntryCheck, key: string[], v: unknown, what: string): string[] | undefined {
+  const { at, problem } = ck;
+  if (!Array.isArray(v)) {
+    problem([...at, 'mcpx', ...key], `${showValue(v)} is not ${what}`);
+    return undefined;
+  }
+  const globs: string[] = [];
+  let bad = false;
+  v.forEach((g, i) => {
+    if (typeof g === 'string' && g.trim() !== '') globs.push(g.trim());
+    else {
+      bad = true;
+      problem([...at, 'mcpx', ...key, i], `${showValue(g)} is not a tool name or glob (a non-empty string; * matches any run of characters, ? one)`);
+    }
+  });
+  return bad ? undefined : globs;
 }
 
 /** `mcpx.roots`: not a setting, the folders are this server's own (see docs/serving.md, questions no call provoked). */

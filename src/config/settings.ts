@@ -385,6 +385,13 @@ export const SETTINGS = [
       'Requests one mcpx serve stream may have in flight in the daemon; at the bound the daemon reads no more of that stream until one is answered (its client waits to write), so a client that sends faster than it reads answers cannot pile work up.',
   }),
   setting({
+    path: 'catalog.pinTools',
+    codec: booleanCodec,
+    default: false,
+    description:
+      "Hold a tool whose definition (description, schemas, annotations) changed since mcpx first saw it: left out of every listing and refused on call until `mcpx tools --accept`. A server's `mcpx.pinTools` overrides it. Off: the change is only reported.",
+  }),
+  setting({
     path: 'paths.state',
     codec: pathCodec,
     default: ({ env, home }) => defaultStateDir(env, home),

@@ -13,6 +13,8 @@ export interface CallsDeps {
   /** Runs `fn` on the pool of the call's server (in the caller's config), counted as in flight (see Reconciler.withPool). */
   withPool<T>(call: Call, fn: (pool: ServerPool) => Promise<T>): Promise<T>;
   records: CallRecords;
+  /** Refuses a call before it is sent (throws its McpxError): a tool the config filters out, or one held. */
+  admit?(call: Call, lane: Lane): void;
 }
 
 function errorOf(err: unknown): { code: string; message: string; data?: Record<string, unknown> } {
@@ -81,6 +83,7 @@ export class Calls {
     try {
       const result = await this.deps.withPool(named, (pool) => {
         lane = pool.laneFor(named);
+        this.deps.admit?.(named, lane);
         return pool.run(named);
       });
       outcome =

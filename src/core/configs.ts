@@ -276,7 +276,10 @@ export class ConfigSet {
       // two processes, as they always were): the n-th of a definition in one config shares with the n-th in another.
       const seen = new Map<string, number>();
       for (const c of resolvePoolConfigs(e.cfg, e.settings)) {
-        const fp = poolFingerprint(c);
+        // Tool filters, pins and pinTools are an instance's (the catalogue serves an instance's listing once):
+        // servers alike but for them do not share.
+        const s = e.cfg.servers.find((x) => x.name === c.name);
+        const fp = `${poolFingerprint(c)}\u0000${JSON.stringify([s?.tools ?? null, s?.pin ?? null, s?.pinTools ?? null])}`;
         const n = seen.get(fp) ?? 0;
         seen.set(fp, n + 1);
         items.push({ e, name: c.name, fp: `${fp}\u0000${n}` });

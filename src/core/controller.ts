@@ -26,6 +26,11 @@ import type { PoolEvent, PoolServerConfig } from '../pool/types.js';
 import type { Call, Caller, ProgressListener } from '../call/call.js';
 import type { CatalogChange, CatalogView } from '../catalog/view.js';
 import type { CatalogStore } from '../catalog/catalog-store.js';
+import { ToolDigests, type DigestStore } from '../catalog/tool-digests.js';
+import type { ToolPolicy } from '../catalog/tool-policy.js';
+import type { ChangedTool } from '../catalog/catalog.js';
+import stringify from 'safe-stable-stringify';
+import type { ResolvedServer } from '../config/config-file.js';
 import { AskStore } from '../asks/ask-store.js';
 import { Catalog } from '../catalog/catalog.js';
 import { CallRecords, recordLogger, type RecentCall } from './call-records.js';
@@ -55,6 +60,12 @@ import type {
   ToolsView,
 } from './views.js';
 
+/** Every server's tool policy, as one comparable text. */
+/** Every server's tool policy and the `catalog.pinTools` in force, as one comparable text. */
+function policies(servers: readonly ResolvedServer[], settings: Settings): string {
+  return stringify([settings.get('catalog.pinTools'), servers.map((s) => [s.name, s.tools ?? null, s.pin ?? null, s.pinTools ?? null])]) ?? '';
+}
+
 export interface ControllerOptions {
   settings: Settings;
   registry: PoolRegistry;
@@ -73,6 +84,8 @@ export interface ControllerOptions {
   settingsSources?: Omit<SettingsSources, 'file' | 'filePath' | 'runtime'>;
   /** The persisted tool catalogue (`<state>/tool-catalog.json`); none: listings are kept in memory only. */
   catalogStore?: CatalogStore | null;
+  /** The tool definitions as first seen (`<state>/tool-digests.json`); none: kept in memory only. */
+  digestStore?: DigestStore | null;
   /** Where the `call finished` lines go; none: a child of `logger`, written line by line (see recordLogger). */
   records?: Pick<RecordLog, 'logger' | 'flush'>;
   /** OAuth for HTTP servers (`mcpx login`, tokens, refreshes); none: only configured headers are sent. */
@@ -93,6 +106,8 @@ export class Controller {
   /** The configs this daemon holds: its own and every one a caller named (./configs.ts). */
   readonly configs: ConfigSet;
   private readonly log: Logger;
+  /** The tool policies last adopted (see adopt). */
+  private policyText: string | undefined;
   private readonly loader: (() => Promise<DaemonConfig>) | undefined;
   private readonly namedLoader: ((file: string) => Promise<DaemonConfig>) | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
@@ -134,7 +149,16 @@ export class Controller {
     this.records = new CallRecords(opts.records ?? { logger: recordLogger(opts.logger ?? silentLogger), flush: () => undefined }, this.hub, (t) =>
       this.scrubber.scrub(t),
     );
-    this.calls = new Calls({ withPool: (call, fn) => this.withPool(this.instanceOf(call, call.server), fn), records: this.records });
+    this.calls = new Calls({
+      withPool: (call, fn) => this.withPool(this.instanceOf(call, call.server), fn),
+      records: this.records,
+      // A tool the config filters out, or one held for a changed definition, is refused before anything starts.
+      admit: (call, lane) => {
+        if (call.method !== 'tools/call') return;
+        const refused = this.catalog.refusal(this.instanceOf(call, call.server), String(call.params['name'] ?? ''), lane);
+        if (refused) throw refused;
+      },
+    });
     this.settingChanges = new SettingChanges({ settings: this.settings, log: this.log, hub: this.hub, reconcile: (o) => this.reconcile(o) });
     this.inPlace = new InPlaceAuthorizer(this.auth, this.log);
     this.catalog = new Catalog({
@@ -147,9 +171,22 @@ export class Controller {
           .map((s) => ({ name: s.name, definition: s.definition })),
       withPool: (server, fn) => this.withPool(server, fn),
       laneFor: (server, ctx) => this.registry.get(server).laneFor(ctx),
+      policy: (server) => this.toolPolicy(server),
+      digests: new ToolDigests(
+        opts.digestStore ?? null,
+        (t) => this.scrubber.scrub(t),
+        (err) => this.log.warn({ err }, 'could not write the tool digests'),
+      ),
       logger: this.log,
     });
     this.catalog.onChange((c) => this.hub.publish({ type: 'catalog.changed', ...(c.server === undefined ? {} : { server: c.server }), lists: c.lists }));
+    this.catalog.onToolChanged((c) => this.hub.publish({ type: 'tool.changed', ...c }));
+    // pinTools decides what is served: fronts list again when it changes.
+    this.hub.subscribe((e) => {
+      if (e.type !== 'setting.changed' || e.path !== 'catalog.pinTools') return;
+      this.policyText = policies(this.configs.instanceServers(), this.settings);
+      this.catalog.toolsChanged();
+    });
     this.asks = new AskStore({
       // tools/call keeps /v1/call's outcome (an isError result is MCPX_TOOL_ERROR with the result); prompts/get
       // and resources/read, which may ask too, are relayed as they are.
@@ -376,6 +413,29 @@ export class Controller {
     return this.catalog.view(caller, { ...opts, servers });
   }
 
+  /** Tools whose definition changed since first seen (`GET /v1/tools/changed`, `mcpx tools --changed`). */
+  changedTools(): { tools: ChangedTool[] } {
+    return { tools: this.catalog.changedTools() };
+  }
+
+  /**
+   * Approves a changed tool's definition as it is listed now (`POST /v1/tools/accept`): a held tool is
+   * served again. `name`: the tool's own name with `server`, else its exposed name.
+   * @throws McpxError MCPX_NOT_FOUND, MCPX_UNKNOWN_SERVER, MCPX_BAD_REQUEST (a name several servers' changed tools share).
+   */
+  acceptTool(server: string | undefined, name: string, caller: Caller = {}): { ok: true; server: string; tool: string; lanes: Array<'own' | 'legacy'> } {
+    // A server is named as the caller's config names it; its definitions are its instance's.
+    return { ok: true, ...this.catalog.accept(server === undefined ? undefined : this.instanceOf(caller, server), name) };
+  }
+
+  /** A server's say over its tools: its `mcpx.tools`, `mcpx.pin`, and `mcpx.pinTools` over `catalog.pinTools`. */
+  /** An instance's tool policy (servers with different policies never share an instance: ./configs.ts). */
+  private toolPolicy(server: string): ToolPolicy {
+    const s = this.configs.instanceServers().find((x) => x.name === server);
+    const pinTools = s?.pinTools ?? this.settings.get('catalog.pinTools') === true;
+    return { ...(s?.tools ? { tools: s.tools } : {}), ...(s?.pin !== undefined ? { pin: s.pin } : {}), pinTools };
+  }
+
   /** The last finished calls, scrubbed (./call-records.ts): the `mcpx ui` page's recent calls. */
   recentCalls(): RecentCall[] {
     return this.records.recent();
@@ -490,6 +550,12 @@ export class Controller {
 
   /** The configs in force changed: every config's secrets are scrubbed and every instance's OAuth state kept. */
   private adopt(): void {
+    // A changed filter, pin or pinTools (a server's, or the file's catalog.pinTools, resolved before this)
+    // changes what is served, though no server restarts: fronts list again. The first adopt runs before
+    // the catalogue exists.
+    const policy = policies(this.configs.instanceServers(), this.settings);
+    if (this.policyText !== undefined && policy !== this.policyText) this.catalog.toolsChanged();
+    this.policyText = policy;
     this.scrubber.setFromServers(this.configs.everyServer());
     this.auth?.setServers(this.configs.instanceServers());
   }

@@ -62,6 +62,21 @@ export interface CatalogChangedEvent {
   lists: Array<'tools' | 'prompts' | 'resources'>;
 }
 
+/**
+ * A tool's definition differs from the one first seen (a live listing found it): what changed, since
+ * when, and whether it is held (pinTools) until `mcpx tools --accept`. Names only, never the texts.
+ */
+export interface ToolChangedEvent {
+  type: 'tool.changed';
+  server: string;
+  tool: string;
+  exposed: string;
+  lane: 'own' | 'legacy';
+  changed: Array<'description' | 'schema' | 'annotations'>;
+  since: string;
+  held: boolean;
+}
+
 /** A server's authorization changed (needed, authorized, refreshed, failed); never carries a token. */
 export interface ServerAuthEvent {
   type: 'server.auth';
@@ -84,7 +99,8 @@ export type DaemonEvent =
   | ConfigErrorEvent
   | SettingChangedEvent
   | CatalogChangedEvent
-  | ServerAuthEvent;
+  | ServerAuthEvent
+  | ToolChangedEvent;
 
 export const EVENT_TYPES = [
   'server.start',
@@ -94,10 +110,13 @@ export const EVENT_TYPES = [
   'server.list_changed',
   'call.finished',
   'config.reloaded',
+  'config.loaded',
+  'config.unloaded',
   'config.error',
   'setting.changed',
   'catalog.changed',
   'server.auth',
+  'tool.changed',
 ] as const satisfies ReadonlyArray<DaemonEvent['type']>;
 
 /**

@@ -24,6 +24,7 @@ import { ConfigError } from '../errors.js';
 import { Settings, type SettingsSources } from '../config/settings.js';
 import { EraCache } from '../upstream/era-cache.js';
 import { CatalogStore } from '../catalog/catalog-store.js';
+import { DigestStore } from '../catalog/tool-digests.js';
 import type { DaemonInfo } from '../api/app.js';
 import { loadDaemonConfig, loadNamedConfig, type ConfigSourceOptions } from './config-source.js';
 import { watchConfigFile, type ConfigWatcher } from './config-watcher.js';
@@ -198,10 +199,11 @@ async function claimStateDir(settings: Settings, logger: PinoLogger, life: Lifet
   return { stateDir, socket };
 }
 
-/** The state folder's stores: the era cache (its max age follows the setting) and the tool catalogue. */
+/** The state folder's stores: the era cache (its max age follows the setting), the tool catalogue and its tool digests. */
 interface DaemonStores {
   cache: EraCache;
   catalogStore: CatalogStore;
+  digestStore: DigestStore;
 }
 
 async function openStores(stateDir: string, settings: Settings, logger: PinoLogger, scrubber: Scrubber): Promise<DaemonStores> {
@@ -211,7 +213,8 @@ async function openStores(stateDir: string, settings: Settings, logger: PinoLogg
     if (c.path === 'upstream.eraCacheMaxAge') cache.maxAgeMs = Number(c.value);
   });
   const catalogStore = await CatalogStore.open(stateDir, { logger: logger.child({ component: 'catalog' }), scrub: (t) => scrubber.scrub(t) });
-  return { cache, catalogStore };
+  const digestStore = await DigestStore.open(stateDir, { logger: logger.child({ component: 'tool-digests' }) });
+  return { cache, catalogStore, digestStore };
 }
 
 /** `--inspect`: the relay to the Stately inspector, loaded only then; its page is linked from the ui page. */
@@ -296,6 +299,7 @@ async function startController(p: ControllerParts): Promise<Controller> {
     loadNamedConfig: (file) => loadNamedConfig(file, { ...(p.inputs.configOpts.env ? { env: p.inputs.configOpts.env } : {}) }),
     trustedConfigs: trustedConfigs(p.inputs),
     catalogStore: p.stores.catalogStore,
+    digestStore: p.stores.digestStore,
   });
   life.onStop(() => controller.stop());
   await controller.start();
@@ -426,6 +430,7 @@ async function stopDaemon(s: StopParts, reason: string): Promise<void> {
   await core.controller.stop().catch((err: unknown) => log.error({ err }, 'error while stopping the servers'));
   await core.cache.whenIdle().catch((err: unknown) => log.error({ err }, 'could not flush the era cache'));
   await core.catalogStore.whenIdle().catch((err: unknown) => log.error({ err }, 'could not flush the tool catalogue'));
+  await core.digestStore.whenIdle().catch((err: unknown) => log.error({ err }, 'could not flush the tool digests'));
   await s.life.undo();
   log.info({ ms: Date.now() - t0 }, 'daemon stopped');
 }

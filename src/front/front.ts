@@ -29,6 +29,7 @@ import { fromUpstream, INVALID_PARAMS, isProtocolMisuse, relay, relayed, toolFai
 import { callerOf, callOf, freshView, listing, targetOf, type AskState, type FrontConfig, type FrontScope } from './front-scope.js';
 import { ViewCache } from './front-view.js';
 import { appOnly, callerExtensions, declareExtensions, rendersApps } from './extensions.js';
+import { sanitize, SEPARATOR } from '../catalog/names.js';
 
 export type { FrontConfig };
 export { ViewCache };
@@ -150,7 +151,7 @@ function handleTools(f: FrontScope): void {
     const name = req.params.name;
     const { v, found } = await targetOf(f, callerOf(f, ctx), 'tools', name);
     // A server's own name (an app's call) when no shown name matches.
-    const tool = found ?? v.resolveBare(name, INVALID_PARAMS) ?? v.resolveUnlisted(name);
+    const tool = found ?? v.resolveBare(name, INVALID_PARAMS) ?? v.resolveUnlisted(name) ?? withheldTool(f, name);
     if (!tool) throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${name}`);
     const params = { name: tool.original, arguments: req.params.arguments ?? {} };
     const can = askable(f, ctx);
@@ -179,6 +180,22 @@ function handleTools(f: FrontScope): void {
       return toolFailure(tool.server, err) as never;
     }
   });
+}
+
+/**
+ * A tool of a shown server that is not served (its config filters it out, or it is held for a changed
+ * definition): the call goes on to be refused with why (MCPX_TOOL_DENIED, MCPX_TOOL_HELD), not as an unknown tool.
+ */
+function withheldTool(f: FrontScope, name: string): { server: string; original: string } | undefined {
+  const { catalog, config } = f.cfg.controller;
+  if (f.cfg.passthrough !== undefined) return catalog.withheld(f.cfg.passthrough).includes(name) ? { server: f.cfg.passthrough, original: name } : undefined;
+  for (const s of config.servers) {
+    const prefix = `${sanitize(s.name)}${SEPARATOR}`;
+    if (!shownBy(f.cfg, s.name) || !name.startsWith(prefix)) continue;
+    const original = catalog.withheld(s.name).find((t) => `${prefix}${sanitize(t)}` === name);
+    if (original !== undefined) return { server: s.name, original };
+  }
+  return undefined;
 }
 
 /** prompts/list and prompts/get. */

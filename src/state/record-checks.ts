@@ -5,7 +5,7 @@
  * order — or undefined for a record to drop. test/reliability/format-properties.test.ts holds them to
  * the zod schemas they replace: the same records accepted, the same output.
  */
-import type { CatalogRecord, EraRecord } from './records.js';
+import type { CatalogRecord, DigestRecord, EraRecord, ToolDigest, ToolDigestParts } from './records.js';
 import { isObject } from '../is-object.js';
 import { URL_WIRES } from '../transports/capabilities.js';
 
@@ -81,4 +81,42 @@ export function catalogRecordOf(v: unknown): CatalogRecord | undefined {
   if (!optional(v, out, 'serverInfo', isObject)) return undefined;
   if (!optional(v, out, 'instructions', (s) => typeof s === 'string')) return undefined;
   return out as unknown as CatalogRecord;
+}
+
+// ---- the tool digests (src/catalog/tool-digests.ts) ----
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+const isDigest = (v: unknown): v is string => typeof v === 'string' && SHA256_HEX.test(v);
+
+function partsOf(v: unknown): ToolDigestParts | undefined {
+  if (!isObject(v)) return undefined;
+  const { description, schema, annotations } = v;
+  return isDigest(description) && isDigest(schema) && isDigest(annotations) ? { description, schema, annotations } : undefined;
+}
+
+function toolDigestOf(v: unknown): ToolDigest | undefined {
+  if (!isObject(v) || !isDigest(v['digest']) || !isIsoDateTime(v['at'])) return undefined;
+  const parts = partsOf(v['parts']);
+  if (!parts) return undefined;
+  const out: ToolDigest = { digest: v['digest'], parts, at: v['at'] };
+  const changed = v['changed'];
+  if (changed !== undefined) {
+    if (!isObject(changed) || !isDigest(changed['digest']) || !isIsoDateTime(changed['at'])) return undefined;
+    const cp = partsOf(changed['parts']);
+    if (!cp) return undefined;
+    out.changed = { digest: changed['digest'], parts: cp, at: changed['at'] };
+  }
+  return out;
+}
+
+/** A digest record as kept, or undefined when `v` is not one. A bad tool entry is dropped alone: the others keep what was approved. */
+export function digestRecordOf(v: unknown): DigestRecord | undefined {
+  if (!isObject(v) || !isObject(v['tools'])) return undefined;
+  const tools: Array<[string, ToolDigest]> = [];
+  for (const [name, entry] of Object.entries(v['tools'])) {
+    const d = toolDigestOf(entry);
+    if (d) tools.push([name, d]);
+  }
+  // fromEntries defines each key as the record's own (a tool named "__proto__" stays a tool).
+  return { tools: Object.fromEntries(tools) };
 }

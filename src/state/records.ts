@@ -42,3 +42,28 @@ export interface CatalogRecord {
   serverInfo?: Record<string, unknown>;
   instructions?: string;
 }
+
+/** The three parts of a tool's definition a digest is kept of (src/catalog/tool-digests.ts): each a sha256, hex. */
+export interface ToolDigestParts {
+  /** `description` and `title`. */
+  description: string;
+  /** `inputSchema` and `outputSchema`. */
+  schema: string;
+  annotations: string;
+}
+
+/** One tool's definition as approved (first seen, or accepted), and the one listed now when it differs. */
+export interface ToolDigest {
+  /** sha256 (hex) of the canonical JSON of description, title, inputSchema, outputSchema and annotations. */
+  digest: string;
+  parts: ToolDigestParts;
+  /** When it was first seen, or accepted (ISO 8601). */
+  at: string;
+  /** The definition listed since `at` that differs from the approved one; `at` here: when the difference was first seen. */
+  changed?: { digest: string; parts: ToolDigestParts; at: string };
+}
+
+/** The digests of one server definition's tools on one lane (the catalogue's key), by the tool's own name. */
+export interface DigestRecord {
+  tools: Record<string, ToolDigest>;
+}

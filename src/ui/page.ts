@@ -581,7 +581,7 @@ export const UI_SCRIPT = String.raw`'use strict';
         el('td', { cls: 'name' }, [go]),
         el('td', { cls: 'state st-' + String(s.state).replace(/[^a-z]+/g, '-'), text: s.state }),
         el('td', { cls: 'era', text: s.era || '—' }),
-        el('td', { cls: 'tools', text: s.tools == null ? '—' : String(s.tools) }),
+        el('td', { cls: 'tools', text: (s.tools == null ? '—' : String(s.tools)) + ((s.changedTools || []).length ? ' (' + s.changedTools.length + ' changed)' : '') }),
         el('td', { cls: 'err' + (s.lastError ? '' : ' none') }, [err]),
         el('td', { cls: 'auth' }, [authText(s)]),
       ]));
@@ -662,6 +662,8 @@ export const UI_SCRIPT = String.raw`'use strict';
     st.textContent = '';
     // What the server listed and clients could not take: named with its reason, the rest served.
     (s.leftOut || []).forEach(function (l) { st.appendChild(el('div', { cls: 'stale left-out', text: l.text })); });
+    // A tool whose definition changed since it was first seen: marked, and held ones say how to accept them.
+    (s.changedTools || []).forEach(function (c) { st.appendChild(el('div', { cls: 'stale tool-changed' + (c.held ? ' held' : ''), 'data-tool': c.tool, text: c.text })); });
     if (!s.stale) return;
     var div = el('div', { cls: 'stale' }, [el('span', { text: 'server.era.stale at ' + time(s.stale.at) + ': the cached record said ' + s.stale.cached.era + ' ' + s.stale.cached.version + ', the server answered ' + s.stale.found })]);
     // the step of the probe where the era was found different

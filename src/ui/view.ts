@@ -42,6 +42,8 @@ export interface UiServer extends ProtocolRow {
   probes: ProbeRecord[];
   /** What the server last listed that mcpx does not serve (docs/serving.md), each as one line. */
   leftOut: Array<{ list: string; name: string; reason: string; text: string }>;
+  /** Tools whose definition changed since first seen (docs/serving.md), each as one line; `held` ones are not served until accepted. */
+  changedTools: Array<{ tool: string; lane: string; changed: string[]; since: string; held: boolean; text: string }>;
   /** OAuth (HTTP servers that may use it): needed, authorized until when, or why it failed; never a token. */
   auth: { state: string; scopes?: string[]; expiresAt?: string; error?: string; unsaved?: string } | null;
   /** One line for a person: what it is doing now (`ready`, `idle`, `failed`, `needs login`…). */
@@ -157,6 +159,7 @@ export function uiState(controller: Controller, hub: UiHub): UiState {
   const rows = new Map(every.protocol.map((r) => [r.server, r]));
   const probes = hub.probes.view();
   const calls = controller.recentCalls();
+  const changed = controller.catalog.changedTools();
   const errors: UiError[] = [];
   const servers: UiServer[] = every.status.map((s) => {
     const row = rows.get(s.server)!;
@@ -195,6 +198,16 @@ export function uiState(controller: Controller, hub: UiHub): UiState {
       probes: kept,
       auth,
       leftOut: controller.catalog.leftOut(s.server).map((l) => ({ ...l, text: describeLeftOut(l) })),
+      changedTools: changed
+        .filter((c) => c.server === s.server)
+        .map((c) => ({
+          tool: c.tool,
+          lane: c.lane,
+          changed: c.changed,
+          since: c.since,
+          held: c.held,
+          text: `tool ${JSON.stringify(c.tool)} changed its ${c.changed.join(', ') || 'definition'} since it was first seen (${c.since})${c.held ? `: held until accepted (mcpx tools --accept ${c.server} ${c.tool})` : ''}`,
+        })),
       state: summaryState(instances, kept, auth),
       tools: controller.catalog.toolCount(s.server),
       lastError: last ? { at: last.at, text: last.text } : null,

@@ -387,11 +387,42 @@ describe('errors name the file, the server and the key', () => {
     expect(bad.servers).toEqual([]);
   });
 
+  it('mcpx.tools, mcpx.pin, mcpx.pinTools: globs and a boolean; a bad value names file, server and key', () => {
+    const good = one({ command: 'x', mcpx: { tools: { allow: ['read_*', 'list'], deny: ['read_secret?'] }, pin: ['list'], pinTools: true } });
+    expect(messages(good)).toEqual([]);
+    expect(good.servers[0]).toMatchObject({ tools: { allow: ['read_*', 'list'], deny: ['read_secret?'] }, pin: ['list'], pinTools: true });
+    expect(one({ command: 'x', mcpx: { pin: true } }).servers[0]!.pin).toBe(true);
+    expect(one({ command: 'x' }).servers[0]).not.toHaveProperty('tools');
+    const bad = one({ command: 'x', mcpx: { tools: { allow: 'read_*', deny: ['ok', 3, ''], only: [] }, pin: 'all', pinTools: 'yes' } });
+    expect(messages(bad)).toEqual([
+      `config ${F}: mcpServers.remote.mcpx.tools.allow: "read_*" is not a list of tool names or globs (e.g. ["read_*", "search"])`,
+      `config ${F}: mcpServers.remote.mcpx.tools.deny[1]: 3 is not a tool name or glob (a non-empty string; * matches any run of characters, ? one)`,
+      `config ${F}: mcpServers.remote.mcpx.tools.deny[2]: "" is not a tool name or glob (a non-empty string; * matches any run of characters, ? one)`,
+      `config ${F}: mcpServers.remote.mcpx.tools.only: is not a key of mcpx.tools; use allow, deny`,
+      `config ${F}: mcpServers.remote.mcpx.pin: "all" is not true (every tool) or a list of tool names or globs`,
+      `config ${F}: mcpServers.remote.mcpx.pinTools: "yes" is not a boolean (use true or false)`,
+    ]);
+    expect(bad.errors[0]).toMatchObject({ file: F, server: 'remote', key: 'mcpServers.remote.mcpx.tools.allow' });
+    expect(bad.servers).toEqual([]);
+    expect(messages(one({ command: 'x', mcpx: { tools: ['read_*'] } }))).toEqual([
+      `config ${F}: mcpServers.remote.mcpx.tools: ["read_*"] is not an object like {"allow": ["read_*"], "deny": ["delete_*"]}`,
+    ]);
+  });
+
+  it("other clients' tool lists are ignored with a warning naming mcpx.tools", () => {
+    const c = one({ command: 'x', disabledTools: ['a'], includeTools: ['b'], excludeTools: ['c'] });
+    expect(c.warnings.map((w) => w.message)).toEqual([
+      `config ${F}: mcpServers.remote.disabledTools: is another client's key, ignored by mcpx: to leave tools out write "mcpx": {"tools": {"deny": ["name", "prefix_*"]}}`,
+      `config ${F}: mcpServers.remote.includeTools: is another client's key, ignored by mcpx: to serve only some tools write "mcpx": {"tools": {"allow": ["name", "prefix_*"]}}`,
+      `config ${F}: mcpServers.remote.excludeTools: is another client's key, ignored by mcpx: to leave tools out write "mcpx": {"tools": {"deny": ["name", "prefix_*"]}}`,
+    ]);
+  });
+
   it('an unknown key in the mcpx block, with a suggestion', () => {
     const c = one({ command: 'x', mcpx: { idelTimeout: '5m', colour: 'blue' } });
     expect(messages(c)).toEqual([
-      `config ${F}: mcpServers.remote.mcpx.idelTimeout: is not an mcpx key (did you mean idleTimeout?); use scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv, roots`,
-      `config ${F}: mcpServers.remote.mcpx.colour: is not an mcpx key; use scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv, roots`,
+      `config ${F}: mcpServers.remote.mcpx.idelTimeout: is not an mcpx key (did you mean idleTimeout?); use scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv, roots, tools, pin, pinTools`,
+      `config ${F}: mcpServers.remote.mcpx.colour: is not an mcpx key; use scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv, roots, tools, pin, pinTools`,
     ]);
   });
 
@@ -404,7 +435,7 @@ describe('errors name the file, the server and the key', () => {
       `config ${F}: mcpServers.remote.mcpx.probeTimeout: -5 is negative: not a duration (use e.g. 500ms, 2s, 5m, 1h, 1m30s, or a number of milliseconds)`,
     ]);
     expect(messages(one({ command: 'x', mcpx: 'fast' }))).toEqual([
-      `config ${F}: mcpServers.remote.mcpx: must be an object with the keys scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv, roots`,
+      `config ${F}: mcpServers.remote.mcpx: must be an object with the keys scope, max, sharing, idleTimeout, probeTimeout, startTimeout, requestTimeout, inheritEnv, roots, tools, pin, pinTools`,
     ]);
   });
 

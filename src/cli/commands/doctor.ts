@@ -92,8 +92,10 @@ export function register(program: Command, cli: CliContext): void {
 
       // What a server listed that clients could not take, from the catalogue the daemon keeps (no server
       // is started): named with its reason, the rest served (docs/serving.md). A note, not a failure.
-      const { listingNotes } = await import('../doctor-listings.js');
+      const { listingNotes, toolGlobNotes } = await import('../doctor-listings.js');
       for (const n of listingNotes(t.stateDir, loaded.servers)) checks.push({ check: `listing ${n.server}`, ok: true, detail: n.detail });
+      // A filter or pin glob that matches none of the tools a server last listed: a typo, most likely.
+      for (const n of toolGlobNotes(t.stateDir, loaded.servers)) checks.push({ check: `tools ${n.server}`, ok: true, warn: true, detail: n.detail });
 
       const client = new DaemonClient(t.socket, t.configFile);
       let alive = false;

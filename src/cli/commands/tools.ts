@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import { describeLeftOut } from '../../catalog/left-out.js';
 import { McpxError } from '../../errors.js';
 import type { ToolsView } from '../../core/views.js';
-import { api, callHeaders, out, printJson, withClient, withJson, withProgress, withTarget, type CliContext, type CommonOpts } from '../common.js';
+import type { ChangedTool } from '../../catalog/catalog.js';
+import { api, callHeaders, out, printJson, UsageError, withClient, withJson, withProgress, withTarget, type CliContext, type CommonOpts } from '../common.js';
 import { clip, table } from '../format.js';
 import { terminalSafe } from '../terminal-text.js';
 
@@ -18,8 +19,12 @@ export function register(program: Command, cli: CliContext): void {
   )
     .option('--caller-protocol <revision>', 'answer for a caller on this MCP revision (X-Mcpx-Caller-Protocol), e.g. 2025-11-25')
     .option('--session <id>', 'the caller session (for servers pooled per session)')
-    .action(async (server: string | undefined, o: CommonOpts & { callerProtocol?: string; session?: string }) =>
+    .option('--changed', 'list the tools whose definition changed since it was first seen (what changed, since when, whether held)')
+    .option('--accept <name...>', "approve a changed tool's definition as listed now: its exposed name, or SERVER TOOL")
+    .action(async (server: string | undefined, o: CommonOpts & { callerProtocol?: string; session?: string; changed?: boolean; accept?: string[] }) =>
       withClient(o, cli, async (client) => {
+        if (o.accept !== undefined) return accept(client, o.accept, server, o);
+        if (o.changed) return changed(client, server, o);
         const q = new URLSearchParams();
         if (server !== undefined) q.set('server', server);
         if (o.session) q.set('session', o.session);
@@ -36,6 +41,8 @@ export function register(program: Command, cli: CliContext): void {
           );
         // What a server listed that clients could not take: named, the rest served (docs/serving.md).
         for (const l of body.leftOut ?? []) process.stderr.write(`mcpx: ${l.server}: ${terminalSafe(describeLeftOut(l))}\n`);
+        // A tool whose definition changed since it was first seen: said here too, since a held one is missing above.
+        if (!o.json) await changedNotes(client, server);
         if (body.errors.length > 0) {
           for (const e of body.errors.slice(1)) process.stderr.write(`mcpx: ${terminalSafe(named(e.server, e.message))}\n`);
           const first = body.errors[0]!;
@@ -43,4 +50,43 @@ export function register(program: Command, cli: CliContext): void {
         }
       }),
     );
+}
+
+type Client = Parameters<typeof api>[0];
+
+/** `mcpx tools --changed [SERVER]`: tools whose definition differs from the one first seen (nothing is started). */
+async function changed(client: Client, server: string | undefined, o: CommonOpts): Promise<void> {
+  const { body } = await api<{ tools: ChangedTool[] }>(client, 'GET', '/v1/tools/changed');
+  const tools = server === undefined ? body.tools : body.tools.filter((t) => t.server === server);
+  if (o.json) return printJson({ tools });
+  if (tools.length === 0) return out('no tool changed since it was first seen');
+  out(
+    table(
+      ['SERVER', 'TOOL', 'MCP NAME', 'CHANGED', 'SINCE', 'HELD'],
+      tools.map((t) => [t.server, t.tool, t.exposed, t.changed.join(', ') || 'definition', t.since, t.held ? 'held' : 'no']),
+    ),
+  );
+  if (tools.some((t) => t.held)) out('a held tool is served again once accepted: mcpx tools --accept SERVER TOOL');
+}
+
+/** One stderr line per changed tool (of `server`, when given): held ones say how to serve them again. */
+async function changedNotes(client: Client, server: string | undefined): Promise<void> {
+  const { body } = await api<{ tools: ChangedTool[] }>(client, 'GET', '/v1/tools/changed');
+  for (const t of body.tools) {
+    if (server !== undefined && t.server !== server) continue;
+    const what = `tool "${t.tool}" changed its ${t.changed.join(', ') || 'definition'} since it was first seen (${t.since})`;
+    process.stderr.write(
+      `mcpx: ${terminalSafe(`${t.server}: ${what}${t.held ? `: held, not served; review it and accept it with mcpx tools --accept ${t.server} ${t.tool}` : ' (mcpx tools --changed)'}`)}\n`,
+    );
+  }
+}
+
+/** `mcpx tools --accept NAME` or `--accept SERVER TOOL` (or `mcpx tools SERVER --accept TOOL`). */
+async function accept(client: Client, names: string[], server: string | undefined, o: CommonOpts): Promise<void> {
+  const [a, b, ...rest] = names;
+  if (rest.length > 0 || (b !== undefined && server !== undefined)) throw new UsageError("--accept takes a tool's exposed name (SERVER__TOOL), or SERVER TOOL");
+  const target = b !== undefined ? { server: a!, name: b } : server !== undefined ? { server, name: a! } : { name: a! };
+  const { body } = await api<{ ok: true; server: string; tool: string; lanes: string[] }>(client, 'POST', '/v1/tools/accept', target);
+  if (o.json) printJson(body);
+  else out(`accepted the changed definition of ${body.server}/${body.tool}: it is served as listed now`);
 }
