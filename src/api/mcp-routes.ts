@@ -7,7 +7,9 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
-import type { EntryMode, McpHttpEntry } from '../front/http-entry.js';
+import type { McpHttpEntry } from '../front/http-entry.js';
+import type { EntryMode } from '../front/entry-mode.js';
+import { entryToolsOf } from '../front/tool-strategy.js';
 import { send } from './api-errors.js';
 import { deepParamsRefusal } from '../front/json-depth.js';
 import type { Controller } from '../core/controller.js';
@@ -37,7 +39,11 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
   if (!given) app.addHook('onClose', async () => (own ? (await own).close() : undefined));
   let nodeHandler: Promise<typeof import('@modelcontextprotocol/node').toNodeHandler> | undefined;
   const known = (name: string) => controller.config.servers.some((s) => s.name === name && !s.disabled);
-  const serveMcp = async (req: FastifyRequest, reply: FastifyReply, mode: EntryMode) => {
+  const serveMcp = async (req: FastifyRequest, reply: FastifyReply, given: EntryMode) => {
+    // How tools are offered and which are shown: the same query on /mcp and /mcp/<server>.
+    const tools = entryToolsOf(new URL(req.url, 'http://localhost').searchParams);
+    if (typeof tools === 'string') return send(reply, 400, { code: 'MCPX_BAD_REQUEST', message: tools });
+    const mode: EntryMode = { ...given, ...tools };
     const missing = [mode.passthrough, ...(mode.servers ?? [])].find((n) => n !== undefined && !known(n));
     if (missing !== undefined) return send(reply, 404, { code: 'MCPX_UNKNOWN_SERVER', message: `no server ${JSON.stringify(missing)} is configured` });
     // Deeper than what mcpx relays (the /v1 rule), anywhere in the body: refused here, before the node

@@ -11,7 +11,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../log.js';
-import type { EntryMode } from '../front/http-entry.js';
+import type { EntryMode } from '../front/entry-mode.js';
+import { entryToolsOf } from '../front/tool-strategy.js';
 import type { SocketEntry } from '../front/socket-entry.js';
 import type { Controller } from '../core/controller.js';
 import { MCP_STREAM_PATH, MCP_STREAM_UPGRADE } from '../front/headers.js';
@@ -70,8 +71,13 @@ export function serveUpgrade(deps: ServeUpgradeDeps): (req: IncomingMessage, soc
       refuse(socket, 400, 'MCPX_BAD_REQUEST', 'session must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
       return;
     }
+    const tools = entryToolsOf(url.searchParams);
+    if (typeof tools === 'string') {
+      refuse(socket, 400, 'MCPX_BAD_REQUEST', tools);
+      return;
+    }
     const session = given ?? `serve-${process.pid}-${++seq}`;
-    const mode: EntryMode = { ...(passthrough === undefined ? {} : { passthrough }), ...(servers === undefined ? {} : { servers }) };
+    const mode: EntryMode = { ...(passthrough === undefined ? {} : { passthrough }), ...(servers === undefined ? {} : { servers }), ...tools };
     deps.entry().then(
       (entry) => {
         if (socket.destroyed) return;

@@ -80,6 +80,7 @@ export class Catalog {
   private readonly notServed = new Map<string, LeftOut[]>();
   /** Background refreshes per server and lane (see refresh). */
   private readonly refreshes = new Map<string, RefreshState>();
+  private revised = 0;
 
   constructor(deps: CatalogDeps) {
     this.deps = deps;
@@ -99,7 +100,17 @@ export class Catalog {
 
   /** Tells fronts that the set of servers changed. */
   serversChanged(): void {
+    this.revised += 1;
     this.emit({ lists: ['tools', 'prompts', 'resources'] });
+  }
+
+  /**
+   * Counts every listing recorded that is new or differs, and every change of the set of servers: what
+   * is built from the known catalogue (the tool search index) is built again when it moves. A server's
+   * first listing is counted although it is not announced (callers that listed got it already).
+   */
+  get revision(): number {
+    return this.revised;
   }
 
   /**
@@ -152,7 +163,17 @@ export class Catalog {
         const lists = served(await loadChecks(), record);
         this.notServed.set(server, lists.leftOut ?? []);
         const extensions = record.capabilities?.['extensions'];
-        return { server, lane, source, at: record.at, ...lists, ...(isObject(extensions) ? { extensions } : {}) };
+        const title = record.serverInfo?.['title'];
+        return {
+          server,
+          lane,
+          source,
+          at: record.at,
+          ...lists,
+          ...(isObject(extensions) ? { extensions } : {}),
+          ...(record.instructions === undefined ? {} : { instructions: record.instructions }),
+          ...(typeof title === 'string' ? { title } : {}),
+        };
       });
     } catch (err) {
       const e: { code: string; message: string; data?: Record<string, unknown> } =
@@ -206,8 +227,13 @@ export class Catalog {
       resourceTemplates: resourceTemplates!,
     };
     // The extensions it offers (SEP-2133), which mcpx declares to callers that declare them too.
-    const extensions = (pool.upstreamInfo(pool.laneFor(caller))?.capabilities as { extensions?: unknown } | undefined)?.extensions;
+    const info = pool.upstreamInfo(pool.laneFor(caller));
+    const extensions = (info?.capabilities as { extensions?: unknown } | undefined)?.extensions;
     if (isObject(extensions) && Object.keys(extensions).length > 0) record.capabilities = { extensions };
+    // What the server says of itself: the fronts summarise every server's domain from it (their instructions, search_tools).
+    if (typeof info?.instructions === 'string' && info.instructions.trim() !== '') record.instructions = info.instructions;
+    const title = isObject(info?.serverInfo) ? info.serverInfo['title'] : undefined;
+    if (typeof title === 'string' && title.trim() !== '') record.serverInfo = { title };
     const valid = await loadChecks();
     const before = this.known(key);
     // Named once per listing that differs (a refresh that finds the same says nothing again).
@@ -215,6 +241,7 @@ export class Catalog {
       for (const l of served(valid, record).leftOut ?? [])
         this.log.warn({ server, list: l.list, name: l.name, reason: l.reason }, `${server}: ${describeLeftOut(l)}`);
     }
+    if (!before || !sameListing(before, record) || before.instructions !== record.instructions) this.revised += 1;
     this.memory.set(key, record);
     this.confirmed.add(key);
     if (this.deps.store) {

@@ -29,6 +29,7 @@ import type { CatalogView } from '../catalog/view.js';
 import type { CatalogStore } from '../catalog/catalog-store.js';
 import { AskStore } from '../asks/ask-store.js';
 import { Catalog } from '../catalog/catalog.js';
+import { ToolSearch } from '../catalog/search-index.js';
 import { CallRecords, recordLogger, type RecentCall } from './call-records.js';
 import { Calls } from './calls.js';
 import { reloadConfig } from './config-reload.js';
@@ -51,6 +52,7 @@ import type {
   ServerStatusView,
   ServerView,
   SettingChangeView,
+  ToolSearchView,
   ToolsView,
 } from './views.js';
 
@@ -81,6 +83,8 @@ export class Controller {
   readonly scrubber: Scrubber;
   /** What each server offers, answered without starting servers (`mcpx serve`, `/mcp`). */
   readonly catalog: Catalog;
+  /** The tool search index over the known catalogue, built as it changes (search_tools, /v1/tools/search). */
+  readonly toolSearch: ToolSearch;
   /** Calls the upstream may interrupt with questions (`/v1/ask`). */
   readonly asks: AskStore;
   /** OAuth state of the HTTP servers (null without a state folder to keep tokens in). */
@@ -131,6 +135,11 @@ export class Controller {
       logger: this.log,
     });
     this.catalog.onChange((c) => this.hub.publish({ type: 'catalog.changed', ...(c.server === undefined ? {} : { server: c.server }), lists: c.lists }));
+    this.toolSearch = new ToolSearch({
+      view: (caller) => this.offer(caller, { knownOnly: true }),
+      revision: () => this.catalog.revision,
+      onChange: (l) => this.catalog.onChange(l),
+    });
     this.asks = new AskStore({
       // tools/call keeps /v1/call's outcome (an isError result is MCPX_TOOL_ERROR with the result); prompts/get
       // and resources/read, which may ask too, are relayed as they are.
@@ -218,6 +227,25 @@ export class Controller {
   async tools(server: string | undefined, caller: Caller = {}, opts: { fresh?: boolean } = {}): Promise<ToolsView> {
     if (server !== undefined) this.pool(server);
     return toolsView(this.catalog, server, caller, opts);
+  }
+
+  /**
+   * The tools that best match a query, ranked as `search_tools` ranks them, from the known catalogue
+   * (nothing is started): `GET /v1/tools/search`, `mcpx tools --search`.
+   */
+  async searchTools(query: string, limit: number | undefined, caller: Caller = {}): Promise<ToolSearchView> {
+    const found = await this.toolSearch.scope(caller);
+    return {
+      ok: true,
+      tools: found.search(query, limit).map((h) => ({
+        server: h.server,
+        name: h.name,
+        exposed: h.exposed,
+        description: h.description,
+        signature: h.signature,
+        score: h.score,
+      })),
+    };
   }
 
   /** The last finished calls, scrubbed (./call-records.ts): the `mcpx ui` page's recent calls. */

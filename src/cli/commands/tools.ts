@@ -2,10 +2,32 @@
 import type { Command } from 'commander';
 import { describeLeftOut } from '../../catalog/left-out.js';
 import { McpxError } from '../../errors.js';
-import type { ToolsView } from '../../core/views.js';
-import { api, callHeaders, out, printJson, withClient, withJson, withProgress, withTarget, type CliContext, type CommonOpts } from '../common.js';
+import type { ToolSearchView, ToolsView } from '../../core/views.js';
+import { api, callHeaders, out, printJson, UsageError, withClient, withJson, withProgress, withTarget, type CliContext, type CommonOpts } from '../common.js';
 import { clip, table } from '../format.js';
 import { terminalSafe } from '../terminal-text.js';
+
+/** `mcpx tools --search QUERY`: `GET /v1/tools/search`. */
+async function search(
+  client: Parameters<typeof api>[0],
+  server: string | undefined,
+  o: CommonOpts & { session?: string; search?: string; limit?: string },
+): Promise<void> {
+  if (server !== undefined) throw new UsageError('--search looks over every server: give no SERVER');
+  if (o.search!.trim() === '') throw new UsageError('--search needs a query');
+  if (o.limit !== undefined && !/^\d{1,2}$/.test(o.limit)) throw new UsageError('--limit must be a whole number from 1 to 50');
+  const q = new URLSearchParams({ q: o.search! });
+  if (o.limit !== undefined) q.set('limit', o.limit);
+  if (o.session) q.set('session', o.session);
+  const { body } = await api<ToolSearchView>(client, 'GET', `/v1/tools/search?${q}`, undefined, callHeaders(o));
+  if (o.json) return printJson(body);
+  out(
+    table(
+      ['MCP NAME', 'SERVER', 'SCORE', 'DESCRIPTION'],
+      body.tools.map((t) => [t.exposed, t.server, t.score.toFixed(3), clip(t.description, 60)]),
+    ),
+  );
+}
 
 /** The message prefixed with its server, once (the daemon's start errors already begin with it). */
 function named(server: string, message: string): string {
@@ -18,8 +40,15 @@ export function register(program: Command, cli: CliContext): void {
   )
     .option('--caller-protocol <revision>', 'answer for a caller on this MCP revision (X-Mcpx-Caller-Protocol), e.g. 2025-11-25')
     .option('--session <id>', 'the caller session (for servers pooled per session)')
-    .action(async (server: string | undefined, o: CommonOpts & { callerProtocol?: string; session?: string }) =>
+    .option(
+      '--search <query>',
+      'the tools that best match QUERY (plain words or a name), ranked as search_tools ranks them, from the catalogue: nothing is started',
+    )
+    .option('--limit <n>', 'with --search: how many tools (default 5, at most 50)')
+    .action(async (server: string | undefined, o: CommonOpts & { callerProtocol?: string; session?: string; search?: string; limit?: string }) =>
       withClient(o, cli, async (client) => {
+        if (o.limit !== undefined && o.search === undefined) throw new UsageError('--limit goes with --search');
+        if (o.search !== undefined) return search(client, server, o);
         const q = new URLSearchParams();
         if (server !== undefined) q.set('server', server);
         if (o.session) q.set('session', o.session);
