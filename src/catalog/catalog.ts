@@ -100,7 +100,6 @@ export class Catalog {
 
   /** Tells fronts that the set of servers changed. */
   serversChanged(): void {
-    this.revised += 1;
     this.emit({ lists: ['tools', 'prompts', 'resources'] });
   }
 
@@ -241,7 +240,8 @@ export class Catalog {
       for (const l of served(valid, record).leftOut ?? [])
         this.log.warn({ server, list: l.list, name: l.name, reason: l.reason }, `${server}: ${describeLeftOut(l)}`);
     }
-    if (!before || !sameListing(before, record) || before.instructions !== record.instructions) this.revised += 1;
+    // A first listing is not announced (its callers have it) but is searchable from now on.
+    if (!before || before.instructions !== record.instructions) this.revised += 1;
     this.memory.set(key, record);
     this.confirmed.add(key);
     if (this.deps.store) {
@@ -326,6 +326,7 @@ export class Catalog {
   }
 
   private emit(change: CatalogChange): void {
+    this.revised += 1; // whatever is announced changes what is built from the catalogue
     this.events.emit('change', change);
   }
 }
