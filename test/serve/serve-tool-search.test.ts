@@ -14,11 +14,12 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { api, cleanEnv, ForegroundDaemon, killAll, MCPX, mcpx, readJson, until } from '../cli/helpers.js';
 import { fixturePids, writeConfig, type ServerEntry } from '../server/helpers.js';
 import { tempDir } from '../support/real.js';
@@ -29,6 +30,8 @@ const SERVERS: Record<string, ServerEntry> = {
   other: { fixture: 'dual-v2' },
   // 48 tools: with the others, more than Cursor's 40.
   many: { fixture: 'raw', mode: 'huge', env: { HUGE_TOOLS: '45' } },
+  rich: { fixture: 'rich-v2' },
+  ask: { fixture: 'asking-v2' },
 };
 
 let dir: { path: string; remove: () => Promise<void> };
@@ -47,11 +50,15 @@ interface Daemon {
   stop(): Promise<unknown>;
 }
 
+/** Daemons a test started: each is stopped after its test, whatever happened in it. */
+const running: ForegroundDaemon[] = [];
+
 /** A fresh daemon on the state folder the catalogue is in: no server runs. */
 async function daemon(): Promise<Daemon> {
   const port = await freePort();
   const denv = { ...env, MCPX_DAEMON_PORT: String(port) };
   const d = await ForegroundDaemon.start(socket, [], { env: denv });
+  running.push(d);
   await until(() => existsSync(join(state, 'daemon.json')), 10_000, 'daemon.json');
   return { url: `http://127.0.0.1:${port}/mcp`, token: readJson(join(state, 'daemon.json')).token, env: denv, stop: () => d.stop() };
 }
@@ -59,7 +66,7 @@ async function daemon(): Promise<Daemon> {
 /** The part of both SDK clients used here. */
 interface Caller {
   listTools(): Promise<{ tools: Array<Record<string, any>> }>;
-  call(name: string, args?: Record<string, unknown>): Promise<Record<string, any>>;
+  call(name: string, args?: Record<string, unknown>, onprogress?: (p: { progress: number; total?: number }) => void): Promise<Record<string, any>>;
   instructions(): string | undefined;
   close(): Promise<void>;
 }
@@ -69,27 +76,33 @@ async function connect(
   era: CallerEra,
   way: Way,
   d: Daemon,
-  o: { info?: { name: string; version: string }; args?: string[]; query?: string } = {},
+  o: { info?: { name: string; version: string }; args?: string[]; query?: string; answers?: string } = {},
 ): Promise<Caller> {
+  // A caller that can answer an elicitation form, with this name.
+  const capabilities = o.answers === undefined ? {} : { elicitation: { form: {} } };
+  const answer = { action: 'accept', content: { name: o.answers } };
   const info = o.info ?? { name: 'mcpx-test-caller', version: '1.0.0' };
   const stdio = { command: process.execPath, args: [MCPX, 'serve', ...(o.args ?? [])], env: d.env as Record<string, string>, stderr: 'pipe' as const };
   const url = new URL(`${d.url}${o.query ? `?${o.query}` : ''}`);
   const requestInit = { headers: { authorization: `Bearer ${d.token}` } };
   if (era === 'legacy') {
-    const c = new ClientV1(info, { capabilities: {} });
+    const c = new ClientV1(info, { capabilities });
+    if (o.answers !== undefined) c.setRequestHandler(ElicitRequestSchema, async () => answer as never);
     await c.connect(way === 'stdio' ? new StdioV1(stdio) : new HttpV1(url, { requestInit }));
     return {
       listTools: () => c.listTools() as never,
-      call: (name, args = {}) => c.callTool({ name, arguments: args }, undefined, { timeout: 60_000 }) as never,
+      call: (name, args = {}, onprogress) =>
+        c.callTool({ name, arguments: args }, undefined, { timeout: 60_000, ...(onprogress ? { onprogress } : {}) }) as never,
       instructions: () => c.getInstructions(),
       close: () => c.close(),
     };
   }
-  const c = new ClientV2(info, { versionNegotiation: { mode: { pin: '2026-07-28' } } } as never);
+  const c = new ClientV2(info, { capabilities, versionNegotiation: { mode: { pin: '2026-07-28' } } } as never);
+  if (o.answers !== undefined) c.setRequestHandler('elicitation/create', async () => answer as never);
   await c.connect(way === 'stdio' ? new StdioV2(stdio) : new HttpV2(url, { requestInit } as never));
   return {
     listTools: () => c.listTools() as never,
-    call: (name, args = {}) => c.callTool({ name, arguments: args }, { timeout: 60_000 }) as never,
+    call: (name, args = {}, onprogress) => c.callTool({ name, arguments: args }, { timeout: 60_000, ...(onprogress ? { onprogress } : {}) }) as never,
     instructions: () => (c as unknown as { getInstructions(): string | undefined }).getInstructions(),
     close: () => c.close(),
   };
@@ -111,6 +124,10 @@ beforeAll(async () => {
   expect(allTools.length).toBeGreaterThan(40);
   await d.stop();
 }, 120_000);
+
+afterEach(async () => {
+  for (const d of running.splice(0)) await d.stop();
+});
 
 afterAll(async () => {
   await killAll();
@@ -163,18 +180,19 @@ describe('--tools search', () => {
 
   it('the instructions name every server and say when to search; a bad strategy is refused', async () => {
     const d = await daemon();
-    const c = await connect('legacy', 'stdio', d, { args: ['--tools', 'search'] });
     try {
-      const text = c.instructions() ?? '';
-      expect(text).toMatch(/in front of 3 servers/);
-      for (const s of Object.keys(SERVERS)) expect(text).toContain(`- ${s} (`);
-      expect(text).toMatch(/Use search_tools/);
-      const description = (await c.listTools()).tools.find((t) => t['name'] === 'search_tools')!['description'] as string;
-      expect(description).toMatch(/solo \(.*\).*other \(.*\).*many \(/);
-    } finally {
-      await c.close();
-    }
-    try {
+      const c = await connect('legacy', 'stdio', d, { args: ['--tools', 'search'] });
+      try {
+        const text = c.instructions() ?? '';
+        expect(text).toMatch(new RegExp(`in front of ${Object.keys(SERVERS).length} servers`));
+        expect(text).toContain('- rich (4 tools): rich fixture, era='); // from its own instructions
+        for (const s of Object.keys(SERVERS)) expect(text).toContain(`- ${s} (`);
+        expect(text).toMatch(/Use search_tools/);
+        const description = (await c.listTools()).tools.find((t) => t['name'] === 'search_tools')!['description'] as string;
+        expect(description).toMatch(/solo \(.*\).*other \(.*\).*many \(.*\).*rich \(rich fixture/);
+      } finally {
+        await c.close();
+      }
       const bad = await mcpx(['serve', '--tools', 'some'], { env: d.env, input: '' });
       expect(bad.code).toBe(2);
       expect(bad.stderr).toMatch(/--tools must be one of all, search, auto/);
@@ -194,6 +212,29 @@ describe('--tools search', () => {
       await d.stop();
     }
   }, 120_000);
+});
+
+describe('call_tool is a call like any other', () => {
+  it.each(COMBOS)(
+    "a %s caller over %s hears the tool's progress and answers its question",
+    async (era, way) => {
+      const d = await daemon();
+      const c = await connect(era, way, d, { ...(way === 'stdio' ? { args: ['--tools', 'search'] } : { query: 'tools=search' }), answers: 'Ada' });
+      try {
+        const seen: Array<{ progress: number; total?: number }> = [];
+        const done = await c.call('call_tool', { name: 'rich__progress', arguments: { steps: 3 } }, (p) =>
+          seen.push({ progress: p.progress, total: p.total! }),
+        );
+        expect(textOf(done)).toMatch(/^progress done steps=3 token=yes era=/);
+        expect(seen).toEqual([1, 2, 3].map((progress) => ({ progress, total: 3 })));
+        expect(textOf(await c.call('call_tool', { name: 'ask__ask_name', arguments: {} }))).toMatch(/^hello Ada era=/);
+      } finally {
+        await c.close();
+        await d.stop();
+      }
+    },
+    120_000,
+  );
 });
 
 describe('--tools auto (the default)', () => {
