@@ -126,8 +126,9 @@ export class FrontView {
    */
   resolveBare(name: string, invalidParams: number): { server: string; original: string; item: CatalogItem } | undefined {
     if (this.mode.passthrough !== undefined) return undefined;
-    const m = resolveBare(this.tools, name, (server) => this.shows(server), invalidParams);
-    return m && this.toolShown(m.name) ? { server: m.server, original: m.original, item: this.toolItems.get(m.name)! } : undefined;
+    // A tool the entry hides is no candidate: never named, never called.
+    const m = resolveBare(this.tools, name, (server, shown) => this.shows(server) && this.toolShown(shown), invalidParams);
+    return m ? { server: m.server, original: m.original, item: this.toolItems.get(m.name)! } : undefined;
   }
 
   /**

@@ -291,11 +291,15 @@ describe('--allow-tools and --deny-tools', () => {
       callers.push(open);
       expect(hitsOf(await open.call('search_tools', { query: 'report era and pid' }))).toContain('solo__whoami');
 
+      const soloBefore = started('solo');
       const listing = await connect('legacy', 'stdio', d, { args: ['--tools', 'all', '--deny-tools', 'solo__who*', '--deny-tools', 'many__pad-*'] });
       callers.push(listing);
       const names = (await listing.listTools()).tools.map((t) => t['name']);
       expect(names).toEqual(allTools.filter((n) => n !== 'solo__whoami' && !n.startsWith('many__pad-')));
       await expect(listing.call('solo__whoami')).rejects.toThrow(/Unknown tool: solo__whoami/);
+      // By a server's own name (an app's call), a hidden tool is no candidate: `whoami` is other's alone here.
+      expect(textOf(await listing.call('whoami'))).toMatch(/^era=\w+ pid=\d+$/);
+      expect(started('solo')).toBe(soloBefore);
       expect(textOf(await listing.call('solo__echo', { text: 'ok' }))).toBe('ok era=legacy');
 
       for (const [era, way] of COMBOS) {
