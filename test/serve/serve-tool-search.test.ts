@@ -193,6 +193,13 @@ describe('--tools search', () => {
       } finally {
         await c.close();
       }
+      // A 2026-07-28 caller reads them in the server/discover result.
+      const modern = await connect('modern', 'http', d, { query: 'tools=search' });
+      try {
+        expect(modern.instructions()).toMatch(/in front of \d+ servers[^]*Use search_tools/);
+      } finally {
+        await modern.close();
+      }
       const bad = await mcpx(['serve', '--tools', 'some'], { env: d.env, input: '' });
       expect(bad.code).toBe(2);
       expect(bad.stderr).toMatch(/--tools must be one of all, search, auto/);
