@@ -66,18 +66,14 @@ export class ToolSearch {
   async scope(caller: Caller, scope: SearchScope = {}): Promise<ScopeIndex> {
     const key = `${caller.callerProtocol ?? ''}\0${scope.passthrough ?? ''}\0${[...(scope.servers ?? [])].sort().join(',')}\0${globsKey(scope.globs)}`;
     const kept = this.kept.get(key);
-    if (kept) {
-      const built = await kept.built;
-      if (built.revision === this.deps.revision()) return built;
-      // A change whose rebuild has not run yet: build now, once, for everyone waiting.
-      if (this.kept.get(key) === kept) this.kept.set(key, { caller, scope, built: this.build(caller, scope) });
-      return this.kept.get(key)!.built;
+    if (!kept) {
+      if (this.kept.size >= MAX_KEPT) this.kept.delete(this.kept.keys().next().value!);
+      return this.keep(key, caller, scope);
     }
-    if (this.kept.size >= MAX_KEPT) this.kept.delete(this.kept.keys().next().value!);
-    const entry = { caller, scope, built: this.build(caller, scope) };
-    this.kept.set(key, entry);
-    entry.built.catch(() => this.kept.get(key) === entry && this.kept.delete(key));
-    return entry.built;
+    const built = await kept.built;
+    if (built.revision === this.deps.revision()) return built;
+    // A change whose rebuild has not run yet: built now, once, for everyone waiting.
+    return this.kept.get(key) === kept ? this.keep(key, caller, scope) : this.kept.get(key)!.built;
   }
 
   close(): void {
@@ -86,11 +82,15 @@ export class ToolSearch {
   }
 
   private rebuildKept(): void {
-    for (const [key, k] of this.kept) {
-      const entry = { ...k, built: this.build(k.caller, k.scope) };
-      this.kept.set(key, entry);
-      entry.built.catch(() => this.kept.get(key) === entry && this.kept.delete(key));
-    }
+    for (const [key, k] of this.kept) void this.keep(key, k.caller, k.scope).catch(() => undefined);
+  }
+
+  /** Builds and keeps an index; one that fails is forgotten, so the next use builds again. */
+  private keep(key: string, caller: Caller, scope: SearchScope): Promise<ScopeIndex> {
+    const entry = { caller, scope, built: this.build(caller, scope) };
+    this.kept.set(key, entry);
+    entry.built.catch(() => this.kept.get(key) === entry && this.kept.delete(key));
+    return entry.built;
   }
 
   private async build(caller: Caller, scope: SearchScope): Promise<ScopeIndex> {

@@ -105,4 +105,20 @@ describe('the tool search index', () => {
     expect(one.tools.get('read_file')!.server).toBe('git');
     r.search.close();
   });
+
+  it('a build that failed is not kept: the next use builds again', async () => {
+    let fail = true;
+    const search = new ToolSearch({
+      view: async () => {
+        if (fail) throw new Error('catalogue unreadable');
+        return { servers: [FILES] };
+      },
+      revision: () => 1,
+      onChange: () => () => undefined,
+    });
+    await expect(search.scope({})).rejects.toThrow('catalogue unreadable');
+    fail = false;
+    expect((await search.scope({})).tools.size).toBe(2);
+    search.close();
+  });
 });
