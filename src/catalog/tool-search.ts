@@ -56,6 +56,7 @@ export interface ToolIndex {
 
 const DEFAULT_LIMIT = 5;
 const MAX_LIMIT = 50;
+const MAX_QUERY = 1000;
 type Field = 'name' | 'title' | 'lead' | 'desc' | 'params' | 'pdesc' | 'server' | 'about';
 const FIELDS: readonly Field[] = ['name', 'title', 'lead', 'desc', 'params', 'pdesc', 'server', 'about'];
 
@@ -200,10 +201,31 @@ const CONCEPTS_OF: ReadonlyMap<string, readonly string[]> = (() => {
   return byStem;
 })();
 
-/** The first sentence of a description, whitespace collapsed, at most 200 characters. */
+const LIST_MARK = /^\s*(?:\d{1,2}[.)]|[-*•])\s+/;
+const WORDS = /[\p{L}\p{N}]+/gu;
+
+/** A heading line ("🎯 Purpose:", "Guardrails:", "## Usage"): a few words, no sentence, marked as a heading. */
+function isHeading(line: string): boolean {
+  const t = line.trim();
+  if (!t || /[.!?]$/.test(t) || (t.match(WORDS)?.length ?? 0) > 3) return false;
+  return t.endsWith(':') || t.startsWith('#') || !/^[\p{L}\p{N}]/u.test(t);
+}
+
+/** The first sentence of a description, whitespace collapsed, at most 200 characters; headings and list marks skipped. */
 export function firstSentence(text: string | undefined): string {
   if (typeof text !== 'string') return '';
-  const paragraph = (text.trim().split(/\n\s*\n/)[0] ?? '').replace(/\s+/g, ' ').trim();
+  let paragraph = '';
+  for (const block of text.trim().split(/\n\s*\n/)) {
+    const lines = block.split('\n');
+    while (lines.length > 1 && isHeading(lines[0]!)) lines.shift();
+    if (lines.length === 1 && isHeading(lines[0]!) && block !== text.trim()) continue;
+    paragraph = lines
+      .map((l) => l.replace(LIST_MARK, ''))
+      .join(' ')
+      .replace(/\s+/g, ' ')
+      .trim();
+    if (paragraph) break;
+  }
   // A sentence ends at . ! ? followed by a capital, a digit, a quote or bracket, or the end ("e.g. a" goes on).
   const end = /[.!?](?=\s+[A-Z0-9"'`([*#-]|\s*$)/.exec(paragraph);
   const sentence = end ? paragraph.slice(0, end.index + 1) : paragraph;
@@ -401,7 +423,8 @@ export function buildToolIndex(tools: readonly SearchableTool[], servers: readon
   function search(query: string, limit?: number): ToolHit[] {
     if (typeof query !== 'string' || n === 0) return [];
     const max = typeof limit === 'number' && Number.isFinite(limit) ? Math.min(MAX_LIMIT, Math.max(1, Math.floor(limit))) : DEFAULT_LIMIT;
-    const q = query.trim();
+    // A query is a few words; a model that pastes a page gets its first part searched, in bounded time.
+    const q = query.slice(0, MAX_QUERY).trim();
     if (!q) return [];
 
     // Query terms: each word once (a repeated word says no more), plus whole identifiers as written.
