@@ -7,7 +7,9 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
-import type { EntryMode, McpHttpEntry } from '../front/http-entry.js';
+import type { McpHttpEntry } from '../front/http-entry.js';
+import type { EntryMode } from '../front/entry-mode.js';
+import { entryToolsOf } from '../front/tool-strategy.js';
 import { send, statusFor, toApiError } from './api-errors.js';
 import { deepParamsRefusal } from '../front/json-depth.js';
 import type { Controller } from '../core/controller.js';
@@ -37,13 +39,16 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
   if (!given) app.addHook('onClose', async () => (own ? (await own).close() : undefined));
   let nodeHandler: Promise<typeof import('@modelcontextprotocol/node').toNodeHandler> | undefined;
   const serveMcp = async (req: FastifyRequest, reply: FastifyReply, given: EntryMode) => {
+    // How tools are offered and which are shown: the same query on /mcp and /mcp/<server>.
+    const tools = entryToolsOf(new URL(req.url, 'http://localhost').searchParams);
+    if (typeof tools === 'string') return send(reply, 400, { code: 'MCPX_BAD_REQUEST', message: tools });
     // `?config=/abs/path`: that config's servers (loaded on first use); none: the daemon's own.
     const named = (req.query as { config?: unknown }).config;
-    let mode = given;
+    let mode: EntryMode = { ...given, ...tools };
     if (typeof named === 'string' && named !== '') {
       try {
         const config = await controller.useConfig(named);
-        if (config !== undefined) mode = { ...given, config };
+        if (config !== undefined) mode = { ...mode, config };
       } catch (err) {
         const e = toApiError(err);
         return send(reply, e.error.code === 'MCPX_BAD_CONFIG' ? 400 : statusFor(e.error.code), e.error);

@@ -24,6 +24,7 @@ import type {
   ServerView,
   SettingChangeView,
   SettingEntryView,
+  ToolSearchView,
   ToolsView,
 } from '../core/views.js';
 import type { StatechartView } from '../ui/statechart-view.js';
@@ -222,6 +223,20 @@ export const toolsQuerySchema = z
   })
   .strict();
 
+export const toolSearchQuerySchema = z
+  .object({
+    q: nonEmpty('q').meta({ description: 'What the tool should do, in plain words, or a tool name.' }),
+    limit: z
+      .string()
+      .regex(/^\d{1,2}$/, { error: 'limit must be a whole number from 1 to 50' })
+      .transform(Number)
+      .pipe(z.number().min(1, { error: 'limit must be at least 1' }).max(50, { error: 'limit must be at most 50' }))
+      .optional()
+      .meta({ description: 'How many tools (default 5, at most 50).' }),
+    session: nonEmpty('session').optional(),
+  })
+  .strict();
+
 export const serverParamsSchema = z.object({ server: z.string().min(1) });
 export const settingParamsSchema = z.object({ path: z.string().min(1).meta({ description: 'A setting path such as upstream.protocol.' }) });
 
@@ -387,6 +402,20 @@ export const toolsSchema = z.object({
   }),
 });
 
+export const toolSearchSchema = z.object({
+  ok: z.literal(true),
+  tools: z.array(
+    z.object({
+      server: z.string(),
+      name: z.string().meta({ description: "The server's own name." }),
+      exposed: z.string().meta({ description: 'The name MCP clients see through mcpx serve and /mcp (aggregate mode).' }),
+      description: z.string().meta({ description: "The first sentence of the tool's description." }),
+      signature: z.string().meta({ description: 'A short signature: the name and its arguments (`?`: optional).' }),
+      score: z.number().meta({ description: 'Higher is better.' }),
+    }),
+  ),
+});
+
 const catalogItems = z.array(z.record(z.string(), z.unknown()));
 
 const changedToolSchema = z.object({
@@ -431,6 +460,8 @@ export const catalogSchema = z.object({
       pinned: z.array(z.string()).optional().meta({ description: "The server's own names of its tools pinned by its mcpx.pin: they stay in every listing." }),
       leftOut: z.array(z.object({ list: leftOutList, name: z.string(), reason: z.string() })).optional(),
       error: z.object({ code: z.string(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() }).optional(),
+      instructions: z.string().optional().meta({ description: "The server's own instructions (its initialize or discover result)." }),
+      title: z.string().optional().meta({ description: "The server's serverInfo.title." }),
     }),
   ),
 });
@@ -598,6 +629,7 @@ export type _SchemasGiveTheirViews = [
   Holds<Same<z.output<typeof serverViewSchema>, ServerView>>,
   Holds<Same<z.output<typeof protocolSchema>['servers'][number], ProtocolRow>>,
   Holds<Same<z.output<typeof toolsSchema>, ToolsView>>,
+  Holds<Same<z.output<typeof toolSearchSchema>, ToolSearchView>>,
   Holds<Same<z.output<typeof callResultSchema>, CallOutcome>>,
   Holds<Same<z.output<typeof settingEntrySchema>, SettingEntryView>>,
   Holds<Same<z.output<typeof settingChangeSchema>, SettingChangeView>>,

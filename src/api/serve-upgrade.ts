@@ -12,7 +12,8 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { McpxError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { EntryMode } from '../front/http-entry.js';
+import type { EntryMode } from '../front/entry-mode.js';
+import { entryToolsOf } from '../front/tool-strategy.js';
 import type { SocketEntry } from '../front/socket-entry.js';
 import type { Controller } from '../core/controller.js';
 import { MCP_STREAM_PATH, MCP_STREAM_UPGRADE } from '../front/headers.js';
@@ -60,6 +61,11 @@ export function serveUpgrade(deps: ServeUpgradeDeps): (req: IncomingMessage, soc
       refuse(socket, 400, 'MCPX_BAD_REQUEST', 'session must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
       return;
     }
+    const tools = entryToolsOf(url.searchParams);
+    if (typeof tools === 'string') {
+      refuse(socket, 400, 'MCPX_BAD_REQUEST', tools);
+      return;
+    }
     const session = given ?? `serve-${process.pid}-${++seq}`;
     // `config`: the config `mcpx serve` resolved (its --config, MCPX_CONFIG, the walk up, the user config); loaded on first use.
     const named = url.searchParams.get('config');
@@ -82,6 +88,7 @@ export function serveUpgrade(deps: ServeUpgradeDeps): (req: IncomingMessage, soc
           ...(passthrough === undefined ? {} : { passthrough }),
           ...(servers === undefined ? {} : { servers }),
           ...(id === undefined ? {} : { config: id }),
+          ...tools,
         };
         open(mode);
       },

@@ -231,6 +231,16 @@ export const V1_ROUTES = {
     handler: async ({ body }, { controller, req }) => controller.acceptTool(body.server, body.name, configOf(req)),
   }),
 
+  toolSearch: route({
+    method: 'GET',
+    url: '/v1/tools/search',
+    summary:
+      'The tools that best match a query, ranked as the search_tools tool ranks them, from the tool catalogue (nothing is started), for the lane of X-Mcpx-Caller-Protocol.',
+    input: (s) => ({ query: s.toolSearchQuerySchema, headers: s.callHeadersSchema }),
+    responses: (s) => ({ 200: { description: 'The best matches, best first (none: an empty list).', schema: s.toolSearchSchema }, 400: s.bad }),
+    handler: async ({ query, headers }, { controller, req }) => controller.searchTools(query.q, query.limit, callerOf(req, headers, query.session)),
+  }),
+
   call: route({
     method: 'POST',
     url: '/v1/call',

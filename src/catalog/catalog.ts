@@ -93,6 +93,7 @@ export class Catalog {
   private readonly refreshes = new Map<string, RefreshState>();
   /** Which tools are served, held and refused. */
   private readonly gate: ToolGate;
+  private revised = 0;
 
   constructor(deps: CatalogDeps) {
     this.deps = deps;
@@ -130,6 +131,15 @@ export class Catalog {
   /** Tells fronts that the tools served changed without a new listing (a filter, a pin, pinTools, an accepted tool). */
   toolsChanged(server?: string): void {
     this.emit({ ...(server === undefined ? {} : { server }), lists: ['tools'] });
+  }
+
+  /**
+   * Counts every listing recorded that is new or differs, and every change of the set of servers: what
+   * is built from the known catalogue (the tool search index) is built again when it moves. A server's
+   * first listing is counted although it is not announced (callers that listed got it already).
+   */
+  get revision(): number {
+    return this.revised;
   }
 
   /**
@@ -191,6 +201,7 @@ export class Catalog {
         this.notServed.set(server, lists.leftOut ?? []);
         const { tools, pinned } = this.gate.served(server, key, lists.tools);
         const extensions = record.capabilities?.['extensions'];
+        const title = record.serverInfo?.['title'];
         return {
           server,
           lane,
@@ -200,6 +211,8 @@ export class Catalog {
           tools,
           ...(pinned.length > 0 ? { pinned } : {}),
           ...(isObject(extensions) ? { extensions } : {}),
+          ...(record.instructions === undefined ? {} : { instructions: record.instructions }),
+          ...(typeof title === 'string' ? { title } : {}),
         };
       });
     } catch (err) {
@@ -254,8 +267,13 @@ export class Catalog {
       resourceTemplates: resourceTemplates!,
     };
     // The extensions it offers (SEP-2133), which mcpx declares to callers that declare them too.
-    const extensions = (pool.upstreamInfo(pool.laneFor(caller))?.capabilities as { extensions?: unknown } | undefined)?.extensions;
+    const info = pool.upstreamInfo(pool.laneFor(caller));
+    const extensions = (info?.capabilities as { extensions?: unknown } | undefined)?.extensions;
     if (isObject(extensions) && Object.keys(extensions).length > 0) record.capabilities = { extensions };
+    // What the server says of itself: the fronts summarise every server's domain from it (their instructions, search_tools).
+    if (typeof info?.instructions === 'string' && info.instructions.trim() !== '') record.instructions = info.instructions;
+    const title = isObject(info?.serverInfo) ? info.serverInfo['title'] : undefined;
+    if (typeof title === 'string' && title.trim() !== '') record.serverInfo = { title };
     const valid = await loadChecks();
     const before = this.known(key);
     // Named once per listing that differs (a refresh that finds the same says nothing again).
@@ -263,6 +281,8 @@ export class Catalog {
       for (const l of served(valid, record).leftOut ?? [])
         this.log.warn({ server, list: l.list, name: l.name, reason: l.reason }, `${server}: ${describeLeftOut(l)}`);
     }
+    // A first listing is not announced (its callers have it) but is searchable from now on.
+    if (!before || before.instructions !== record.instructions) this.revised += 1;
     this.memory.set(key, record);
     this.confirmed.add(key);
     this.gate.observe(server, key, record.tools);
@@ -417,6 +437,7 @@ export class Catalog {
   }
 
   private emit(change: CatalogChange): void {
+    this.revised += 1; // whatever is announced changes what is built from the catalogue
     this.events.emit('change', change);
   }
 }

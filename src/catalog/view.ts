@@ -35,6 +35,10 @@ export interface ServerCatalog {
   error?: { code: string; message: string; data?: Record<string, unknown> };
   /** The extensions the server offers (its `capabilities.extensions`, SEP-2133), when it offers any. */
   extensions?: Record<string, unknown>;
+  /** The server's own `instructions` (its initialize or discover result), when it gave any. */
+  instructions?: string;
+  /** The server's `serverInfo.title`, when it gave one. */
+  title?: string;
 }
 
 export interface CatalogView {

@@ -33,6 +33,7 @@ import stringify from 'safe-stable-stringify';
 import type { ResolvedServer } from '../config/config-file.js';
 import { AskStore } from '../asks/ask-store.js';
 import { Catalog } from '../catalog/catalog.js';
+import { ToolSearch } from '../catalog/search-index.js';
 import { CallRecords, recordLogger, type RecentCall } from './call-records.js';
 import { Calls } from './calls.js';
 import { reloadConfig } from './config-reload.js';
@@ -57,6 +58,7 @@ import type {
   ServerStatusView,
   ServerView,
   SettingChangeView,
+  ToolSearchView,
   ToolsView,
 } from './views.js';
 
@@ -99,6 +101,8 @@ export class Controller {
   readonly scrubber: Scrubber;
   /** What each server offers, answered without starting servers (`mcpx serve`, `/mcp`). */
   readonly catalog: Catalog;
+  /** The tool search index over the known catalogue, built as it changes (search_tools, /v1/tools/search). */
+  readonly toolSearch: ToolSearch;
   /** Calls the upstream may interrupt with questions (`/v1/ask`). */
   readonly asks: AskStore;
   /** OAuth state of the HTTP servers (null without a state folder to keep tokens in). */
@@ -186,6 +190,11 @@ export class Controller {
       if (e.type !== 'setting.changed' || e.path !== 'catalog.pinTools') return;
       this.policyText = policies(this.configs.instanceServers(), this.settings);
       this.catalog.toolsChanged();
+    });
+    this.toolSearch = new ToolSearch({
+      view: (caller) => this.offer(caller, { knownOnly: true }),
+      revision: () => this.catalog.revision,
+      onChange: (l) => this.catalog.onChange(l),
     });
     this.asks = new AskStore({
       // tools/call keeps /v1/call's outcome (an isError result is MCPX_TOOL_ERROR with the result); prompts/get
@@ -434,6 +443,25 @@ export class Controller {
     const s = this.configs.instanceServers().find((x) => x.name === server);
     const pinTools = s?.pinTools ?? this.settings.get('catalog.pinTools') === true;
     return { ...(s?.tools ? { tools: s.tools } : {}), ...(s?.pin !== undefined ? { pin: s.pin } : {}), pinTools };
+  }
+
+  /**
+   * The tools that best match a query, ranked as `search_tools` ranks them, from the known catalogue
+   * (nothing is started): `GET /v1/tools/search`, `mcpx tools --search`.
+   */
+  async searchTools(query: string, limit: number | undefined, caller: Caller = {}): Promise<ToolSearchView> {
+    const found = await this.toolSearch.scope(caller);
+    return {
+      ok: true,
+      tools: found.search(query, limit).map((h) => ({
+        server: h.server,
+        name: h.name,
+        exposed: h.exposed,
+        description: h.description,
+        signature: h.signature,
+        score: h.score,
+      })),
+    };
   }
 
   /** The last finished calls, scrubbed (./call-records.ts): the `mcpx ui` page's recent calls. */

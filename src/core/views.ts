@@ -145,6 +145,24 @@ export interface ToolsView {
   leftOut: { server: string; list: ListName; name: string; reason: string }[];
 }
 
+/** `GET /v1/tools/search`: the tools that best match a query, best first (the ranking of `search_tools`). */
+export interface ToolSearchView {
+  ok: true;
+  tools: {
+    server: string;
+    /** The server's own name. */
+    name: string;
+    /** The name MCP clients see through mcpx serve and /mcp (aggregate mode). */
+    exposed: string;
+    /** The first sentence of the tool's description. */
+    description: string;
+    /** A short signature: the name and its arguments (`?`: optional). */
+    signature: string;
+    /** Higher is better. */
+    score: number;
+  }[];
+}
+
 /** `POST /v1/call`: the upstream tools/call result (an isError result included), or why there is none. */
 export type CallOutcome = { ok: true; /** The upstream tools/call result. */ result: Record<string, unknown> } | { ok: false; error: ErrorView };
 

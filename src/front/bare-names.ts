@@ -11,9 +11,9 @@ import type { NameTable } from '../catalog/names.js';
 
 export type BareMatch = { server: string; original: string; name: string };
 
-/** The one tool `name` is the upstream name of, among the servers `shows` admits; undefined when none. */
-export function resolveBare(table: NameTable, name: string, shows: (server: string) => boolean, invalidParams: number): BareMatch | undefined {
-  const candidates = table.entries.filter((e) => e.original === name && shows(e.server));
+/** The one tool `name` is the upstream name of, among the tools `shows` admits (by server and shown name); undefined when none. */
+export function resolveBare(table: NameTable, name: string, shows: (server: string, shown: string) => boolean, invalidParams: number): BareMatch | undefined {
+  const candidates = table.entries.filter((e) => e.original === name && shows(e.server, e.name));
   if (candidates.length === 0) return undefined;
   if (candidates.length > 1) {
     const list = candidates.map((c) => `${c.name} (${c.server})`).join(', ');

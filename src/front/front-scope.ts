@@ -6,10 +6,13 @@
 import type { RequestStateCodec, Server, ServerContext } from '@modelcontextprotocol/server';
 import { PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
 import { newCall, type Call, type Caller, type ProgressListener, type RelayedMethod } from '../call/call.js';
+import type { SearchScope } from '../catalog/search-index.js';
+import type { ToolGlobs } from '../catalog/tool-filter.js';
 import type { Controller } from '../core/controller.js';
 import type { Logger } from '../log.js';
 import { relayed } from './front-relay.js';
 import type { FrontView, ViewCache } from './front-view.js';
+import type { ToolListing, ToolStrategy } from './tool-strategy.js';
 
 export interface FrontConfig {
   /** The daemon's core: the catalogue, calls, asks (the front lives in the daemon, for `/mcp` and every `mcpx serve` stream). */
@@ -20,6 +23,10 @@ export interface FrontConfig {
   servers?: readonly string[];
   /** The config this entry's callers mean (its id, as the daemon loaded it); absent: the daemon's own. */
   config?: string;
+  /** How tools are offered (./tool-strategy.ts); default `auto`. */
+  tools?: ToolStrategy;
+  /** The tools shown, by globs on the names callers see (`--allow-tools`, `--deny-tools`). */
+  toolGlobs?: ToolGlobs;
   version: string;
   logger?: Logger;
   /** The caller's session when the entry has no session of its own (a serve stream: one per stream). */
@@ -49,6 +56,12 @@ export interface FrontScope {
   session: string;
   views: ViewCache;
   server: Server;
+  /** What the entry shows, for the tool search index. */
+  scope: SearchScope;
+  /** `auto`'s decision for this connection (a legacy caller's, whose connection this instance is). */
+  decided: { listing?: ToolListing };
+  /** `auto`'s decisions for the entry's 2026-07-28 callers, by client name (they have no connection). */
+  decisions: Map<string, ToolListing>;
 }
 
 /**

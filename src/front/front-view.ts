@@ -9,6 +9,7 @@ import type { CatalogItem, CatalogView, ServerCatalog } from '../catalog/view.js
 import type { Controller } from '../core/controller.js';
 import { resolveBare } from './bare-names.js';
 import { NameTable, sanitize, SEPARATOR } from '../catalog/names.js';
+import { toolShown, type ToolGlobs } from '../catalog/tool-filter.js';
 import { UiUris } from './ui-uris.js';
 
 /** What one caller sees, computed from a catalogue view. */
@@ -24,10 +25,12 @@ export class FrontView {
   readonly complete: boolean;
   /** Colliding `ui://` URIs made distinct (aggregate mode; passthrough shows one server, nothing collides). */
   readonly ui: UiUris;
+  /** The names callers see of the tools their servers pin (`mcpx.pin`): listed under every tool strategy. */
+  readonly pinned = new Set<string>();
 
   constructor(
     view: CatalogView,
-    readonly mode: { passthrough?: string; servers?: readonly string[] },
+    readonly mode: { passthrough?: string; servers?: readonly string[]; globs?: ToolGlobs },
   ) {
     // Names are given over every configured server, so a `--servers` filter never renames anything.
     const all = view.servers;
@@ -43,6 +46,12 @@ export class FrontView {
     this.tools = NameTable.of(toolPairs);
     this.prompts = NameTable.of(promptPairs);
     toolPairs.forEach((p, i) => this.toolItems.set(this.tools.entries[i]!.name, p.item));
+    for (const s of all) {
+      for (const original of s.pinned ?? []) {
+        const e = this.tools.entries.find((x) => x.server === s.server && x.original === original);
+        if (e) this.pinned.add(mode.passthrough === undefined ? e.name : e.original);
+      }
+    }
     promptPairs.forEach((p, i) => this.promptItems.set(this.prompts.entries[i]!.name, p.item));
     this.ui = mode.passthrough === undefined ? new UiUris(all) : new UiUris();
     const seen = new Set<string>();
@@ -74,9 +83,16 @@ export class FrontView {
     return this.mode.servers === undefined || this.mode.servers.includes(server);
   }
 
+  /** Whether the entry's tool globs show the tool its callers know by this name. */
+  toolShown(name: string): boolean {
+    return toolShown(this.mode.globs, name);
+  }
+
   listTools(): CatalogItem[] {
-    if (this.mode.passthrough !== undefined) return this.passthroughItems('tools');
-    return this.tools.entries.filter((e) => this.shows(e.server)).map((e) => ({ ...this.ui.tool(e.server, this.toolItems.get(e.name)!), name: e.name }));
+    if (this.mode.passthrough !== undefined) return this.passthroughItems('tools').filter((t) => this.toolShown(t['name'] as string));
+    return this.tools.entries
+      .filter((e) => this.shows(e.server) && this.toolShown(e.name))
+      .map((e) => ({ ...this.ui.tool(e.server, this.toolItems.get(e.name)!), name: e.name }));
   }
 
   listPrompts(): CatalogItem[] {
@@ -94,6 +110,7 @@ export class FrontView {
   resolve(kind: 'tools' | 'prompts', name: string): { server: string; original: string; item: CatalogItem } | undefined {
     const table = kind === 'tools' ? this.tools : this.prompts;
     const items = kind === 'tools' ? this.toolItems : this.promptItems;
+    if (kind === 'tools' && !this.toolShown(name)) return undefined;
     if (this.mode.passthrough !== undefined) {
       const e = table.entries.find((x) => x.server === this.mode.passthrough && x.original === name);
       return e ? { server: e.server, original: e.original, item: items.get(e.name)! } : undefined;
@@ -109,7 +126,8 @@ export class FrontView {
    */
   resolveBare(name: string, invalidParams: number): { server: string; original: string; item: CatalogItem } | undefined {
     if (this.mode.passthrough !== undefined) return undefined;
-    const m = resolveBare(this.tools, name, (server) => this.shows(server), invalidParams);
+    // A tool the entry hides is no candidate: never named, never called.
+    const m = resolveBare(this.tools, name, (server, shown) => this.shows(server) && this.toolShown(shown), invalidParams);
     return m ? { server: m.server, original: m.original, item: this.toolItems.get(m.name)! } : undefined;
   }
 
@@ -121,7 +139,7 @@ export class FrontView {
     for (const e of this.errors) {
       const prefix = this.mode.passthrough === e.server ? '' : `${sanitize(e.server)}${SEPARATOR}`;
       if (this.mode.passthrough !== undefined && this.mode.passthrough !== e.server) continue;
-      if (name.startsWith(prefix) && name.length > prefix.length) return { server: e.server, original: name.slice(prefix.length) };
+      if (name.startsWith(prefix) && name.length > prefix.length && this.toolShown(name)) return { server: e.server, original: name.slice(prefix.length) };
     }
     return undefined;
   }
@@ -166,7 +184,7 @@ export class ViewCache {
 
   constructor(
     private readonly controller: Controller,
-    private readonly mode: { passthrough?: string; servers?: readonly string[]; config?: string },
+    private readonly mode: { passthrough?: string; servers?: readonly string[]; globs?: ToolGlobs; config?: string },
     private readonly maxAgeMs = 5_000,
   ) {
     this.unsubscribe = controller.onCatalogChange(mode.config, () => this.clear());

@@ -28,6 +28,7 @@ import { RPC } from '../protocol/constants.js';
 import { paramHeaderProblem, paramHeaderSpec } from '../transports/mcp-param-headers.js';
 import type { Controller } from '../core/controller.js';
 import { frontFactory, ViewCache } from './front.js';
+import { modeConfig, type EntryMode } from './entry-mode.js';
 
 export interface HttpEntryOptions {
   /** The daemon's core, which the front serves from. */
@@ -44,12 +45,7 @@ export interface HttpEntryOptions {
   questionTtlSeconds?: number;
 }
 
-export interface EntryMode {
-  passthrough?: string;
-  servers?: readonly string[];
-  /** The config its callers mean (`/mcp?config=`); absent: the daemon's own. */
-  config?: string;
-}
+export type { EntryMode };
 
 interface LegacySession {
   transport: WebStandardStreamableHTTPServerTransport;
@@ -160,7 +156,13 @@ export class McpHttpEntry {
     const key = modeKey(mode);
     let views = this.views.get(key);
     if (!views) {
-      views = new ViewCache(this.opts.controller, mode);
+      const m = modeConfig(mode);
+      views = new ViewCache(this.opts.controller, {
+        ...(m.passthrough === undefined ? {} : { passthrough: m.passthrough }),
+        ...(m.servers === undefined ? {} : { servers: m.servers }),
+        ...(m.toolGlobs === undefined ? {} : { globs: m.toolGlobs }),
+        ...(m.config === undefined ? {} : { config: m.config }),
+      });
       this.views.set(key, views);
     }
     const caller = { ...(mode.config === undefined ? {} : { config: mode.config }), ...(typeof revision === 'string' ? { callerProtocol: revision } : {}) };
@@ -206,9 +208,7 @@ export class McpHttpEntry {
       // One signing key for every front of this entry: a retry may reach another instance.
       stateKey: this.stateKey,
       ...(this.opts.questionTtlSeconds === undefined ? {} : { questionTtlSeconds: this.opts.questionTtlSeconds }),
-      ...(mode.passthrough === undefined ? {} : { passthrough: mode.passthrough }),
-      ...(mode.servers === undefined ? {} : { servers: mode.servers }),
-      ...(mode.config === undefined ? {} : { config: mode.config }),
+      ...modeConfig(mode),
     };
   }
 
@@ -373,6 +373,9 @@ function specOf(item: Record<string, unknown>): ReturnType<typeof paramHeaderSpe
 
 function modeKey(mode: EntryMode): string {
   const config = mode.config === undefined ? '' : `${mode.config}\0`;
-  if (mode.passthrough !== undefined) return `${config}passthrough:${mode.passthrough}`;
-  return config + (mode.servers === undefined ? 'all' : `servers:${[...mode.servers].sort().join(',')}`);
+  const base =
+    mode.passthrough !== undefined ? `passthrough:${mode.passthrough}` : mode.servers === undefined ? 'all' : `servers:${[...mode.servers].sort().join(',')}`;
+  // Entries that offer tools differently are apart: their sessions, views and decisions are their own.
+  const tools = `${mode.tools ?? 'auto'}|${[...(mode.allowTools ?? [])].sort().join(',')}|${[...(mode.denyTools ?? [])].sort().join(',')}`;
+  return config + (tools === 'auto||' ? base : `${base};tools:${tools}`);
 }

@@ -16,7 +16,7 @@ import { silentLogger, type Logger } from '../log.js';
 import { deepParamsRefusal } from './json-depth.js';
 import type { Controller } from '../core/controller.js';
 import { frontFactory } from './front.js';
-import type { EntryMode } from './http-entry.js';
+import { modeConfig, type EntryMode } from './entry-mode.js';
 import { MAX_LINE_BYTES, StdinGate } from './stdin-gate.js';
 import { DEFAULT_UNREAD_LIMITS, type UnreadLimits } from './unread-guard.js';
 import { StreamFlow } from './stream-flow.js';
@@ -67,9 +67,7 @@ export class SocketEntry {
       logger: log,
       session,
       ...(ttl === undefined ? {} : { questionTtlSeconds: ttl }),
-      ...(mode.passthrough === undefined ? {} : { passthrough: mode.passthrough }),
-      ...(mode.servers === undefined ? {} : { servers: mode.servers }),
-      ...(mode.config === undefined ? {} : { config: mode.config }),
+      ...modeConfig(mode),
     });
     // The stream keeps its config loaded while it lasts.
     const detach = this.opts.controller.attachCaller(mode.config, { id: session, kind: 'serve' });

@@ -21,16 +21,23 @@ export interface ClientInfo {
   typeStdio: boolean;
   /** The field a remote server's address is in (Windsurf writes `serverUrl`). */
   urlKey: 'url' | 'serverUrl';
+  /**
+   * The tool strategy its entry runs `mcpx serve` with (docs/clients.md): `all` for a client that defers
+   * tools itself (names first, schemas when it needs them: its own search sees every tool, with its
+   * validation and permissions), `auto` for one that takes only so many tools (the full list while it
+   * fits, else search_tools, describe_tools and call_tool).
+   */
+  tools: 'all' | 'auto';
 }
 
 export const CLIENTS: readonly ClientInfo[] = [
-  { name: 'claude-desktop', title: 'Claude Desktop', format: 'json', key: 'mcpServers', typeStdio: false, urlKey: 'url' },
-  { name: 'claude-code', title: 'Claude Code', format: 'json', key: 'mcpServers', typeStdio: false, urlKey: 'url' },
-  { name: 'cursor', title: 'Cursor', format: 'json', key: 'mcpServers', typeStdio: false, urlKey: 'url' },
-  { name: 'vscode', title: 'VS Code', format: 'json', key: 'servers', typeStdio: true, urlKey: 'url' },
-  { name: 'vscode-insiders', title: 'VS Code Insiders', format: 'json', key: 'servers', typeStdio: true, urlKey: 'url' },
-  { name: 'windsurf', title: 'Windsurf', format: 'json', key: 'mcpServers', typeStdio: false, urlKey: 'serverUrl' },
-  { name: 'codex', title: 'Codex', format: 'toml', key: 'mcp_servers', typeStdio: false, urlKey: 'url' },
+  { name: 'claude-desktop', title: 'Claude Desktop', format: 'json', key: 'mcpServers', typeStdio: false, urlKey: 'url', tools: 'auto' },
+  { name: 'claude-code', title: 'Claude Code', format: 'json', key: 'mcpServers', typeStdio: false, urlKey: 'url', tools: 'all' },
+  { name: 'cursor', title: 'Cursor', format: 'json', key: 'mcpServers', typeStdio: false, urlKey: 'url', tools: 'auto' },
+  { name: 'vscode', title: 'VS Code', format: 'json', key: 'servers', typeStdio: true, urlKey: 'url', tools: 'auto' },
+  { name: 'vscode-insiders', title: 'VS Code Insiders', format: 'json', key: 'servers', typeStdio: true, urlKey: 'url', tools: 'auto' },
+  { name: 'windsurf', title: 'Windsurf', format: 'json', key: 'mcpServers', typeStdio: false, urlKey: 'serverUrl', tools: 'auto' },
+  { name: 'codex', title: 'Codex', format: 'toml', key: 'mcp_servers', typeStdio: false, urlKey: 'url', tools: 'all' },
 ];
 
 /** Names a user might type for a client, mapped to the client (`claude` is ambiguous, so not here). */

@@ -25,10 +25,11 @@ export interface EntrySpec {
 /**
  * What the entry runs: this Node and the real path of the running `main.js` (GUI clients start servers
  * without the shell's PATH), then `serve --config FILE` always — a client starts servers in a project
- * folder, where mcpx would otherwise pick up that project's `.mcp.json`.
+ * folder, where mcpx would otherwise pick up that project's `.mcp.json` — and the client's tool
+ * strategy (`--tools`, ./clients.ts).
  */
-export function entrySpec(mainJs: string, configFile: string): EntrySpec {
-  return { command: process.execPath, args: [realTarget(mainJs), 'serve', '--config', configFile] };
+export function entrySpec(mainJs: string, configFile: string, tools?: ClientInfo['tools']): EntrySpec {
+  return { command: process.execPath, args: [realTarget(mainJs), 'serve', '--config', configFile, ...(tools ? ['--tools', tools] : [])] };
 }
 
 /** The entry as this client writes one. */

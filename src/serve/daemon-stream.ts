@@ -9,6 +9,7 @@ import { McpxError, type ErrorCode } from '../errors.js';
 import { isNotRunning } from '../daemon-client/not-running.js';
 import type { Target } from '../daemon-client/target.js';
 import { MCP_STREAM_PATH, MCP_STREAM_UPGRADE } from '../front/headers.js';
+import { setEntryTools, type EntryTools } from '../front/tool-strategy.js';
 import { checkSocketTrust } from '../state/safe-files.js';
 
 export interface DaemonStreamOptions {
@@ -17,6 +18,8 @@ export interface DaemonStreamOptions {
   entry: string;
   passthrough?: string;
   servers?: readonly string[];
+  /** How tools are offered and which are shown (`--tools`, `--allow-tools`, `--deny-tools`). */
+  tools?: EntryTools;
   /** serve's session: the scope key of servers pooled per session. */
   session: string;
 }
@@ -42,6 +45,7 @@ export async function openDaemonStream(o: DaemonStreamOptions): Promise<DaemonSt
   // The config this serve means (what its client's entry names): the daemon serves its servers, whatever config it started with.
   if (o.target.configFile !== undefined) query.set('config', o.target.configFile);
   if (o.servers !== undefined) query.set('servers', o.servers.join(','));
+  if (o.tools !== undefined) setEntryTools(query, o.tools);
   const path = `${MCP_STREAM_PATH}?${query.toString()}`;
   let started = false;
   const deadline = Date.now() + STOPPING_MS;

@@ -10,11 +10,12 @@
  * its upstreams stay for the next client.
  */
 import type { Target } from '../daemon-client/target.js';
+import type { EntryTools } from '../front/tool-strategy.js';
 import { lineLogger } from '../log.js';
 import { openDaemonStream } from './daemon-stream.js';
 import { Pipe } from './pipe.js';
 
-export interface ServeOptions {
+export interface ServeOptions extends EntryTools {
   target: Target;
   /** The CLI entry that runs `daemon`. */
   entry: string;
@@ -33,6 +34,11 @@ export async function runServe(opts: ServeOptions): Promise<void> {
       session,
       ...(opts.passthrough === undefined ? {} : { passthrough: opts.passthrough }),
       ...(opts.servers === undefined ? {} : { servers: opts.servers }),
+      tools: {
+        ...(opts.tools ? { tools: opts.tools } : {}),
+        ...(opts.allowTools ? { allowTools: opts.allowTools } : {}),
+        ...(opts.denyTools ? { denyTools: opts.denyTools } : {}),
+      },
     });
   const pipe = new Pipe(
     { input: process.stdin, output: process.stdout, open, logger, ...(opts.passthrough === undefined ? {} : { passthrough: opts.passthrough }) },

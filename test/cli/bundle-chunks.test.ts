@@ -221,6 +221,16 @@ describe.concurrent('each path through the binary to a lazily loaded chunk works
     }
   });
 
+  it('mcpx serve --tools search: call_tool checks the arguments with the SDK validator (ajv), then calls', async ({ expect }) => {
+    const caller = await stdioCaller('legacy', { env: recording('mcpx serve --tools search', main.env), args: ['--servers', 'dual', '--tools', 'search'] });
+    try {
+      expect((await caller.listTools()).tools.map((t) => t['name'])).toEqual(['search_tools', 'describe_tools', 'call_tool']);
+      expect(textOf(await caller.callTool('call_tool', { name: 'dual__echo', arguments: { text: 'checked' } }))).toMatch(/^checked \(from dual, era=\w+\)$/);
+    } finally {
+      await caller.close();
+    }
+  });
+
   it('mcpx serve through commander (a command line its quick path leaves to it: an option given twice), to a real SDK client (2025-11-25)', async ({
     expect,
   }) => {

@@ -98,7 +98,7 @@ describe('mcpx install around a live client', () => {
     expect(JSON.parse(fix.stdout).fixed).toEqual(['cursor']);
     const entry = (parseJsonc(readFileSync(h.file, 'utf8')) as { mcpServers: Record<string, { command: string; args: string[] }> }).mcpServers['mcpx']!;
     expect(entry.command).toBe(process.execPath);
-    expect(entry.args.slice(1)).toEqual(['serve', '--config', h.config]);
+    expect(entry.args.slice(1)).toEqual(['serve', '--config', h.config, '--tools', 'auto']);
     // Healthy again: doctor has nothing to fix.
     expect((await mcpx(['doctor', '--config', h.config], { env: h.env })).code).toBe(0);
   });

@@ -144,6 +144,8 @@ describe('mcpx install --import, per client, then the entry started as written',
         const entry = servers.mcpx;
         expect(entry.command).toBe(process.execPath);
         expect(entry.args[1]).toBe('serve');
+        // Each client's tool strategy: every tool for a client that defers tools itself, auto for a capped one.
+        expect(entry.args.slice(-2)).toEqual(['--tools', ['claude-code', 'codex'].includes(c.client) ? 'all' : 'auto']);
         if (c.client === 'vscode') expect(entry.type).toBe('stdio');
         expect(readdirSync(dirname(file)).some((f) => f.startsWith(`${c.file.split('/').pop()}.mcpx-backup-`))).toBe(true);
         // mcpx's config got the client's servers, disabled ones disabled.
@@ -254,7 +256,7 @@ describe('safety and the other paths', () => {
       expect(Object.keys(mine.mcpServers)).toEqual(['dual', 'dual2']);
       expect(readFileSync(own, 'utf8').startsWith('{\n  // mine\n')).toBe(true);
       const entry = parseJsonc(readFileSync(h.file, 'utf8')).mcpServers.mcpx;
-      expect(entry.args.slice(1)).toEqual(['serve', '--config', own]);
+      expect(entry.args.slice(1)).toEqual(['serve', '--config', own, '--tools', 'auto']);
       expect(ok.stdout).toContain('other: skipped');
     } finally {
       await h.dir.remove();

@@ -142,7 +142,7 @@ export function register(program: Command, cli: CliContext): void {
         let gone = record !== undefined && s.error === undefined && !s.installed;
         if (gone && o.fix) {
           // The entry as install writes it, with the config file that install named.
-          const spec = inst.entrySpec(cli.entry, record!.configFile);
+          const spec = inst.entrySpec(cli.entry, record!.configFile, client.tools);
           const plan = inst.planInstall({ client, file: s.file, configFile: record!.configFile, spec, import: false, renames: new Map(), skips: new Set() });
           await inst.applyInstall(plan, t.stateDir);
           fixed.push(s.client);

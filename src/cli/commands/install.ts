@@ -95,7 +95,7 @@ export function register(program: Command, cli: CliContext): void {
         if (eq <= 0 || eq === r.length - 1) throw new UsageError(`--rename ${r}: write NAME=NEW`);
         renames.set(r.slice(0, eq), r.slice(eq + 1));
       }
-      const spec = inst.entrySpec(cli.entry, configFile);
+      const spec = inst.entrySpec(cli.entry, configFile, client.tools);
       const file = inst.clientFile(client, ctx, o.project === true);
       const makePlan = () => inst.planInstall({ client, file, configFile, spec, import: o.import === true, renames, skips: new Set(o.skip) });
       let plan = makePlan();

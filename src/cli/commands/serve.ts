@@ -7,20 +7,29 @@
  * commander as usual.
  */
 import type { Command } from 'commander';
+import { isToolStrategy, TOOL_STRATEGIES, type ToolStrategy } from '../../serve/tool-options.js';
 import { target, UsageError, withTarget, type CliContext, type CommonOpts } from '../common.js';
 
 interface ServeFlags extends CommonOpts {
   passthrough?: string;
   servers?: string;
+  tools?: string;
+  allowTools?: string[];
+  denyTools?: string[];
 }
 
-/** The options, as commander declares them and as `quickServe` reads them. */
-const OPTIONS: ReadonlyArray<{ flag: string; key: keyof ServeFlags }> = [
+/** The options, as commander declares them and as `quickServe` reads them (`repeat`: may be given more than once). */
+const OPTIONS: ReadonlyArray<{ flag: string; key: keyof ServeFlags; repeat?: true }> = [
   { flag: '--passthrough', key: 'passthrough' },
   { flag: '--servers', key: 'servers' },
+  { flag: '--tools', key: 'tools' },
+  { flag: '--allow-tools', key: 'allowTools', repeat: true },
+  { flag: '--deny-tools', key: 'denyTools', repeat: true },
   { flag: '--config', key: 'config' },
   { flag: '--state-dir', key: 'stateDir' },
 ];
+
+const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
 export function register(program: Command, cli: CliContext): void {
   withTarget(
@@ -32,6 +41,12 @@ export function register(program: Command, cli: CliContext): void {
   )
     .option('--passthrough <name>', 'serve one server under its own names (tools, prompts, resources, templates, completions)')
     .option('--servers <a,b>', 'show only these servers (aggregate mode)')
+    .option(
+      '--tools <strategy>',
+      `how tools are offered: all (every tool), search (search_tools, describe_tools, call_tool and pinned tools), auto (all while the client handles that many, else search; the default)`,
+    )
+    .option('--allow-tools <globs>', 'show only tools whose MCP name matches one of these globs (* and ?; comma-separated or repeated)', collect)
+    .option('--deny-tools <globs>', 'hide and refuse tools whose MCP name matches one of these globs (comma-separated or repeated)', collect)
     .addHelpText(
       'after',
       `
@@ -57,7 +72,13 @@ export function quickServe(args: readonly string[], cli: CliContext): (() => Pro
     const flag = eq === -1 ? arg : arg.slice(0, eq);
     const option = OPTIONS.find((x) => x.flag === flag);
     const value = eq === -1 ? args[++i] : arg.slice(eq + 1);
-    if (!option || value === undefined || value.startsWith('-') || o[option.key] !== undefined) return undefined;
+    if (!option || value === undefined || value.startsWith('-')) return undefined;
+    if (option.repeat) {
+      const list = o[option.key] as string[] | undefined;
+      (o as Record<string, string[]>)[option.key] = [...(list ?? []), value];
+      continue;
+    }
+    if (o[option.key] !== undefined) return undefined;
     (o as Record<string, string>)[option.key] = value;
   }
   return () => serve(o, cli);
@@ -71,6 +92,15 @@ async function serve(o: ServeFlags, cli: CliContext): Promise<void> {
     .map((x) => x.trim())
     .filter((x) => x.length > 0);
   if (servers !== undefined && servers.length === 0) throw new UsageError('--servers needs at least one server name');
+  if (o.tools !== undefined && !isToolStrategy(o.tools))
+    throw new UsageError(`--tools must be one of ${TOOL_STRATEGIES.join(', ')} (got ${JSON.stringify(o.tools)})`);
+  const globs = (v: string[] | undefined) =>
+    (v ?? [])
+      .flatMap((x) => x.split(','))
+      .map((x) => x.trim())
+      .filter((x) => x.length > 0);
+  const allowTools = globs(o.allowTools);
+  const denyTools = globs(o.denyTools);
   const t = await target(o);
   const { runServe } = await import('../../serve/stdio-entry.js');
   await runServe({
@@ -78,5 +108,8 @@ async function serve(o: ServeFlags, cli: CliContext): Promise<void> {
     entry: cli.entry,
     ...(o.passthrough === undefined ? {} : { passthrough: o.passthrough }),
     ...(servers === undefined ? {} : { servers }),
+    ...(o.tools === undefined ? {} : { tools: o.tools as ToolStrategy }),
+    ...(allowTools.length > 0 ? { allowTools } : {}),
+    ...(denyTools.length > 0 ? { denyTools } : {}),
   });
 }
