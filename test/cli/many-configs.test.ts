@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURES } from '../fixtures/index.js';
 import { stdioCaller, textOf, type McpCaller } from '../serve/clients.js';
 import { tempDir } from '../support/real.js';
-import { cleanEnv, killAll, mcpx, mcpxJson, trackPid, until } from './helpers.js';
+import { api, cleanEnv, killAll, mcpx, mcpxJson, trackPid, until } from './helpers.js';
 
 const legacy = (tag: string) => ({ command: process.execPath, args: [FIXTURES['legacy-v1'], tag] });
 const modern = (tag: string) => ({ command: process.execPath, args: [FIXTURES['modern-v2'], tag] });
@@ -155,6 +155,32 @@ describe('one daemon, many configs', () => {
     write(a, { alpha: legacy('alpha'), shared: modern('shared'), memory: legacy('memory-a') });
     await until(async () => (await mcpxJson<Status>(['status', '--config', a], { env })).config.rejected === undefined, 20_000, 'A fixed');
   }, 90_000);
+
+  it('search answers for the caller’s config, and a server’s config filter hides a tool from it', async () => {
+    type Found = { tools: Array<{ server: string; exposed: string }> };
+    const inA = await mcpxJson<Found>(['tools', '--search', 'echo the text back', '--limit', '10', '--config', a], { env });
+    expect(inA.tools.length).toBeGreaterThan(0);
+    expect(new Set(inA.tools.map((t) => t.server))).toEqual(new Set(['alpha', 'shared', 'memory']));
+    const inB = await mcpxJson<Found>(['tools', '--search', 'echo the text back', '--limit', '10', '--config', b], { env });
+    expect(new Set(inB.tools.map((t) => t.server))).toEqual(new Set(['beta', 'common', 'memory', 'twin']));
+    // A config whose server denies `echo`: not a search result there, by the CLI or the API.
+    const d = join(home, 'd.json');
+    writeFileSync(d, `${JSON.stringify({ mcpServers: { delta: { ...legacy('delta'), mcpx: { tools: { deny: ['echo'] } } } } }, null, 2)}\n`);
+    await mcpx(['tools', '--config', d], { env }); // listed once, so the catalogue knows delta
+    const inD = await mcpxJson<Found>(['tools', '--search', 'echo the text back', '--limit', '10', '--config', d], { env });
+    expect(inD.tools.map((t) => t.exposed)).not.toContain('delta__echo');
+    const other = await mcpxJson<Found>(['tools', '--search', 'report era and pid', '--config', d], { env });
+    expect(other.tools.map((t) => t.exposed)).toEqual(['delta__whoami']);
+    // The API answers the same for the same config.
+    const viaApi = await api(join(home, 'state', 'daemon.sock'), 'GET', '/v1/tools/search?q=echo%20the%20text%20back&limit=10', undefined, {
+      'x-mcpx-config': d,
+    });
+    expect(viaApi.status).toBe(200);
+    expect(viaApi.body.tools.map((t: { exposed: string }) => t.exposed)).toEqual(inD.tools.map((t) => t.exposed));
+    const called = await mcpx(['call', '--config', d, 'delta', 'echo', '{"text":"no"}'], { env });
+    expect(called.code).not.toBe(0);
+    expect(called.stderr).toMatch(/MCPX_TOOL_DENIED|not served|denied/i);
+  }, 60_000);
 
   it('a --config that does not parse is a clear error naming the file, line and column', async () => {
     const bad = join(home, 'bad.json');
