@@ -1,0 +1,368 @@
+/**
+ * Search over the catalogue's tools: a hand-written BM25F index, built once per catalogue change and
+ * queried synchronously (microseconds at a thousand tools), with no model and no I/O.
+ *
+ * BM25F: each field's term frequency is length-normalised on its own and weighted, the weighted sum is
+ * saturated once per term (so a word in the name and the description counts more than in either, but
+ * never more than saturation allows). Because nothing in that depends on the query, each term's
+ * per-tool contribution is computed at build time and a query only adds up postings.
+ *
+ * Fields: the tool name split into words (plus whole-name tokens for exact-name queries), title,
+ * the first sentence of the description (weighted more) and the whole description, parameter names
+ * and parameter descriptions, the server's name and title, and the server's `instructions` (weighted
+ * little: they describe the server's domain, shared by all its tools). Words are split at `_ - .` and
+ * camelCase, lower-cased, stop words dropped and Porter-stemmed. A query word also matches, at a
+ * discount, the words of its concept group (fetch/get/retrieve, delete/remove, …): general English, so
+ * a person's wording finds a tool named in a developer's.
+ */
+import { stemmer } from 'stemmer';
+
+export interface SearchableTool {
+  /** The configured server name. */
+  server: string;
+  /** The tool's own name as the server lists it. */
+  name: string;
+  /** The name MCP clients see (`server__name`, or bare under --passthrough). */
+  exposed: string;
+  title?: string;
+  description?: string;
+  inputSchema?: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+}
+
+export interface ServerAbout {
+  server: string;
+  title?: string;
+  instructions?: string;
+}
+
+export interface ToolHit {
+  server: string;
+  name: string;
+  exposed: string;
+  /** The first sentence of the description (compact). */
+  description: string;
+  /** A short signature, e.g. `read_file(path: string, head?: number)`. */
+  signature: string;
+  /** Higher is better, rounded to 3 decimals. */
+  score: number;
+}
+
+export interface ToolIndex {
+  readonly size: number;
+  /** Default limit 5, at most 50; an empty query or no match gives []. */
+  search(query: string, limit?: number): ToolHit[];
+}
+
+const DEFAULT_LIMIT = 5;
+const MAX_LIMIT = 50;
+const K1 = 1.2;
+
+type Field = 'name' | 'title' | 'lead' | 'desc' | 'params' | 'pdesc' | 'server' | 'about';
+const FIELDS: readonly Field[] = ['name', 'title', 'lead', 'desc', 'params', 'pdesc', 'server', 'about'];
+/** Weight (applied to term frequency before saturation) and length normalisation per field. */
+const WEIGHT: Readonly<Record<Field, number>> = { name: 3, title: 2, lead: 1.5, desc: 1, params: 0.8, pdesc: 0.4, server: 1.2, about: 0.2 };
+const B: Readonly<Record<Field, number>> = { name: 0.5, title: 0.5, lead: 0.5, desc: 0.75, params: 0.5, pdesc: 0.75, server: 0.3, about: 0.75 };
+/** A concept-group word counts this much of the word the query used. */
+const RELATED = 0.5;
+/** An exact exposed or tool name query ranks its tool first whatever else matches. */
+const EXACT_BONUS = 1000;
+
+const STOP = new Set(
+  (
+    'a an the to of for in on at by with from into onto as and or but if then than so is are was were be been being ' +
+    'it its this that these those there here i me my we our you your he she they them their what whats which who whom ' +
+    'how when where why do does did done can could would should will shall may might must please want need like just ' +
+    'some any also very s t d ll re ve m let lets using use via about up out over per not no yes'
+  ).split(' '),
+);
+
+/**
+ * Concept groups: words a person and a tool's author use for the same thing. General English only,
+ * never tuned to one query.
+ */
+const CONCEPTS: readonly string[] = [
+  'get fetch retrieve read obtain load show view open display see look',
+  'list enumerate browse show all',
+  'search find query lookup look seek discover locate',
+  'create add new make insert generate start open',
+  'delete remove erase drop destroy trash clear',
+  'update edit modify change set patch alter rename',
+  'write save store put record keep persist remember note',
+  'send post message notify publish reply',
+  'file document doc page',
+  'directory folder dir',
+  'issue ticket bug task',
+  'pull pr merge request',
+  'repo repository project codebase',
+  'screenshot capture snapshot image picture',
+  'navigate go visit browse url link website site web',
+  'click press tap select',
+  'type fill enter input form',
+  'run execute invoke call perform trigger',
+  'user member person people account profile',
+  'comment reply review feedback',
+  'commit change revision',
+  'branch fork',
+  'error exception crash failure problem incident',
+  'log logs trace',
+  'database db sql table',
+  'channel conversation room thread',
+  'map location place address geocode coordinates',
+  'direction route directions travel distance',
+  'think reason plan step',
+  'memory knowledge remember graph entity',
+  'doc documentation docs library reference api',
+  'scrape crawl extract',
+  'pay payment charge invoice billing customer subscription price',
+  'deploy deployment release',
+  'pod container cluster kubernetes k8s',
+  'key secret token credential',
+  'wait sleep pause delay',
+  'close quit exit stop end kill',
+  'upload attach',
+  'download export save',
+  'move rename relocate',
+  'copy duplicate clone',
+  'calendar event schedule meeting',
+  'email mail inbox',
+  'weather forecast temperature',
+  'test check verify validate',
+  'console terminal output',
+  'network request http',
+  'performance speed perf trace profile',
+  'tab window',
+  'label tag',
+];
+
+/** Lower-case words of a text: split at anything but letters and digits, and at camelCase. */
+function words(text: string): string[] {
+  const spaced = text.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/([A-Z]+)([A-Z][a-z])/g, '$1 $2');
+  return spaced.toLowerCase().split(/[^a-z0-9]+/);
+}
+
+/** Index terms of a text: words, no stop words or single letters, stemmed. */
+function terms(text: string | undefined): string[] {
+  if (!text) return [];
+  const out: string[] = [];
+  for (const w of words(text)) if (w.length > 1 && !STOP.has(w)) out.push(stemmer(w));
+  return out;
+}
+
+/** The whole-name token of an identifier (exact-name matches); `=` keeps it apart from words. */
+const whole = (name: string): string => `=${name.toLowerCase()}`;
+
+const IDENTIFIER = /[_\-.]|[a-z][A-Z]/;
+
+/** Concept stem → the stems of its groups (itself excluded). */
+const RELATED_STEMS: ReadonlyMap<string, readonly string[]> = (() => {
+  const byStem = new Map<string, Set<string>>();
+  for (const group of CONCEPTS) {
+    const stems = [...new Set(group.split(' ').map((w) => stemmer(w)))];
+    for (const s of stems) {
+      const set = byStem.get(s) ?? new Set<string>();
+      for (const o of stems) if (o !== s) set.add(o);
+      byStem.set(s, set);
+    }
+  }
+  return new Map([...byStem].map(([s, set]) => [s, [...set]]));
+})();
+
+/** The first sentence of a description, whitespace collapsed, at most 200 characters. */
+export function firstSentence(text: string | undefined): string {
+  if (typeof text !== 'string') return '';
+  const paragraph = (text.trim().split(/\n\s*\n/)[0] ?? '').replace(/\s+/g, ' ').trim();
+  // A sentence ends at . ! ? followed by a capital, a digit, a quote or bracket, or the end ("e.g. a" goes on).
+  const end = /[.!?](?=\s+[A-Z0-9"'`([*#-]|\s*$)/.exec(paragraph);
+  const sentence = end ? paragraph.slice(0, end.index + 1) : paragraph;
+  return sentence.length > 200 ? `${sentence.slice(0, 199).trimEnd()}…` : sentence;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A JSON Schema's type, short: `string`, `number`, `string[]`, `object`, `"a"|"b"`, `string|null`. */
+function shortType(schema: unknown, depth = 0): string {
+  if (!isRecord(schema) || depth > 2) return 'any';
+  const en = schema['enum'];
+  if (Array.isArray(en) && en.length > 0) {
+    const shown = en.map((v) => JSON.stringify(v)).join('|');
+    if (en.length <= 4 && shown.length <= 40) return shown;
+  }
+  if ('const' in schema) {
+    const shown = JSON.stringify(schema['const']);
+    if (shown !== undefined && shown.length <= 20) return shown;
+  }
+  const t = schema['type'];
+  if (Array.isArray(t)) return t.filter((x): x is string => typeof x === 'string').join('|') || 'any';
+  if (t === 'array') return `${shortType(schema['items'], depth + 1)}[]`.replace(/^(.*\|.*)\[\]$/, '($1)[]');
+  if (t === 'integer') return 'number';
+  if (typeof t === 'string') return t;
+  for (const key of ['anyOf', 'oneOf'] as const) {
+    const alts = schema[key];
+    if (Array.isArray(alts) && alts.length > 0) return [...new Set(alts.map((a) => shortType(a, depth + 1)))].join('|');
+  }
+  if (isRecord(schema['properties'])) return 'object';
+  return 'any';
+}
+
+const MAX_SIGNATURE = 120;
+
+/** `name(a: string, b?: number)`: parameters in schema order, `?` for optional, cut with `…`. */
+export function signatureOf(tool: Pick<SearchableTool, 'name' | 'inputSchema'>): string {
+  const schema = isRecord(tool.inputSchema) ? tool.inputSchema : {};
+  const props = isRecord(schema['properties']) ? schema['properties'] : {};
+  const required = new Set(Array.isArray(schema['required']) ? schema['required'].filter((r): r is string => typeof r === 'string') : []);
+  const params = Object.entries(props).map(([p, s]) => `${p}${required.has(p) ? '' : '?'}: ${shortType(s)}`);
+  const name = String(tool.name);
+  let out = `${name}(`;
+  for (let i = 0; i < params.length; i++) {
+    const next = `${i > 0 ? ', ' : ''}${params[i]!}`;
+    // Room for `, …)` when more parameters follow.
+    const tail = i < params.length - 1 ? 4 : 1;
+    if (out.length + next.length + tail > MAX_SIGNATURE) return `${out}${i > 0 ? ', ' : ''}…)`;
+    out += next;
+  }
+  return `${out})`;
+}
+
+interface Posting {
+  docs: Uint32Array;
+  weights: Float64Array;
+}
+
+/** The text of each field of one tool, as terms. */
+function fieldsOf(tool: SearchableTool, about: ServerAbout | undefined): Record<Field, string[]> {
+  const schema = isRecord(tool.inputSchema) ? tool.inputSchema : {};
+  const props = isRecord(schema['properties']) ? schema['properties'] : {};
+  const paramNames: string[] = [];
+  const paramDescs: string[] = [];
+  for (const [p, s] of Object.entries(props)) {
+    paramNames.push(...terms(p));
+    if (isRecord(s) && typeof s['description'] === 'string') paramDescs.push(...terms(s['description']));
+  }
+  const name = String(tool.name ?? '');
+  const exposed = String(tool.exposed ?? '');
+  const nameTerms = terms(name);
+  nameTerms.push(whole(name));
+  if (exposed && exposed !== name) nameTerms.push(whole(exposed));
+  const annotationTitle = isRecord(tool.annotations) && typeof tool.annotations['title'] === 'string' ? tool.annotations['title'] : undefined;
+  const description = typeof tool.description === 'string' ? tool.description : '';
+  return {
+    name: nameTerms,
+    title: terms(typeof tool.title === 'string' ? tool.title : annotationTitle),
+    lead: terms(firstSentence(description)),
+    desc: terms(description),
+    params: paramNames,
+    pdesc: paramDescs,
+    server: [...terms(String(tool.server ?? '')), ...terms(about?.title)],
+    about: terms(about?.instructions),
+  };
+}
+
+export function buildToolIndex(tools: readonly SearchableTool[], servers: readonly ServerAbout[] = []): ToolIndex {
+  const aboutOf = new Map(servers.map((s) => [s.server, s]));
+  const docs = tools.map((t) => fieldsOf(t, aboutOf.get(t.server)));
+  const n = docs.length;
+
+  // Per-field average lengths, then each (term, tool)'s weighted, normalised frequency.
+  const avg = {} as Record<Field, number>;
+  for (const f of FIELDS) avg[f] = n === 0 ? 1 : Math.max(1, docs.reduce((sum, d) => sum + d[f].length, 0) / n);
+  const tfByTerm = new Map<string, Map<number, number>>();
+  docs.forEach((d, i) => {
+    for (const f of FIELDS) {
+      const len = d[f].length;
+      if (len === 0) continue;
+      const norm = WEIGHT[f] / (1 - B[f] + (B[f] * len) / avg[f]);
+      for (const t of d[f]) {
+        let byDoc = tfByTerm.get(t);
+        if (!byDoc) tfByTerm.set(t, (byDoc = new Map()));
+        byDoc.set(i, (byDoc.get(i) ?? 0) + norm);
+      }
+    }
+  });
+  // Saturate once per term and multiply by its idf: the per-tool contribution a query adds up.
+  const postings = new Map<string, Posting>();
+  for (const [t, byDoc] of tfByTerm) {
+    const df = byDoc.size;
+    const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
+    const ids = new Uint32Array(df);
+    const weights = new Float64Array(df);
+    let k = 0;
+    for (const [doc, tf] of byDoc) {
+      ids[k] = doc;
+      weights[k++] = (idf * tf * (K1 + 1)) / (K1 + tf);
+    }
+    postings.set(t, { docs: ids, weights });
+  }
+
+  // Exact names, lower-cased: an exposed name is unique; a tool name may be listed by several servers.
+  const exact = new Map<string, number[]>();
+  tools.forEach((t, i) => {
+    for (const key of new Set([String(t.exposed ?? '').toLowerCase(), String(t.name ?? '').toLowerCase()])) {
+      if (!key) continue;
+      const list = exact.get(key) ?? [];
+      list.push(i);
+      exact.set(key, list);
+    }
+  });
+
+  const hits: Array<Omit<ToolHit, 'score'>> = tools.map((t) => ({
+    server: t.server,
+    name: t.name,
+    exposed: t.exposed,
+    description: firstSentence(t.description),
+    signature: signatureOf(t),
+  }));
+
+  function search(query: string, limit?: number): ToolHit[] {
+    if (typeof query !== 'string' || n === 0) return [];
+    const max = typeof limit === 'number' && Number.isFinite(limit) ? Math.min(MAX_LIMIT, Math.max(1, Math.floor(limit))) : DEFAULT_LIMIT;
+    const q = query.trim();
+    if (!q) return [];
+    const scores = new Float64Array(n);
+    const touched: number[] = [];
+    const add = (doc: number, s: number) => {
+      if (scores[doc] === 0) touched.push(doc);
+      scores[doc]! += s;
+    };
+
+    // Query terms: each word once (a repeated word says no more), plus whole identifiers as written.
+    const seen = new Set<string>();
+    const queryTerms: string[] = [];
+    for (const chunk of q.split(/\s+/)) {
+      const bare = chunk.replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
+      if (IDENTIFIER.test(bare)) queryTerms.push(whole(bare));
+    }
+    queryTerms.push(...terms(q));
+    for (const t of queryTerms) {
+      if (seen.has(t)) continue;
+      seen.add(t);
+      const own = postings.get(t);
+      const related = RELATED_STEMS.get(t);
+      if (!related) {
+        if (own) for (let k = 0; k < own.docs.length; k++) add(own.docs[k]!, own.weights[k]!);
+        continue;
+      }
+      // A word and its related words: a tool counts the best of them, not their sum.
+      const best = new Map<number, number>();
+      if (own) for (let k = 0; k < own.docs.length; k++) best.set(own.docs[k]!, own.weights[k]!);
+      for (const r of related) {
+        if (seen.has(r)) continue;
+        const p = postings.get(r);
+        if (!p) continue;
+        for (let k = 0; k < p.docs.length; k++) {
+          const doc = p.docs[k]!;
+          const s = p.weights[k]! * RELATED;
+          if (s > (best.get(doc) ?? 0)) best.set(doc, s);
+        }
+      }
+      for (const [doc, s] of best) add(doc, s);
+    }
+    for (const doc of exact.get(q.toLowerCase()) ?? []) add(doc, EXACT_BONUS);
+
+    touched.sort((a, b) => scores[b]! - scores[a]! || a - b);
+    return touched.slice(0, max).map((doc) => ({ ...hits[doc]!, score: Math.round(scores[doc]! * 1000) / 1000 }));
+  }
+
+  return { size: n, search };
+}
