@@ -56,15 +56,21 @@ export interface ToolIndex {
 
 const DEFAULT_LIMIT = 5;
 const MAX_LIMIT = 50;
-const K1 = 1.2;
-
 type Field = 'name' | 'title' | 'lead' | 'desc' | 'params' | 'pdesc' | 'server' | 'about';
 const FIELDS: readonly Field[] = ['name', 'title', 'lead', 'desc', 'params', 'pdesc', 'server', 'about'];
-/** Weight (applied to term frequency before saturation) and length normalisation per field. */
-const WEIGHT: Readonly<Record<Field, number>> = { name: 3, title: 2, lead: 1.5, desc: 1, params: 0.8, pdesc: 0.4, server: 1.2, about: 0.2 };
-const B: Readonly<Record<Field, number>> = { name: 0.5, title: 0.5, lead: 0.5, desc: 0.75, params: 0.5, pdesc: 0.75, server: 0.3, about: 0.75 };
-/** A concept-group word counts this much of the word the query used. */
-const RELATED = 0.5;
+
+/** The ranking's constants (set on the tune half of bench/tool-search/queries.json, never the held-out half). */
+const TUNING = {
+  k1: 2,
+  /** Weight per field, applied to term frequency before saturation. */
+  weight: { name: 3, title: 2, lead: 1.5, desc: 1, params: 0.8, pdesc: 0.4, server: 1.2, about: 0.2 } as Record<Field, number>,
+  /** Length normalisation per field. */
+  b: { name: 0.5, title: 0.5, lead: 0.5, desc: 0.75, params: 0.5, pdesc: 0.75, server: 0.3, about: 0.75 } as Record<Field, number>,
+  /** What the very word counts on top of its concept, for a word in a concept group. */
+  sameWord: 0.3,
+  /** Coordination: a tool's score times (query words it matches / query words) to this power. */
+  coord: 1,
+};
 /** An exact exposed or tool name query ranks its tool first whatever else matches. */
 const EXACT_BONUS = 1000;
 
@@ -73,7 +79,8 @@ const STOP = new Set(
     'a an the to of for in on at by with from into onto as and or but if then than so is are was were be been being ' +
     'it its this that these those there here i me my we our you your he she they them their what whats which who whom ' +
     'how when where why do does did done can could would should will shall may might must please want need like just ' +
-    'some any also very s t d ll re ve m let lets using use via about up out over per not no yes'
+    'some any also very s t d ll re ve m let lets using use via about up out over per not no yes ' +
+    'each called named one thing things something stuff again now already'
   ).split(' '),
 );
 
@@ -82,55 +89,74 @@ const STOP = new Set(
  * never tuned to one query.
  */
 const CONCEPTS: readonly string[] = [
-  'get fetch retrieve read obtain load show view open display see look',
+  'get fetch retrieve read obtain load show view open display see look dump',
   'list enumerate browse show all',
   'search find query lookup look seek discover locate',
   'create add new make insert generate start open',
-  'delete remove erase drop destroy trash clear',
-  'update edit modify change set patch alter rename',
+  'delete remove erase drop destroy trash clear forget purge',
+  'update edit modify change set patch alter rename switch fix',
   'write save store put record keep persist remember note',
   'send post message notify publish reply',
+  'all entire whole everything complete full every',
+  'multiple several many batch bulk',
+  'size big large small bytes length',
   'file document doc page',
   'directory folder dir',
   'issue ticket bug task',
   'pull pr merge request',
   'repo repository project codebase',
-  'screenshot capture snapshot image picture',
+  'screenshot capture snapshot screen',
+  'image picture photo png jpg jpeg svg icon graphic media',
+  'video record recording screencast',
   'navigate go visit browse url link website site web',
   'click press tap select',
   'type fill enter input form',
   'run execute invoke call perform trigger',
-  'user member person people account profile',
-  'comment reply review feedback',
+  'user member person people account profile identity self whoami contact',
+  'comment reply review feedback approve',
   'commit change revision',
   'branch fork',
-  'error exception crash failure problem incident',
+  'error exception crash failure fail broken problem incident',
   'log logs trace',
   'database db sql table',
+  'sql query statement select',
+  'field property attribute column',
   'channel conversation room thread',
   'map location place address geocode coordinates',
-  'direction route directions travel distance',
+  'direction directions route travel distance trip journey drive driving commute',
+  'nearby near local around vicinity',
+  'shop business restaurant cafe venue',
   'think reason plan step',
-  'memory knowledge remember graph entity',
-  'doc documentation docs library reference api',
+  'memory knowledge know remember graph entity',
+  'doc documentation docs library reference',
   'scrape crawl extract',
+  'research investigate study analyze analysis',
+  'paper papers article publication',
   'pay payment charge invoice billing customer subscription price',
   'deploy deployment release',
   'pod container cluster kubernetes k8s',
+  'context environment env stage staging',
   'key secret token credential',
   'wait sleep pause delay',
   'close quit exit stop end kill',
   'upload attach',
   'download export save',
   'move rename relocate',
-  'copy duplicate clone',
+  'copy duplicate clone backup',
   'calendar event schedule meeting',
   'email mail inbox',
   'weather forecast temperature',
   'test check verify validate',
+  'describe explain detail details info information inspect',
   'console terminal output',
-  'network request http',
-  'performance speed perf trace profile',
+  'network request http api call traffic xhr',
+  'performance speed perf trace profile slow fast',
+  'emulate simulate pretend mimic imitate throttle',
+  'phone mobile device tablet viewport',
+  'theme scheme color dark light mode',
+  'monitor watch track observe notify alert',
+  'sum total add calculate math',
+  'company organization org team workspace',
   'tab window',
   'label tag',
 ];
@@ -141,11 +167,22 @@ function words(text: string): string[] {
   return spaced.toLowerCase().split(/[^a-z0-9]+/);
 }
 
+/** Stems already computed: the same few thousand words recur across every listing. */
+const STEMS = new Map<string, string>();
+function stem(word: string): string {
+  let s = STEMS.get(word);
+  if (s === undefined) {
+    s = stemmer(word);
+    if (STEMS.size < 50_000) STEMS.set(word, s);
+  }
+  return s;
+}
+
 /** Index terms of a text: words, no stop words or single letters, stemmed. */
 function terms(text: string | undefined): string[] {
   if (!text) return [];
   const out: string[] = [];
-  for (const w of words(text)) if (w.length > 1 && !STOP.has(w)) out.push(stemmer(w));
+  for (const w of words(text)) if (w.length > 1 && !STOP.has(w)) out.push(stem(w));
   return out;
 }
 
@@ -154,18 +191,13 @@ const whole = (name: string): string => `=${name.toLowerCase()}`;
 
 const IDENTIFIER = /[_\-.]|[a-z][A-Z]/;
 
-/** Concept stem → the stems of its groups (itself excluded). */
-const RELATED_STEMS: ReadonlyMap<string, readonly string[]> = (() => {
-  const byStem = new Map<string, Set<string>>();
-  for (const group of CONCEPTS) {
-    const stems = [...new Set(group.split(' ').map((w) => stemmer(w)))];
-    for (const s of stems) {
-      const set = byStem.get(s) ?? new Set<string>();
-      for (const o of stems) if (o !== s) set.add(o);
-      byStem.set(s, set);
-    }
-  }
-  return new Map([...byStem].map(([s, set]) => [s, [...set]]));
+/** Word stem → the concept tokens (`~<group>`) of the groups it is in. */
+const CONCEPTS_OF: ReadonlyMap<string, readonly string[]> = (() => {
+  const byStem = new Map<string, string[]>();
+  CONCEPTS.forEach((group, g) => {
+    for (const s of new Set(group.split(' ').map((w) => stemmer(w)))) byStem.set(s, [...(byStem.get(s) ?? []), `~${g}`]);
+  });
+  return byStem;
 })();
 
 /** The first sentence of a description, whitespace collapsed, at most 200 characters. */
@@ -238,7 +270,11 @@ function fieldsOf(tool: SearchableTool, about: ServerAbout | undefined): Record<
   const paramDescs: string[] = [];
   for (const [p, s] of Object.entries(props)) {
     paramNames.push(...terms(p));
-    if (isRecord(s) && typeof s['description'] === 'string') paramDescs.push(...terms(s['description']));
+    if (!isRecord(s)) continue;
+    if (typeof s['description'] === 'string') paramDescs.push(...terms(s['description']));
+    // Enum values say what a tool can do (`state: "open"|"closed"`: it closes issues).
+    const values = Array.isArray(s['enum']) ? s['enum'] : isRecord(s['items']) && Array.isArray(s['items']['enum']) ? s['items']['enum'] : [];
+    for (const v of values.slice(0, 30)) if (typeof v === 'string') paramDescs.push(...terms(v));
   }
   const name = String(tool.name ?? '');
   const exposed = String(tool.exposed ?? '');
@@ -272,12 +308,13 @@ export function buildToolIndex(tools: readonly SearchableTool[], servers: readon
     for (const f of FIELDS) {
       const len = d[f].length;
       if (len === 0) continue;
-      const norm = WEIGHT[f] / (1 - B[f] + (B[f] * len) / avg[f]);
-      for (const t of d[f]) {
-        let byDoc = tfByTerm.get(t);
-        if (!byDoc) tfByTerm.set(t, (byDoc = new Map()));
-        byDoc.set(i, (byDoc.get(i) ?? 0) + norm);
-      }
+      const norm = TUNING.weight[f] / (1 - TUNING.b[f] + (TUNING.b[f] * len) / avg[f]);
+      for (const t of d[f])
+        for (const key of [t, ...(CONCEPTS_OF.get(t) ?? [])]) {
+          let byDoc = tfByTerm.get(key);
+          if (!byDoc) tfByTerm.set(key, (byDoc = new Map()));
+          byDoc.set(i, (byDoc.get(i) ?? 0) + norm);
+        }
     }
   });
   // Saturate once per term and multiply by its idf: the per-tool contribution a query adds up.
@@ -290,7 +327,7 @@ export function buildToolIndex(tools: readonly SearchableTool[], servers: readon
     let k = 0;
     for (const [doc, tf] of byDoc) {
       ids[k] = doc;
-      weights[k++] = (idf * tf * (K1 + 1)) / (K1 + tf);
+      weights[k++] = (idf * tf * (TUNING.k1 + 1)) / (TUNING.k1 + tf);
     }
     postings.set(t, { docs: ids, weights });
   }
@@ -320,45 +357,47 @@ export function buildToolIndex(tools: readonly SearchableTool[], servers: readon
     const q = query.trim();
     if (!q) return [];
     const scores = new Float64Array(n);
+    const matched = new Uint16Array(n);
     const touched: number[] = [];
-    const add = (doc: number, s: number) => {
-      if (scores[doc] === 0) touched.push(doc);
-      scores[doc]! += s;
-    };
 
     // Query terms: each word once (a repeated word says no more), plus whole identifiers as written.
-    const seen = new Set<string>();
-    const queryTerms: string[] = [];
+    const queryTerms = new Set<string>();
     for (const chunk of q.split(/\s+/)) {
       const bare = chunk.replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
-      if (IDENTIFIER.test(bare)) queryTerms.push(whole(bare));
+      if (IDENTIFIER.test(bare)) queryTerms.add(whole(bare));
     }
-    queryTerms.push(...terms(q));
+    let words = 0;
+    for (const t of terms(q)) {
+      if (queryTerms.has(t)) continue;
+      queryTerms.add(t);
+      words++;
+    }
+    // A word of a concept group scores as its concept (make, create, add, new: one word to the ranking),
+    // plus a little for the very word; a word in several groups takes the group that suits each tool best.
+    const best = new Map<number, number>();
     for (const t of queryTerms) {
-      if (seen.has(t)) continue;
-      seen.add(t);
+      best.clear();
+      const concepts = CONCEPTS_OF.get(t);
       const own = postings.get(t);
-      const related = RELATED_STEMS.get(t);
-      if (!related) {
-        if (own) for (let k = 0; k < own.docs.length; k++) add(own.docs[k]!, own.weights[k]!);
-        continue;
+      const ownWeight = concepts ? TUNING.sameWord : 1;
+      for (const c of concepts ?? []) {
+        const p = postings.get(c);
+        if (p) for (let k = 0; k < p.docs.length; k++) if (p.weights[k]! > (best.get(p.docs[k]!) ?? 0)) best.set(p.docs[k]!, p.weights[k]!);
       }
-      // A word and its related words: a tool counts the best of them, not their sum.
-      const best = new Map<number, number>();
-      if (own) for (let k = 0; k < own.docs.length; k++) best.set(own.docs[k]!, own.weights[k]!);
-      for (const r of related) {
-        if (seen.has(r)) continue;
-        const p = postings.get(r);
-        if (!p) continue;
-        for (let k = 0; k < p.docs.length; k++) {
-          const doc = p.docs[k]!;
-          const s = p.weights[k]! * RELATED;
-          if (s > (best.get(doc) ?? 0)) best.set(doc, s);
-        }
+      if (own) for (let k = 0; k < own.docs.length; k++) best.set(own.docs[k]!, (best.get(own.docs[k]!) ?? 0) + ownWeight * own.weights[k]!);
+      const isWord = !t.startsWith('=');
+      for (const [doc, s] of best) {
+        if (scores[doc] === 0) touched.push(doc);
+        scores[doc]! += s;
+        if (isWord) matched[doc]!++;
       }
-      for (const [doc, s] of best) add(doc, s);
     }
-    for (const doc of exact.get(q.toLowerCase()) ?? []) add(doc, EXACT_BONUS);
+    // Coordination: a tool that matches more of what was asked beats one that matches a word of it well.
+    if (words > 1 && TUNING.coord > 0) for (const doc of touched) scores[doc]! *= (Math.max(1, matched[doc]!) / words) ** TUNING.coord;
+    for (const doc of exact.get(q.toLowerCase()) ?? []) {
+      if (scores[doc] === 0) touched.push(doc);
+      scores[doc]! += EXACT_BONUS;
+    }
 
     touched.sort((a, b) => scores[b]! - scores[a]! || a - b);
     return touched.slice(0, max).map((doc) => ({ ...hits[doc]!, score: Math.round(scores[doc]! * 1000) / 1000 }));
