@@ -263,7 +263,13 @@ interface Posting {
 }
 
 /** The text of each field of one tool, as terms. */
-function fieldsOf(tool: SearchableTool, about: ServerAbout | undefined): Record<Field, string[]> {
+/** The terms a server gives each of its tools (its name and title; its instructions), computed once per server. */
+interface ServerTerms {
+  server: string[];
+  about: string[];
+}
+
+function fieldsOf(tool: SearchableTool, serverTerms: ServerTerms): Record<Field, string[]> {
   const schema = isRecord(tool.inputSchema) ? tool.inputSchema : {};
   const props = isRecord(schema['properties']) ? schema['properties'] : {};
   const paramNames: string[] = [];
@@ -290,46 +296,80 @@ function fieldsOf(tool: SearchableTool, about: ServerAbout | undefined): Record<
     desc: terms(description),
     params: paramNames,
     pdesc: paramDescs,
-    server: [...terms(String(tool.server ?? '')), ...terms(about?.title)],
-    about: terms(about?.instructions),
+    server: serverTerms.server,
+    about: serverTerms.about,
   };
 }
 
 export function buildToolIndex(tools: readonly SearchableTool[], servers: readonly ServerAbout[] = []): ToolIndex {
   const aboutOf = new Map(servers.map((s) => [s.server, s]));
-  const docs = tools.map((t) => fieldsOf(t, aboutOf.get(t.server)));
+  const serverTerms = new Map<string, ServerTerms>();
+  const docServer: ServerTerms[] = [];
+  const docs = tools.map((t) => {
+    const server = String(t.server ?? '');
+    let st = serverTerms.get(server);
+    if (!st) {
+      const about = aboutOf.get(server);
+      st = { server: [...terms(server), ...terms(about?.title)], about: terms(about?.instructions) };
+      serverTerms.set(server, st);
+    }
+    docServer.push(st);
+    return fieldsOf(t, st);
+  });
   const n = docs.length;
 
-  // Per-field average lengths, then each (term, tool)'s weighted, normalised frequency.
+  // Per-field average lengths, then each (term, tool)'s weighted, normalised frequency: a word counts
+  // for itself and for each concept group it is in (not towards the field's length).
   const avg = {} as Record<Field, number>;
   for (const f of FIELDS) avg[f] = n === 0 ? 1 : Math.max(1, docs.reduce((sum, d) => sum + d[f].length, 0) / n);
-  const tfByTerm = new Map<string, Map<number, number>>();
+  const postingDocs = new Map<string, number[]>();
+  const postingTfs = new Map<string, number[]>();
+  const local = new Map<string, number>();
+  const countInto = (into: Map<string, number>, f: Field, list: readonly string[]) => {
+    if (list.length === 0) return;
+    const norm = TUNING.weight[f] / (1 - TUNING.b[f] + (TUNING.b[f] * list.length) / avg[f]);
+    for (const t of list) {
+      into.set(t, (into.get(t) ?? 0) + norm);
+      const concepts = CONCEPTS_OF.get(t);
+      if (concepts) for (const c of concepts) into.set(c, (into.get(c) ?? 0) + norm);
+    }
+  };
+  // The server's fields are the same for each of its tools: counted once per server.
+  const shared = new Map<ServerTerms, Map<string, number>>();
+  const sharedOf = (st: ServerTerms) => {
+    let m = shared.get(st);
+    if (!m) {
+      m = new Map();
+      countInto(m, 'server', st.server);
+      countInto(m, 'about', st.about);
+      shared.set(st, m);
+    }
+    return m;
+  };
   docs.forEach((d, i) => {
-    for (const f of FIELDS) {
-      const len = d[f].length;
-      if (len === 0) continue;
-      const norm = TUNING.weight[f] / (1 - TUNING.b[f] + (TUNING.b[f] * len) / avg[f]);
-      for (const t of d[f])
-        for (const key of [t, ...(CONCEPTS_OF.get(t) ?? [])]) {
-          let byDoc = tfByTerm.get(key);
-          if (!byDoc) tfByTerm.set(key, (byDoc = new Map()));
-          byDoc.set(i, (byDoc.get(i) ?? 0) + norm);
-        }
+    local.clear();
+    for (const f of FIELDS) if (f !== 'server' && f !== 'about') countInto(local, f, d[f]);
+    for (const [t, tf] of sharedOf(docServer[i]!)) local.set(t, (local.get(t) ?? 0) + tf);
+    for (const [t, tf] of local) {
+      const ids = postingDocs.get(t);
+      if (ids) {
+        ids.push(i);
+        postingTfs.get(t)!.push(tf);
+      } else {
+        postingDocs.set(t, [i]);
+        postingTfs.set(t, [tf]);
+      }
     }
   });
   // Saturate once per term and multiply by its idf: the per-tool contribution a query adds up.
   const postings = new Map<string, Posting>();
-  for (const [t, byDoc] of tfByTerm) {
-    const df = byDoc.size;
+  for (const [t, ids] of postingDocs) {
+    const tfs = postingTfs.get(t)!;
+    const df = ids.length;
     const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
-    const ids = new Uint32Array(df);
     const weights = new Float64Array(df);
-    let k = 0;
-    for (const [doc, tf] of byDoc) {
-      ids[k] = doc;
-      weights[k++] = (idf * tf * (TUNING.k1 + 1)) / (TUNING.k1 + tf);
-    }
-    postings.set(t, { docs: ids, weights });
+    for (let k = 0; k < df; k++) weights[k] = (idf * tfs[k]! * (TUNING.k1 + 1)) / (TUNING.k1 + tfs[k]!);
+    postings.set(t, { docs: Uint32Array.from(ids), weights });
   }
 
   // Exact names, lower-cased: an exposed name is unique; a tool name may be listed by several servers.
@@ -351,14 +391,18 @@ export function buildToolIndex(tools: readonly SearchableTool[], servers: readon
     signature: signatureOf(t),
   }));
 
+  // Scratch space, reused by every search (search is synchronous) and left zeroed after each.
+  const scores = new Float64Array(n);
+  const matched = new Uint16Array(n);
+  const best = new Float64Array(n);
+  const touched: number[] = [];
+  const bestTouched: number[] = [];
+
   function search(query: string, limit?: number): ToolHit[] {
     if (typeof query !== 'string' || n === 0) return [];
     const max = typeof limit === 'number' && Number.isFinite(limit) ? Math.min(MAX_LIMIT, Math.max(1, Math.floor(limit))) : DEFAULT_LIMIT;
     const q = query.trim();
     if (!q) return [];
-    const scores = new Float64Array(n);
-    const matched = new Uint16Array(n);
-    const touched: number[] = [];
 
     // Query terms: each word once (a repeated word says no more), plus whole identifiers as written.
     const queryTerms = new Set<string>();
@@ -374,23 +418,36 @@ export function buildToolIndex(tools: readonly SearchableTool[], servers: readon
     }
     // A word of a concept group scores as its concept (make, create, add, new: one word to the ranking),
     // plus a little for the very word; a word in several groups takes the group that suits each tool best.
-    const best = new Map<number, number>();
     for (const t of queryTerms) {
-      best.clear();
       const concepts = CONCEPTS_OF.get(t);
       const own = postings.get(t);
       const ownWeight = concepts ? TUNING.sameWord : 1;
+      const mark = (doc: number) => {
+        if (best[doc] === 0) bestTouched.push(doc);
+      };
       for (const c of concepts ?? []) {
         const p = postings.get(c);
-        if (p) for (let k = 0; k < p.docs.length; k++) if (p.weights[k]! > (best.get(p.docs[k]!) ?? 0)) best.set(p.docs[k]!, p.weights[k]!);
+        if (!p) continue;
+        for (let k = 0; k < p.docs.length; k++) {
+          const doc = p.docs[k]!;
+          mark(doc);
+          if (p.weights[k]! > best[doc]!) best[doc] = p.weights[k]!;
+        }
       }
-      if (own) for (let k = 0; k < own.docs.length; k++) best.set(own.docs[k]!, (best.get(own.docs[k]!) ?? 0) + ownWeight * own.weights[k]!);
+      if (own)
+        for (let k = 0; k < own.docs.length; k++) {
+          const doc = own.docs[k]!;
+          mark(doc);
+          best[doc]! += ownWeight * own.weights[k]!;
+        }
       const isWord = !t.startsWith('=');
-      for (const [doc, s] of best) {
+      for (const doc of bestTouched) {
         if (scores[doc] === 0) touched.push(doc);
-        scores[doc]! += s;
+        scores[doc]! += best[doc]!;
+        best[doc] = 0;
         if (isWord) matched[doc]!++;
       }
+      bestTouched.length = 0;
     }
     // Coordination: a tool that matches more of what was asked beats one that matches a word of it well.
     if (words > 1 && TUNING.coord > 0) for (const doc of touched) scores[doc]! *= (Math.max(1, matched[doc]!) / words) ** TUNING.coord;
@@ -399,8 +456,25 @@ export function buildToolIndex(tools: readonly SearchableTool[], servers: readon
       scores[doc]! += EXACT_BONUS;
     }
 
-    touched.sort((a, b) => scores[b]! - scores[a]! || a - b);
-    return touched.slice(0, max).map((doc) => ({ ...hits[doc]!, score: Math.round(scores[doc]! * 1000) / 1000 }));
+    // The best `max`, best first (ties: catalogue order), without sorting every tool touched.
+    const top: number[] = [];
+    const before = (a: number, b: number) => scores[a]! > scores[b]! || (scores[a] === scores[b] && a < b);
+    for (const doc of touched) {
+      if (top.length === max && !before(doc, top[max - 1]!)) continue;
+      let at = top.length === max ? max - 1 : top.length;
+      while (at > 0 && before(doc, top[at - 1]!)) {
+        top[at] = top[at - 1]!;
+        at--;
+      }
+      top[at] = doc;
+    }
+    const out = top.map((doc) => ({ ...hits[doc]!, score: Math.round(scores[doc]! * 1000) / 1000 }));
+    for (const doc of touched) {
+      scores[doc] = 0;
+      matched[doc] = 0;
+    }
+    touched.length = 0;
+    return out;
   }
 
   return { size: n, search };
