@@ -3,7 +3,10 @@
  * from identifiers, fields that count more, related words), the compact hit (first sentence,
  * signature), odd input, and a 1,000-tool build searched well within a millisecond per query.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { packageRoot } from '../../src/package-info.js';
 import { buildToolIndex, firstSentence, signatureOf, type SearchableTool } from '../../src/catalog/tool-search.js';
 
 const tool = (server: string, name: string, description: string, properties: Record<string, unknown> = {}, required: string[] = []): SearchableTool => ({
@@ -133,6 +136,51 @@ describe('buildToolIndex: ranking', () => {
     expect(odd.search('weird')[0]?.signature).toBe('weird()');
     expect(odd.search('constructor')[0]?.exposed).toBe('s__hasOwnProperty');
     expect(odd.search('__proto__')[0]?.exposed).toBe('s__hasOwnProperty');
+  });
+});
+
+describe('buildToolIndex: the captured listings of real servers (bench/tool-search/listings)', () => {
+  const dir = join(packageRoot(), 'bench', 'tool-search', 'listings');
+  const listings = readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as { server: string; instructions?: string; tools: SearchableTool[] });
+  const tools = listings.flatMap((l) => l.tools.map((t) => ({ ...t, server: l.server, exposed: `${l.server}__${t.name}` })));
+  const index = buildToolIndex(
+    tools,
+    listings.map((l) => ({ server: l.server, ...(l.instructions ? { instructions: l.instructions } : {}) })),
+  );
+
+  it('ranks every tool first for its exposed name, and for its own name (among the servers that share it)', () => {
+    expect(tools.length).toBeGreaterThan(200);
+    for (const t of tools) {
+      expect(index.search(t.exposed)[0]?.exposed).toBe(t.exposed);
+      const sharing = tools.filter((o) => o.name.toLowerCase() === t.name.toLowerCase()).length;
+      expect(
+        index
+          .search(t.name, sharing)
+          .map((h) => h.exposed)
+          .includes(t.exposed),
+      ).toBe(true);
+    }
+  });
+
+  it('answers the same query the same way every time (its scratch space is reset)', () => {
+    const queries = ['take a screenshot of the page', 'open an issue', 'github__create_issue', 'delete', 'x'];
+    const first = queries.map((q) => index.search(q, 10));
+    for (let i = 0; i < 3; i++) expect(queries.map((q) => index.search(q, 10))).toEqual(first);
+    // Limits cut the same ranking.
+    expect(index.search('take a screenshot of the page', 3)).toEqual(first[0]!.slice(0, 3));
+  });
+
+  it('keeps every hit compact: one sentence, a signature of at most 120 characters', () => {
+    for (const q of ['search the web', 'list files', 'kubernetes pods', 'notion page']) {
+      for (const h of index.search(q, 10)) {
+        expect(h.description.length).toBeLessThanOrEqual(200);
+        expect(h.description).not.toContain('\n');
+        expect(h.signature.length).toBeLessThanOrEqual(120);
+        expect(h.signature.startsWith(`${h.name}(`)).toBe(true);
+      }
+    }
   });
 });
 
