@@ -11,7 +11,7 @@ import type { MemoryResults, MemorySide } from './memory.js';
 import type { PoolResults } from './pool-scale.js';
 import type { ProbeResults, ProbeVariant } from './probe.js';
 import type { StartupResults } from './startup.js';
-import { toolSearchLines, type ToolSearchResults } from './tool-search/quality.js';
+import { toolSearchLines, type ToolSearchResults } from './tool-search/lines.js';
 import type { ProfileFile } from './profile.js';
 import { ROOT } from './lib/knobs.js';
 import { round, showMs, showRate, type Figure } from './lib/stats.js';

@@ -12,42 +12,17 @@
  * relevant tool is not in the top 5 (never the held-out ones).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildToolIndex } from '../../src/catalog/tool-search.js';
 import { QUICK, ROOT, WRITE_DOCS } from '../lib/knobs.js';
-import { figure, percentile, round, type Figure } from '../lib/stats.js';
+import { figure, percentile, round } from '../lib/stats.js';
 import { buildPlainBm25 } from './baseline.js';
 import { corpusOf, corpusOfSize, loadListings, loadQueries, type LabelledQuery } from './corpus.js';
+import { KINDS, KS, toolSearchLines, type Quality, type SpeedRow, type ToolSearchResults } from './lines.js';
 
-export const KS = [1, 3, 5, 10] as const;
-export const KINDS = ['exact', 'paraphrase', 'task', 'server', 'ambiguous'] as const;
-
-export interface Quality {
-  queries: number;
-  /** recall@k for k in KS, in that order. */
-  recall: number[];
-  mrr: number;
-}
-
-export interface SpeedRow {
-  tools: number;
-  buildMs: Figure;
-  /** Per query, over every labelled query many times; microseconds. */
-  p50Us: number;
-  p99Us: number;
-  baselineP50Us: number;
-  baselineP99Us: number;
-}
-
-export interface ToolSearchResults {
-  servers: number;
-  tools: number;
-  queries: number;
-  /** Engine → group (`all`, `tune`, `held`, `<kind>`, `<kind>/held`) → figures. */
-  quality: Record<'mcpx' | 'bm25', Record<string, Quality>>;
-  speed: SpeedRow[];
-}
+export { toolSearchLines, type ToolSearchResults };
 
 /** The rank (1-based) of the first relevant exposed name, or Infinity. */
 function firstRank(ranked: readonly string[], relevant: readonly string[]): number {
@@ -88,6 +63,7 @@ function timeSearches(search: (q: string) => unknown, queries: readonly string[]
 }
 
 export function benchToolSearch(log: (line: string) => void = () => undefined, misses = false): ToolSearchResults {
+  const loadBefore = loadavg()[0]!;
   const listings = loadListings();
   const queries = loadQueries();
   const { tools, servers } = corpusOf(listings);
@@ -146,46 +122,14 @@ export function benchToolSearch(log: (line: string) => void = () => undefined, m
     log(`tool search at ${size} tools: build ${figure(builds).median} ms, p50 ${round(percentile(own, 50), 1)} µs`);
   }
   return {
+    measuredAt: new Date().toISOString(),
+    load: [round(loadBefore, 2), round(loadavg()[0]!, 2)],
     servers: listings.length,
     tools: tools.length,
     queries: queries.length,
     quality: { mcpx: groups(queries, mcpxRanks), bm25: groups(queries, plainRanks) },
     speed,
   };
-}
-
-const f2 = (x: number | undefined) => (x === undefined ? '–' : x.toFixed(2));
-
-/** The section of docs/benchmarks.md: one table for quality, one for speed. */
-export function toolSearchLines(r: ToolSearchResults | undefined): string[] {
-  if (!r) return ['- (not measured in this run)'];
-  const labels: Array<[string, string]> = [
-    ['all', '**all**'],
-    ['tune', 'tune split'],
-    ['held', '**held-out split**'],
-  ];
-  for (const kind of KINDS) labels.push([kind, kind], [`${kind}/held`, `${kind}, held-out`]);
-  const cells = (q: Quality | undefined) => (q ? [...q.recall.map(f2), f2(q.mrr)].join(' | ') : '– | – | – | – | –');
-  const out = [
-    `${r.queries} labelled queries (bench/tool-search/queries.json, written before tuning; half held out and never tuned on) over ${r.tools} tools of ${r.servers} real servers' captured listings (bench/tool-search/listings). A query is found at k when one of its relevant tools is among the first k. mcpx: BM25F over name words, title, description (first sentence weighted more), parameters and server, Porter stems, related words. BM25: one field (name + description), plain words, k1 1.2, b 0.75.`,
-    '',
-    '| queries | n | mcpx R@1 | R@3 | R@5 | R@10 | MRR | BM25 R@1 | R@3 | R@5 | R@10 | MRR |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-  ];
-  for (const [key, label] of labels)
-    out.push(`| ${label} | ${r.quality.mcpx[key]?.queries ?? 0} | ${cells(r.quality.mcpx[key])} | ${cells(r.quality.bm25[key])} |`);
-  out.push(
-    '',
-    'Index build and search time (limit 5; every labelled query, many times; µs per query):',
-    '',
-    '| tools | build (mcpx) | mcpx p50 | mcpx p99 | BM25 p50 | BM25 p99 |',
-    '|---:|---|---:|---:|---:|---:|',
-  );
-  for (const s of r.speed)
-    out.push(
-      `| ${s.tools} | ${s.buildMs.median.toFixed(1)} ms (${s.buildMs.min.toFixed(1)}–${s.buildMs.max.toFixed(1)}) | ${s.p50Us.toFixed(1)} | ${s.p99Us.toFixed(1)} | ${s.baselineP50Us.toFixed(1)} | ${s.baselineP99Us.toFixed(1)} |`,
-    );
-  return out;
 }
 
 async function main(): Promise<void> {
