@@ -56,6 +56,7 @@ export interface ToolIndex {
 
 const DEFAULT_LIMIT = 5;
 const MAX_LIMIT = 50;
+const MAX_QUERY = 1000;
 type Field = 'name' | 'title' | 'lead' | 'desc' | 'params' | 'pdesc' | 'server' | 'about';
 const FIELDS: readonly Field[] = ['name', 'title', 'lead', 'desc', 'params', 'pdesc', 'server', 'about'];
 
@@ -401,7 +402,8 @@ export function buildToolIndex(tools: readonly SearchableTool[], servers: readon
   function search(query: string, limit?: number): ToolHit[] {
     if (typeof query !== 'string' || n === 0) return [];
     const max = typeof limit === 'number' && Number.isFinite(limit) ? Math.min(MAX_LIMIT, Math.max(1, Math.floor(limit))) : DEFAULT_LIMIT;
-    const q = query.trim();
+    // A query is a few words; a model that pastes a page gets its first part searched, in bounded time.
+    const q = query.slice(0, MAX_QUERY).trim();
     if (!q) return [];
 
     // Query terms: each word once (a repeated word says no more), plus whole identifiers as written.

@@ -126,6 +126,14 @@ describe('buildToolIndex: ranking', () => {
     expect(buildToolIndex([]).size).toBe(0);
   });
 
+  it('searches the first 1,000 characters of a very long query, in bounded time', () => {
+    const long = `screenshot ${'lorem ipsum '.repeat(20_000)}`;
+    const t0 = performance.now();
+    expect(index.search(long)[0]?.exposed).toBe('browser__take_screenshot');
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(index.search(`${'lorem '.repeat(300)}screenshot`)).toEqual([]);
+  });
+
   it('takes tools with no description or schema, and odd schemas', () => {
     const odd = buildToolIndex([
       { server: 's', name: 'bare', exposed: 's__bare' },
