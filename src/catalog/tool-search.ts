@@ -201,10 +201,31 @@ const CONCEPTS_OF: ReadonlyMap<string, readonly string[]> = (() => {
   return byStem;
 })();
 
-/** The first sentence of a description, whitespace collapsed, at most 200 characters. */
+const LIST_MARK = /^\s*(?:\d{1,2}[.)]|[-*•])\s+/;
+const WORDS = /[\p{L}\p{N}]+/gu;
+
+/** A heading line ("🎯 Purpose:", "Guardrails:", "## Usage"): a few words, no sentence, marked as a heading. */
+function isHeading(line: string): boolean {
+  const t = line.trim();
+  if (!t || /[.!?]$/.test(t) || (t.match(WORDS)?.length ?? 0) > 3) return false;
+  return t.endsWith(':') || t.startsWith('#') || !/^[\p{L}\p{N}]/u.test(t);
+}
+
+/** The first sentence of a description, whitespace collapsed, at most 200 characters; headings and list marks skipped. */
 export function firstSentence(text: string | undefined): string {
   if (typeof text !== 'string') return '';
-  const paragraph = (text.trim().split(/\n\s*\n/)[0] ?? '').replace(/\s+/g, ' ').trim();
+  let paragraph = '';
+  for (const block of text.trim().split(/\n\s*\n/)) {
+    const lines = block.split('\n');
+    while (lines.length > 1 && isHeading(lines[0]!)) lines.shift();
+    if (lines.length === 1 && isHeading(lines[0]!) && block !== text.trim()) continue;
+    paragraph = lines
+      .map((l) => l.replace(LIST_MARK, ''))
+      .join(' ')
+      .replace(/\s+/g, ' ')
+      .trim();
+    if (paragraph) break;
+  }
   // A sentence ends at . ! ? followed by a capital, a digit, a quote or bracket, or the end ("e.g. a" goes on).
   const end = /[.!?](?=\s+[A-Z0-9"'`([*#-]|\s*$)/.exec(paragraph);
   const sentence = end ? paragraph.slice(0, end.index + 1) : paragraph;

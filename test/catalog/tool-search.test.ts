@@ -202,6 +202,18 @@ describe('firstSentence', () => {
     expect(firstSentence('')).toBe('');
   });
 
+  it('skips headings and list marks before the first sentence (as some servers write descriptions)', () => {
+    expect(firstSentence('\n    🎯 Purpose:\n      1. Retrieves a paginated list of objects.\n\n    📦 Returns: more')).toBe(
+      'Retrieves a paginated list of objects.',
+    );
+    expect(firstSentence('🛡️ Guardrails\n  1. Data Modification Warning: This tool modifies data. Only use when asked.')).toBe(
+      'Data Modification Warning: This tool modifies data.',
+    );
+    expect(firstSentence('## Usage\n\nDo the thing. Other.')).toBe('Do the thing.');
+    expect(firstSentence('- Lists pods. More.')).toBe('Lists pods.');
+    expect(firstSentence('Usage:')).toBe('Usage:');
+  });
+
   it('cuts a very long sentence with …', () => {
     const s = firstSentence('word '.repeat(100));
     expect(s.length).toBeLessThanOrEqual(200);
