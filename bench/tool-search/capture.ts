@@ -83,8 +83,13 @@ function binOf(prefix: string, source: Source): string {
   return join(dir, file);
 }
 
+/** Every server's work folder: removed after its capture and again at the end, since a child a server left
+ * behind (chrome-devtools-mcp's npm check) can write into it after the server exits. */
+const workFolders: string[] = [];
+
 async function capture(prefix: string, source: Source): Promise<{ tools: number } | { error: string }> {
   const work = mkdtempSync(join(tmpdir(), `mcpx-capture-${source.server}-`));
+  workFolders.push(work);
   let stderr = '';
   const transport = new StdioClientTransport({
     command: process.execPath,
@@ -150,6 +155,8 @@ async function main(): Promise<void> {
     }
   } finally {
     if (!given) rmSync(prefix, { recursive: true, force: true });
+    await new Promise((r) => setTimeout(r, 3000));
+    for (const w of workFolders) rmSync(w, { recursive: true, force: true });
   }
 }
 
