@@ -11,6 +11,7 @@ import type { MemoryResults, MemorySide } from './memory.js';
 import type { PoolResults } from './pool-scale.js';
 import type { ProbeResults, ProbeVariant } from './probe.js';
 import type { StartupResults } from './startup.js';
+import { toolSearchLines, type ToolSearchResults } from './tool-search/lines.js';
 import type { ProfileFile } from './profile.js';
 import { ROOT } from './lib/knobs.js';
 import { round, showMs, showRate, type Figure } from './lib/stats.js';
@@ -25,6 +26,7 @@ export interface Results {
   startup?: StartupResults;
   pool?: PoolResults;
   memory?: MemoryResults;
+  toolSearch?: ToolSearchResults;
   targets?: Target[];
   /** The commit MCPX_BENCH_BASELINE's checkout was at, when it is a git checkout. */
   baselineCommit?: string;
@@ -239,6 +241,42 @@ export function computeTargets(r: Results, baseline = false): Target[] {
       (a ?? g) >= 10_000,
       (a ?? g) >= 10_000 ? `${f2((a ?? g) / 10_000)}× the target` : `missed: ${f2((a ?? g) / 10_000)}× the target`,
     );
+  }
+  // Tool search (#35): quality on the labelled set, all queries and the held-out half; speed at 1,000 tools.
+  const ts = baseline ? undefined : r.toolSearch;
+  if (ts) {
+    const r5 = (group: string, measure: string, min: number) => {
+      const q = ts.quality.mcpx[group];
+      if (!q) return;
+      const v = q.recall[2]!;
+      const plain = ts.quality.bm25[group]?.recall[2];
+      add(
+        `search-r5-${group.replace('/', '-')}`,
+        measure,
+        `≥ ${f2(min)}`,
+        v,
+        `${f2(v)} (plain BM25 ${plain === undefined ? '–' : f2(plain)}; ${q.queries} queries)`,
+        v >= min,
+        v >= min ? `${f2(v - min)} to spare` : `missed by ${f2(min - v)}`,
+      );
+    };
+    r5('all', 'tool search recall@5, all queries (half of them tuned on)', 0.9);
+    r5('held', 'tool search recall@5, held-out queries', 0.9);
+    r5('paraphrase', 'tool search recall@5, paraphrased queries (half of them tuned on)', 0.8);
+    r5('paraphrase/held', 'tool search recall@5, paraphrased held-out queries', 0.8);
+    const big = ts.speed.find((x) => x.tools === 1000);
+    if (big) {
+      const ms = big.p50Us / 1000;
+      add(
+        'search-p50',
+        'tool search p50 per query, 1,000 tools',
+        '≤ 1 ms',
+        ms,
+        `${big.p50Us.toFixed(1)} µs (p99 ${big.p99Us.toFixed(1)} µs)`,
+        ms <= 1,
+        ms <= 1 ? `${(1 - ms).toFixed(3)} ms to spare` : `missed by ${(ms - 1).toFixed(3)} ms`,
+      );
+    }
   }
   return t;
 }
@@ -514,6 +552,10 @@ export function markdown(r: Results, notes: string): string {
     '',
     ...memoryLines(r.memory),
     '',
+    '## Tool search',
+    '',
+    ...toolSearchLines(r.toolSearch),
+    '',
     '## Where the time goes: a CPU profile of the daemon under load',
     '',
     ...profileSection(),
@@ -524,7 +566,8 @@ export function markdown(r: Results, notes: string): string {
     '```',
     'npm run bench                      # everything (about 15 minutes on 2 cores)',
     'MCPX_BENCH_QUICK=1 npm run bench   # a few minutes: 3 rounds, 200 calls per run',
-    'MCPX_BENCH_ONLY=call,startup npm run bench   # sections: call, probe, startup, pool, memory',
+    'MCPX_BENCH_ONLY=call,startup npm run bench   # sections: call, probe, startup, pool, memory, search',
+    'node dist/bench/tool-search/quality.js      # tool search alone (after npm run build); --misses lists tune-split misses',
     'MCPX_BENCH_ROUNDS=5 MCPX_BENCH_CALLS=500 npm run bench',
     'npm run bench:profile              # the daemon under --cpu-prof, summarised into bench/profile.json',
     'npm run build && node dist/bench/report-page.js   # this page again from bench/results.json, notes.md and profile.json',

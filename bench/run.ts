@@ -1,11 +1,12 @@
 /**
  * `npm run bench`: the call path side by side (bench/call-path.ts), the era probe against the SDK's
  * `auto` negotiation (bench/probe.ts), starts (bench/startup.ts), the pool at scale (bench/pool-scale.ts)
- * and the memory of K clients × N servers through mcpx and direct (bench/memory.ts), in one run. Writes bench/results.json (figures, ratios, the machine,
+ * the memory of K clients × N servers through mcpx and direct (bench/memory.ts) and tool search's quality
+ * and speed (bench/tool-search/quality.ts), in one run. Writes bench/results.json (figures, ratios, the machine,
  * versions) and regenerates docs/benchmarks.md and docs/benchmarks.svg (bench/report.ts).
  *
  * Not part of `npm test`. Knobs (bench/lib/knobs.ts): MCPX_BENCH_QUICK=1 for a run of a few minutes,
- * MCPX_BENCH_ROUNDS, MCPX_BENCH_CALLS, MCPX_BENCH_ONLY=call,probe,startup,pool,memory, MCPX_BENCH_NO_DOCS=1.
+ * MCPX_BENCH_ROUNDS, MCPX_BENCH_CALLS, MCPX_BENCH_ONLY=call,probe,startup,pool,memory,search, MCPX_BENCH_NO_DOCS=1.
  * Every process it starts is stopped and every temp folder removed, also when interrupted.
  */
 import { execFileSync } from 'node:child_process';
@@ -21,6 +22,7 @@ import { benchPool } from './pool-scale.js';
 import { benchProbe } from './probe.js';
 import { computeTargets, httpFloorLines, writeReport, type Results } from './report.js';
 import { benchStartup } from './startup.js';
+import { benchToolSearch } from './tool-search/quality.js';
 
 function versionOf(pkg: string): string | null {
   const file = join(ROOT, 'node_modules', ...pkg.split('/'), 'package.json');
@@ -61,7 +63,7 @@ async function main(): Promise<void> {
     },
   };
   // A section that fails is reported and the others still run.
-  const section = async <T>(name: 'call' | 'startup' | 'probe' | 'pool' | 'memory', run: () => Promise<T>): Promise<T | undefined> => {
+  const section = async <T>(name: 'call' | 'startup' | 'probe' | 'pool' | 'memory' | 'search', run: () => Promise<T>): Promise<T | undefined> => {
     if (!wanted(name)) return undefined;
     try {
       return await run();
@@ -88,6 +90,7 @@ async function main(): Promise<void> {
   results.probe = await section('probe', () => benchProbe(log));
   results.pool = await section('pool', () => benchPool(log));
   results.memory = await section('memory', () => benchMemory(log));
+  results.toolSearch = await section('search', async () => benchToolSearch(log));
   results.machine['loadEnd'] = loadavg()
     .map((x) => x.toFixed(2))
     .join(' ');

@@ -4,7 +4,7 @@
  *   MCPX_BENCH_QUICK=1      a few minutes: fewer rounds and calls (the default is the full run)
  *   MCPX_BENCH_ROUNDS=N     runs per figure (median and spread are over these); quick 3, full 7
  *   MCPX_BENCH_CALLS=N      calls per run at concurrency 1 (16 in flight: twice as many); quick 200, full 1000
- *   MCPX_BENCH_ONLY=a,b     only these sections: call, probe, startup, pool, memory
+ *   MCPX_BENCH_ONLY=a,b     only these sections: call, probe, startup, pool, memory, search
  *   MCPX_BENCH_POOL_N=N     session actors in the pool-scale section (default 1000)
  *   MCPX_BENCH_POOL_DEADLINE=MS  give up on a pool size whose sessions are not all up by then (quick 20 s, full 60 s)
  *   MCPX_BENCH_NO_DOCS=1    write bench/results.json only, leave docs/benchmarks.md alone
@@ -35,7 +35,7 @@ export const ONLY = new Set(
 );
 export const WRITE_DOCS = !['1', 'true', 'yes'].includes(String(process.env['MCPX_BENCH_NO_DOCS'] ?? '').toLowerCase());
 
-export function wanted(section: 'call' | 'probe' | 'startup' | 'pool' | 'memory'): boolean {
+export function wanted(section: 'call' | 'probe' | 'startup' | 'pool' | 'memory' | 'search'): boolean {
   return ONLY.size === 0 || ONLY.has(section);
 }
 

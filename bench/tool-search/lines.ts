@@ -1,0 +1,72 @@
+/**
+ * The tool-search figures (bench/tool-search/quality.ts measures them) and their section of
+ * docs/benchmarks.md: one table for quality, one for speed.
+ */
+import type { Figure } from '../lib/stats.js';
+
+export const KS = [1, 3, 5, 10] as const;
+export const KINDS = ['exact', 'paraphrase', 'task', 'server', 'ambiguous'] as const;
+
+export interface Quality {
+  queries: number;
+  /** recall@k for k in KS, in that order. */
+  recall: number[];
+  mrr: number;
+}
+
+export interface SpeedRow {
+  tools: number;
+  buildMs: Figure;
+  /** Per query, over every labelled query many times; microseconds. */
+  p50Us: number;
+  p99Us: number;
+  baselineP50Us: number;
+  baselineP99Us: number;
+}
+
+export interface ToolSearchResults {
+  /** When this part was measured (it can be run alone, after the rest of the page). */
+  measuredAt: string;
+  /** The machine's load average (1 min) before and after: the times below move with it. */
+  load: [number, number];
+  servers: number;
+  tools: number;
+  queries: number;
+  /** Engine → group (`all`, `tune`, `held`, `<kind>`, `<kind>/held`) → figures. */
+  quality: Record<'mcpx' | 'bm25', Record<string, Quality>>;
+  speed: SpeedRow[];
+}
+
+const f2 = (x: number | undefined) => (x === undefined ? '–' : x.toFixed(2));
+
+/** The section of docs/benchmarks.md: one table for quality, one for speed. */
+export function toolSearchLines(r: ToolSearchResults | undefined): string[] {
+  if (!r) return ['- (not measured in this run)'];
+  const labels: Array<[string, string]> = [
+    ['all', '**all**'],
+    ['tune', 'tune split'],
+    ['held', '**held-out split**'],
+  ];
+  for (const kind of KINDS) labels.push([kind, kind], [`${kind}/held`, `${kind}, held-out`]);
+  const cells = (q: Quality | undefined) => (q ? [...q.recall.map(f2), f2(q.mrr)].join(' | ') : '– | – | – | – | –');
+  const out = [
+    `Measured ${r.measuredAt}. ${r.queries} labelled queries (bench/tool-search/queries.json) over ${r.tools} tools of ${r.servers} real servers' captured listings (bench/tool-search/listings). The labels were committed before the engine was tuned, and the engine was tuned on the tune half only: the held-out half is the figure to believe. A query is found at k when one of its relevant tools is among the first k. mcpx: BM25F over name words, title, description (first sentence weighted more), parameters and the server, Porter stems, general concept groups scored as one term, coordination over the query's words. BM25: one field (name + description), plain words, k1 1.2, b 0.75.`,
+    '',
+    '| queries | n | mcpx R@1 | R@3 | R@5 | R@10 | MRR | BM25 R@1 | R@3 | R@5 | R@10 | MRR |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const [key, label] of labels)
+    out.push(`| ${label} | ${r.quality.mcpx[key]?.queries ?? 0} | ${cells(r.quality.mcpx[key])} | ${cells(r.quality.bm25[key])} |`);
+  out.push(
+    '',
+    `Index build and search time (limit 5; every labelled query, many times; µs per query; load average ${r.load[0].toFixed(1)} → ${r.load[1].toFixed(1)} on this machine, which the p99s follow):`,
+    '',
+    '| tools | build (mcpx) | mcpx p50 | mcpx p99 | BM25 p50 | BM25 p99 |',
+    '|---:|---|---:|---:|---:|---:|',
+  );
+  for (const s of r.speed)
+    out.push(
+      `| ${s.tools} | ${s.buildMs.median.toFixed(1)} ms (${s.buildMs.min.toFixed(1)}–${s.buildMs.max.toFixed(1)}) | ${s.p50Us.toFixed(1)} | ${s.p99Us.toFixed(1)} | ${s.baselineP50Us.toFixed(1)} | ${s.baselineP99Us.toFixed(1)} |`,
+    );
+  return out;
+}
