@@ -277,6 +277,31 @@ export function computeTargets(r: Results, baseline = false): Target[] {
         ms <= 1 ? `${(1 - ms).toFixed(3)} ms to spare` : `missed by ${(ms - 1).toFixed(3)} ms`,
       );
     }
+    const c = ts.cost;
+    if (c) {
+      const share = c.listing.search.cl100k_base / c.listing.all.cl100k_base;
+      add(
+        'search-listing-share',
+        `the \`search\` listing against the \`all\` listing (${c.tools} real tools, cl100k_base)`,
+        '≤ 3%',
+        share,
+        `${(100 * share).toFixed(1)}% (${c.listing.search.cl100k_base} of ${c.listing.all.cl100k_base} tokens)`,
+        share <= 0.03,
+        share <= 0.03 ? `${(100 * (0.03 - share)).toFixed(1)} points to spare` : `missed by ${(100 * (share - 0.03)).toFixed(1)} points`,
+      );
+      const mean = c.searchAnswer.cl100k_base.mean;
+      add(
+        'search-answer-tokens',
+        `a \`search_tools\` answer at limit 5 (mean of ${c.searchAnswer.queries} queries, cl100k_base)`,
+        '≤ 600 tokens',
+        mean,
+        `${mean} tokens (p95 ${c.searchAnswer.cl100k_base.p95}, max ${c.searchAnswer.cl100k_base.max})`,
+        mean <= 600,
+        mean <= 600 ? `${600 - mean} to spare` : `missed by ${mean - 600}`,
+      );
+      const started = c.upstreamsDuringSearch.after - c.upstreamsDuringSearch.before;
+      add('search-starts', 'upstream starts while searching', '0', started, `${started}`, started === 0, started === 0 ? 'none' : `${started} started`);
+    }
   }
   return t;
 }

@@ -22,6 +22,7 @@ import { benchPool } from './pool-scale.js';
 import { benchProbe } from './probe.js';
 import { computeTargets, httpFloorLines, writeReport, type Results } from './report.js';
 import { benchStartup } from './startup.js';
+import { benchToolCost } from './tool-search/cost.js';
 import { benchToolSearch } from './tool-search/quality.js';
 
 function versionOf(pkg: string): string | null {
@@ -90,7 +91,7 @@ async function main(): Promise<void> {
   results.probe = await section('probe', () => benchProbe(log));
   results.pool = await section('pool', () => benchPool(log));
   results.memory = await section('memory', () => benchMemory(log));
-  results.toolSearch = await section('search', async () => benchToolSearch(log));
+  results.toolSearch = await section('search', async () => ({ ...benchToolSearch(log), cost: await benchToolCost(log) }));
   results.machine['loadEnd'] = loadavg()
     .map((x) => x.toFixed(2))
     .join(' ');

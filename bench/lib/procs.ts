@@ -155,12 +155,14 @@ export interface DaemonOptions {
   pollMs?: number;
   /** The CLI to run (default: this checkout's). */
   cli?: string;
+  /** A state folder to start on (an earlier daemon's: its catalogue, its era cache); default a new one. */
+  stateDir?: string;
 }
 
 /** `mcpx daemon` in a temp folder, its log in the folder (as a background daemon's would be). */
 export async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
   const dir = tempFolder('mcpx-bench-d-');
-  const state = join(dir, 'state');
+  const state = opts.stateDir ?? join(dir, 'state');
   const socket = join(state, 'daemon.sock');
   const extra: Record<string, string> = { MCPX_STATE_DIR: state, ...opts.env };
   if (opts.servers) {

@@ -24,6 +24,23 @@ export interface SpeedRow {
   baselineP99Us: number;
 }
 
+type Tokens = { cl100k_base: number; o200k_base: number };
+
+/** What tools cost a client through the binary (bench/tool-search/cost.ts). */
+export interface CostResults {
+  tools: number;
+  servers: number;
+  /** Tokens of the initialize result (instructions included) plus the tools/list result. */
+  connect: { all: Tokens; search: Tokens };
+  /** Tokens of the tools/list result alone. */
+  listing: { all: Tokens; search: Tokens };
+  /** Tokens of the search connection's initialize result (the front's instructions). */
+  instructions: Tokens;
+  searchAnswer: { queries: number; limit: number } & Record<'cl100k_base' | 'o200k_base', { mean: number; p95: number; max: number }>;
+  /** Upstream processes running before and after every labelled query was searched. */
+  upstreamsDuringSearch: { before: number; after: number };
+}
+
 export interface ToolSearchResults {
   /** When this part was measured (it can be run alone, after the rest of the page). */
   measuredAt: string;
@@ -35,6 +52,7 @@ export interface ToolSearchResults {
   /** Engine → group (`all`, `tune`, `held`, `<kind>`, `<kind>/held`) → figures. */
   quality: Record<'mcpx' | 'bm25', Record<string, Quality>>;
   speed: SpeedRow[];
+  cost?: CostResults;
 }
 
 const f2 = (x: number | undefined) => (x === undefined ? '–' : x.toFixed(2));
@@ -68,5 +86,20 @@ export function toolSearchLines(r: ToolSearchResults | undefined): string[] {
     out.push(
       `| ${s.tools} | ${s.buildMs.median.toFixed(1)} ms (${s.buildMs.min.toFixed(1)}–${s.buildMs.max.toFixed(1)}) | ${s.p50Us.toFixed(1)} | ${s.p99Us.toFixed(1)} | ${s.baselineP50Us.toFixed(1)} | ${s.baselineP99Us.toFixed(1)} |`,
     );
+  const c = r.cost;
+  if (c) {
+    const pct = (a: number, b: number) => `${((100 * a) / b).toFixed(1)}%`;
+    out.push(
+      '',
+      `What a client receives, through the built binary: the ${c.servers} captured listings (${c.tools} tools) behind one daemon, an SDK v1 client through \`mcpx serve --tools all\` and \`--tools search\`; tokens (js-tiktoken) of the initialize result (with the front's instructions) and the \`tools/list\` result, and of each of the ${c.searchAnswer.queries} labelled queries' \`search_tools\` answer at limit ${c.searchAnswer.limit}. Upstream processes running while every query was searched on a restarted daemon: ${c.upstreamsDuringSearch.before} before, ${c.upstreamsDuringSearch.after} after.`,
+      '',
+      '| tokens | cl100k_base | o200k_base |',
+      '|---|---:|---:|',
+      `| \`all\`: tools/list | ${c.listing.all.cl100k_base} | ${c.listing.all.o200k_base} |`,
+      `| \`search\`: tools/list (the three tools) | ${c.listing.search.cl100k_base} (${pct(c.listing.search.cl100k_base, c.listing.all.cl100k_base)}) | ${c.listing.search.o200k_base} (${pct(c.listing.search.o200k_base, c.listing.all.o200k_base)}) |`,
+      `| \`search\`: at connect, instructions included | ${c.connect.search.cl100k_base} (${pct(c.connect.search.cl100k_base, c.connect.all.cl100k_base)} of \`all\`'s ${c.connect.all.cl100k_base}) | ${c.connect.search.o200k_base} (${pct(c.connect.search.o200k_base, c.connect.all.o200k_base)}) |`,
+      `| a \`search_tools\` answer, limit ${c.searchAnswer.limit}: mean / p95 / max | ${c.searchAnswer.cl100k_base.mean} / ${c.searchAnswer.cl100k_base.p95} / ${c.searchAnswer.cl100k_base.max} | ${c.searchAnswer.o200k_base.mean} / ${c.searchAnswer.o200k_base.p95} / ${c.searchAnswer.o200k_base.max} |`,
+    );
+  }
   return out;
 }

@@ -134,7 +134,9 @@ export function benchToolSearch(log: (line: string) => void = () => undefined, m
 
 async function main(): Promise<void> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
-  const r = benchToolSearch(log, process.argv.includes('--misses'));
+  const r: ToolSearchResults = benchToolSearch(log, process.argv.includes('--misses'));
+  // What tools cost a client, through the built binary (--no-cost: quality and speed only).
+  if (!process.argv.includes('--no-cost')) r.cost = await (await import('./cost.js')).benchToolCost(log);
   console.log(toolSearchLines(r).join('\n'));
   // Alone: this part of bench/results.json and the page again, the other sections as they were.
   const file = join(ROOT, 'bench', 'results.json');
