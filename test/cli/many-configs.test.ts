@@ -182,6 +182,13 @@ describe('one daemon, many configs', () => {
     expect(called.stderr).toMatch(/MCPX_TOOL_DENIED|not served|denied/i);
   }, 60_000);
 
+  it('mcpx serve --help says how its config is chosen and shared', async () => {
+    const help = await mcpx(['serve', '--help'], { env });
+    expect(help.code).toBe(0);
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain("each client entry sees exactly its own config's servers");
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain('a server two configs define alike runs once for both');
+  });
+
   it('a --config that does not parse is a clear error naming the file, line and column', async () => {
     const bad = join(home, 'bad.json');
     writeFileSync(bad, '{\n  "mcpServers": {\n    "x": { "command": }\n  }\n}\n');
