@@ -29,6 +29,18 @@ interface Status {
   servers: Array<{ server: string; instances: Array<{ pid: number | null }> }>;
 }
 
+/** The live page's state (`mcpx ui`, its one-time login, then `/ui/api/state`). */
+async function pageState(
+  env: NodeJS.ProcessEnv,
+): Promise<{ configs: Array<{ file: string | null; rejected?: { problems: string[] }; servers: Array<{ server: string }> }> }> {
+  const r = await mcpx(['ui'], { env });
+  expect(r.code, r.stderr).toBe(0);
+  const url = r.stdout.split('\n')[0]!;
+  const login = await fetch(url, { redirect: 'manual', headers: { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate' } });
+  const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+  return (await (await fetch(`${new URL(url).origin}/ui/api/state`, { headers: { cookie, 'sec-fetch-site': 'same-origin' } })).json()) as never;
+}
+
 const write = (file: string, servers: Record<string, unknown>) => writeFileSync(file, `${JSON.stringify({ mcpServers: servers }, null, 2)}\n`);
 const pidOf = (text: string) => Number(/pid=(\d+)/.exec(text)?.[1]);
 const alive = (pid: number) => {
@@ -148,6 +160,11 @@ describe('one daemon, many configs', () => {
     expect(textOf(await onA.callTool('alpha__echo', { text: 'still' }))).toBe('still era=legacy');
     const ofB = await mcpxJson<{ servers: Array<{ server: string }>; rejected?: unknown }>(['servers', '--config', b], { env });
     expect(ofB.rejected).toBeUndefined();
+    // The live page: its state groups servers by config, A's refused edit under A alone.
+    const page = await pageState(env);
+    expect(page.configs.find((x) => x.file === a)?.rejected?.problems.join('\n')).toMatch(/a\.json/);
+    expect(page.configs.find((x) => x.file === b)?.rejected).toBeUndefined();
+    expect(page.configs.find((x) => x.file === b)?.servers.map((x) => x.server)).toEqual(['beta', 'common', 'memory', 'twin']);
     expect((await onB.listTools()).tools).toHaveLength(8);
     expect((await onB1.listTools()).tools).toHaveLength(8);
     expect(heardB).toEqual([]);
