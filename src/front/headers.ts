@@ -12,7 +12,7 @@ export const SESSION_HEADER = 'x-mcpx-session';
 
 /**
  * `mcpx serve`'s stream on the daemon's Unix socket: `GET` this path with `Connection: Upgrade` and
- * `Upgrade: <MCP_STREAM_UPGRADE>` (query: `passthrough`, `servers`, `session`); after `101` the socket
+ * `Upgrade: <MCP_STREAM_UPGRADE>` (query: `passthrough`, `servers`, `session`, `config`, `tools`, `allowTools`, `denyTools`); after `101` the socket
  * carries the client's newline-delimited JSON-RPC both ways (src/api/serve-upgrade.ts).
  */
 export const MCP_STREAM_PATH = '/v1/mcp-stream';
