@@ -13,7 +13,9 @@
  * little: they describe the server's domain, shared by all its tools). Words are split at `_ - .` and
  * camelCase, lower-cased, stop words dropped and Porter-stemmed. A query word also matches, at a
  * discount, the words of its concept group (fetch/get/retrieve, delete/remove, …): general English, so
- * a person's wording finds a tool named in a developer's.
+ * a person's wording finds a tool named in a developer's. Two query words side by side that stand side by
+ * side in a tool's name, title or first sentence count a little more ("pull request"), and the words of
+ * a multi-step query's later clauses ("…, then …") count less than its first step's.
  */
 import { stemmer } from 'stemmer';
 
@@ -71,7 +73,20 @@ const TUNING = {
   sameWord: 0.3,
   /** Coordination: a tool's score times (query words it matches / query words) to this power. */
   coord: 1,
+  /**
+   * A word of a later clause of a multi-step query ("check the pods, then describe the broken one"),
+   * against one of the first: the first step is the tool wanted now.
+   */
+  laterClause: 0.4,
+  /** Two query words next to each other in a tool's name, title or first sentence, on top of each word. */
+  pair: 0.3,
 };
+/** Where a query's steps part: a comma, a semicolon, "then". */
+const CLAUSE = /[,;]|\bthen\b/i;
+/** The fields whose adjacent words are indexed as pairs (short, written to say what the tool does). */
+const PAIR_FIELDS: readonly Field[] = ['name', 'title', 'lead'];
+/** A pair's index term; `^` keeps it apart from words. */
+const pairTerm = (a: string, b: string): string => `^${a} ${b}`;
 /** An exact exposed or tool name query ranks its tool first whatever else matches. */
 const EXACT_BONUS = 1000;
 
@@ -355,6 +370,17 @@ export function buildToolIndex(tools: readonly SearchableTool[], servers: readon
       const concepts = CONCEPTS_OF.get(t);
       if (concepts) for (const c of concepts) into.set(c, (into.get(c) ?? 0) + norm);
     }
+    // Adjacent words as pairs ("pull request", "take screenshot"): counted like words, not towards length.
+    if (!PAIR_FIELDS.includes(f)) return;
+    let prev: string | undefined;
+    for (const t of list) {
+      if (t.startsWith('=')) continue;
+      if (prev !== undefined) {
+        const p = pairTerm(prev, t);
+        into.set(p, (into.get(p) ?? 0) + norm);
+      }
+      prev = t;
+    }
   };
   // The server's fields are the same for each of its tools: counted once per server.
   const shared = new Map<ServerTerms, Map<string, number>>();
@@ -415,7 +441,7 @@ export function buildToolIndex(tools: readonly SearchableTool[], servers: readon
 
   // Scratch space, reused by every search (search is synchronous) and left zeroed after each.
   const scores = new Float64Array(n);
-  const matched = new Uint16Array(n);
+  const matched = new Float64Array(n);
   const best = new Float64Array(n);
   const touched: number[] = [];
   const bestTouched: number[] = [];
@@ -433,11 +459,34 @@ export function buildToolIndex(tools: readonly SearchableTool[], servers: readon
       const bare = chunk.replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
       if (IDENTIFIER.test(bare)) queryTerms.add(whole(bare));
     }
+    // A multi-step query counts the words of its first clause fully and the later ones' less; `words`
+    // is the weighted count coordination divides by. Adjacent words of a clause also ask for their pair.
+    const weightOf = new Map<string, number>();
+    const pairs: Array<[string, number]> = [];
     let words = 0;
-    for (const t of terms(q)) {
-      if (queryTerms.has(t)) continue;
-      queryTerms.add(t);
-      words++;
+    let first = true;
+    for (const clause of q.split(CLAUSE)) {
+      const ts = terms(clause);
+      if (ts.length === 0) continue;
+      const w = first ? 1 : TUNING.laterClause;
+      first = false;
+      for (let k = 0; k < ts.length; k++) {
+        const t = ts[k]!;
+        if (k > 0) pairs.push([pairTerm(ts[k - 1]!, t), w]);
+        if (queryTerms.has(t)) continue;
+        queryTerms.add(t);
+        weightOf.set(t, w);
+        words += w;
+      }
+    }
+    for (const [t, w] of pairs) {
+      const p = postings.get(t);
+      if (!p) continue;
+      for (let k = 0; k < p.docs.length; k++) {
+        const doc = p.docs[k]!;
+        if (scores[doc] === 0) touched.push(doc);
+        scores[doc]! += TUNING.pair * w * p.weights[k]!;
+      }
     }
     // A word of a concept group scores as its concept (make, create, add, new: one word to the ranking),
     // plus a little for the very word; a word in several groups takes the group that suits each tool best.
@@ -464,11 +513,12 @@ export function buildToolIndex(tools: readonly SearchableTool[], servers: readon
           best[doc]! += ownWeight * own.weights[k]!;
         }
       const isWord = !t.startsWith('=');
+      const w = weightOf.get(t) ?? 1;
       for (const doc of bestTouched) {
         if (scores[doc] === 0) touched.push(doc);
-        scores[doc]! += best[doc]!;
+        scores[doc]! += w * best[doc]!;
         best[doc] = 0;
-        if (isWord) matched[doc]!++;
+        if (isWord) matched[doc]! += w;
       }
       bestTouched.length = 0;
     }

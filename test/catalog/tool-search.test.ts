@@ -87,6 +87,30 @@ describe('buildToolIndex: ranking', () => {
     expect(two.search('screenshot')[0]?.exposed).toBe('b__screenshot');
   });
 
+  it('ranks words next to each other in a name or first sentence above the same words apart', () => {
+    const pairs = buildToolIndex([
+      tool('a', 'request_mirror_pull', 'Request a mirror of a remote and pull it.'),
+      tool('b', 'pull_request_mirror', 'Mirror a pull request of a remote.'),
+    ]);
+    expect(pairs.search('pull request')[0]?.exposed).toBe('b__pull_request_mirror');
+    expect(pairs.search('request mirror')[0]?.exposed).toBe('a__request_mirror_pull');
+  });
+
+  it('ranks the first step of a multi-step query first: words of later clauses count less', () => {
+    const steps = buildToolIndex([
+      tool('k', 'describe_resource', 'Describe a failing or broken resource in detail.'),
+      tool('k', 'list_pods', 'List the pods of a namespace.'),
+    ]);
+    for (const q of [
+      'list the pods, then describe the failing broken one',
+      'list pods; describe the failing broken one',
+      'list pods then describe the failing broken one',
+    ])
+      expect(steps.search(q)[0]?.name, q).toBe('list_pods');
+    // One clause: every word counts the same.
+    expect(steps.search('list pods and describe the failing broken one')[0]?.name).toBe('describe_resource');
+  });
+
   it('uses the server name and the server instructions', () => {
     expect(index.search('slack')[0]?.server).toBe('slack');
     expect(index.search('github')[0]?.server).toBe('github');
