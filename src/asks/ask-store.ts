@@ -321,6 +321,17 @@ export class AskStore {
    * something changes, `waitMs` (at most limits.maxWaitMs) passes, or `signal` aborts.
    * @throws McpxError MCPX_NOT_FOUND
    */
+  /**
+   * Every progress update of the ask from now until the returned function is called: a caller that waits
+   * in rounds hears updates that come between its waits too.
+   * @throws McpxError MCPX_NOT_FOUND
+   */
+  listenProgress(id: string, onProgress: (p: ProgressUpdate) => void): () => void {
+    const ask = this.find(id);
+    ask.progress.add(onProgress);
+    return () => ask.progress.delete(onProgress);
+  }
+
   async wait(id: string, waitMs = 0, signal?: AbortSignal, onProgress?: (p: ProgressUpdate) => void): Promise<AskView> {
     const ask = this.seen(this.find(id));
     const ms = Math.min(Math.max(0, waitMs), this.limits.maxWaitMs);

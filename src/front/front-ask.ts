@@ -96,25 +96,32 @@ export async function runAsk(
   ctx.mcpReq.signal.addEventListener('abort', abandon, { once: true });
   try {
     return await relayed(ctx, f.log, async (onProgress) => {
-      for (;;) {
-        const v: AskView = controller.scrubbed(await asks.wait(id, ASK_POLL_MS, ctx.mcpReq.signal, onProgress));
-        if (v.result !== undefined || v.error !== undefined) return { done: v };
-        if (v.status === 'abandoned' || v.status === 'expired')
-          return { done: { ...v, error: { code: 'MCPX_REQUEST_CANCELLED', message: `the request was ${v.status} while it waited for answers` } } };
-        if (v.questions.length > 0) {
-          // The upstream's own keys where it gave them (and they are unique), else mcpx's question ids.
-          const keys = v.questions.map((q) => q.key ?? q.id);
-          const pairs: Array<[string, string]> = v.questions.map((q, i) => [new Set(keys).size === keys.length ? keys[i]! : q.id, q.id]);
-          const inputRequests = Object.fromEntries(
-            v.questions.map((q, i) => [pairs[i]![0], { method: q.method, ...(q.params === undefined ? {} : { params: q.params }) }]),
-          );
-          const requestState = await f.codec.mint({ ask: id, questions: pairs, name }, ctx);
-          // A legacy caller's request stays open while the SDK's shim puts the questions to it: if the
-          // caller goes away meanwhile, the ask is abandoned. A 2026-07-28 caller's request ends here.
-          if (f.era === 'legacy') keep = true;
-          return { input: inputRequired({ inputRequests: inputRequests as never, requestState }) as never };
+      // Heard for the whole ask, not per wait: an update between two waits (a wait that ended for a change
+      // of the ask) is not lost, and the result leaves after every update (relayed flushes them).
+      const unlisten = onProgress ? asks.listenProgress(id, onProgress) : () => undefined;
+      try {
+        for (;;) {
+          const v: AskView = controller.scrubbed(await asks.wait(id, ASK_POLL_MS, ctx.mcpReq.signal));
+          if (v.result !== undefined || v.error !== undefined) return { done: v };
+          if (v.status === 'abandoned' || v.status === 'expired')
+            return { done: { ...v, error: { code: 'MCPX_REQUEST_CANCELLED', message: `the request was ${v.status} while it waited for answers` } } };
+          if (v.questions.length > 0) {
+            // The upstream's own keys where it gave them (and they are unique), else mcpx's question ids.
+            const keys = v.questions.map((q) => q.key ?? q.id);
+            const pairs: Array<[string, string]> = v.questions.map((q, i) => [new Set(keys).size === keys.length ? keys[i]! : q.id, q.id]);
+            const inputRequests = Object.fromEntries(
+              v.questions.map((q, i) => [pairs[i]![0], { method: q.method, ...(q.params === undefined ? {} : { params: q.params }) }]),
+            );
+            const requestState = await f.codec.mint({ ask: id, questions: pairs, name }, ctx);
+            // A legacy caller's request stays open while the SDK's shim puts the questions to it: if the
+            // caller goes away meanwhile, the ask is abandoned. A 2026-07-28 caller's request ends here.
+            if (f.era === 'legacy') keep = true;
+            return { input: inputRequired({ inputRequests: inputRequests as never, requestState }) as never };
+          }
+          if (ctx.mcpReq.signal.aborted) throw new McpxError('MCPX_REQUEST_CANCELLED', 'the caller cancelled the request');
         }
-        if (ctx.mcpReq.signal.aborted) throw new McpxError('MCPX_REQUEST_CANCELLED', 'the caller cancelled the request');
+      } finally {
+        unlisten();
       }
     });
   } finally {
