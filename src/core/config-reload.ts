@@ -21,6 +21,11 @@ export interface ConfigReloadDeps {
   settings: Settings;
   /** The config in force. */
   current(): DaemonConfig;
+  /**
+   * A config other than the daemon's own: only these setting blocks of its file count (its `upstream` and
+   * `pool`); the daemon-wide ones are not read from it, so none of them can need a restart.
+   */
+  ownBlocks?: readonly string[];
   /** Puts a good config in force (before the pools are brought in line with it). */
   adopt(next: DaemonConfig): void;
   reconcile(opts: ReconcileOptions): Promise<ReconcileResult>;
@@ -53,7 +58,8 @@ export async function reloadConfig(d: ConfigReloadDeps, reason: string): Promise
   if (next.errors.length > 0) return reloadFailed(d, next.file ?? null, new ConfigError(next.errors, next.file), reason);
   const before = Object.fromEntries(RESTART_PATHS.map((p) => [p, stringify(d.settings.get(p))]));
   try {
-    d.settings.resolve({ ...d.sources, file: next.settingsFile, ...(next.file === undefined ? {} : { filePath: next.file }) });
+    const file = d.ownBlocks ? Object.fromEntries(Object.entries(next.settingsFile).filter(([k]) => d.ownBlocks!.includes(k))) : next.settingsFile;
+    d.settings.resolve({ ...d.sources, file, ...(next.file === undefined ? {} : { filePath: next.file }) });
   } catch (err) {
     const problems: ConfigProblem[] = (err as { problems?: ConfigProblem[] }).problems ?? [
       { source: 'file', message: err instanceof Error ? err.message : String(err) },

@@ -37,7 +37,7 @@ import { ToolSearch } from '../catalog/search-index.js';
 import { CallRecords, recordLogger, type RecentCall } from './call-records.js';
 import { Calls } from './calls.js';
 import { reloadConfig } from './config-reload.js';
-import { ConfigSet, type CallerKind, type LoadedConfig } from './configs.js';
+import { ConfigSet, PER_CONFIG_BLOCKS, type CallerKind, type LoadedConfig } from './configs.js';
 import { describeConfig, serverView } from './config-view.js';
 import { EventHub, type DaemonEvent } from './events.js';
 import { InPlaceAuthorizer } from './in-place-auth.js';
@@ -330,6 +330,12 @@ export class Controller {
       await this.reconcile({ deferBusy: false });
       this.log.info({ config: entry.id, servers: [...entry.instances.keys()] }, 'config loaded');
       for (const w of entry.cfg.warnings) this.log.warn({ file: entry.id }, w.message);
+      const wide = Object.keys(entry.cfg.settingsFile).filter((k) => !(PER_CONFIG_BLOCKS as readonly string[]).includes(k));
+      if (wide.length > 0)
+        this.log.warn(
+          { file: entry.id, blocks: wide },
+          `${entry.id}: its ${wide.join(', ')} block(s) are daemon-wide settings, read only from the daemon's own config; here only upstream and pool apply`,
+        );
       this.hub.publish({ type: 'config.loaded', file: entry.id, servers: [...entry.instances.keys()] });
     }
     return entry.home ? undefined : entry.id;
@@ -552,7 +558,8 @@ export class Controller {
       reloadConfig(
         {
           loader,
-          sources: entry.home ? this.sources : undefined,
+          sources: entry.home ? this.sources : { env: {} },
+          ...(entry.home ? {} : { ownBlocks: PER_CONFIG_BLOCKS }),
           settings: entry.home ? this.settings : (entry.own ?? this.settings),
           current: () => entry.cfg,
           adopt: (next) => {

@@ -75,7 +75,8 @@ describe('one daemon, many configs', () => {
     write(a, { alpha: legacy('alpha'), shared: modern('shared'), memory: legacy('memory-a') });
     // `twin` is `common` again in the same config: within one config each server is its own process.
     write(b, { beta: modern('beta'), common: modern('shared'), memory: legacy('memory-b'), twin: modern('shared') });
-    write(c, { gamma: legacy('gamma'), same: modern('shared') });
+    // C also sets a daemon-wide block, which a named config does not set (nor ask a restart for).
+    writeFileSync(c, `${JSON.stringify({ mcpServers: { gamma: legacy('gamma'), same: modern('shared') }, daemon: { port: 1 } }, null, 2)}\n`);
     env = cleanEnv(home, { MCPX_STATE_DIR: join(home, 'state'), MCPX_DAEMON_CONFIG_IDLE_TIMEOUT: '3s' });
     // The daemon starts from the project folder: that project's config is its own.
     const started = await mcpxJson<Status>(['status', '--start'], { env, cwd: project });
@@ -220,6 +221,8 @@ describe('one daemon, many configs', () => {
 
   it('an idle config unloads: its unshared server stops, the one another config uses keeps running', async () => {
     const gamma = pidOf((await mcpx(['call', '--config', c, 'gamma', 'whoami'], { env })).stdout);
+    const reloaded = await mcpxJson<{ ok: boolean; restartNeeded: string[] }>(['reload', '--config', c], { env });
+    expect(reloaded).toMatchObject({ ok: true, restartNeeded: [] });
     const same = pidOf((await mcpx(['call', '--config', c, 'same', 'whoami'], { env })).stdout);
     expect(alive(gamma)).toBe(true);
     const sharedA = pidOf(textOf(await callers[0]!.callTool('shared__whoami', {})));
