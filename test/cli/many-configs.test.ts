@@ -10,10 +10,13 @@ import { join } from 'node:path';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURES } from '../fixtures/index.js';
+import { startHttpFixture } from '../fixtures/http/index.js';
+import { packageRoot } from '../../src/package-info.js';
 import { stdioCaller, textOf, type McpCaller } from '../serve/clients.js';
 import { tempDir } from '../support/real.js';
 import { api, cleanEnv, killAll, mcpx, mcpxJson, trackPid, until } from './helpers.js';
 
+const FILESYSTEM = join(packageRoot(), 'node_modules', '@modelcontextprotocol', 'server-filesystem', 'dist', 'index.js');
 const legacy = (tag: string) => ({ command: process.execPath, args: [FIXTURES['legacy-v1'], tag] });
 const modern = (tag: string) => ({ command: process.execPath, args: [FIXTURES['modern-v2'], tag] });
 
@@ -199,6 +202,53 @@ describe('one daemon, many configs', () => {
     expect(called.code).not.toBe(0);
     expect(called.stderr).toMatch(/MCPX_TOOL_DENIED|not served|denied/i);
   }, 60_000);
+
+  it('over every upstream transport: a Streamable HTTP, an HTTP+SSE and a real registry server alike in two configs are one instance each', async () => {
+    const streamable = await startHttpFixture('v2-dual');
+    const sse = await startHttpFixture('v1-sse-legacy');
+    try {
+      const data = join(home, 'data');
+      mkdirSync(data, { recursive: true });
+      writeFileSync(join(data, 'note.txt'), 'from the shared folder\n');
+      const servers = (tag: string) => ({
+        [`web-${tag}`]: { url: streamable.url, mcpx: { probeTimeout: '10s' } },
+        [`old-${tag}`]: { type: 'sse', url: sse.url, mcpx: { probeTimeout: '10s' } },
+        [`files-${tag}`]: { command: process.execPath, args: [FILESYSTEM, data], mcpx: { startTimeout: '30s' } },
+      });
+      const e = join(home, 'e.json');
+      const f = join(home, 'f.json');
+      write(e, servers('e'));
+      write(f, servers('f'));
+      for (const [file, tag] of [
+        [e, 'e'],
+        [f, 'f'],
+      ] as const) {
+        // Output through a pipe, as a script reads it.
+        const web = await mcpx(['call', '--config', file, `web-${tag}`, 'echo', '{"text":"w"}'], { env });
+        expect([web.code, web.stdout.trim()], web.stderr).toEqual([0, 'w era=modern']);
+        const old = await mcpx(['call', '--config', file, `old-${tag}`, 'echo', '{"text":"o"}'], { env });
+        expect([old.code, old.stdout.trim()], old.stderr).toEqual([0, 'o era=legacy']);
+        const read = await mcpx(['call', '--config', file, `files-${tag}`, 'read_text_file', JSON.stringify({ path: join(data, 'note.txt') })], { env });
+        expect([read.code, read.stdout], read.stderr).toEqual([0, 'from the shared folder\n']);
+      }
+      const status = await mcpxJson<Status>(['status', '--config', e], { env });
+      const inE = status.configs.find((x) => x.file === e)!.servers;
+      const inF = status.configs.find((x) => x.file === f)!.servers;
+      for (const kind of ['web', 'old', 'files']) {
+        const one = inE.find((x) => x.server === `${kind}-e`)!;
+        expect(inF.find((x) => x.server === `${kind}-f`)!.instance).toBe(one.instance);
+        expect(one.sharedWith).toEqual([{ file: f, server: `${kind}-f` }]);
+      }
+      // The registry server runs once for both configs.
+      const pids = async (file: string, server: string) =>
+        (await mcpxJson<Status>(['status', '--config', file], { env })).servers.find((x) => x.server === server)!.instances.map((i) => i.pid);
+      expect(await pids(f, 'files-f')).toEqual(await pids(e, 'files-e'));
+      expect(await pids(e, 'files-e')).toHaveLength(1);
+    } finally {
+      await streamable.stop();
+      await sse.stop();
+    }
+  }, 120_000);
 
   it('mcpx serve --help says how its config is chosen and shared', async () => {
     const help = await mcpx(['serve', '--help'], { env });
