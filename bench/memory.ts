@@ -100,6 +100,22 @@ async function echo(c: Client, name: string): Promise<void> {
   if (r.isError || !String(r.content?.[0]?.text ?? '').startsWith('memory')) throw new Error(`${name}: ${JSON.stringify(r).slice(0, 200)}`);
 }
 
+/** A client through `mcpx serve` (with `args`): it lists its tools and calls `echo` on every server, so every upstream runs. */
+async function serveAndCallAll(cli: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ c: Client; pid: number }> {
+  const x = await client(process.execPath, [cli, 'serve', ...args], env);
+  try {
+    const { tools } = await x.c.listTools();
+    for (let i = 0; i < SERVERS; i++) {
+      if (!tools.some((t) => t.name === `s${i}__echo`)) throw new Error(`serve listed ${tools.map((t) => t.name).join(', ')}`);
+      await echo(x.c, `s${i}__echo`);
+    }
+    return x;
+  } catch (err) {
+    await x.c.close().catch(() => undefined);
+    throw err;
+  }
+}
+
 /** Bare node, idle. */
 async function bareNode(): Promise<Mem> {
   const child = track(spawn(process.execPath, ['-e', 'process.stdin.resume()'], { stdio: ['pipe', 'ignore', 'ignore'] }));
@@ -117,15 +133,7 @@ async function throughMcpx(cli: string): Promise<Round> {
   const d = await startDaemon({ cli, servers });
   const clients: Array<{ c: Client; pid: number }> = [];
   try {
-    for (let k = 0; k < CLIENTS; k++) {
-      const x = await client(process.execPath, [cli, 'serve'], d.env);
-      clients.push(x);
-      const { tools } = await x.c.listTools();
-      for (let i = 0; i < SERVERS; i++) {
-        if (!tools.some((t) => t.name === `s${i}__echo`)) throw new Error(`serve listed ${tools.map((t) => t.name).join(', ')}`);
-        await echo(x.c, `s${i}__echo`);
-      }
-    }
+    for (let k = 0; k < CLIENTS; k++) clients.push(await serveAndCallAll(cli, [], d.env));
     await sleep(500);
     const upstreams = await statusPids(d.socket);
     if (upstreams.length !== SERVERS) throw new Error(`${upstreams.length} upstream processes, not ${SERVERS}`);
@@ -152,15 +160,7 @@ async function throughConfigs(cli: string): Promise<Round> {
   });
   const clients: Array<{ c: Client; pid: number }> = [];
   try {
-    for (const file of files) {
-      const x = await client(process.execPath, [cli, 'serve', '--config', file], d.env);
-      clients.push(x);
-      const { tools } = await x.c.listTools();
-      for (let i = 0; i < SERVERS; i++) {
-        if (!tools.some((t) => t.name === `s${i}__echo`)) throw new Error(`serve listed ${tools.map((t) => t.name).join(', ')}`);
-        await echo(x.c, `s${i}__echo`);
-      }
-    }
+    for (const file of files) clients.push(await serveAndCallAll(cli, ['--config', file], d.env));
     await sleep(500);
     const pids = [...new Set((await Promise.all(files.map((f) => statusPids(d.socket, f)))).flat())];
     const want = SHARED + CLIENTS * (SERVERS - SHARED);

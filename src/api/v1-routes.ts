@@ -192,7 +192,10 @@ export const V1_ROUTES = {
     url: '/v1/servers',
     summary: 'Configured servers, with transport and effective preference; secrets redacted.',
     responses: (s) => ({ 200: { description: 'Servers.', schema: s.serversSchema } }),
-    handler: async (_, { controller, req }) => ({ servers: controller.servers(configOf(req)), ...rejectedOf(controller, configOf(req)) }),
+    handler: async (_, { controller, req }) => {
+      const caller = configOf(req);
+      return { servers: controller.servers(caller), ...rejectedOf(controller, caller) };
+    },
   }),
 
   tools: route({

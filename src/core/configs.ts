@@ -87,6 +87,11 @@ export class ConfigSet {
   private readonly deps: ConfigSetDeps;
   private readonly entries = new Map<string, LoadedConfig>();
   private readonly loading = new Map<string, Promise<LoadedConfig>>();
+  /**
+   * The paths callers named, each with the config it resolved to: a command sends its config with every
+   * request, and a loaded one is found without a realpath and a stat each time (the checks ran at its load).
+   */
+  private readonly named = new Map<string, string>();
   private readonly now: () => number;
   /** Each instance's fingerprint, as last assigned: an instance keeps its name while its definition is used. */
   private instanceOfFingerprint = new Map<string, string>();
@@ -128,14 +133,20 @@ export class ConfigSet {
    * @throws ConfigError naming the file (and line, column) when it does not exist, cannot be read or does not parse.
    */
   async ensure(file: string): Promise<{ entry: LoadedConfig; loaded: boolean }> {
+    const seen = this.entries.get(this.named.get(file) ?? '');
+    if (seen) return { entry: seen, loaded: false };
     const id = await configId(file, this.deps.trusted ?? []);
     const known = this.entries.get(id);
-    if (known) return { entry: known, loaded: false };
+    if (known) {
+      this.named.set(file, id);
+      return { entry: known, loaded: false };
+    }
     let p = this.loading.get(id);
     if (!p) {
       p = this.loadNew(id).finally(() => this.loading.delete(id));
       this.loading.set(id, p);
       const entry = await p;
+      this.named.set(file, id);
       return { entry, loaded: true };
     }
     return { entry: await p, loaded: false };
@@ -184,6 +195,7 @@ export class ConfigSet {
   unload(entry: LoadedConfig): void {
     if (entry.home) return;
     this.entries.delete(entry.id);
+    for (const [path, id] of this.named) if (id === entry.id) this.named.delete(path);
     this.assign();
   }
 

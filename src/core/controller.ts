@@ -268,10 +268,15 @@ export class Controller {
   /** The caller's config's servers with their lanes and instances, named as that config names them. */
   serverStatus(caller: Caller = {}): ServerStatusView[] {
     const pools = this.poolsOf(this.configs.get(caller.config));
-    return serverStatus(pools.map((p) => p.pool)).map((s, i) => {
-      const v = this.auth?.authorizer(s.server)?.view(); // OAuth state is the instance's
-      const row = { ...s, server: pools[i]!.name };
-      return v ? { ...row, auth: { state: v.state, ...(v.error ? { error: v.error } : {}), ...(v.unsaved ? { unsaved: v.unsaved } : {}) } } : row;
+    // OAuth state is the instance's; the row is named as the caller's config names the server.
+    return this.withAuth(serverStatus(pools.map((p) => p.pool))).map((s, i) => ({ ...s, server: pools[i]!.name }));
+  }
+
+  /** Status rows (named by instance) with each HTTP instance's authorization, as /v1/auth says it. */
+  private withAuth(rows: ServerStatusView[]): ServerStatusView[] {
+    return rows.map((s) => {
+      const v = this.auth?.authorizer(s.server)?.view();
+      return v ? { ...s, auth: { state: v.state, ...(v.error ? { error: v.error } : {}), ...(v.unsaved ? { unsaved: v.unsaved } : {}) } } : s;
     });
   }
 
@@ -279,11 +284,10 @@ export class Controller {
   instanceStatus(): { status: ServerStatusView[]; protocol: ProtocolRow[] } {
     const order = new Map(this.configs.instanceServers().map((s, i) => [s.name, i]));
     const pools = this.registry.pools().sort((a, b) => (order.get(a.name) ?? Infinity) - (order.get(b.name) ?? Infinity));
-    const status = serverStatus(pools).map((s) => {
-      const v = this.auth?.authorizer(s.server)?.view();
-      return v ? { ...s, auth: { state: v.state, ...(v.error ? { error: v.error } : {}), ...(v.unsaved ? { unsaved: v.unsaved } : {}) } } : s;
-    });
-    return { status, protocol: protocolRows(pools, this.desired(), (server) => this.reconciler.isDeferred(server)).servers };
+    return {
+      status: this.withAuth(serverStatus(pools)),
+      protocol: protocolRows(pools, this.desired(), (server) => this.reconciler.isDeferred(server)).servers,
+    };
   }
 
   protocol(caller: Caller = {}): { servers: ProtocolRow[] } {
